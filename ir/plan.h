@@ -1,0 +1,52 @@
+#pragma once
+// The per-rank execution plan a schedule produces: for every rank an ordered job list.
+// Jobs print in PyTorch's action notation: `0F1`, `1RECV_F0`, `2SEND_B3`, `3W2`,
+// `(0F7;7B3)OVERLAP_F_B`.
+
+#include <string>
+#include <vector>
+
+namespace pw {
+
+enum class JobKind {
+  kUnknown = 0,
+  kForward,
+  kBackward,        // full backward: input and weight gradients
+  kBackwardInput,   // I: input gradients only
+  kBackwardWeight,  // W: weight gradients only
+  kOptimizer,
+  kSendF,
+  kRecvF,
+  kSendB,
+  kRecvB,
+  kOverlapFB,  // fused: sub_jobs run together
+};
+
+struct Job {
+  JobKind kind = JobKind::kUnknown;
+  int stage = 0;
+  int micro_batch = 0;
+  std::string program;  // the program the job runs, when it runs one
+  int peer = -1;        // peer rank of a send/recv
+  std::vector<Job> sub_jobs;
+  bool operator==(const Job&) const = default;
+};
+
+struct RankPlan {
+  int rank = 0;
+  std::vector<Job> jobs;
+  bool operator==(const RankPlan&) const = default;
+};
+
+struct Plan {
+  std::string schedule;  // the schedule kind that produced it
+  int num_micro_batches = 0;
+  int num_stages = 0;
+  std::vector<int> stage_to_rank;
+  std::vector<RankPlan> ranks;
+
+  bool empty() const { return ranks.empty(); }
+  bool operator==(const Plan&) const = default;
+};
+
+}  // namespace pw

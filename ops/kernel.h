@@ -1,0 +1,42 @@
+#pragma once
+// The CPU kernel contract. A kernel reads its input tensors and writes into output
+// tensors the caller has allocated with the declared shapes. An output that names the
+// same var as an input (in-place, e.g. sgd's ParamOut) is the same Tensor object.
+
+#include <string_view>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/status.h"
+#include "ops/tensor.h"
+
+namespace pw {
+
+// Collectives a kernel may call. `group` is "mp" or "dp"; a null Communicator in the
+// KernelContext means a group of one (the collective is the identity).
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual Status AllReduceSum(std::string_view group, float* data, int64_t count) = 0;
+};
+
+struct KernelContext {
+  const Op& op;
+  // inputs[i][j] / outputs[i][j]: var j of op.inputs[i] / op.outputs[i].
+  std::vector<std::vector<const Tensor*>> inputs;
+  std::vector<std::vector<Tensor*>> outputs;
+  Communicator* comm = nullptr;
+
+  // The tensor of var `j` of a slot; nullptr when the slot is absent.
+  const Tensor* In(std::string_view slot, size_t j = 0) const;
+  Tensor* Out(std::string_view slot, size_t j = 0) const;
+  size_t InCount(std::string_view slot) const;
+  const AttrList& attrs() const { return op.attrs; }
+};
+
+using CpuKernel = Status (*)(KernelContext&);
+
+// The CPU kernel of an op type, or nullptr.
+CpuKernel FindCpuKernel(std::string_view type);
+
+}  // namespace pw

@@ -1,0 +1,41 @@
+#include "ops/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace pw {
+
+namespace {
+std::shared_ptr<std::byte> Allocate(int64_t bytes) {
+  size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  size = (size + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, size);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, size);
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+}  // namespace
+
+Tensor::Tensor(DataType dtype, Shape shape)
+    : dtype_(dtype), shape_(std::move(shape)), numel_(NumElements(shape_)) {
+  storage_ = Allocate(nbytes());
+}
+
+Tensor Tensor::Clone() const {
+  if (!defined()) return Tensor();
+  Tensor copy(dtype_, shape_);
+  std::memcpy(copy.raw(), raw(), nbytes());
+  return copy;
+}
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  Tensor view = *this;
+  view.shape_ = std::move(shape);
+  return view;
+}
+
+void Tensor::Fill(float value) { std::fill_n(f32(), numel_, value); }
+
+}  // namespace pw

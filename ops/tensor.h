@@ -1,0 +1,56 @@
+#pragma once
+// A dense, contiguous, row-major tensor with shared, 64-byte aligned storage. Copies
+// share storage; Clone() copies the data.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ir/types.h"
+
+namespace pw {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates zero-filled storage.
+  Tensor(DataType dtype, Shape shape);
+
+  bool defined() const { return storage_ != nullptr; }
+  DataType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t dim(int i) const { return shape_[i < 0 ? i + shape_.size() : i]; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t nbytes() const { return numel_ * DataTypeSize(dtype_); }
+
+  void* raw() { return storage_.get(); }
+  const void* raw() const { return storage_.get(); }
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(raw());
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(raw());
+  }
+  float* f32() { return data<float>(); }
+  const float* f32() const { return data<float>(); }
+  int64_t* i64() { return data<int64_t>(); }
+  const int64_t* i64() const { return data<int64_t>(); }
+
+  Tensor Clone() const;
+  // Same storage, another shape with the same number of elements.
+  Tensor Reshaped(Shape shape) const;
+  void Fill(float value);  // f32 only
+  // True when both share the same storage.
+  bool SharesStorage(const Tensor& other) const { return storage_ == other.storage_; }
+
+ private:
+  DataType dtype_ = DataType::kInvalid;
+  Shape shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<std::byte> storage_;
+};
+
+}  // namespace pw

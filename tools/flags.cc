@@ -1,0 +1,92 @@
+#include "tools/flags.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace pw::tools {
+
+Flags& Flags::Value(const std::string& name) {
+  value_flags_.insert(name);
+  return *this;
+}
+Flags& Flags::Switch(const std::string& name) {
+  switches_.insert(name);
+  return *this;
+}
+Flags& Flags::Alias(const std::string& alias, const std::string& name) {
+  aliases_[alias] = name;
+  return *this;
+}
+
+Status Flags::Parse(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() < 2 || arg[0] != '-' || arg == "--") {
+      positional_.push_back(arg);
+      continue;
+    }
+    std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::optional<std::string> inline_value;
+    if (size_t eq = body.find('='); eq != std::string::npos) {
+      inline_value = body.substr(eq + 1);
+      body = body.substr(0, eq);
+    }
+    if (auto it = aliases_.find(body); it != aliases_.end()) body = it->second;
+    if (switches_.count(body)) {
+      if (inline_value && *inline_value != "true" && *inline_value != "false")
+        return InvalidArgument("flag --", body, " takes no value (got '", *inline_value, "')");
+      values_[body] = inline_value.value_or("true");
+    } else if (value_flags_.count(body)) {
+      if (inline_value) {
+        values_[body] = *inline_value;
+      } else if (i + 1 < args.size()) {
+        values_[body] = args[++i];
+      } else {
+        return InvalidArgument("flag --", body, " needs a value");
+      }
+    } else {
+      return InvalidArgument("unknown flag '", arg, "'");
+    }
+  }
+  return OkStatus();
+}
+
+std::string Flags::Get(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+StatusOr<int64_t> Flags::GetInt(const std::string& name, int64_t fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (errno || end == it->second.c_str() || *end != '\0')
+    return InvalidArgument("flag --", name, " needs an integer, got '", it->second, "'");
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<double> Flags::GetDouble(const std::string& name, double fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(it->second.c_str(), &end);
+  if (errno || end == it->second.c_str() || *end != '\0')
+    return InvalidArgument("flag --", name, " needs a number, got '", it->second, "'");
+  return v;
+}
+
+StatusOr<std::string> Flags::Require(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return InvalidArgument("missing required flag --", name);
+  return it->second;
+}
+
+StatusOr<int64_t> Flags::RequireInt(const std::string& name) const {
+  if (!Has(name)) return InvalidArgument("missing required flag --", name);
+  return GetInt(name, 0);
+}
+
+}  // namespace pw::tools

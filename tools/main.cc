@@ -1,0 +1,62 @@
+// The `pipeweave` command line: dispatches to a registered subcommand.
+
+#include <cstdio>
+#include <iostream>
+
+#include "tools/command.h"
+
+namespace pw::tools {
+
+CommandRegistry& CommandRegistry::Global() {
+  static CommandRegistry registry;
+  return registry;
+}
+
+void CommandRegistry::Register(Command command) { commands_.push_back(std::move(command)); }
+
+const Command* CommandRegistry::Find(const std::string& name) const {
+  for (const Command& c : commands_)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+namespace {
+
+void PrintHelp() {
+  std::cout << "usage: pipeweave COMMAND [ARGS...]\n\ncommands:\n";
+  for (const Command& c : CommandRegistry::Global().commands()) {
+    std::printf("  %-14s %s\n", c.name.c_str(), c.summary.c_str());
+  }
+  std::cout << "\nRun 'pipeweave COMMAND --help' for a command's flags.\n";
+}
+
+}  // namespace
+}  // namespace pw::tools
+
+int main(int argc, char** argv) {
+  using namespace pw::tools;
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    PrintHelp();
+    return argc < 2 ? 2 : 0;
+  }
+  const Command* command = CommandRegistry::Global().Find(argv[1]);
+  if (!command) {
+    std::cerr << "pipeweave: error: unknown command '" << argv[1]
+              << "' (run 'pipeweave --help' for the list)\n";
+    return 2;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << "usage: " << command->usage << "\n";
+      return 0;
+    }
+  }
+  pw::StatusOr<int> result = command->run(args);
+  if (!result.ok()) {
+    std::cerr << "pipeweave " << command->name << ": error: " << result.status().message()
+              << "\n";
+    return result.status().code() == pw::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return *result;
+}
