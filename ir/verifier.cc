@@ -1,0 +1,184 @@
+#include "ir/verifier.h"
+
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/graph.h"
+
+namespace pw {
+
+namespace {
+
+std::string SlotNames(const std::vector<SlotDef>& slots) {
+  std::string names;
+  for (const SlotDef& s : slots) names += (names.empty() ? "" : ", ") + s.name;
+  return names.empty() ? "none" : names;
+}
+
+std::string TypeString(DataType dtype, const Shape& shape) {
+  return std::string(DataTypeName(dtype)) + ShapeToString(shape);
+}
+
+// Checks one op's slots and attributes against its definition.
+Status CheckSignature(const Op& op, const OpDef& def) {
+  auto check_slots = [&](const std::vector<Slot>& slots, const std::vector<SlotDef>& defs,
+                         const char* what) -> Status {
+    for (const Slot& slot : slots) {
+      const SlotDef* sd = nullptr;
+      for (const SlotDef& d : defs)
+        if (d.name == slot.name) sd = &d;
+      if (!sd)
+        return InvalidArgument(what, " slot '", slot.name, "' is not defined for ", op.type,
+                               " (", what, "s: ", SlotNames(defs), ")");
+      if (!sd->duplicable && slot.vars.size() > 1)
+        return InvalidArgument(what, " slot '", slot.name, "' takes one var, got ",
+                               slot.vars.size());
+    }
+    for (const SlotDef& d : defs) {
+      if (d.optional) continue;
+      bool present = false;
+      for (const Slot& slot : slots) present |= slot.name == d.name && !slot.vars.empty();
+      if (!present) return InvalidArgument("required ", what, " slot '", d.name, "' is missing");
+    }
+    return OkStatus();
+  };
+  PW_RETURN_IF_ERROR(check_slots(op.inputs, def.inputs, "input"));
+  PW_RETURN_IF_ERROR(check_slots(op.outputs, def.outputs, "output"));
+
+  for (const auto& [name, value] : op.attrs.items()) {
+    const AttrDef* ad = def.FindAttr(name);
+    if (!ad) return InvalidArgument("attribute '", name, "' is not defined for ", op.type);
+    AttrType got = TypeOf(value);
+    bool int_as_float = ad->type == AttrType::kFloat && got == AttrType::kInt;
+    if (got != ad->type && !int_as_float)
+      return InvalidArgument("attribute '", name, "' must be ", AttrTypeName(ad->type), ", got ",
+                             AttrTypeName(got));
+  }
+  for (const AttrDef& ad : def.attrs) {
+    if (!ad.default_value && !op.attrs.Has(ad.name))
+      return InvalidArgument("required attribute '", ad.name, "' is missing");
+  }
+  return OkStatus();
+}
+
+// Every output's declared type must match what the op definition infers.
+Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program) {
+  auto inferred = InferOpTypes(def, op, [&](const std::string& n) { return program.FindVar(n); });
+  if (!inferred.ok()) return inferred.status();
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    for (size_t j = 0; j < op.outputs[i].vars.size(); ++j) {
+      const TensorType& want = inferred->outputs()[i][j];
+      if (want.dtype == DataType::kInvalid) continue;  // the definition leaves it open
+      const std::string& name = op.outputs[i].vars[j];
+      const Var* v = program.FindVar(name);
+      if (v->dtype != want.dtype || v->shape != want.shape)
+        return InvalidArgument("output '", name, "' (slot ", op.outputs[i].name,
+                               ") is declared ", TypeString(v->dtype, v->shape), " but ", op.type,
+                               " infers ", TypeString(want.dtype, want.shape));
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckProgram(const Program& program, const OpRegistry& registry,
+                    const std::unordered_set<std::string>* external_inputs) {
+  const auto& ops = program.ops();
+
+  // Which op first writes each var, to tell a use before definition from an input.
+  std::unordered_map<std::string_view, size_t> first_writer;
+  for (size_t i = 0; i < ops.size(); ++i)
+    ops[i].ForEachOutput([&](const std::string& v) { first_writer.emplace(v, i); });
+
+  if (auto cycle = FindDefUseCycle(program)) {
+    std::string path;
+    for (size_t i : *cycle) path += StrCat("op ", i, " (", ops[i].type, ") -> ");
+    path += StrCat("op ", cycle->front(), " (", ops[cycle->front()].type, ")");
+    return InvalidArgument("dependency cycle: ", path);
+  }
+
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    auto fail = [&](const Status& s) {
+      return s.WithContext(StrCat("op ", i, " (", op.type, ")"));
+    };
+    const OpDef* def = registry.Find(op.type);
+    if (!def) return fail(InvalidArgument("unknown op type '", op.type, "'"));
+    if (Status s = CheckSignature(op, *def); !s.ok()) return fail(s);
+
+    for (const Slot& slot : op.inputs) {
+      for (const std::string& name : slot.vars) {
+        const Var* v = program.FindVar(name);
+        if (!v)
+          return fail(InvalidArgument("input '", name, "' (slot ", slot.name,
+                                      ") is not declared"));
+        auto fw = first_writer.find(name);
+        bool written_later = fw != first_writer.end() && fw->second > i;
+        bool written_here = fw != first_writer.end() && fw->second == i;
+        if (written_later && !v->persistable)
+          return fail(InvalidArgument("input '", name, "' (slot ", slot.name,
+                                      ") is used before it is defined (by op ", fw->second, ")"));
+        bool never_written = fw == first_writer.end() || written_here;
+        if (never_written && !v->persistable && external_inputs &&
+            !external_inputs->count(name))
+          return fail(InvalidArgument("input '", name, "' (slot ", slot.name,
+                                      ") is never defined: it is not a parameter, a fed input "
+                                      "or an input of this program"));
+      }
+    }
+    for (const Slot& slot : op.outputs) {
+      for (const std::string& name : slot.vars) {
+        if (!program.FindVar(name))
+          return fail(InvalidArgument("output '", name, "' (slot ", slot.name,
+                                      ") is not declared"));
+      }
+    }
+    if (Status s = CheckInferredTypes(op, *def, program); !s.ok()) return fail(s);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status VerifyProgram(const Program& program, const OpRegistry& registry) {
+  return CheckProgram(program, registry, nullptr)
+      .WithContext(StrCat("program '", program.name(), "'"));
+}
+
+Status VerifyModule(const Module& module, const OpRegistry& registry) {
+  if (module.programs().empty()) return InvalidArgument("module has no programs");
+  const Mesh& m = module.mesh;
+  if (m.dp < 1 || m.pp < 1 || m.mp < 1 || m.vpp < 1)
+    return InvalidArgument("mesh degrees must be at least 1 (dp=", m.dp, " pp=", m.pp,
+                           " mp=", m.mp, " vpp=", m.vpp, ")");
+
+  // Fed inputs (metadata "inputs") plus each program's recorded inputs may be read
+  // without being written.
+  std::unordered_set<std::string> fed;
+  bool know_inputs = false;
+  if (const Attribute* a = module.metadata.Find("inputs")) {
+    if (const auto* names = std::get_if<std::vector<std::string>>(a)) {
+      fed.insert(names->begin(), names->end());
+      know_inputs = true;
+    }
+  }
+  for (const Program& program : module.programs()) {
+    std::unordered_set<std::string> external = fed;
+    external.insert(program.info().inputs.begin(), program.info().inputs.end());
+    bool checked = know_inputs || !program.info().kind.empty();
+    PW_RETURN_IF_ERROR(CheckProgram(program, registry, checked ? &external : nullptr)
+                           .WithContext(StrCat("program '", program.name(), "'")));
+  }
+
+  for (const RankPlan& rp : module.plan.ranks) {
+    for (size_t j = 0; j < rp.jobs.size(); ++j) {
+      const Job& job = rp.jobs[j];
+      if (!job.program.empty() && !module.FindProgram(job.program))
+        return InvalidArgument("plan of rank ", rp.rank, ", job ", j, ": program '",
+                               job.program, "' does not exist");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace pw

@@ -1,0 +1,98 @@
+#include "ops/defs/def_util.h"
+
+namespace pw::ops {
+
+std::string Where(const InferContext& ctx, std::string_view slot) {
+  return StrCat(ctx.op().type, ": ", slot);
+}
+
+Status CheckDtype(const InferContext& ctx, std::string_view slot, DataType dtype, size_t i) {
+  if (ctx.InputCount(slot) <= i) return InvalidArgument(Where(ctx, slot), " is missing");
+  const TensorType& t = ctx.Input(slot, i);
+  if (t.dtype != dtype) {
+    return InvalidArgument(Where(ctx, slot), " ", ShapeToString(t.shape), " has dtype ",
+                           DataTypeName(t.dtype), ", expected ", DataTypeName(dtype));
+  }
+  return OkStatus();
+}
+
+Status CheckRankAtLeast(const InferContext& ctx, std::string_view slot, DataType dtype,
+                        int min_rank) {
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, dtype));
+  const Shape& s = ctx.Input(slot).shape;
+  if (static_cast<int>(s.size()) < min_rank) {
+    return InvalidArgument(Where(ctx, slot), " ", ShapeToString(s), " has rank ", s.size(),
+                           ", expected at least ", min_rank);
+  }
+  return OkStatus();
+}
+
+Status CheckRank(const InferContext& ctx, std::string_view slot, DataType dtype, int rank) {
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, dtype));
+  const Shape& s = ctx.Input(slot).shape;
+  if (static_cast<int>(s.size()) != rank) {
+    return InvalidArgument(Where(ctx, slot), " ", ShapeToString(s), " has rank ", s.size(),
+                           ", expected ", rank);
+  }
+  return OkStatus();
+}
+
+Status CheckSameType(const InferContext& ctx, std::string_view a, std::string_view b, size_t ia,
+                     size_t ib) {
+  const TensorType& ta = ctx.Input(a, ia);
+  const TensorType& tb = ctx.Input(b, ib);
+  if (ta.dtype != tb.dtype) {
+    return InvalidArgument(ctx.op().type, ": ", a, " has dtype ", DataTypeName(ta.dtype),
+                           " but ", b, " has dtype ", DataTypeName(tb.dtype));
+  }
+  if (ta.shape != tb.shape) return Mismatch(ctx, a, ta.shape, b, tb.shape, "shapes differ");
+  return OkStatus();
+}
+
+Status Mismatch(const InferContext& ctx, std::string_view a, const Shape& sa, std::string_view b,
+                const Shape& sb, std::string_view why) {
+  return InvalidArgument(ctx.op().type, ": ", a, " ", ShapeToString(sa), " and ", b, " ",
+                         ShapeToString(sb), ": ", why);
+}
+
+namespace {
+double Bytes(const TensorType& t) {
+  return static_cast<double>(NumElements(t.shape)) * DataTypeSize(t.dtype);
+}
+}  // namespace
+
+double IoBytes(const InferContext& ctx) {
+  double bytes = 0;
+  for (const Slot& s : ctx.op().inputs)
+    for (size_t j = 0; j < s.vars.size(); ++j) bytes += Bytes(ctx.Input(s.name, j));
+  for (const auto& slot : ctx.outputs())
+    for (const TensorType& t : slot) bytes += Bytes(t);
+  return bytes;
+}
+
+OpCost ElementwiseCost(const InferContext& ctx, double flops_per_element, std::string_view slot) {
+  OpCost cost;
+  cost.flops = flops_per_element * static_cast<double>(NumElements(ctx.Output(slot).shape));
+  cost.bytes = IoBytes(ctx);
+  return cost;
+}
+
+void MarkWeightGrad(const GradContext& ctx, Op& op) {
+  bool any = false;
+  bool all = true;
+  op.ForEachOutput([&](const std::string& name) {
+    const Var* v = ctx.FindVar(ForwardVarName(name));
+    any = true;
+    all = all && IsGradVarName(name) && v && v->is_parameter;
+  });
+  op.weight_grad = any && all;
+}
+
+bool NormalizeAxis(int64_t axis, int rank, int* out) {
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return false;
+  *out = static_cast<int>(axis);
+  return true;
+}
+
+}  // namespace pw::ops

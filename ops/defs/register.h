@@ -1,0 +1,19 @@
+#pragma once
+// Internal: every op family registers its definitions from its own file.
+
+#include "ir/op_def.h"
+
+namespace pw::ops {
+
+void RegisterMatmulOps(OpRegistry& registry);
+void RegisterEmbeddingOps(OpRegistry& registry);
+void RegisterElementwiseOps(OpRegistry& registry);
+void RegisterNormOps(OpRegistry& registry);
+void RegisterAttentionOps(OpRegistry& registry);
+void RegisterSoftmaxOps(OpRegistry& registry);
+void RegisterReduceOps(OpRegistry& registry);
+void RegisterShapeOps(OpRegistry& registry);
+void RegisterCollectiveOps(OpRegistry& registry);
+void RegisterOptimizerOps(OpRegistry& registry);
+
+}  // namespace pw::ops
