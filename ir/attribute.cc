@@ -6,13 +6,20 @@ namespace pw {
 
 const char* AttrTypeName(AttrType type) {
   switch (type) {
-    case AttrType::kInt: return "int";
-    case AttrType::kFloat: return "float";
-    case AttrType::kBool: return "bool";
-    case AttrType::kString: return "string";
-    case AttrType::kInts: return "int list";
-    case AttrType::kFloats: return "float list";
-    case AttrType::kStrings: return "string list";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kBool:
+      return "bool";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kInts:
+      return "int list";
+    case AttrType::kFloats:
+      return "float list";
+    case AttrType::kStrings:
+      return "string list";
   }
   return "unknown";
 }

@@ -81,15 +81,15 @@ std::string ProgramBuilder::Unique(const std::string& hint) {
 }
 
 std::string ProgramBuilder::Append(pw::Op op) {
-  std::string first = op.outputs.empty() || op.outputs[0].vars.empty() ? ""
-                                                                         : op.outputs[0].vars[0];
+  std::string first = op.outputs.empty() || op.outputs[0].vars.empty() ? "" : op.outputs[0].vars[0];
   if (!status_.ok()) return first;
   const OpDef* def = registry_.Find(op.type);
   if (!def) {
     Fail(InvalidArgument("unknown op type '", op.type, "'"));
     return first;
   }
-  auto inferred = InferOpTypes(def[0], op, [&](const std::string& n) { return program_.FindVar(n); });
+  auto inferred =
+      InferOpTypes(def[0], op, [&](const std::string& n) { return program_.FindVar(n); });
   if (!inferred.ok()) {
     Fail(inferred.status().WithContext(StrCat("op ", program_.ops().size(), " (", op.type, ")")));
     return first;

@@ -4,6 +4,7 @@
 #include <boost/graph/topological_sort.hpp>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace pw {
 
@@ -188,9 +189,13 @@ std::optional<std::vector<size_t>> FindDefUseCycle(const Program& program) {
   const size_t n = ops.size();
   std::unordered_map<std::string_view, int> write_count;
   std::unordered_map<std::string_view, size_t> sole_writer;
+  std::unordered_set<std::string_view> updated_in_place;
   for (size_t i = 0; i < n; ++i) {
     ops[i].ForEachOutput([&](const std::string& v) {
       if (write_count[v]++ == 0) sole_writer[v] = i;
+      ops[i].ForEachInput([&](const std::string& in) {
+        if (in == v) updated_in_place.insert(v);
+      });
     });
   }
   // Successor lists: writer -> reader.
@@ -201,7 +206,9 @@ std::optional<std::vector<size_t>> FindDefUseCycle(const Program& program) {
       auto wc = write_count.find(v);
       if (wc == write_count.end()) return;  // never written: an external input
       int64_t from = -1;
-      if (wc->second == 1) {
+      const Var* var = program.FindVar(v);
+      bool has_entry_value = (var && var->persistable) || updated_in_place.count(v);
+      if (wc->second == 1 && !has_entry_value) {
         from = static_cast<int64_t>(sole_writer[v]);
       } else if (auto lw = last_writer.find(v); lw != last_writer.end()) {
         from = lw->second;

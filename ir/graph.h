@@ -58,9 +58,10 @@ struct CriticalPath {
 };
 CriticalPath LongestWeightedPath(const DepGraph& graph, const std::vector<double>& op_weights);
 
-// A dependency cycle in def-use terms, ignoring program order: vars written once link
-// their writer to every reader; vars written several times (in-place updates) link in
-// program order. Returns the ops of one cycle, or nothing when there is none.
+// A dependency cycle in def-use terms, ignoring program order: a temporary written once
+// links its writer to every reader; persistable vars and vars written several times
+// (in-place updates) link each read to the latest earlier write. Returns the ops of one cycle, or
+// nothing when there is none.
 std::optional<std::vector<size_t>> FindDefUseCycle(const Program& program);
 
 }  // namespace pw

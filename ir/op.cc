@@ -6,12 +6,18 @@ namespace pw {
 
 const char* OpRoleName(OpRole role) {
   switch (role) {
-    case OpRole::kUnspecified: return "unspecified";
-    case OpRole::kForward: return "forward";
-    case OpRole::kBackward: return "backward";
-    case OpRole::kOptimize: return "optimize";
-    case OpRole::kLoss: return "loss";
-    case OpRole::kCommunication: return "communication";
+    case OpRole::kUnspecified:
+      return "unspecified";
+    case OpRole::kForward:
+      return "forward";
+    case OpRole::kBackward:
+      return "backward";
+    case OpRole::kOptimize:
+      return "optimize";
+    case OpRole::kLoss:
+      return "loss";
+    case OpRole::kCommunication:
+      return "communication";
   }
   return "unknown";
 }

@@ -25,8 +25,8 @@ struct Op {
   std::vector<Slot> outputs;
   AttrList attrs;
   OpRole role = OpRole::kForward;
-  int stage = -1;  // pipeline stage; -1 when not placed
-  int chunk = 0;   // virtual pipeline chunk
+  int stage = -1;      // pipeline stage; -1 when not placed
+  int chunk = 0;       // virtual pipeline chunk
   std::string stream;  // named stream type; empty means "compute"
   std::vector<std::string> wait_events;
   std::vector<std::string> record_events;

@@ -103,9 +103,8 @@ std::vector<std::string> OpRegistry::Types() const {
   return types;
 }
 
-StatusOr<InferContext> InferOpTypes(
-    const OpDef& def, const Op& op,
-    const std::function<const Var*(const std::string&)>& find_var) {
+StatusOr<InferContext> InferOpTypes(const OpDef& def, const Op& op,
+                                    const std::function<const Var*(const std::string&)>& find_var) {
   std::vector<std::vector<TensorType>> inputs(op.inputs.size());
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     for (const std::string& name : op.inputs[i].vars) {

@@ -110,7 +110,7 @@ struct OpDef {
   std::vector<AttrDef> attrs;
   // Outputs that name the same var as an input (in-place update, e.g. sgd's ParamOut).
   std::vector<std::pair<std::string, std::string>> inplace;  // (output slot, input slot)
-  bool is_communication = false;  // c_identity, c_allreduce_sum, ...
+  bool is_communication = false;                             // c_identity, c_allreduce_sum, ...
   std::function<Status(InferContext&)> infer;
   std::function<OpCost(const InferContext&)> cost;  // null: counted as zero
   std::function<Status(GradContext&)> grad;         // null: not differentiable

@@ -164,19 +164,23 @@ namespace {
 
 StatusOr<Attribute> AttrFromProto(const pb::Attr& a) {
   switch (a.value_case()) {
-    case pb::Attr::kI: return Attribute(a.i());
-    case pb::Attr::kF: return Attribute(a.f());
-    case pb::Attr::kB: return Attribute(a.b());
-    case pb::Attr::kS: return Attribute(a.s());
+    case pb::Attr::kI:
+      return Attribute(a.i());
+    case pb::Attr::kF:
+      return Attribute(a.f());
+    case pb::Attr::kB:
+      return Attribute(a.b());
+    case pb::Attr::kS:
+      return Attribute(a.s());
     case pb::Attr::kInts:
       return Attribute(std::vector<int64_t>(a.ints().values().begin(), a.ints().values().end()));
     case pb::Attr::kFloats:
-      return Attribute(
-          std::vector<double>(a.floats().values().begin(), a.floats().values().end()));
+      return Attribute(std::vector<double>(a.floats().values().begin(), a.floats().values().end()));
     case pb::Attr::kStrings:
       return Attribute(
           std::vector<std::string>(a.strings().values().begin(), a.strings().values().end()));
-    case pb::Attr::VALUE_NOT_SET: break;
+    case pb::Attr::VALUE_NOT_SET:
+      break;
   }
   return InvalidArgument("attribute '", a.name(), "' has no value");
 }
@@ -196,8 +200,7 @@ StatusOr<Var> VarFromProto(const pb::VarDesc& desc) {
   Var v;
   v.name = desc.name();
   if (v.name.empty()) return InvalidArgument("var with an empty name");
-  if (desc.dtype() == pb::DT_INVALID)
-    return InvalidArgument("var '", v.name, "' has no dtype");
+  if (desc.dtype() == pb::DT_INVALID) return InvalidArgument("var '", v.name, "' has no dtype");
   v.dtype = static_cast<DataType>(desc.dtype());
   for (int64_t d : desc.shape()) {
     if (d < 0) return InvalidArgument("var '", v.name, "' has a negative dimension ", d);
@@ -303,8 +306,7 @@ StatusOr<Module> ModuleFromProto(const pb::ModuleDesc& desc) {
   module.name = desc.name();
   for (const pb::ProgramDesc& pd : desc.programs()) {
     auto program = ProgramFromProto(pd);
-    if (!program.ok())
-      return program.status().WithContext(StrCat("program '", pd.name(), "'"));
+    if (!program.ok()) return program.status().WithContext(StrCat("program '", pd.name(), "'"));
     if (module.FindProgram(pd.name()))
       return InvalidArgument("program '", pd.name(), "' defined twice");
     module.AddProgram(std::move(program).value());

@@ -112,9 +112,9 @@ class [[nodiscard]] StatusOr {
 #define PW_CONCAT_INNER_(a, b) a##b
 #define PW_CONCAT_(a, b) PW_CONCAT_INNER_(a, b)
 
-#define PW_RETURN_IF_ERROR(expr)           \
-  do {                                     \
-    ::pw::Status pw_status_ = (expr);      \
+#define PW_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::pw::Status pw_status_ = (expr);        \
     if (!pw_status_.ok()) return pw_status_; \
   } while (0)
 

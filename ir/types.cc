@@ -6,19 +6,25 @@ namespace pw {
 
 const char* DataTypeName(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return "f32";
-    case DataType::kInt64: return "i64";
-    case DataType::kInt32: return "i32";
-    case DataType::kFloat16: return "f16";
-    case DataType::kBFloat16: return "bf16";
-    case DataType::kInvalid: break;
+    case DataType::kFloat32:
+      return "f32";
+    case DataType::kInt64:
+      return "i64";
+    case DataType::kInt32:
+      return "i32";
+    case DataType::kFloat16:
+      return "f16";
+    case DataType::kBFloat16:
+      return "bf16";
+    case DataType::kInvalid:
+      break;
   }
   return "invalid";
 }
 
 bool ParseDataType(const std::string& name, DataType* dtype) {
-  for (DataType d : {DataType::kFloat32, DataType::kInt64, DataType::kInt32,
-                     DataType::kFloat16, DataType::kBFloat16}) {
+  for (DataType d : {DataType::kFloat32, DataType::kInt64, DataType::kInt32, DataType::kFloat16,
+                     DataType::kBFloat16}) {
     if (name == DataTypeName(d)) {
       *dtype = d;
       return true;
@@ -29,12 +35,18 @@ bool ParseDataType(const std::string& name, DataType* dtype) {
 
 int64_t DataTypeSize(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return 4;
-    case DataType::kInt64: return 8;
-    case DataType::kInt32: return 4;
-    case DataType::kFloat16: return 2;
-    case DataType::kBFloat16: return 2;
-    case DataType::kInvalid: break;
+    case DataType::kFloat32:
+      return 4;
+    case DataType::kInt64:
+      return 8;
+    case DataType::kInt32:
+      return 4;
+    case DataType::kFloat16:
+      return 2;
+    case DataType::kBFloat16:
+      return 2;
+    case DataType::kInvalid:
+      break;
   }
   return 0;
 }

@@ -15,7 +15,7 @@ const char* DataTypeName(DataType dtype);  // "f32", "i64", ...
 bool ParseDataType(const std::string& name, DataType* dtype);
 int64_t DataTypeSize(DataType dtype);  // bytes per element
 
-int64_t NumElements(const Shape& shape);  // 1 for a scalar (empty shape)
+int64_t NumElements(const Shape& shape);        // 1 for a scalar (empty shape)
 std::string ShapeToString(const Shape& shape);  // "[2, 16, 64]"
 
 }  // namespace pw

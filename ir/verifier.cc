@@ -29,8 +29,8 @@ Status CheckSignature(const Op& op, const OpDef& def) {
       for (const SlotDef& d : defs)
         if (d.name == slot.name) sd = &d;
       if (!sd)
-        return InvalidArgument(what, " slot '", slot.name, "' is not defined for ", op.type,
-                               " (", what, "s: ", SlotNames(defs), ")");
+        return InvalidArgument(what, " slot '", slot.name, "' is not defined for ", op.type, " (",
+                               what, "s: ", SlotNames(defs), ")");
       if (!sd->duplicable && slot.vars.size() > 1)
         return InvalidArgument(what, " slot '", slot.name, "' takes one var, got ",
                                slot.vars.size());
@@ -73,9 +73,9 @@ Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program
       const std::string& name = op.outputs[i].vars[j];
       const Var* v = program.FindVar(name);
       if (v->dtype != want.dtype || v->shape != want.shape)
-        return InvalidArgument("output '", name, "' (slot ", op.outputs[i].name,
-                               ") is declared ", TypeString(v->dtype, v->shape), " but ", op.type,
-                               " infers ", TypeString(want.dtype, want.shape));
+        return InvalidArgument("output '", name, "' (slot ", op.outputs[i].name, ") is declared ",
+                               TypeString(v->dtype, v->shape), " but ", op.type, " infers ",
+                               TypeString(want.dtype, want.shape));
     }
   }
   return OkStatus();
@@ -110,8 +110,7 @@ Status CheckProgram(const Program& program, const OpRegistry& registry,
       for (const std::string& name : slot.vars) {
         const Var* v = program.FindVar(name);
         if (!v)
-          return fail(InvalidArgument("input '", name, "' (slot ", slot.name,
-                                      ") is not declared"));
+          return fail(InvalidArgument("input '", name, "' (slot ", slot.name, ") is not declared"));
         auto fw = first_writer.find(name);
         bool written_later = fw != first_writer.end() && fw->second > i;
         bool written_here = fw != first_writer.end() && fw->second == i;
@@ -119,8 +118,7 @@ Status CheckProgram(const Program& program, const OpRegistry& registry,
           return fail(InvalidArgument("input '", name, "' (slot ", slot.name,
                                       ") is used before it is defined (by op ", fw->second, ")"));
         bool never_written = fw == first_writer.end() || written_here;
-        if (never_written && !v->persistable && external_inputs &&
-            !external_inputs->count(name))
+        if (never_written && !v->persistable && external_inputs && !external_inputs->count(name))
           return fail(InvalidArgument("input '", name, "' (slot ", slot.name,
                                       ") is never defined: it is not a parameter, a fed input "
                                       "or an input of this program"));
@@ -129,8 +127,8 @@ Status CheckProgram(const Program& program, const OpRegistry& registry,
     for (const Slot& slot : op.outputs) {
       for (const std::string& name : slot.vars) {
         if (!program.FindVar(name))
-          return fail(InvalidArgument("output '", name, "' (slot ", slot.name,
-                                      ") is not declared"));
+          return fail(
+              InvalidArgument("output '", name, "' (slot ", slot.name, ") is not declared"));
       }
     }
     if (Status s = CheckInferredTypes(op, *def, program); !s.ok()) return fail(s);
@@ -149,8 +147,8 @@ Status VerifyModule(const Module& module, const OpRegistry& registry) {
   if (module.programs().empty()) return InvalidArgument("module has no programs");
   const Mesh& m = module.mesh;
   if (m.dp < 1 || m.pp < 1 || m.mp < 1 || m.vpp < 1)
-    return InvalidArgument("mesh degrees must be at least 1 (dp=", m.dp, " pp=", m.pp,
-                           " mp=", m.mp, " vpp=", m.vpp, ")");
+    return InvalidArgument("mesh degrees must be at least 1 (dp=", m.dp, " pp=", m.pp, " mp=", m.mp,
+                           " vpp=", m.vpp, ")");
 
   // Fed inputs (metadata "inputs") plus each program's recorded inputs may be read
   // without being written.
@@ -174,8 +172,8 @@ Status VerifyModule(const Module& module, const OpRegistry& registry) {
     for (size_t j = 0; j < rp.jobs.size(); ++j) {
       const Job& job = rp.jobs[j];
       if (!job.program.empty() && !module.FindProgram(job.program))
-        return InvalidArgument("plan of rank ", rp.rank, ", job ", j, ": program '",
-                               job.program, "' does not exist");
+        return InvalidArgument("plan of rank ", rp.rank, ", job ", j, ": program '", job.program,
+                               "' does not exist");
     }
   }
   return OkStatus();

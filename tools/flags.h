@@ -16,8 +16,8 @@ namespace pw::tools {
 class Flags {
  public:
   // Declares the flags a command accepts (names without dashes).
-  Flags& Value(const std::string& name);   // takes a value
-  Flags& Switch(const std::string& name);  // boolean, no value
+  Flags& Value(const std::string& name);                            // takes a value
+  Flags& Switch(const std::string& name);                           // boolean, no value
   Flags& Alias(const std::string& alias, const std::string& name);  // e.g. "o" -> "output"
 
   Status Parse(const std::vector<std::string>& args);

@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
   }
   pw::StatusOr<int> result = command->run(args);
   if (!result.ok()) {
-    std::cerr << "pipeweave " << command->name << ": error: " << result.status().message()
-              << "\n";
+    std::cerr << "pipeweave " << command->name << ": error: " << result.status().message() << "\n";
     return result.status().code() == pw::StatusCode::kInvalidArgument ? 2 : 1;
   }
   return *result;

@@ -1,0 +1,165 @@
+#include "ir/verifier.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/builder.h"
+#include "tests/ir/test_registry.h"
+
+namespace pw {
+namespace {
+
+using testing::TestRegistry;
+
+Var F32(const std::string& name, Shape shape, bool persistable = false) {
+  Var v{name, DataType::kFloat32, std::move(shape)};
+  v.persistable = persistable;
+  return v;
+}
+
+Op MakeOp(const std::string& type, std::vector<Slot> in, std::vector<Slot> out) {
+  Op op;
+  op.type = type;
+  op.inputs = std::move(in);
+  op.outputs = std::move(out);
+  return op;
+}
+
+// x (fed), w (parameter) -> a = ew(x, w) -> b = unary(a) -> update(w, b)
+Program ValidProgram() {
+  Program p("main");
+  p.AddVar(F32("x", {4}));
+  p.AddVar(F32("w", {4}, true));
+  p.AddVar(F32("a", {4}));
+  p.AddVar(F32("b", {4}));
+  p.AddOp(MakeOp("ew", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"a"}}}));
+  p.AddOp(MakeOp("unary", {{"X", {"a"}}}, {{"Out", {"b"}}}));
+  p.AddOp(MakeOp("update", {{"P", {"w"}}, {"G", {"b"}}}, {{"POut", {"w"}}}));
+  return p;
+}
+
+std::string Error(const Program& p) {
+  Status s = VerifyProgram(p, TestRegistry());
+  return s.ok() ? "ok" : s.message();
+}
+
+TEST(VerifierTest, AcceptsAValidProgramWithAnInPlaceUpdate) {
+  EXPECT_EQ(Error(ValidProgram()), "ok");
+}
+
+TEST(VerifierTest, UnknownOpType) {
+  Program p = ValidProgram();
+  p.ops()[1].type = "frobnicate";
+  EXPECT_EQ(Error(p), "program 'main': op 1 (frobnicate): unknown op type 'frobnicate'");
+}
+
+TEST(VerifierTest, SlotNotInDefinition) {
+  Program p = ValidProgram();
+  p.ops()[1].inputs[0].name = "Z";
+  EXPECT_EQ(Error(p),
+            "program 'main': op 1 (unary): input slot 'Z' is not defined for unary (inputs: X)");
+  p = ValidProgram();
+  p.ops()[0].outputs[0].name = "Result";
+  EXPECT_NE(Error(p).find("output slot 'Result' is not defined for ew"), std::string::npos);
+}
+
+TEST(VerifierTest, AttributeChecks) {
+  Program p = ValidProgram();
+  p.ops()[0].SetAttr("beta", 1.0);
+  EXPECT_EQ(Error(p), "program 'main': op 0 (ew): attribute 'beta' is not defined for ew");
+  p = ValidProgram();
+  p.ops()[0].SetAttr("alpha", std::string("big"));
+  EXPECT_EQ(Error(p), "program 'main': op 0 (ew): attribute 'alpha' must be float, got string");
+  p = ValidProgram();
+  p.ops()[0].SetAttr("alpha", int64_t{2});  // an int is accepted where a float is expected
+  EXPECT_EQ(Error(p), "ok");
+  p = ValidProgram();
+  p.AddVar(F32("g", {4}));
+  p.ops().insert(p.ops().begin(), MakeOp("gen", {}, {{"Out", {"g"}}}));
+  EXPECT_EQ(Error(p), "program 'main': op 0 (gen): required attribute 'shape' is missing");
+}
+
+TEST(VerifierTest, MissingRequiredSlot) {
+  Program p = ValidProgram();
+  p.ops()[0].inputs.pop_back();
+  EXPECT_EQ(Error(p), "program 'main': op 0 (ew): required input slot 'Y' is missing");
+}
+
+TEST(VerifierTest, UndeclaredVar) {
+  Program p = ValidProgram();
+  p.ops()[1].inputs[0].vars[0] = "ghost";
+  EXPECT_EQ(Error(p), "program 'main': op 1 (unary): input 'ghost' (slot X) is not declared");
+  p = ValidProgram();
+  p.ops()[1].outputs[0].vars[0] = "ghost";
+  EXPECT_NE(Error(p).find("output 'ghost' (slot Out) is not declared"), std::string::npos);
+}
+
+TEST(VerifierTest, UseBeforeDefinition) {
+  Program p = ValidProgram();
+  std::swap(p.ops()[0], p.ops()[1]);
+  EXPECT_EQ(Error(p),
+            "program 'main': op 0 (unary): input 'a' (slot X) is used before it is defined (by "
+            "op 1)");
+}
+
+TEST(VerifierTest, ShapeAndDtypeDisagreeWithInference) {
+  Program p = ValidProgram();
+  p.FindVar("b")->shape = {2, 2};
+  EXPECT_EQ(Error(p),
+            "program 'main': op 1 (unary): output 'b' (slot Out) is declared f32[2, 2] but unary "
+            "infers f32[4]");
+  p = ValidProgram();
+  p.FindVar("b")->dtype = DataType::kInt64;
+  EXPECT_NE(Error(p).find("declared i64[4] but unary infers f32[4]"), std::string::npos);
+  p = ValidProgram();
+  p.FindVar("x")->shape = {5};
+  EXPECT_EQ(Error(p), "program 'main': op 0 (ew): X [5] and Y [4] differ");
+}
+
+TEST(VerifierTest, DependencyCycle) {
+  Program p("main");
+  p.AddVar(F32("a", {4}));
+  p.AddVar(F32("b", {4}));
+  p.AddOp(MakeOp("unary", {{"X", {"b"}}}, {{"Out", {"a"}}}));
+  p.AddOp(MakeOp("unary", {{"X", {"a"}}}, {{"Out", {"b"}}}));
+  EXPECT_EQ(Error(p),
+            "program 'main': dependency cycle: op 0 (unary) -> op 1 (unary) -> op 0 (unary)");
+}
+
+TEST(VerifierTest, ModuleChecksFedInputsMeshAndPlan) {
+  Module m;
+  m.AddProgram(ValidProgram());
+  m.metadata.Set("inputs", std::vector<std::string>{"x"});
+  EXPECT_TRUE(VerifyModule(m, TestRegistry()).ok());
+  m.metadata.Set("inputs", std::vector<std::string>{});
+  Status s = VerifyModule(m, TestRegistry());
+  EXPECT_NE(s.message().find("input 'x' (slot X) is never defined"), std::string::npos)
+      << s.message();
+  m.metadata.Set("inputs", std::vector<std::string>{"x"});
+  m.plan.ranks = {RankPlan{0, {Job{JobKind::kForward, 0, 0, "forward_s0"}}}};
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
+            "plan of rank 0, job 0: program 'forward_s0' does not exist");
+  m.plan.ranks.clear();
+  m.mesh.pp = 0;
+  EXPECT_NE(VerifyModule(m, TestRegistry()).message().find("mesh degrees"), std::string::npos);
+}
+
+TEST(BuilderTest, DeclaresInferredOutputsAndDefersErrors) {
+  Program p("main");
+  ProgramBuilder b(p, TestRegistry());
+  b.SetPlacement(2, 1);
+  std::string x = b.Input("x", DataType::kFloat32, {3});
+  std::string y = b.Op("unary").In("X", x).Out("Out", "y").Build();
+  EXPECT_EQ(y, "y");
+  ASSERT_TRUE(b.status().ok());
+  EXPECT_EQ(p.FindVar("y")->shape, (Shape{3}));
+  EXPECT_EQ(p.ops()[0].stage, 2);
+  EXPECT_EQ(p.ops()[0].chunk, 1);
+  EXPECT_EQ(b.Unique("y"), "y_1");
+  b.Op("nope").In("X", x).Out("Out", "z").Build();
+  b.Op("unary").In("X", x).Out("Out", "w").Build();
+  EXPECT_EQ(b.status().message(), "unknown op type 'nope'");
+  EXPECT_EQ(p.ops().size(), 1u);  // nothing is appended after the first error
+}
+
+}  // namespace
+}  // namespace pw
