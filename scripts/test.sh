@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole test suite. Usage:
+#   scripts/test.sh                 # the normal build
+#   scripts/test.sh --sanitize address|thread   # ASan+UBSan or TSan build in build-<name>/
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+sanitize=""
+if [[ ${1:-} == --sanitize ]]; then
+  sanitize=${2:?"--sanitize needs address or thread"}
+  export PW_BUILD_DIR=${PW_BUILD_DIR:-$root/build-$sanitize}
+fi
+build=${PW_BUILD_DIR:-$root/build}
+"$root/scripts/build.sh" -DPW_SANITIZE="$sanitize"
+cd "$build"
+ctest --output-on-failure -j "${PW_JOBS:-$(nproc)}" --timeout 600
