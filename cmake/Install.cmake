@@ -13,6 +13,7 @@ foreach(dir ir ops passes cost_model models executor)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pipeweave/${dir}
     FILES_MATCHING PATTERN "*.h")
 endforeach()
+install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pipeweave/proto FILES_MATCHING PATTERN "*.pb.h")
 install(FILES ${PROJECT_BINARY_DIR}/proto/pipeweave.pb.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pipeweave/proto)
 install(EXPORT pipeweaveTargets NAMESPACE pipeweave::
