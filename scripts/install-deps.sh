@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev libopenblas-dev
   clang-14 libclang-rt-14-dev llvm-14-tools clang-format
-  redis-server
+  redis-server time bc
 )
 
 missing=()
