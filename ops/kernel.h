@@ -39,4 +39,11 @@ using CpuKernel = Status (*)(KernelContext&);
 // The CPU kernel of an op type, or nullptr.
 CpuKernel FindCpuKernel(std::string_view type);
 
+namespace ops {
+// Threads OpenBLAS may use for one GEMM (global to the process). Every kernel gives the
+// same bits run after run for a fixed thread count, but OpenBLAS partitions a GEMM by
+// thread count, so its last bits change with it: compare runs at the same setting.
+void SetBlasThreads(int threads);
+}  // namespace ops
+
 }  // namespace pw

@@ -42,8 +42,8 @@ Status CheckSameType(const InferContext& ctx, std::string_view a, std::string_vi
   const TensorType& ta = ctx.Input(a, ia);
   const TensorType& tb = ctx.Input(b, ib);
   if (ta.dtype != tb.dtype) {
-    return InvalidArgument(ctx.op().type, ": ", a, " has dtype ", DataTypeName(ta.dtype),
-                           " but ", b, " has dtype ", DataTypeName(tb.dtype));
+    return InvalidArgument(ctx.op().type, ": ", a, " has dtype ", DataTypeName(ta.dtype), " but ",
+                           b, " has dtype ", DataTypeName(tb.dtype));
   }
   if (ta.shape != tb.shape) return Mismatch(ctx, a, ta.shape, b, tb.shape, "shapes differ");
   return OkStatus();

@@ -30,8 +30,8 @@ Status CheckRankAtLeast(const InferContext& ctx, std::string_view slot, DataType
 // Checks dtype and exact rank.
 Status CheckRank(const InferContext& ctx, std::string_view slot, DataType dtype, int rank);
 // Checks that two inputs have the same dtype and shape.
-Status CheckSameType(const InferContext& ctx, std::string_view a, std::string_view b,
-                     size_t ia = 0, size_t ib = 0);
+Status CheckSameType(const InferContext& ctx, std::string_view a, std::string_view b, size_t ia = 0,
+                     size_t ib = 0);
 // An InvalidArgument naming both slots and their shapes: "op: X [2, 3] and Y [4]: why".
 Status Mismatch(const InferContext& ctx, std::string_view a, const Shape& sa, std::string_view b,
                 const Shape& sb, std::string_view why);

@@ -42,7 +42,8 @@ Status InferBiasAddGrad(InferContext& ctx) {
   const Shape& g = ctx.Input(dout).shape;
   Shape b = ctx.attrs().GetInts("bias_shape");
   if (b.empty() || b.size() > g.size() || !std::equal(b.rbegin(), b.rend(), g.rbegin())) {
-    return Mismatch(ctx, dout, g, "bias_shape", b, "bias_shape must equal Out@GRAD's trailing dims");
+    return Mismatch(ctx, dout, g, "bias_shape", b,
+                    "bias_shape must equal Out@GRAD's trailing dims");
   }
   ctx.SetOutput(GradVarName("Bias"), {DataType::kFloat32, b});
   return OkStatus();

@@ -29,9 +29,12 @@ Status EmbeddingGrad(GradContext& ctx) {
   const std::string& w = fwd.Input("W");
   if (!ctx.NeedsGrad(w)) return OkStatus();
   const Var* wv = ctx.FindVar(w);
-  if (!wv || wv->shape.size() != 2) return NotFound("embedding grad: W '", w, "' is not a 2-D var");
+  if (!wv || wv->shape.size() != 2) {
+    return InvalidArgument("embedding grad: W '", w, "' is not a declared 2-D var");
+  }
   Op& op = ctx.Emit("embedding_grad");
-  op.SetInput("Ids", {fwd.Input("Ids")}).SetInput(GradVarName("Out"), {ctx.Grad(fwd.Output("Out"))});
+  op.SetInput("Ids", {fwd.Input("Ids")})
+      .SetInput(GradVarName("Out"), {ctx.Grad(fwd.Output("Out"))});
   op.SetOutput(GradVarName("W"), {ctx.Grad(w)});
   op.SetAttr("vocab_size", wv->shape[0]);
   MarkWeightGrad(ctx, op);

@@ -42,10 +42,10 @@ namespace {
 Status InferMatmul(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32));
   PW_RETURN_IF_ERROR(CheckDtype(ctx, "Y", DataType::kFloat32));
-  PW_ASSIGN_OR_RETURN(MatmulDims d, ComputeMatmulDims(ctx.op().type, ctx.Input("X").shape,
-                                                      ctx.Input("Y").shape,
-                                                      ctx.attrs().GetBool("trans_x"),
-                                                      ctx.attrs().GetBool("trans_y")));
+  PW_ASSIGN_OR_RETURN(
+      MatmulDims d,
+      ComputeMatmulDims(ctx.op().type, ctx.Input("X").shape, ctx.Input("Y").shape,
+                        ctx.attrs().GetBool("trans_x"), ctx.attrs().GetBool("trans_y")));
   ctx.SetOutput("Out", {DataType::kFloat32, d.out});
   return OkStatus();
 }

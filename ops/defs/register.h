@@ -11,8 +11,9 @@ void RegisterElementwiseOps(OpRegistry& registry);
 void RegisterNormOps(OpRegistry& registry);
 void RegisterAttentionOps(OpRegistry& registry);
 void RegisterSoftmaxOps(OpRegistry& registry);
-void RegisterReduceOps(OpRegistry& registry);
-void RegisterShapeOps(OpRegistry& registry);
+void RegisterMeanOps(OpRegistry& registry);
+void RegisterFillOps(OpRegistry& registry);
+void RegisterLayoutOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
 void RegisterOptimizerOps(OpRegistry& registry);
 

@@ -1,0 +1,123 @@
+#include "ops/kernel.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/registry.h"
+
+namespace pw {
+
+namespace {
+int SlotIndex(const std::vector<Slot>& slots, std::string_view name) {
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+}  // namespace
+
+const Tensor* KernelContext::In(std::string_view slot, size_t j) const {
+  int i = SlotIndex(op.inputs, slot);
+  if (i < 0 || static_cast<size_t>(i) >= inputs.size() || j >= inputs[i].size()) return nullptr;
+  return inputs[i][j];
+}
+
+Tensor* KernelContext::Out(std::string_view slot, size_t j) const {
+  int i = SlotIndex(op.outputs, slot);
+  if (i < 0 || static_cast<size_t>(i) >= outputs.size() || j >= outputs[i].size()) return nullptr;
+  return outputs[i][j];
+}
+
+size_t KernelContext::InCount(std::string_view slot) const {
+  int i = SlotIndex(op.inputs, slot);
+  return i < 0 || static_cast<size_t>(i) >= inputs.size() ? 0 : inputs[i].size();
+}
+
+CpuKernel FindCpuKernel(std::string_view type) {
+  static const ops::cpu::KernelTable* table = [] {
+    auto* t = new ops::cpu::KernelTable;
+    ops::cpu::RegisterMatmulKernels(*t);
+    ops::cpu::RegisterEmbeddingKernels(*t);
+    ops::cpu::RegisterElementwiseKernels(*t);
+    ops::cpu::RegisterNormKernels(*t);
+    ops::cpu::RegisterAttentionKernels(*t);
+    ops::cpu::RegisterSoftmaxKernels(*t);
+    ops::cpu::RegisterMeanKernels(*t);
+    ops::cpu::RegisterFillKernels(*t);
+    ops::cpu::RegisterLayoutKernels(*t);
+    ops::cpu::RegisterCollectiveKernels(*t);
+    ops::cpu::RegisterOptimizerKernels(*t);
+    return t;
+  }();
+  auto it = table->find(type);
+  return it == table->end() ? nullptr : it->second;
+}
+
+namespace ops {
+
+void SetBlasThreads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+
+namespace cpu {
+
+Status ValidateKernelContext(const KernelContext& ctx) {
+  const Op& op = ctx.op;
+  const OpDef* def = Registry().Find(op.type);
+  if (!def) return NotFound("no op definition for '", op.type, "'");
+  if (ctx.inputs.size() != op.inputs.size() || ctx.outputs.size() != op.outputs.size()) {
+    return InvalidArgument(op.type, ": kernel context does not match the op's slots");
+  }
+  std::vector<std::vector<TensorType>> types(op.inputs.size());
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (ctx.inputs[i].size() != op.inputs[i].vars.size()) {
+      return InvalidArgument(op.type, ": input ", op.inputs[i].name, " has ", ctx.inputs[i].size(),
+                             " tensors for ", op.inputs[i].vars.size(), " vars");
+    }
+    for (size_t j = 0; j < ctx.inputs[i].size(); ++j) {
+      const Tensor* t = ctx.inputs[i][j];
+      if (!t || !t->defined()) {
+        return InvalidArgument(op.type, ": input ", op.inputs[i].name, " ('", op.inputs[i].vars[j],
+                               "') has no tensor");
+      }
+      types[i].push_back(TensorType{t->dtype(), t->shape()});
+    }
+  }
+  InferContext infer(op, std::move(types));
+  if (def->infer) PW_RETURN_IF_ERROR(def->infer(infer));
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    if (ctx.outputs[i].size() != op.outputs[i].vars.size()) {
+      return InvalidArgument(op.type, ": output ", op.outputs[i].name, " has ",
+                             ctx.outputs[i].size(), " tensors for ", op.outputs[i].vars.size(),
+                             " vars");
+    }
+    for (size_t j = 0; j < ctx.outputs[i].size(); ++j) {
+      const Tensor* t = ctx.outputs[i][j];
+      const TensorType& want = infer.outputs()[i][j];
+      if (!t || !t->defined() || t->dtype() != want.dtype || t->shape() != want.shape) {
+        return InvalidArgument(
+            op.type, ": output ", op.outputs[i].name, " ('", op.outputs[i].vars[j], "') must be ",
+            DataTypeName(want.dtype), " ", ShapeToString(want.shape), ", got ",
+            t && t->defined() ? StrCat(DataTypeName(t->dtype()), " ", ShapeToString(t->shape()))
+                              : std::string("no tensor"));
+      }
+    }
+  }
+  return OkStatus();
+}
+
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    // BLAS rejects a zero leading dim; the product is empty, so C = beta · C.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace cpu
+}  // namespace ops
+}  // namespace pw

@@ -1,0 +1,49 @@
+#pragma once
+// Internal: the CPU kernel table and helpers shared by the kernel files.
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "ir/var.h"
+#include "ops/kernel.h"
+
+namespace pw::ops::cpu {
+
+using KernelTable = std::map<std::string, CpuKernel, std::less<>>;
+
+// Checks a context against the op's definition before a kernel runs: every input is
+// present, and every output is allocated with the type shape inference gives for the
+// inputs. Kernels can then index without bounds checks and never crash on a bad plan.
+Status ValidateKernelContext(const KernelContext& ctx);
+
+template <CpuKernel kKernel>
+Status Checked(KernelContext& ctx) {
+  PW_RETURN_IF_ERROR(ValidateKernelContext(ctx));
+  return kKernel(ctx);
+}
+
+// Registers `kKernel` for `type`, behind the validation.
+template <CpuKernel kKernel>
+void Add(KernelTable& table, std::string type) {
+  table.emplace(std::move(type), &Checked<kKernel>);
+}
+
+// Row-major C[m, n] = alpha · op(A)[m, k] · op(B)[k, n] + beta · C with explicit leading
+// dims (so that strided per-head views of QKV need no copies). Zero sizes are handled.
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+void RegisterMatmulKernels(KernelTable& table);
+void RegisterEmbeddingKernels(KernelTable& table);
+void RegisterElementwiseKernels(KernelTable& table);
+void RegisterNormKernels(KernelTable& table);
+void RegisterAttentionKernels(KernelTable& table);
+void RegisterSoftmaxKernels(KernelTable& table);
+void RegisterMeanKernels(KernelTable& table);
+void RegisterFillKernels(KernelTable& table);
+void RegisterLayoutKernels(KernelTable& table);
+void RegisterCollectiveKernels(KernelTable& table);
+void RegisterOptimizerKernels(KernelTable& table);
+
+}  // namespace pw::ops::cpu

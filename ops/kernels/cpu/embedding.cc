@@ -1,0 +1,56 @@
+// embedding gather and its scatter-add grad; ids are checked, never trusted.
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/kernels/cpu/cpu_kernels.h"
+
+namespace pw::ops::cpu {
+namespace {
+
+Status CheckId(std::string_view op, int64_t i, int64_t id, int64_t vocab) {
+  if (id < 0 || id >= vocab) {
+    return InvalidArgument(op, ": Ids[", i, "] = ", id, " is out of range [0, ", vocab, ")");
+  }
+  return OkStatus();
+}
+
+Status Embedding(KernelContext& ctx) {
+  const Tensor& ids = *ctx.In("Ids");
+  const Tensor& w = *ctx.In("W");
+  Tensor& out = *ctx.Out("Out");
+  int64_t vocab = w.dim(0), h = w.dim(1);
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    int64_t id = ids.i64()[i];
+    PW_RETURN_IF_ERROR(CheckId("embedding", i, id, vocab));
+    std::memcpy(out.f32() + i * h, w.f32() + id * h, h * sizeof(float));
+  }
+  return OkStatus();
+}
+
+// Rows are added in token order, so repeated ids sum deterministically.
+Status EmbeddingGrad(KernelContext& ctx) {
+  const Tensor& ids = *ctx.In("Ids");
+  const Tensor& g = *ctx.In(GradVarName("Out"));
+  Tensor& dw = *ctx.Out(GradVarName("W"));
+  int64_t vocab = dw.dim(0), h = dw.dim(1);
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    PW_RETURN_IF_ERROR(CheckId("embedding_grad", i, ids.i64()[i], vocab));
+  }
+  dw.Fill(0);
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    float* row = dw.f32() + ids.i64()[i] * h;
+    const float* src = g.f32() + i * h;
+    for (int64_t j = 0; j < h; ++j) row[j] += src[j];
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterEmbeddingKernels(KernelTable& table) {
+  Add<Embedding>(table, "embedding");
+  Add<EmbeddingGrad>(table, "embedding_grad");
+}
+
+}  // namespace pw::ops::cpu

@@ -1,0 +1,104 @@
+// layer_norm kernels. Row statistics accumulate in double, in a fixed order.
+
+#include <cmath>
+#include <vector>
+
+#include "ops/defs/defaults.h"
+#include "ops/kernels/cpu/cpu_kernels.h"
+
+namespace pw::ops::cpu {
+namespace {
+
+Status LayerNorm(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  const float* scale = ctx.In("Scale")->f32();
+  const float* bias = ctx.In("Bias")->f32();
+  Tensor& y = *ctx.Out("Y");
+  float* mean = ctx.Out("Mean")->f32();
+  float* rstd = ctx.Out("Rstd")->f32();
+  double eps = ctx.attrs().GetFloat("epsilon", kLayerNormEpsilon);
+  int64_t d = x.dim(-1);
+  int64_t rows = d == 0 ? 0 : x.numel() / d;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.f32() + r * d;
+    double sum = 0;
+    for (int64_t j = 0; j < d; ++j) sum += xr[j];
+    double mu = sum / d;
+    double var = 0;
+    for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+    var /= d;
+    float m = static_cast<float>(mu);
+    float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
+    mean[r] = m;
+    rstd[r] = rs;
+    float* yr = y.f32() + r * d;
+    for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - m) * rs * scale[j] + bias[j];
+  }
+  return OkStatus();
+}
+
+// dx = rstd · (g - mean(g) - x̂ · mean(g · x̂)), g = dy · scale.
+Status LayerNormGrad(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  const float* scale = ctx.In("Scale")->f32();
+  const float* mean = ctx.In("Mean")->f32();
+  const float* rstd = ctx.In("Rstd")->f32();
+  const float* dy = ctx.In(GradVarName("Y"))->f32();
+  Tensor& dx = *ctx.Out(GradVarName("X"));
+  int64_t d = x.dim(-1);
+  int64_t rows = d == 0 ? 0 : x.numel() / d;
+  std::vector<float> xhat(d), g(d);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.f32() + r * d;
+    const float* dyr = dy + r * d;
+    double sum_g = 0, sum_gx = 0;
+    for (int64_t j = 0; j < d; ++j) {
+      xhat[j] = (xr[j] - mean[r]) * rstd[r];
+      g[j] = dyr[j] * scale[j];
+      sum_g += g[j];
+      sum_gx += g[j] * xhat[j];
+    }
+    float mg = static_cast<float>(sum_g / d);
+    float mgx = static_cast<float>(sum_gx / d);
+    float* dxr = dx.f32() + r * d;
+    for (int64_t j = 0; j < d; ++j) dxr[j] = rstd[r] * (g[j] - mg - xhat[j] * mgx);
+  }
+  return OkStatus();
+}
+
+// Either output may be absent (its parameter needs no gradient).
+Status LayerNormParamGrad(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  const float* mean = ctx.In("Mean")->f32();
+  const float* rstd = ctx.In("Rstd")->f32();
+  const float* dy = ctx.In(GradVarName("Y"))->f32();
+  Tensor* dscale = ctx.Out(GradVarName("Scale"));
+  Tensor* dbias = ctx.Out(GradVarName("Bias"));
+  int64_t d = x.dim(-1);
+  int64_t rows = d == 0 ? 0 : x.numel() / d;
+  if (dscale) dscale->Fill(0);
+  if (dbias) dbias->Fill(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.f32() + r * d;
+    const float* dyr = dy + r * d;
+    if (dscale) {
+      float* ds = dscale->f32();
+      for (int64_t j = 0; j < d; ++j) ds[j] += dyr[j] * (xr[j] - mean[r]) * rstd[r];
+    }
+    if (dbias) {
+      float* db = dbias->f32();
+      for (int64_t j = 0; j < d; ++j) db[j] += dyr[j];
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterNormKernels(KernelTable& table) {
+  Add<LayerNorm>(table, "layer_norm");
+  Add<LayerNormGrad>(table, "layer_norm_grad");
+  Add<LayerNormParamGrad>(table, "layer_norm_param_grad");
+}
+
+}  // namespace pw::ops::cpu

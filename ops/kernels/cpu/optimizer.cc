@@ -1,0 +1,68 @@
+// sgd and adam. Each element of every output depends only on the inputs at the same
+// index, so the in-place update (output tensor == input tensor) is safe.
+
+#include <cmath>
+
+#include "ops/defs/defaults.h"
+#include "ops/kernels/cpu/cpu_kernels.h"
+
+namespace pw::ops::cpu {
+namespace {
+
+Status Sgd(KernelContext& ctx) {
+  const float* p = ctx.In("Param")->f32();
+  const float* g = ctx.In("Grad")->f32();
+  Tensor& out = *ctx.Out("ParamOut");
+  float lr = static_cast<float>(ctx.attrs().GetFloat("lr"));
+  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = p[i] - lr * g[i];
+  return OkStatus();
+}
+
+// m1 = b1·m1 + (1-b1)·g; m2 = b2·m2 + (1-b2)·g²;
+// p -= lr·sqrt(1-b2^t)/(1-b1^t) · m1 / (sqrt(m2) + eps·sqrt(1-b2^t)),
+// which equals PyTorch's bias-corrected update exactly.
+Status Adam(KernelContext& ctx) {
+  const AttrList& a = ctx.attrs();
+  double lr = a.GetFloat("lr", kAdamLr);
+  double beta1 = a.GetFloat("beta1", kAdamBeta1);
+  double beta2 = a.GetFloat("beta2", kAdamBeta2);
+  double eps = a.GetFloat("epsilon", kAdamEpsilon);
+  // Read the step counters before any in-place write.
+  double b1pow = ctx.In("Beta1Pow")->f32()[0];
+  double b2pow = ctx.In("Beta2Pow")->f32()[0];
+  if (!(b1pow < 1) || !(b2pow < 1)) {
+    return InvalidArgument("adam: Beta1Pow ", b1pow, " and Beta2Pow ", b2pow,
+                           " must be < 1 (initialise them to beta1 and beta2)");
+  }
+  float lr_t = static_cast<float>(lr * std::sqrt(1 - b2pow) / (1 - b1pow));
+  float eps_t = static_cast<float>(eps * std::sqrt(1 - b2pow));
+  float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
+  const float* p = ctx.In("Param")->f32();
+  const float* g = ctx.In("Grad")->f32();
+  const float* m1 = ctx.In("Moment1")->f32();
+  const float* m2 = ctx.In("Moment2")->f32();
+  float* p_out = ctx.Out("ParamOut")->f32();
+  float* m1_out = ctx.Out("Moment1Out")->f32();
+  float* m2_out = ctx.Out("Moment2Out")->f32();
+  int64_t n = ctx.Out("ParamOut")->numel();
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g[i];
+    float m1i = b1 * m1[i] + (1 - b1) * gi;
+    float m2i = b2 * m2[i] + (1 - b2) * gi * gi;
+    m1_out[i] = m1i;
+    m2_out[i] = m2i;
+    p_out[i] = p[i] - lr_t * m1i / (std::sqrt(m2i) + eps_t);
+  }
+  ctx.Out("Beta1PowOut")->f32()[0] = static_cast<float>(b1pow * beta1);
+  ctx.Out("Beta2PowOut")->f32()[0] = static_cast<float>(b2pow * beta2);
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterOptimizerKernels(KernelTable& table) {
+  Add<Sgd>(table, "sgd");
+  Add<Adam>(table, "adam");
+}
+
+}  // namespace pw::ops::cpu

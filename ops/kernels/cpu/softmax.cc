@@ -1,0 +1,126 @@
+// softmax, softmax_grad and the fused softmax + cross-entropy loss. Row reductions
+// accumulate in double, in order.
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/defs/defaults.h"
+#include "ops/kernels/cpu/cpu_kernels.h"
+
+namespace pw::ops::cpu {
+namespace {
+
+// Writes softmax(x[0, valid)) to y, zeros past `valid`; returns log(sum(exp(x - max)))
+// and the max, for the loss.
+void SoftmaxRow(const float* x, float* y, int64_t n, int64_t valid, float* max_out,
+                double* log_sum) {
+  float mx = valid > 0 ? x[0] : 0.f;
+  for (int64_t j = 1; j < valid; ++j) mx = std::max(mx, x[j]);
+  double sum = 0;
+  for (int64_t j = 0; j < valid; ++j) {
+    y[j] = std::exp(x[j] - mx);
+    sum += y[j];
+  }
+  float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < valid; ++j) y[j] *= inv;
+  for (int64_t j = valid; j < n; ++j) y[j] = 0;
+  if (max_out) *max_out = mx;
+  if (log_sum) *log_sum = std::log(sum);
+}
+
+// causal: row i of the last two dims keeps columns j <= i.
+Status Softmax(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  bool causal = ctx.attrs().GetBool("causal");
+  int64_t n = x.dim(-1);
+  int64_t rows = n == 0 ? 0 : x.numel() / n;
+  int64_t period = causal ? x.dim(-2) : 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t valid = causal ? std::min(n, r % period + 1) : n;
+    SoftmaxRow(x.f32() + r * n, out.f32() + r * n, n, valid, nullptr, nullptr);
+  }
+  return OkStatus();
+}
+
+Status SoftmaxGrad(KernelContext& ctx) {
+  const Tensor& y = *ctx.In("Out");
+  const float* dy = ctx.In(GradVarName("Out"))->f32();
+  Tensor& dx = *ctx.Out(GradVarName("X"));
+  int64_t n = y.dim(-1);
+  int64_t rows = n == 0 ? 0 : y.numel() / n;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* yr = y.f32() + r * n;
+    const float* dyr = dy + r * n;
+    double dot = 0;
+    for (int64_t j = 0; j < n; ++j) dot += dyr[j] * yr[j];
+    float fdot = static_cast<float>(dot);
+    float* dxr = dx.f32() + r * n;
+    for (int64_t j = 0; j < n; ++j) dxr[j] = yr[j] * (dyr[j] - fdot);
+  }
+  return OkStatus();
+}
+
+Status CheckLabel(std::string_view op, int64_t i, int64_t label, int64_t classes, int64_t ignore) {
+  if (label != ignore && (label < 0 || label >= classes)) {
+    return InvalidArgument(op, ": Label[", i, "] = ", label, " is out of range [0, ", classes,
+                           ") and is not ignore_index ", ignore);
+  }
+  return OkStatus();
+}
+
+Status SoftmaxCrossEntropy(KernelContext& ctx) {
+  const Tensor& logits = *ctx.In("Logits");
+  const int64_t* label = ctx.In("Label")->i64();
+  float* loss = ctx.Out("Loss")->f32();
+  float* probs = ctx.Out("Softmax")->f32();
+  int64_t ignore = ctx.attrs().GetInt("ignore_index", kIgnoreIndex);
+  int64_t v = logits.dim(-1);
+  int64_t rows = v == 0 ? 0 : logits.numel() / v;
+  for (int64_t r = 0; r < rows; ++r) {
+    PW_RETURN_IF_ERROR(CheckLabel("softmax_cross_entropy", r, label[r], v, ignore));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = logits.f32() + r * v;
+    float mx;
+    double log_sum;
+    SoftmaxRow(x, probs + r * v, v, v, &mx, &log_sum);
+    loss[r] = label[r] == ignore ? 0.f : static_cast<float>(log_sum - (x[label[r]] - mx));
+  }
+  return OkStatus();
+}
+
+Status SoftmaxCrossEntropyGrad(KernelContext& ctx) {
+  const Tensor& probs = *ctx.In("Softmax");
+  const int64_t* label = ctx.In("Label")->i64();
+  const float* dloss = ctx.In(GradVarName("Loss"))->f32();
+  float* dlogits = ctx.Out(GradVarName("Logits"))->f32();
+  int64_t ignore = ctx.attrs().GetInt("ignore_index", kIgnoreIndex);
+  int64_t v = probs.dim(-1);
+  int64_t rows = v == 0 ? 0 : probs.numel() / v;
+  for (int64_t r = 0; r < rows; ++r) {
+    PW_RETURN_IF_ERROR(CheckLabel("softmax_cross_entropy_grad", r, label[r], v, ignore));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = probs.f32() + r * v;
+    float* dx = dlogits + r * v;
+    if (label[r] == ignore) {
+      std::fill_n(dx, v, 0.f);
+      continue;
+    }
+    for (int64_t j = 0; j < v; ++j) dx[j] = p[j] * dloss[r];
+    dx[label[r]] -= dloss[r];
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterSoftmaxKernels(KernelTable& table) {
+  Add<Softmax>(table, "softmax");
+  Add<SoftmaxGrad>(table, "softmax_grad");
+  Add<SoftmaxCrossEntropy>(table, "softmax_cross_entropy");
+  Add<SoftmaxCrossEntropyGrad>(table, "softmax_cross_entropy_grad");
+}
+
+}  // namespace pw::ops::cpu

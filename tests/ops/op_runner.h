@@ -1,0 +1,45 @@
+#pragma once
+// Test-only: runs a list of ops with the CPU kernels over a name -> Tensor map, allocating
+// every output from the registry's shape inference. Gradient aliases (dX == dOut) are
+// honoured by resolving names through them.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/status.h"
+#include "ir/var.h"
+#include "ops/kernel.h"
+#include "ops/tensor.h"
+
+namespace pw::testing {
+
+class TensorEnv {
+ public:
+  void Set(const std::string& name, Tensor t) { tensors_[Resolve(name)] = std::move(t); }
+  // The tensor of `name` (following aliases), or nullptr.
+  Tensor* Find(const std::string& name);
+  // From now on `name` means `target`.
+  void Alias(const std::string& name, const std::string& target) { aliases_[name] = target; }
+  std::string Resolve(const std::string& name) const;
+  // The type of every tensor, as declared vars (is_parameter from `params`).
+  Var VarOf(const std::string& name);
+
+ private:
+  std::map<std::string, Tensor> tensors_;  // node-based: pointers stay valid
+  std::map<std::string, std::string> aliases_;
+};
+
+// Runs `ops` in order. An output naming the same var as an input reuses that tensor
+// (in place); every other output is freshly allocated.
+Status RunOps(const std::vector<Op>& ops, TensorEnv& env, Communicator* comm = nullptr);
+
+// Deterministic random tensors.
+Tensor RandomTensor(const Shape& shape, uint32_t seed, float low = -1.f, float high = 1.f);
+Tensor RandomIds(const Shape& shape, int64_t vocab, uint32_t seed);
+Tensor MakeTensor(const Shape& shape, const std::vector<float>& values);
+
+}  // namespace pw::testing
