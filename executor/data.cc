@@ -34,8 +34,8 @@ StatusOr<TrainingData> TrainingData::Open(const DataConfig& config) {
   TrainingData data(config);
   if (!config.file.empty()) {
     if (config.vocab < 256)
-      return InvalidArgument("data: --data reads byte tokens and needs vocab >= 256, the model has ",
-                             config.vocab);
+      return InvalidArgument(
+          "data: --data reads byte tokens and needs vocab >= 256, the model has ", config.vocab);
     PW_ASSIGN_OR_RETURN(std::string text, ReadFile(config.file));
     if (static_cast<int64_t>(text.size()) < config.seq_len + 1)
       return InvalidArgument("data: ", config.file, " has ", text.size(),

@@ -1,0 +1,44 @@
+#pragma once
+// Sequential single-process training of an unsplit module (mp=1, pp=1) whose main program
+// holds forward, backward and optimizer ops (the output of `append-backward`). It is the
+// ground truth every parallel execution is compared with, so it is deliberately plain:
+//
+//   for each step:
+//     for micro-batch k in 0..M-1 (a child scope of the root scope each):
+//       feed tokens/labels of (step, k); run every non-optimize op in program order;
+//       grad_acc[g] += g for every gradient the optimizer reads (in micro-batch order)
+//     g = grad_acc[g] * (1.0f / M); run the optimize ops on the root scope
+//   loss of the step = mean over its micro-batch losses
+//
+// Parameters and optimizer state (persistable vars) are materialised into the root scope
+// from their initializers; intermediates are freed after their last use.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/module.h"
+#include "ir/status.h"
+
+namespace pw {
+
+struct ReferenceOptions {
+  int64_t steps = 1;
+  int64_t micro_batches = 1;
+  uint64_t data_seed = 1;  // selects the token stream (executor/data.h)
+  std::string data_file;   // byte-level text; empty: synthetic data
+  // Called after every step (0-based) as soon as it finishes; may be null.
+  std::function<void(int64_t step, double loss, double step_ms)> on_step;
+};
+
+struct ReferenceResult {
+  std::vector<double> losses;        // per step
+  std::vector<double> step_time_ms;  // per step, wall time
+};
+
+// One-line errors: a module that is split, not mp=1/pp=1, has no backward or no optimizer
+// ops, lacks an input, uses an op without a CPU kernel, or fails verification.
+StatusOr<ReferenceResult> RunReference(const Module& module, const ReferenceOptions& options);
+
+}  // namespace pw

@@ -1,0 +1,208 @@
+#include "models/gpt.h"
+
+#include <string>
+
+#include "ir/builder.h"
+#include "models/model_config.h"
+#include "ops/registry.h"
+
+namespace pw::models {
+
+Status ValidateGptConfig(const GptConfig& c) {
+  auto positive = [](const char* name, int64_t v) -> Status {
+    if (v <= 0) return InvalidArgument("gpt: ", name, " must be > 0, got ", v);
+    return OkStatus();
+  };
+  PW_RETURN_IF_ERROR(positive("layers", c.layers));
+  PW_RETURN_IF_ERROR(positive("hidden", c.hidden));
+  PW_RETURN_IF_ERROR(positive("heads", c.heads));
+  PW_RETURN_IF_ERROR(positive("ffn", c.ffn));
+  PW_RETURN_IF_ERROR(positive("seq", c.seq));
+  PW_RETURN_IF_ERROR(positive("vocab", c.vocab));
+  PW_RETURN_IF_ERROR(positive("micro-batch-size", c.micro_batch_size));
+  PW_RETURN_IF_ERROR(positive("mp", c.mp));
+  PW_RETURN_IF_ERROR(positive("pp", c.pp));
+  PW_RETURN_IF_ERROR(positive("vpp", c.vpp));
+  if (c.hidden % c.heads)
+    return InvalidArgument("gpt: hidden ", c.hidden, " is not divisible by heads ", c.heads);
+  if (c.heads % c.mp)
+    return InvalidArgument("gpt: heads ", c.heads, " is not divisible by mp ", c.mp);
+  if (c.ffn % c.mp) return InvalidArgument("gpt: ffn ", c.ffn, " is not divisible by mp ", c.mp);
+  int64_t model_chunks = int64_t{c.pp} * c.vpp;
+  if (c.layers % model_chunks)
+    return InvalidArgument("gpt: layers ", c.layers, " is not divisible by pp*vpp = ", c.pp, "*",
+                           c.vpp, " = ", model_chunks);
+  return OkStatus();
+}
+
+namespace {
+
+class GptBuilder {
+ public:
+  GptBuilder(const GptConfig& config, Program& program)
+      : c_(config), b_(program, ops::Registry()) {}
+
+  // Returns the loss var.
+  std::string Build() {
+    const int model_chunks = c_.pp * c_.vpp;
+    const int64_t layers_per_chunk = c_.layers / model_chunks;
+    Place(0);
+    std::string x = Embeddings();
+    for (int64_t layer = 0; layer < c_.layers; ++layer) {
+      Place(static_cast<int>(layer / layers_per_chunk));
+      x = Layer(layer, x);
+    }
+    Place(model_chunks - 1);
+    return Head(x);
+  }
+
+  const Status& status() const { return b_.status(); }
+
+ private:
+  void Place(int model_chunk) {
+    Placement p = PlaceModelChunk(model_chunk, c_.pp);
+    b_.SetPlacement(p.stage, p.chunk);
+  }
+
+  // A replicated parameter.
+  std::string Param(const std::string& key, Shape shape, Initializer init) {
+    return b_.Parameter(key, std::move(shape), std::move(init));
+  }
+  // An mp-sharded parameter: shard 0 of `full_shape` split along `axis`.
+  std::string ShardedParam(const std::string& key, Shape full_shape, int axis, Initializer init) {
+    Shape shape = ShardAlong(init, std::move(full_shape), axis, c_.mp);
+    return b_.Parameter(key, std::move(shape), std::move(init));
+  }
+
+  std::string Embeddings() {
+    std::string tokens = b_.Input("tokens", DataType::kInt64, {c_.micro_batch_size, c_.seq});
+    std::string wte = Param("wte", {c_.vocab, c_.hidden}, NormalInit("wte", c_.seed));
+    std::string wpe = Param("wpe", {c_.seq, c_.hidden}, NormalInit("wpe", c_.seed));
+    std::string emb =
+        b_.Op("embedding").In("Ids", tokens).In("W", wte).Out("Out", "wte.out").Build();
+    // [S, H] positions broadcast over the batch.
+    return b_.Op("bias_add").In("X", emb).In("Bias", wpe).Out("Out", "embeddings.out").Build();
+  }
+
+  std::string LayerNorm(const std::string& name, const std::string& x) {
+    std::string scale =
+        Param(name + ".scale", {c_.hidden}, ConstantInit(name + ".scale", c_.seed, 1));
+    std::string bias = Param(name + ".bias", {c_.hidden}, ZerosInit(name + ".bias", c_.seed));
+    return b_.Op("layer_norm")
+        .In("X", x)
+        .In("Scale", scale)
+        .In("Bias", bias)
+        .Out("Y", name + ".out")
+        .Out("Mean", name + ".mean")
+        .Out("Rstd", name + ".rstd")
+        .Build();
+  }
+
+  std::string Unary(const std::string& type, const std::string& x, const std::string& out) {
+    return b_.Op(type).In("X", x).Out("Out", out).Build();
+  }
+  std::string Matmul(const std::string& x, const std::string& w, const std::string& out) {
+    return b_.Op("matmul").In("X", x).In("Y", w).Out("Out", out).Build();
+  }
+  std::string BiasAdd(const std::string& x, const std::string& bias, const std::string& out) {
+    return b_.Op("bias_add").In("X", x).In("Bias", bias).Out("Out", out).Build();
+  }
+  std::string Add(const std::string& x, const std::string& y, const std::string& out) {
+    return b_.Op("add").In("X", x).In("Y", y).Out("Out", out).Build();
+  }
+
+  // Column-parallel linear: the input is replicated (c_identity: identity forward,
+  // all-reduce of its gradient backward), weight and bias hold 1/mp of the columns.
+  std::string ColumnParallel(const std::string& name, const std::string& x, int64_t out_full) {
+    const int64_t h = c_.hidden;
+    std::string x_id = Unary("c_identity", x, name + ".in");
+    std::string w =
+        ShardedParam(name + ".weight", {h, out_full}, 1, NormalInit(name + ".weight", c_.seed));
+    std::string b = ShardedParam(name + ".bias", {out_full}, 0, ZerosInit(name + ".bias", c_.seed));
+    std::string y = Matmul(x_id, w, name + ".matmul");
+    return BiasAdd(y, b, name + ".out");
+  }
+
+  // Row-parallel linear: each rank multiplies its 1/mp of the rows, partial sums are
+  // all-reduced, and the (replicated) bias is added once, after the reduction.
+  std::string RowParallel(const std::string& name, const std::string& x, int64_t in_full) {
+    const int64_t h = c_.hidden;
+    std::string w =
+        ShardedParam(name + ".weight", {in_full, h}, 0, NormalInit(name + ".weight", c_.seed));
+    std::string b = Param(name + ".bias", {h}, ZerosInit(name + ".bias", c_.seed));
+    std::string partial = Matmul(x, w, name + ".matmul");
+    std::string reduced = Unary("c_allreduce_sum", partial, name + ".allreduce");
+    return BiasAdd(reduced, b, name + ".out");
+  }
+
+  std::string Layer(int64_t index, const std::string& x) {
+    const std::string p = "layer" + std::to_string(index) + ".";
+    std::string ln1 = LayerNorm(p + "ln1", x);
+    std::string qkv = ColumnParallel(p + "qkv", ln1, 3 * c_.hidden);
+    std::string attn = b_.Op("attention")
+                           .In("QKV", qkv)
+                           .Out("Out", p + "attn.out")
+                           .Out("Probs", p + "attn.probs")
+                           .Attr("num_heads", int64_t{c_.heads / c_.mp})
+                           .Attr("causal", true)
+                           .Build();
+    std::string proj = RowParallel(p + "proj", attn, c_.hidden);
+    std::string h1 = Add(x, proj, p + "residual1");
+    std::string ln2 = LayerNorm(p + "ln2", h1);
+    std::string fc1 = ColumnParallel(p + "fc1", ln2, c_.ffn);
+    std::string act = Unary("gelu", fc1, p + "gelu");
+    std::string fc2 = RowParallel(p + "fc2", act, c_.ffn);
+    return Add(h1, fc2, p + "residual2");
+  }
+
+  std::string Head(const std::string& x) {
+    std::string labels = b_.Input("labels", DataType::kInt64, {c_.micro_batch_size, c_.seq});
+    std::string ln = LayerNorm("ln_f", x);
+    std::string w = Param("head.weight", {c_.hidden, c_.vocab}, NormalInit("head.weight", c_.seed));
+    std::string logits = Matmul(ln, w, "logits");
+    std::string ce = b_.Op("softmax_cross_entropy")
+                         .In("Logits", logits)
+                         .In("Label", labels)
+                         .Out("Loss", "token_loss")
+                         .Out("Softmax", "softmax")
+                         .Build();
+    return b_.Op("mean").In("X", ce).Out("Out", "loss").Role(OpRole::kLoss).Build();
+  }
+
+  const GptConfig& c_;
+  ProgramBuilder b_;
+};
+
+void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
+  meta.Set(kMetaModel, std::string("gpt"));
+  meta.Set(kMetaInputs, std::vector<std::string>{"tokens", "labels"});
+  meta.Set(kMetaLoss, loss);
+  meta.Set("layers", c.layers);
+  meta.Set("hidden", c.hidden);
+  meta.Set("heads", c.heads);
+  meta.Set("ffn", c.ffn);
+  meta.Set("seq", c.seq);
+  meta.Set("vocab", c.vocab);
+  meta.Set("micro_batch_size", c.micro_batch_size);
+  meta.Set("mp", int64_t{c.mp});
+  meta.Set("pp", int64_t{c.pp});
+  meta.Set("vpp", int64_t{c.vpp});
+  meta.Set("seed", static_cast<int64_t>(c.seed));
+}
+
+}  // namespace
+
+StatusOr<Module> BuildGpt(const GptConfig& config) {
+  PW_RETURN_IF_ERROR(ValidateGptConfig(config));
+  Module module;
+  module.name = "gpt";
+  module.mesh = Mesh{.dp = 1, .pp = config.pp, .mp = config.mp, .vpp = config.vpp};
+  Program& program = module.AddProgram(Program("main"));
+  GptBuilder builder(config, program);
+  std::string loss = builder.Build();
+  PW_RETURN_IF_ERROR(builder.status().WithContext("building gpt"));
+  RecordConfig(config, loss, module.metadata);
+  return module;
+}
+
+}  // namespace pw::models

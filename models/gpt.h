@@ -1,0 +1,47 @@
+#pragma once
+// A GPT-style decoder (pre-layer-norm, learned positions, untied LM head) with Megatron
+// tensor parallelism and interleaved pipeline placement, as a forward + loss program.
+//
+// Tensor parallelism (mp = M): each layer is
+//   layer_norm -> c_identity -> QKV matmul [H, 3H/M] (column-parallel) + bias -> attention
+//   (A/M heads, causal) -> out-proj matmul [H/M, H] (row-parallel) -> c_allreduce_sum
+//   -> bias [H] -> residual add -> layer_norm -> c_identity -> FC1 [H, F/M] + bias -> gelu
+//   -> FC2 [F/M, H] -> c_allreduce_sum -> bias [H] -> residual add.
+// The fused QKV columns are laid out per head as (head, {q, k, v}, head_dim), so a
+// contiguous column shard holds whole heads. The module is the program of mp rank 0;
+// sharded parameters carry full_shape / shard_axis / num_shards in their initializer and
+// an executor materialises rank r's shard with shard_index = r.
+//
+// Pipeline parallelism (pp = P, vpp virtual chunks): layers are split evenly into P*vpp
+// model chunks; model chunk c runs on stage c % P as chunk c / P. The embeddings are on
+// the first model chunk, the final layer norm, LM head and loss on the last.
+
+#include <cstdint>
+
+#include "ir/module.h"
+#include "ir/status.h"
+
+namespace pw::models {
+
+struct GptConfig {
+  int64_t layers = 2;            // L
+  int64_t hidden = 64;           // H
+  int64_t heads = 4;             // A
+  int64_t ffn = 256;             // F
+  int64_t seq = 16;              // S
+  int64_t vocab = 128;           // V
+  int64_t micro_batch_size = 1;  // B
+  int mp = 1;
+  int pp = 1;
+  int vpp = 1;
+  uint64_t seed = 1;
+};
+
+// One line naming the first bad setting, e.g. "gpt: hidden 100 is not divisible by heads 3".
+Status ValidateGptConfig(const GptConfig& config);
+
+// Inputs `tokens` and `labels` ([B, S] i64), scalar f32 `loss`. Module metadata records the
+// model name, the inputs, the loss var and every config field.
+StatusOr<Module> BuildGpt(const GptConfig& config);
+
+}  // namespace pw::models

@@ -1,0 +1,71 @@
+#pragma once
+// What every model builder shares: how parameters are initialised and sharded, where a
+// model chunk is placed, and how a module records the configuration that built it.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "ir/module.h"
+#include "ir/var.h"
+
+namespace pw::models {
+
+// Megatron's defaults: weights N(0, 0.02), biases zero, layer-norm scales one. `key` is
+// the logical parameter name, the same in every parallel layout, so a parameter gets the
+// same values whichever program holds it.
+inline Initializer NormalInit(std::string key, uint64_t seed, double std = 0.02) {
+  Initializer init;
+  init.kind = Initializer::Kind::kNormal;
+  init.std = std;
+  init.seed = seed;
+  init.key = std::move(key);
+  return init;
+}
+inline Initializer ZerosInit(std::string key, uint64_t seed) {
+  Initializer init;
+  init.kind = Initializer::Kind::kZeros;
+  init.seed = seed;
+  init.key = std::move(key);
+  return init;
+}
+inline Initializer ConstantInit(std::string key, uint64_t seed, double value) {
+  Initializer init;
+  init.kind = Initializer::Kind::kConstant;
+  init.value = value;
+  init.seed = seed;
+  init.key = std::move(key);
+  return init;
+}
+
+// Marks `init` as shard 0 of `num_shards` along `axis` of `full_shape`; returns the shard's
+// shape. A module describes mp rank 0; an executor sets shard_index to its own mp rank
+// (executor/initializer.h: ShardForRank).
+inline Shape ShardAlong(Initializer& init, Shape full_shape, int axis, int num_shards) {
+  Shape shard = full_shape;
+  shard[axis] /= num_shards;
+  if (num_shards > 1) {
+    init.full_shape = std::move(full_shape);
+    init.shard_axis = axis;
+    init.shard_index = 0;
+    init.num_shards = num_shards;
+  }
+  return shard;
+}
+
+// Megatron's interleaved order: model chunk c of pp*vpp runs on stage c % pp as that
+// stage's virtual chunk c / pp.
+struct Placement {
+  int stage = 0;
+  int chunk = 0;
+};
+inline Placement PlaceModelChunk(int model_chunk, int pp) {
+  return Placement{model_chunk % pp, model_chunk / pp};
+}
+
+// Module metadata keys every model builder sets.
+inline constexpr const char* kMetaModel = "model";    // "gpt", "unet"
+inline constexpr const char* kMetaInputs = "inputs";  // strings: vars fed per micro-batch
+inline constexpr const char* kMetaLoss = "loss";      // string: the scalar loss var
+
+}  // namespace pw::models

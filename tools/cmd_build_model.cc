@@ -1,0 +1,106 @@
+// `pipeweave build-model gpt|unet ... -o FILE`: writes a model's forward + loss program.
+
+#include <climits>
+#include <cstdio>
+
+#include "ir/proto_io.h"
+#include "ir/verifier.h"
+#include "models/gpt.h"
+#include "models/unet.h"
+#include "ops/registry.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+
+namespace pw::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "pipeweave build-model gpt --layers L --hidden H --heads A [--ffn F (4H)] --seq S --vocab V\n"
+    "           [--micro-batch-size B (1)] [--mp M (1)] [--pp P (1)] [--vpp V (1)] [--seed N (1)]\n"
+    "           -o FILE\n"
+    "       pipeweave build-model unet --layers L --hidden H [--micro-batch-size B (1)] [--pp P "
+    "(1)]\n"
+    "           [--seq S (16)] [--vocab V (128)] [--seed N (1)] -o FILE\n"
+    "FILE ends in .pbtxt (text) or .pb (binary).";
+
+// Flags of one model only; naming another model's flag is an error.
+const char* const kGptOnly[] = {"heads", "ffn", "mp", "vpp"};
+
+StatusOr<int> GetSmallInt(const Flags& flags, const std::string& name, int fallback) {
+  PW_ASSIGN_OR_RETURN(int64_t v, flags.GetInt(name, fallback));
+  if (v < INT_MIN || v > INT_MAX) return InvalidArgument("flag --", name, " is out of range");
+  return static_cast<int>(v);
+}
+
+StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
+  models::GptConfig c;
+  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers"));
+  PW_ASSIGN_OR_RETURN(c.hidden, flags.RequireInt("hidden"));
+  PW_ASSIGN_OR_RETURN(c.heads, flags.RequireInt("heads"));
+  PW_ASSIGN_OR_RETURN(c.ffn, flags.GetInt("ffn", 4 * c.hidden));
+  PW_ASSIGN_OR_RETURN(c.seq, flags.RequireInt("seq"));
+  PW_ASSIGN_OR_RETURN(c.vocab, flags.RequireInt("vocab"));
+  PW_ASSIGN_OR_RETURN(c.micro_batch_size, flags.GetInt("micro-batch-size", 1));
+  PW_ASSIGN_OR_RETURN(c.mp, GetSmallInt(flags, "mp", 1));
+  PW_ASSIGN_OR_RETURN(c.pp, GetSmallInt(flags, "pp", 1));
+  PW_ASSIGN_OR_RETURN(c.vpp, GetSmallInt(flags, "vpp", 1));
+  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
+  c.seed = static_cast<uint64_t>(seed);
+  return models::BuildGpt(c);
+}
+
+StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
+  for (const char* name : kGptOnly)
+    if (flags.Has(name)) return InvalidArgument("flag --", name, " applies to gpt, not unet");
+  models::UnetConfig c;
+  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers"));
+  PW_ASSIGN_OR_RETURN(c.hidden, flags.RequireInt("hidden"));
+  PW_ASSIGN_OR_RETURN(c.micro_batch_size, flags.GetInt("micro-batch-size", 1));
+  PW_ASSIGN_OR_RETURN(c.seq, flags.GetInt("seq", c.seq));
+  PW_ASSIGN_OR_RETURN(c.vocab, flags.GetInt("vocab", c.vocab));
+  PW_ASSIGN_OR_RETURN(c.pp, GetSmallInt(flags, "pp", 1));
+  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
+  c.seed = static_cast<uint64_t>(seed);
+  return models::BuildUnet(c);
+}
+
+StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
+  Flags flags;
+  for (const char* name : {"layers", "hidden", "heads", "ffn", "seq", "vocab", "micro-batch-size",
+                           "mp", "pp", "vpp", "seed", "output"})
+    flags.Value(name);
+  flags.Alias("o", "output");
+  PW_RETURN_IF_ERROR(flags.Parse(args));
+  if (flags.positional().size() != 1)
+    return InvalidArgument("expected one model name (gpt or unet), got ", flags.positional().size(),
+                           " positional arguments");
+  PW_ASSIGN_OR_RETURN(std::string output, flags.Require("output"));
+  PW_RETURN_IF_ERROR(FormatFromPath(output).status());
+
+  const std::string& model = flags.positional()[0];
+  StatusOr<Module> module =
+      model == "gpt" ? BuildGptFromFlags(flags)
+      : model == "unet"
+          ? BuildUnetFromFlags(flags)
+          : StatusOr<Module>(InvalidArgument("unknown model '", model, "' (gpt or unet)"));
+  if (!module.ok()) return module.status();
+  PW_RETURN_IF_ERROR(VerifyModule(*module, ops::Registry()).WithContext("built module"));
+  PW_RETURN_IF_ERROR(SaveModule(*module, output));
+
+  const Program& program = module->main_program();
+  int64_t params = 0;
+  for (const Var& v : program.vars())
+    if (v.is_parameter) params += v.num_elements();
+  std::printf("wrote %s: %s, %zu ops, %zu vars, %lld parameter elements per mp rank\n",
+              output.c_str(), model.c_str(), program.ops().size(), program.vars().size(),
+              static_cast<long long>(params));
+  return 0;
+}
+
+}  // namespace
+
+PW_REGISTER_COMMAND(build_model, "build-model",
+                    "build a model's forward + loss program (gpt, unet) and write it", kUsage,
+                    RunBuildModel);
+
+}  // namespace pw::tools

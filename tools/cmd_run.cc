@@ -1,0 +1,110 @@
+// `pipeweave run FILE --reference ...`: trains a module and prints its loss per step.
+// Only the sequential reference path exists so far (executor/reference_runner.h).
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "executor/reference_runner.h"
+#include "ir/proto_io.h"
+#include "passes/pass_manager.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+
+namespace pw::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "pipeweave run FILE --reference --steps K [--micro-batches M (1)] [--seed N]\n"
+    "           [--data TEXT_FILE] [--report json]\n"
+    "Trains an unsplit mp=1, pp=1 module sequentially (gradient accumulation over M\n"
+    "micro-batches, then the optimizer) and prints 'step S loss L' per step, or with\n"
+    "--report json one object {\"losses\": [...], \"step_time_ms\": [...], ...}.\n"
+    "A module without backward ops gets 'append-backward' with its defaults first; for\n"
+    "another optimizer run 'pipeweave opt FILE -p append-backward{optimizer=adam,lr=0.01}'.\n"
+    "--seed selects the training tokens (default: the seed the model was built with);\n"
+    "--data reads byte tokens from a text file instead of the synthetic stream.";
+
+// Adds backward and optimizer ops (the pass's default optimizer) to a forward-only module.
+Status AppendBackward(Module& module) {
+  PassManager pm;
+  PW_RETURN_IF_ERROR(pm.AddPipeline("append-backward"));
+  return pm.Run(module).status().WithContext("append-backward");
+}
+
+bool HasBackward(const Module& module) {
+  for (const Program& program : module.programs())
+    for (const Op& op : program.ops())
+      if (op.role == OpRole::kBackward) return true;
+  return false;
+}
+
+// Non-finite values (a diverged loss) print as null: JSON has no NaN or Infinity.
+void PrintJsonArray(const char* key, const std::vector<double>& values, const char* fmt) {
+  std::printf("\"%s\": [", key);
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::printf(i ? ", " : "");
+    if (std::isfinite(values[i])) {
+      std::printf(fmt, values[i]);
+    } else {
+      std::printf("null");
+    }
+  }
+  std::printf("]");
+}
+
+// The sequential reference path: loss per step of an unsplit mp=1, pp=1 module.
+StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
+  std::string report = flags.Get("report");
+  if (!report.empty() && report != "json")
+    return InvalidArgument("flag --report: unknown format '", report, "' (json)");
+  ReferenceOptions options;
+  PW_ASSIGN_OR_RETURN(options.steps, flags.RequireInt("steps"));
+  PW_ASSIGN_OR_RETURN(options.micro_batches, flags.GetInt("micro-batches", 1));
+  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1)));
+  options.data_seed = static_cast<uint64_t>(seed);
+  options.data_file = flags.Get("data");
+  if (options.steps < 1) return InvalidArgument("flag --steps must be >= 1");
+  if (options.micro_batches < 1) return InvalidArgument("flag --micro-batches must be >= 1");
+  if (!HasBackward(module)) PW_RETURN_IF_ERROR(AppendBackward(module));
+
+  const bool json = report == "json";
+  if (!json) {
+    options.on_step = [](int64_t step, double loss, double) {
+      std::printf("step %lld loss %.4f\n", static_cast<long long>(step + 1), loss);
+      std::fflush(stdout);
+    };
+  }
+  PW_ASSIGN_OR_RETURN(ReferenceResult result, RunReference(module, options));
+  if (json) {
+    std::printf(
+        "{\"mode\": \"reference\", \"steps\": %lld, \"micro_batches\": %lld, \"seed\": %llu, ",
+        static_cast<long long>(options.steps), static_cast<long long>(options.micro_batches),
+        static_cast<unsigned long long>(options.data_seed));
+    PrintJsonArray("losses", result.losses, "%.9g");
+    std::printf(", ");
+    PrintJsonArray("step_time_ms", result.step_time_ms, "%.3f");
+    std::printf("}\n");
+  }
+  return 0;
+}
+
+StatusOr<int> RunRun(const std::vector<std::string>& args) {
+  Flags flags;
+  flags.Switch("reference");
+  for (const char* name : {"steps", "micro-batches", "seed", "data", "report"}) flags.Value(name);
+  PW_RETURN_IF_ERROR(flags.Parse(args));
+  if (flags.positional().size() != 1)
+    return InvalidArgument("expected one module file, got ", flags.positional().size(),
+                           " positional arguments");
+  if (!flags.Has("reference"))
+    return InvalidArgument("only reference runs exist so far: pass --reference");
+  PW_ASSIGN_OR_RETURN(Module module, LoadModule(flags.positional()[0]));
+  return RunReferenceMode(std::move(module), flags);
+}
+
+}  // namespace
+
+PW_REGISTER_COMMAND(run, "run", "train a module and print its loss per step", kUsage, RunRun);
+
+}  // namespace pw::tools
