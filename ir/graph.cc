@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/var_refs.h"
+
 namespace pw {
 
 namespace {
@@ -48,24 +50,23 @@ class EdgeCollector {
 }  // namespace
 
 DepGraph BuildDependencyGraph(const Program& program) {
-  const auto& ops = program.ops();
-  EdgeCollector edges(ops.size());
-  std::unordered_map<std::string_view, VarAccess> access;
-  access.reserve(program.vars().size());
-  for (size_t i = 0; i < ops.size(); ++i) {
+  const VarRefs refs(program);
+  EdgeCollector edges(refs.num_ops());
+  std::vector<VarAccess> access(refs.num_ids());
+  for (size_t i = 0; i < refs.num_ops(); ++i) {
     const int64_t op = static_cast<int64_t>(i);
-    ops[i].ForEachInput([&](const std::string& v) {
+    for (int32_t v : refs.inputs(i)) {
       VarAccess& a = access[v];
       edges.Add(a.last_writer, op, DepKind::kRaw);
       a.readers_since_write.push_back(op);
-    });
-    ops[i].ForEachOutput([&](const std::string& v) {
+    }
+    for (int32_t v : refs.outputs(i)) {
       VarAccess& a = access[v];
       for (int64_t reader : a.readers_since_write) edges.Add(reader, op, DepKind::kWar);
       edges.Add(a.last_writer, op, DepKind::kWaw);
       a.last_writer = op;
       a.readers_since_write.clear();
-    });
+    }
   }
   return edges.Build();
 }
@@ -185,37 +186,34 @@ CriticalPath LongestWeightedPath(const DepGraph& graph, const std::vector<double
 }
 
 std::optional<std::vector<size_t>> FindDefUseCycle(const Program& program) {
-  const auto& ops = program.ops();
-  const size_t n = ops.size();
-  std::unordered_map<std::string_view, int> write_count;
-  std::unordered_map<std::string_view, size_t> sole_writer;
-  std::unordered_set<std::string_view> updated_in_place;
+  return FindDefUseCycle(program, VarRefs(program));
+}
+
+std::optional<std::vector<size_t>> FindDefUseCycle(const Program& program, const VarRefs& refs) {
+  const size_t n = refs.num_ops();
+  std::vector<int32_t> write_count(refs.num_ids(), 0);
+  std::vector<int64_t> sole_writer(refs.num_ids(), -1);
+  // Vars with a value before their first write: persistable vars and in-place updates.
+  std::vector<char> has_entry_value(refs.num_ids(), 0);
+  for (size_t v = 0; v < refs.num_declared(); ++v)
+    has_entry_value[v] = program.vars()[v].persistable;
   for (size_t i = 0; i < n; ++i) {
-    ops[i].ForEachOutput([&](const std::string& v) {
-      if (write_count[v]++ == 0) sole_writer[v] = i;
-      ops[i].ForEachInput([&](const std::string& in) {
-        if (in == v) updated_in_place.insert(v);
-      });
-    });
+    for (int32_t v : refs.outputs(i)) {
+      if (write_count[v]++ == 0) sole_writer[v] = static_cast<int64_t>(i);
+      for (int32_t in : refs.inputs(i))
+        if (in == v) has_entry_value[v] = 1;
+    }
   }
   // Successor lists: writer -> reader.
   std::vector<std::vector<size_t>> succ(n);
-  std::unordered_map<std::string_view, int64_t> last_writer;
+  std::vector<int64_t> last_writer(refs.num_ids(), -1);
   for (size_t i = 0; i < n; ++i) {
-    ops[i].ForEachInput([&](const std::string& v) {
-      auto wc = write_count.find(v);
-      if (wc == write_count.end()) return;  // never written: an external input
-      int64_t from = -1;
-      const Var* var = program.FindVar(v);
-      bool has_entry_value = (var && var->persistable) || updated_in_place.count(v);
-      if (wc->second == 1 && !has_entry_value) {
-        from = static_cast<int64_t>(sole_writer[v]);
-      } else if (auto lw = last_writer.find(v); lw != last_writer.end()) {
-        from = lw->second;
-      }
+    for (int32_t v : refs.inputs(i)) {
+      if (write_count[v] == 0) continue;  // never written: an external input
+      int64_t from = write_count[v] == 1 && !has_entry_value[v] ? sole_writer[v] : last_writer[v];
       if (from >= 0 && static_cast<size_t>(from) != i) succ[from].push_back(i);
-    });
-    ops[i].ForEachOutput([&](const std::string& v) { last_writer[v] = static_cast<int64_t>(i); });
+    }
+    for (int32_t v : refs.outputs(i)) last_writer[v] = static_cast<int64_t>(i);
   }
   // Iterative DFS with colours; a grey target closes a cycle.
   std::vector<uint8_t> colour(n, 0);  // 0 white, 1 grey, 2 black

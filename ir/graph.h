@@ -63,5 +63,8 @@ CriticalPath LongestWeightedPath(const DepGraph& graph, const std::vector<double
 // (in-place updates) link each read to the latest earlier write. Returns the ops of one cycle, or
 // nothing when there is none.
 std::optional<std::vector<size_t>> FindDefUseCycle(const Program& program);
+// The same with the program's var references already resolved.
+class VarRefs;
+std::optional<std::vector<size_t>> FindDefUseCycle(const Program& program, const VarRefs& refs);
 
 }  // namespace pw

@@ -3,13 +3,18 @@
 namespace pw {
 
 const Var* Program::FindVar(std::string_view name) const {
-  auto it = var_index_.find(std::string(name));
+  auto it = var_index_.find(name);
   return it == var_index_.end() ? nullptr : &vars_[it->second];
 }
 
 Var* Program::FindVar(std::string_view name) {
-  auto it = var_index_.find(std::string(name));
+  auto it = var_index_.find(name);
   return it == var_index_.end() ? nullptr : &vars_[it->second];
+}
+
+int64_t Program::VarIndex(std::string_view name) const {
+  auto it = var_index_.find(name);
+  return it == var_index_.end() ? -1 : static_cast<int64_t>(it->second);
 }
 
 bool Program::AddVar(Var var) {

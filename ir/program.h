@@ -22,6 +22,12 @@ struct ProgramInfo {
   bool operator==(const ProgramInfo&) const = default;
 };
 
+// Hashes std::string and std::string_view alike, so lookups by view do not allocate.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 class Program {
  public:
   Program() = default;
@@ -36,6 +42,8 @@ class Program {
   const std::vector<Var>& vars() const { return vars_; }
   const Var* FindVar(std::string_view name) const;
   Var* FindVar(std::string_view name);
+  // The position of a var in vars(), or -1.
+  int64_t VarIndex(std::string_view name) const;
   bool HasVar(std::string_view name) const { return FindVar(name) != nullptr; }
   // Adds `var`; returns false (and changes nothing) when a var of that name exists.
   bool AddVar(Var var);
@@ -63,7 +71,7 @@ class Program {
   std::string name_;
   ProgramInfo info_;
   std::vector<Var> vars_;
-  std::unordered_map<std::string, size_t> var_index_;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> var_index_;
   std::vector<Op> ops_;
 };
 

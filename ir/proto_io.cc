@@ -1,5 +1,6 @@
 #include "ir/proto_io.h"
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -126,6 +127,7 @@ void JobToProto(const Job& job, pb::JobDesc* out) {
   out->set_micro_batch(job.micro_batch);
   out->set_program(job.program);
   out->set_peer(job.peer);
+  out->set_peer_stage(job.peer_stage);
   for (const Job& sub : job.sub_jobs) JobToProto(sub, out->add_sub_jobs());
 }
 
@@ -292,6 +294,7 @@ StatusOr<Job> JobFromProto(const pb::JobDesc& desc) {
   job.micro_batch = desc.micro_batch();
   job.program = desc.program();
   job.peer = desc.peer();
+  job.peer_stage = desc.peer_stage();
   for (const pb::JobDesc& sub : desc.sub_jobs()) {
     PW_ASSIGN_OR_RETURN(Job s, JobFromProto(sub));
     job.sub_jobs.push_back(std::move(s));
@@ -356,27 +359,27 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   std::string error;
 };
 
-// Binary parsing keeps unknown fields aside; a module with any is rejected.
-Status CheckNoUnknownFields(const google::protobuf::Message& message, const std::string& path) {
+// Binary parsing keeps unknown fields aside; a module with any is rejected. The path to
+// the offending message is built only on the way out of an error.
+Status CheckNoUnknownFields(const google::protobuf::Message& message) {
   const google::protobuf::Reflection* reflection = message.GetReflection();
   const google::protobuf::UnknownFieldSet& unknown = reflection->GetUnknownFields(message);
-  if (!unknown.empty()) {
+  if (!unknown.empty())
     return InvalidArgument("unknown field number ", unknown.field(0).number(), " in ",
-                           path.empty() ? message.GetDescriptor()->name() : path);
-  }
+                           message.GetDescriptor()->name());
   std::vector<const google::protobuf::FieldDescriptor*> fields;
   reflection->ListFields(message, &fields);
   for (const auto* field : fields) {
     if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
-    std::string sub = (path.empty() ? "" : path + ".") + field->name();
     if (field->is_repeated()) {
       int n = reflection->FieldSize(message, field);
       for (int i = 0; i < n; ++i) {
-        PW_RETURN_IF_ERROR(CheckNoUnknownFields(reflection->GetRepeatedMessage(message, field, i),
-                                                StrCat(sub, "[", i, "]")));
+        Status s = CheckNoUnknownFields(reflection->GetRepeatedMessage(message, field, i));
+        if (!s.ok()) return s.WithContext(StrCat(field->name(), "[", i, "]"));
       }
     } else {
-      PW_RETURN_IF_ERROR(CheckNoUnknownFields(reflection->GetMessage(message, field), sub));
+      Status s = CheckNoUnknownFields(reflection->GetMessage(message, field));
+      if (!s.ok()) return s.WithContext(field->name());
     }
   }
   return OkStatus();
@@ -385,7 +388,9 @@ Status CheckNoUnknownFields(const google::protobuf::Message& message, const std:
 }  // namespace
 
 StatusOr<Module> ParseModule(const std::string& bytes, ModuleFormat format) {
-  pb::ModuleDesc desc;
+  // An arena makes the many small messages of a large module cheap to allocate and free.
+  google::protobuf::Arena arena;
+  pb::ModuleDesc& desc = *google::protobuf::Arena::CreateMessage<pb::ModuleDesc>(&arena);
   if (format == ModuleFormat::kText) {
     google::protobuf::TextFormat::Parser parser;
     FirstErrorCollector errors;
@@ -398,7 +403,7 @@ StatusOr<Module> ParseModule(const std::string& bytes, ModuleFormat format) {
     if (!desc.ParseFromString(bytes)) {
       return DataLoss("not a valid binary module (truncated or corrupted)");
     }
-    PW_RETURN_IF_ERROR(CheckNoUnknownFields(desc, ""));
+    PW_RETURN_IF_ERROR(CheckNoUnknownFields(desc));
   }
   return ModuleFromProto(desc);
 }

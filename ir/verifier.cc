@@ -1,10 +1,11 @@
 #include "ir/verifier.h"
 
+#include <span>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/graph.h"
+#include "ir/var_refs.h"
 
 namespace pw {
 
@@ -63,15 +64,27 @@ Status CheckSignature(const Op& op, const OpDef& def) {
 }
 
 // Every output's declared type must match what the op definition infers.
-Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program) {
-  auto inferred = InferOpTypes(def, op, [&](const std::string& n) { return program.FindVar(n); });
-  if (!inferred.ok()) return inferred.status();
+// `input_ids` / `output_ids` are the op's resolved (declared) var ids in slot order.
+Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program,
+                          std::span<const int32_t> input_ids, std::span<const int32_t> output_ids) {
+  std::vector<std::vector<TensorType>> inputs(op.inputs.size());
+  auto in = input_ids.begin();
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    inputs[i].reserve(op.inputs[i].vars.size());
+    for (size_t j = 0; j < op.inputs[i].vars.size(); ++j) {
+      const Var& v = program.vars()[*in++];
+      inputs[i].push_back(TensorType{v.dtype, v.shape});
+    }
+  }
+  InferContext inferred(op, std::move(inputs));
+  if (def.infer) PW_RETURN_IF_ERROR(def.infer(inferred));
+  auto out = output_ids.begin();
   for (size_t i = 0; i < op.outputs.size(); ++i) {
     for (size_t j = 0; j < op.outputs[i].vars.size(); ++j) {
-      const TensorType& want = inferred->outputs()[i][j];
+      const TensorType& want = inferred.outputs()[i][j];
+      const Var* v = &program.vars()[*out++];
       if (want.dtype == DataType::kInvalid) continue;  // the definition leaves it open
       const std::string& name = op.outputs[i].vars[j];
-      const Var* v = program.FindVar(name);
       if (v->dtype != want.dtype || v->shape != want.shape)
         return InvalidArgument("output '", name, "' (slot ", op.outputs[i].name, ") is declared ",
                                TypeString(v->dtype, v->shape), " but ", op.type, " infers ",
@@ -84,18 +97,21 @@ Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program
 Status CheckProgram(const Program& program, const OpRegistry& registry,
                     const std::unordered_set<std::string>* external_inputs) {
   const auto& ops = program.ops();
+  const VarRefs refs(program);
 
-  // Which op first writes each var, to tell a use before definition from an input.
-  std::unordered_map<std::string_view, size_t> first_writer;
-  for (size_t i = 0; i < ops.size(); ++i)
-    ops[i].ForEachOutput([&](const std::string& v) { first_writer.emplace(v, i); });
-
-  if (auto cycle = FindDefUseCycle(program)) {
+  if (auto cycle = FindDefUseCycle(program, refs)) {
     std::string path;
     for (size_t i : *cycle) path += StrCat("op ", i, " (", ops[i].type, ") -> ");
     path += StrCat("op ", cycle->front(), " (", ops[cycle->front()].type, ")");
     return InvalidArgument("dependency cycle: ", path);
   }
+
+  // Which op first writes each var, to tell a use before definition from an input.
+  constexpr size_t kNever = SIZE_MAX;
+  std::vector<size_t> first_writer(refs.num_ids(), kNever);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (int32_t v : refs.outputs(i))
+      if (first_writer[v] == kNever) first_writer[v] = i;
 
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
@@ -106,32 +122,34 @@ Status CheckProgram(const Program& program, const OpRegistry& registry,
     if (!def) return fail(InvalidArgument("unknown op type '", op.type, "'"));
     if (Status s = CheckSignature(op, *def); !s.ok()) return fail(s);
 
+    auto ids = refs.inputs(i).begin();
     for (const Slot& slot : op.inputs) {
       for (const std::string& name : slot.vars) {
-        const Var* v = program.FindVar(name);
-        if (!v)
+        int32_t id = *ids++;
+        if (!refs.declared(id))
           return fail(InvalidArgument("input '", name, "' (slot ", slot.name, ") is not declared"));
-        auto fw = first_writer.find(name);
-        bool written_later = fw != first_writer.end() && fw->second > i;
-        bool written_here = fw != first_writer.end() && fw->second == i;
-        if (written_later && !v->persistable)
+        const Var& v = program.vars()[id];
+        size_t writer = first_writer[id];
+        if (writer != kNever && writer > i && !v.persistable)
           return fail(InvalidArgument("input '", name, "' (slot ", slot.name,
-                                      ") is used before it is defined (by op ", fw->second, ")"));
-        bool never_written = fw == first_writer.end() || written_here;
-        if (never_written && !v->persistable && external_inputs && !external_inputs->count(name))
+                                      ") is used before it is defined (by op ", writer, ")"));
+        bool never_written = writer == kNever || writer == i;
+        if (never_written && !v.persistable && external_inputs && !external_inputs->count(name))
           return fail(InvalidArgument("input '", name, "' (slot ", slot.name,
                                       ") is never defined: it is not a parameter, a fed input "
                                       "or an input of this program"));
       }
     }
+    ids = refs.outputs(i).begin();
     for (const Slot& slot : op.outputs) {
       for (const std::string& name : slot.vars) {
-        if (!program.FindVar(name))
+        if (!refs.declared(*ids++))
           return fail(
               InvalidArgument("output '", name, "' (slot ", slot.name, ") is not declared"));
       }
     }
-    if (Status s = CheckInferredTypes(op, *def, program); !s.ok()) return fail(s);
+    if (Status s = CheckInferredTypes(op, *def, program, refs.inputs(i), refs.outputs(i)); !s.ok())
+      return fail(s);
   }
   return OkStatus();
 }
