@@ -1,7 +1,8 @@
 #pragma once
 // The per-rank execution plan a schedule produces: for every rank an ordered job list.
 // Jobs print in PyTorch's action notation: `0F1`, `1RECV_F0`, `2SEND_B3`, `3W2`,
-// `(0F7;7B3)OVERLAP_F_B`.
+// `(0F7;7B3)OVERLAP_F_B`. Planning works on the compact ActionSchedule (ir/action.h);
+// ir/plan_actions.h converts between the two.
 
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ enum class JobKind {
   kSendB,
   kRecvB,
   kOverlapFB,  // fused: sub_jobs run together
+  kBatchP2P,   // fused: sub_jobs (sends and recvs) posted as one batched exchange
 };
 
 struct Job {
@@ -28,6 +30,9 @@ struct Job {
   int micro_batch = 0;
   std::string program;  // the program the job runs, when it runs one
   int peer = -1;        // peer rank of a send/recv
+  // Peer stage of a send/recv between non-adjacent stages (skip connections); -1 means
+  // the adjacent stage (stage + 1 for SEND_F/RECV_B, stage - 1 for RECV_F/SEND_B).
+  int peer_stage = -1;
   std::vector<Job> sub_jobs;
   bool operator==(const Job&) const = default;
 };
