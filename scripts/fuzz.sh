@@ -5,7 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-20}
 build=${PW_FUZZ_BUILD_DIR:-$root/build-fuzz}
-"$root/scripts/install-deps.sh"
+[[ -n ${PW_SKIP_DEPS:-} ]] || "$root/scripts/install-deps.sh"
 CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPW_BUILD_FUZZERS=ON -DPW_BUILD_TESTS=OFF -DPW_BUILD_BENCHMARKS=OFF -DPW_ENABLE_CUDA=OFF >/dev/null
 cmake --build "$build" --target loader_fuzzer -j "${PW_JOBS:-$(nproc)}"
