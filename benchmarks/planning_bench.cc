@@ -1,0 +1,114 @@
+// Pipeline planning figures: generate + insert-p2p + check + timed simulate for 1F1B and
+// GPipe at growing sizes (time per action should stay flat), zb-auto's search, and the
+// peak heap per action at the largest size.
+//
+//   build-plan/benchmarks/planning_bench --benchmark_repetitions=5 \
+//       --benchmark_report_aggregates_only=true
+
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "cost_model/action_simulator.h"
+#include "passes/pipeline/p2p_insertion.h"
+#include "passes/pipeline/schedule_checker.h"
+#include "passes/pipeline/schedule_generators.h"
+
+// Live and peak heap bytes, so that a benchmark can report its peak memory per action.
+namespace {
+std::atomic<int64_t> g_live{0}, g_peak{0};
+void Track(int64_t delta) {
+  int64_t now = g_live.fetch_add(delta, std::memory_order_relaxed) + delta;
+  int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
+void* operator new(size_t n) {
+  void* p = std::malloc(n);
+  if (!p) throw std::bad_alloc();
+  Track(static_cast<int64_t>(malloc_usable_size(p)));
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (!p) return;
+  Track(-static_cast<int64_t>(malloc_usable_size(p)));
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept { operator delete(p); }
+
+namespace pw::pipeline {
+namespace {
+
+// The whole planning path once; returns the number of actions planned.
+size_t PlanOnce(ScheduleKind kind, int ranks, int micro_batches) {
+  ScheduleSpec spec;
+  spec.kind = kind;
+  spec.num_ranks = spec.num_stages = ranks;
+  spec.num_micro_batches = micro_batches;
+  StatusOr<ActionSchedule> compute = GenerateSchedule(spec);
+  StatusOr<ActionSchedule> lowered = InsertP2P(*compute, {P2POrder::kNaive});
+  // Structure and memory checks, then one replay that proves deadlock freedom and times it.
+  StatusOr<TimedResult> timed = CheckAndSimulate(*lowered, CheckOptions{}, SimulationOptions{});
+  if (!timed.ok()) std::abort();
+  benchmark::DoNotOptimize(timed->makespan);
+  return lowered->num_actions();
+}
+
+void RunPlanning(benchmark::State& state, ScheduleKind kind) {
+  const int ranks = static_cast<int>(state.range(0));
+  const int mbs = static_cast<int>(state.range(1));
+  size_t actions = 0;
+  int64_t peak = 0;
+  for (auto _ : state) {
+    int64_t before = g_live.load();
+    g_peak.store(before);
+    actions = PlanOnce(kind, ranks, mbs);
+    peak = std::max(peak, g_peak.load() - before);
+  }
+  state.counters["actions"] = static_cast<double>(actions);
+  // Seconds per action (printed with SI prefixes: "9.5n" is 9.5 ns).
+  state.counters["time_per_action"] = benchmark::Counter(
+      static_cast<double>(actions),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["peak_bytes_per_action"] = static_cast<double>(peak) / actions;
+}
+
+void BM_Plan1F1B(benchmark::State& state) { RunPlanning(state, ScheduleKind::k1F1B); }
+void BM_PlanFThenB(benchmark::State& state) { RunPlanning(state, ScheduleKind::kFThenB); }
+
+// The figures: 32 x 1,024 <= 3 ms and 64 x 4,096 <= 15 ms.
+BENCHMARK(BM_Plan1F1B)->Args({32, 1024})->Args({64, 4096})->Unit(benchmark::kMillisecond);
+// Linear scaling, 10^3 .. 10^7 actions (about 6 actions per (stage, micro-batch)), ending at
+// the figure: 128 x 16,384 <= 1 s.
+BENCHMARK(BM_PlanFThenB)
+    ->Args({4, 40})
+    ->Args({8, 256})
+    ->Args({16, 1024})
+    ->Args({32, 4096})
+    ->Args({64, 8192})
+    ->Args({128, 16384})
+    ->Unit(benchmark::kMillisecond);
+
+// zb-auto's search at P = 32, M = 256: <= 10 ms.
+void BM_ZbAuto(benchmark::State& state) {
+  ScheduleSpec spec;
+  spec.kind = ScheduleKind::kZbAuto;
+  spec.num_ranks = spec.num_stages = static_cast<int>(state.range(0));
+  spec.num_micro_batches = static_cast<int>(state.range(1));
+  for (auto _ : state) {
+    StatusOr<ActionSchedule> s = GenerateSchedule(spec);
+    if (!s.ok()) std::abort();
+    benchmark::DoNotOptimize(s->ranks.data());
+  }
+}
+BENCHMARK(BM_ZbAuto)->Args({32, 256})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace pw::pipeline
+
+BENCHMARK_MAIN();

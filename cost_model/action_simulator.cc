@@ -1,0 +1,776 @@
+#include "cost_model/action_simulator.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "ir/action_edges.h"
+
+namespace pw {
+
+double ActionCosts::Of(ActionType type, int stage) const {
+  switch (type) {
+    case ActionType::kForward:
+      return forward * Scale(stage);
+    case ActionType::kBackward:
+      return (backward + weight) * Scale(stage);
+    case ActionType::kBackwardInput:
+      return backward * Scale(stage);
+    case ActionType::kBackwardWeight:
+      return weight * Scale(stage);
+    default:
+      return 0;
+  }
+}
+
+const char* CommSemanticsName(CommSemantics s) {
+  return s == CommSemantics::kEager ? "eager" : "rendezvous";
+}
+
+StatusOr<CommSemantics> ParseCommSemantics(const std::string& name) {
+  if (name == "eager") return CommSemantics::kEager;
+  if (name == "rendezvous") return CommSemantics::kRendezvous;
+  return InvalidArgument("unknown comm semantics '", name, "' (known: eager, rendezvous)");
+}
+
+namespace {
+
+constexpr double kNotYet = -1;
+
+// What a blocked rank waits for: a kind and a flat (stage or edge) * M + micro-batch index.
+enum class Await : uint8_t {
+  kNone = 0,
+  kForwardDone,   // F(s, m) finished
+  kBackwardDone,  // B or I (s, m) finished
+  kSendF,         // SEND_F on edge e issued (posted, under rendezvous)
+  kSendB,
+  kRecvFPosted,  // rendezvous: RECV_F on edge e posted
+  kRecvBPosted,
+};
+
+struct Key {
+  Await what = Await::kNone;
+  int64_t index = 0;
+  bool operator==(const Key&) const = default;
+};
+
+// Replays every rank's list in order, each rank running until it must wait for another,
+// and resuming when that other produces what it waits for. Each action runs once and each
+// wake-up is O(1), so a replay is linear in the number of actions.
+class Replay {
+ public:
+  Replay(const ActionSchedule& schedule, const SimulationOptions& options, bool timed)
+      : s_(schedule),
+        edges_(schedule),
+        costs_(options.costs),
+        rendezvous_(options.semantics == CommSemantics::kRendezvous),
+        timed_(timed),
+        record_(options.record_timeline),
+        M_(schedule.num_micro_batches),
+        S_(schedule.num_stages),
+        R_(schedule.num_ranks()),
+        comm_mode_(schedule.HasComms()) {
+    for (int t = 0; t <= static_cast<int>(ActionType::kBatchP2P); ++t)
+      unit_cost_[t] = timed ? costs_.Of(static_cast<ActionType>(t), -1) : 0;
+  }
+
+  Status Run() {
+    const size_t stage_slots = static_cast<size_t>(S_) * M_;
+    const size_t edge_slots = static_cast<size_t>(edges_.num_edges()) * M_;
+    f_end_.assign(stage_slots, kNotYet);
+    b_end_.assign(stage_slots, kNotYet);
+    if (comm_mode_) {
+      send_f_.assign(edge_slots, kNotYet);
+      send_b_.assign(edge_slots, kNotYet);
+      if (rendezvous_) {
+        recv_f_.assign(edge_slots, kNotYet);
+        recv_b_.assign(edge_slots, kNotYet);
+      }
+    }
+    ranks_.assign(R_, RankState{});
+    if (record_) {
+      result_.timeline.resize(R_);
+      for (int r = 0; r < R_; ++r) result_.timeline[r].resize(s_.ranks[r].size());
+    }
+    for (int r = R_ - 1; r >= 0; --r) work_.push_back(r);
+    while (!work_.empty()) {
+      int r = work_.back();
+      work_.pop_back();
+      Advance(r);
+    }
+    for (int r = 0; r < R_; ++r)
+      if (ranks_[r].pos < s_.ranks[r].size()) return DeadlockError(r);
+    if (timed_) Summarize();
+    return OkStatus();
+  }
+
+  TimedResult& result() { return result_; }
+
+ private:
+  struct RankState {
+    size_t pos = 0;
+    double clock = 0;
+    Key blocked;
+    double busy = 0, first_start = std::numeric_limits<double>::infinity(), last_end = 0;
+    double mem = 0, peak = 0;
+  };
+
+  double Cross(int a, int b) const {
+    return s_.stage_to_rank[a] == s_.stage_to_rank[b] ? 0 : costs_.comm;
+  }
+  size_t Slot(int stage_or_edge, int mb) const {
+    return static_cast<size_t>(stage_or_edge) * M_ + mb;
+  }
+
+  void Produce(int consumer_rank, Key key) {
+    RankState& q = ranks_[consumer_rank];
+    if (q.blocked == key) {
+      q.blocked = Key{};
+      work_.push_back(consumer_rank);
+    }
+  }
+
+  void Advance(int r) {
+    RankState& rank = ranks_[r];
+    const std::vector<Action>& actions = s_.ranks[r];
+    const size_t n = actions.size();
+    // Ranks take turns every few actions, too many interleaved streams for the hardware
+    // prefetcher: fetch this rank's next lines ahead by hand.
+    const char* stream = reinterpret_cast<const char*>(actions.data());
+    const char* stream_end = reinterpret_cast<const char*>(actions.data() + n);
+    for (int ahead = 0; ahead < 4 * 64; ahead += 64)
+      if (stream + rank.pos * sizeof(Action) + ahead < stream_end)
+        __builtin_prefetch(stream + rank.pos * sizeof(Action) + ahead);
+    while (rank.pos < n) {
+      const Action& a = actions[rank.pos];
+      if (rank.pos + 24 < n) __builtin_prefetch(&actions[rank.pos + 24]);
+      const double before = rank.clock;
+      double start = 0;
+      bool done;
+      if (IsCompute(a.type)) {
+        done = ComputeOne(r, a, start);
+      } else if (IsComm(a.type)) {
+        done = CommunicateOne(r, a, start);
+      } else {
+        done = Execute(r, a, start);
+      }
+      if (!done) return;
+      if (record_) result_.timeline[r][rank.pos] = {IsComm(a.type) ? before : start, rank.clock};
+      ++rank.pos;
+    }
+  }
+
+  // Runs one action; false (with rank.blocked set) when it must wait.
+  bool Execute(int r, const Action& a, double& start) {
+    RankState& rank = ranks_[r];
+    switch (a.type) {
+      case ActionType::kIdle:
+        start = rank.clock;
+        return true;
+      case ActionType::kSendF:
+      case ActionType::kRecvF:
+      case ActionType::kSendB:
+      case ActionType::kRecvB:
+      case ActionType::kBatchP2P:
+        return Communicate(r, a, start);
+      default:
+        return Compute(r, a, start);
+    }
+  }
+
+  // Earliest start of compute part p given its inputs, or false with the key it awaits.
+  bool InputsReady(int r, const Action& p, double& ready, Key& wait) const {
+    const int s = p.stage, m = p.micro_batch;
+    switch (p.type) {
+      case ActionType::kForward: {
+        if (s == 0) return true;
+        // Without comm actions, data edges are implicit; with them, only a same-rank
+        // hand-over (the V turn) is.
+        if (comm_mode_ && s_.stage_to_rank[s - 1] != r) return true;
+        double t = f_end_[Slot(s - 1, m)];
+        if (t == kNotYet) {
+          wait = {Await::kForwardDone, static_cast<int64_t>(Slot(s - 1, m))};
+          return false;
+        }
+        ready = std::max(ready, t + Cross(s - 1, s));
+        return true;
+      }
+      case ActionType::kBackward:
+      case ActionType::kBackwardInput: {
+        if (f_end_[Slot(s, m)] == kNotYet) {
+          wait = {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))};
+          return false;
+        }
+        if (s == S_ - 1) return true;
+        if (comm_mode_ && s_.stage_to_rank[s + 1] != r) return true;
+        double t = b_end_[Slot(s + 1, m)];
+        if (t == kNotYet) {
+          wait = {Await::kBackwardDone, static_cast<int64_t>(Slot(s + 1, m))};
+          return false;
+        }
+        ready = std::max(ready, t + Cross(s + 1, s));
+        return true;
+      }
+      case ActionType::kBackwardWeight:
+        if (b_end_[Slot(s, m)] == kNotYet) {
+          wait = {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))};
+          return false;
+        }
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  // The common case of Compute: one action, not fused.
+  bool ComputeOne(int r, const Action& a, double& start) {
+    RankState& rank = ranks_[r];
+    double ready = rank.clock;
+    Key wait;
+    if (!InputsReady(r, a, ready, wait)) {
+      rank.blocked = wait;
+      return false;
+    }
+    const double duration = Cost(a);
+    start = ready;
+    const double end = start + duration;
+    rank.clock = end;
+    if (timed_ && duration > 0) {
+      rank.busy += duration;
+      rank.first_start = std::min(rank.first_start, start);
+      rank.last_end = end;
+    }
+    Finish(r, a, end);
+    return true;
+  }
+
+  double Cost(const Action& a) const {
+    double unit = unit_cost_[static_cast<int>(a.type)];
+    return costs_.stage_scale.empty() ? unit : unit * costs_.Scale(a.stage);
+  }
+
+  // The common case of Communicate: one send or recv, not batched.
+  bool CommunicateOne(int r, const Action& a, double& start) {
+    RankState& rank = ranks_[r];
+    start = rank.clock;
+    const int e = ChainOrFind(a);
+    Post(a, e, rank.clock);
+    double t = 0;
+    Key wait;
+    if (!Completion(a, e, t, wait)) {
+      rank.blocked = wait;
+      return false;
+    }
+    bool holds = rendezvous_ || a.type == ActionType::kRecvF || a.type == ActionType::kRecvB;
+    if (holds) rank.clock = std::max(rank.clock, t);
+    return true;
+  }
+
+  // The edge of a send/recv: the chain edge directly when the peer is adjacent.
+  int ChainOrFind(const Action& a) const {
+    if (a.peer < 0) {
+      bool from_lower = a.type == ActionType::kRecvF || a.type == ActionType::kSendB;
+      return from_lower ? a.stage - 1 : a.stage;
+    }
+    return edges_.OfComm(a);
+  }
+
+  bool Compute(int r, const Action& a, double& start) {
+    RankState& rank = ranks_[r];
+    double ready = rank.clock;
+    Key wait;
+    for (const Action& p : s_.Parts(a))
+      if (!InputsReady(r, p, ready, wait)) {
+        rank.blocked = wait;
+        return false;
+      }
+    double duration = 0;
+    for (const Action& p : s_.Parts(a)) duration += Cost(p);
+    start = ready;
+    const double end = start + duration;
+    rank.clock = end;
+    if (timed_ && duration > 0) {
+      rank.busy += duration;
+      rank.first_start = std::min(rank.first_start, start);
+      rank.last_end = end;
+    }
+    for (const Action& p : s_.Parts(a)) Finish(r, p, end);
+    return true;
+  }
+
+  // Records a finished compute part and wakes whoever waits for it.
+  void Finish(int r, const Action& p, double end) {
+    RankState& rank = ranks_[r];
+    const int s = p.stage, m = p.micro_batch;
+    switch (p.type) {
+      case ActionType::kForward:
+        f_end_[Slot(s, m)] = end;
+        rank.mem += 1;
+        rank.peak = std::max(rank.peak, rank.mem);
+        if (s + 1 < S_)
+          Produce(s_.stage_to_rank[s + 1], {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))});
+        break;
+      case ActionType::kBackward:
+      case ActionType::kBackwardInput:
+        b_end_[Slot(s, m)] = end;
+        rank.mem -= p.type == ActionType::kBackward ? 1 : 1 - costs_.w_mem;
+        if (s > 0)
+          Produce(s_.stage_to_rank[s - 1],
+                  {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))});
+        break;
+      case ActionType::kBackwardWeight:
+        rank.mem -= costs_.w_mem;
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Owner rank of the receiving / sending end of edge e.
+  int DstRank(int e) const { return s_.stage_to_rank[edges_.edge(e).dst]; }
+  int SrcRank(int e) const { return s_.stage_to_rank[edges_.edge(e).src]; }
+
+  // Posts a send or recv (idempotent) and wakes a peer waiting for the post.
+  void Post(const Action& p, int e, double now) {
+    const size_t slot = Slot(e, p.micro_batch);
+    const int64_t key = static_cast<int64_t>(slot);
+    switch (p.type) {
+      case ActionType::kSendF:
+        if (send_f_[slot] != kNotYet) return;
+        send_f_[slot] = now;
+        Produce(DstRank(e), {Await::kSendF, key});
+        return;
+      case ActionType::kSendB:
+        if (send_b_[slot] != kNotYet) return;
+        send_b_[slot] = now;
+        Produce(SrcRank(e), {Await::kSendB, key});
+        return;
+      case ActionType::kRecvF:
+        if (!rendezvous_ || recv_f_[slot] != kNotYet) return;
+        recv_f_[slot] = now;
+        Produce(SrcRank(e), {Await::kRecvFPosted, key});
+        return;
+      case ActionType::kRecvB:
+        if (!rendezvous_ || recv_b_[slot] != kNotYet) return;
+        recv_b_[slot] = now;
+        Produce(DstRank(e), {Await::kRecvBPosted, key});
+        return;
+      default:
+        return;
+    }
+  }
+
+  // When a posted send/recv completes, or false with the key it awaits.
+  bool Completion(const Action& p, int e, double& done, Key& wait) const {
+    const size_t slot = Slot(e, p.micro_batch);
+    const int64_t key = static_cast<int64_t>(slot);
+    double own = 0, peer = 0;
+    switch (p.type) {
+      case ActionType::kSendF:
+        if (!rendezvous_) {
+          done = send_f_[slot];
+          return true;
+        }
+        own = send_f_[slot];
+        peer = recv_f_[slot];
+        wait = {Await::kRecvFPosted, key};
+        break;
+      case ActionType::kSendB:
+        if (!rendezvous_) {
+          done = send_b_[slot];
+          return true;
+        }
+        own = send_b_[slot];
+        peer = recv_b_[slot];
+        wait = {Await::kRecvBPosted, key};
+        break;
+      case ActionType::kRecvF:
+        own = rendezvous_ ? recv_f_[slot] : 0;
+        peer = send_f_[slot];
+        wait = {Await::kSendF, key};
+        break;
+      default:  // kRecvB
+        own = rendezvous_ ? recv_b_[slot] : 0;
+        peer = send_b_[slot];
+        wait = {Await::kSendB, key};
+        break;
+    }
+    if (peer == kNotYet) return false;
+    const StageEdge& edge = edges_.edge(e);
+    done = std::max(own, peer) + Cross(edge.src, edge.dst);
+    return true;
+  }
+
+  bool Communicate(int r, const Action& a, double& start) {
+    RankState& rank = ranks_[r];
+    start = rank.clock;
+    for (const Action& p : s_.Parts(a)) Post(p, ChainOrFind(p), rank.clock);
+    double done = rank.clock;
+    for (const Action& p : s_.Parts(a)) {
+      double t = 0;
+      Key wait;
+      if (!Completion(p, ChainOrFind(p), t, wait)) {
+        rank.blocked = wait;
+        return false;
+      }
+      // An eager send does not hold its rank; everything else does until it completes.
+      bool holds = rendezvous_ || p.type == ActionType::kRecvF || p.type == ActionType::kRecvB;
+      if (holds) done = std::max(done, t);
+    }
+    rank.clock = done;
+    return true;
+  }
+
+  void Summarize() {
+    TimedResult& out = result_;
+    out.ranks.resize(R_);
+    double total_busy = 0;
+    for (int r = 0; r < R_; ++r) {
+      const RankState& rank = ranks_[r];
+      RankStats& st = out.ranks[r];
+      st.busy = rank.busy;
+      st.first_start = rank.busy > 0 ? rank.first_start : 0;
+      st.last_end = rank.last_end;
+      st.peak_activations = rank.peak;
+      out.makespan = std::max(out.makespan, rank.last_end);
+      out.cost = std::max(out.cost, st.span());
+      total_busy += rank.busy;
+    }
+    for (RankStats& st : out.ranks) st.idle = out.makespan - st.busy;
+    out.ideal = R_ > 0 ? total_busy / R_ : 0;
+    out.bubble_rate = out.cost > 0 ? (out.cost - out.ideal) / out.cost : 0;
+  }
+
+  // The action that produces `key`, and the rank that runs it.
+  std::pair<int, Action> Producer(Key key) const {
+    const int index = static_cast<int>(key.index / M_);
+    const int m = static_cast<int>(key.index % M_);
+    auto edge_action = [&](ActionType t, int stage, int peer_stage, bool adjacent) {
+      return MakeAction(t, stage, m, adjacent ? -1 : peer_stage);
+    };
+    switch (key.what) {
+      case Await::kForwardDone:
+        return {s_.stage_to_rank[index], MakeAction(ActionType::kForward, index, m)};
+      case Await::kBackwardDone:
+        return {s_.stage_to_rank[index], MakeAction(ActionType::kBackward, index, m)};
+      default:
+        break;
+    }
+    const StageEdge& e = edges_.edge(index);
+    const bool adjacent = e.dst == e.src + 1;
+    switch (key.what) {
+      case Await::kSendF:
+        return {SrcRank(index), edge_action(ActionType::kSendF, e.src, e.dst, adjacent)};
+      case Await::kSendB:
+        return {DstRank(index), edge_action(ActionType::kSendB, e.dst, e.src, adjacent)};
+      case Await::kRecvFPosted:
+        return {DstRank(index), edge_action(ActionType::kRecvF, e.dst, e.src, adjacent)};
+      default:
+        return {SrcRank(index), edge_action(ActionType::kRecvB, e.src, e.dst, adjacent)};
+    }
+  }
+
+  // Whether rank q still has `wanted` (a B also matches an I) at or after its position.
+  bool StillAhead(int q, const Action& wanted) const {
+    const auto& actions = s_.ranks[q];
+    for (size_t i = ranks_[q].pos; i < actions.size(); ++i)
+      for (const Action& p : s_.Parts(actions[i])) {
+        bool same_type = p.type == wanted.type ||
+                         (wanted.type == ActionType::kBackward && IsInputBackward(p.type));
+        if (same_type && p.stage == wanted.stage && p.micro_batch == wanted.micro_batch &&
+            (!IsComm(p.type) || p.peer == wanted.peer))
+          return true;
+      }
+    return false;
+  }
+
+  // Follows "waits for" from a blocked rank until a rank repeats: that loop is the cycle.
+  Status DeadlockError(int first) const {
+    std::vector<int> order;
+    std::vector<int> seen(R_, -1);
+    int r = first;
+    std::string missing;
+    while (seen[r] < 0) {
+      seen[r] = static_cast<int>(order.size());
+      order.push_back(r);
+      auto [q, wanted] = Producer(ranks_[r].blocked);
+      if (q == r && !StillAhead(q, wanted)) {
+        missing = StrCat(" (", ActionToString(wanted, s_), " is not in its list)");
+        break;
+      }
+      if (!StillAhead(q, wanted) || ranks_[q].pos >= s_.ranks[q].size()) {
+        missing = StrCat("; rank ", q, " never runs ", ActionToString(wanted, s_), " after ",
+                         "its current position");
+        break;
+      }
+      r = q;
+    }
+    const size_t begin = missing.empty() ? static_cast<size_t>(seen[r]) : 0;
+    std::string msg = "deadlock: ";
+    for (size_t i = begin; i < order.size(); ++i) {
+      int x = order[i];
+      auto [q, wanted] = Producer(ranks_[x].blocked);
+      if (i > begin) msg += ", ";
+      msg += StrCat("rank ", x, " waits at ", ActionToString(s_.ranks[x][ranks_[x].pos], s_),
+                    " for ", ActionToString(wanted, s_), " on rank ", q);
+    }
+    msg += missing;
+    if (missing.empty()) msg += " (cycle)";
+    return FailedPrecondition(msg);
+  }
+
+  const ActionSchedule& s_;
+  EdgeIndex edges_;
+  const ActionCosts& costs_;
+  const bool rendezvous_, timed_, record_;
+  const int M_, S_, R_;
+  const bool comm_mode_;
+  std::vector<double> f_end_, b_end_, send_f_, send_b_, recv_f_, recv_b_;
+  double unit_cost_[static_cast<int>(ActionType::kBatchP2P) + 1] = {};
+  std::vector<RankState> ranks_;
+  std::vector<int> work_;
+  TimedResult result_;
+};
+
+}  // namespace
+
+StatusOr<TimedResult> SimulateTimed(const ActionSchedule& schedule,
+                                    const SimulationOptions& options) {
+  Replay replay(schedule, options, /*timed=*/true);
+  PW_RETURN_IF_ERROR(replay.Run());
+  return std::move(replay.result());
+}
+
+Status CheckDeadlockFree(const ActionSchedule& schedule, CommSemantics semantics) {
+  SimulationOptions options;
+  options.semantics = semantics;
+  return Replay(schedule, options, /*timed=*/false).Run();
+}
+
+namespace {
+
+// PyTorch's unit-step rules over flat flag tables (one byte per stage or edge and
+// micro-batch) instead of per-rank sets of actions.
+class UnitSteps {
+ public:
+  explicit UnitSteps(const ActionSchedule& schedule)
+      : s_(schedule),
+        edges_(schedule),
+        M_(schedule.num_micro_batches),
+        comm_mode_(schedule.HasComms()) {}
+
+  StatusOr<UnitStepResult> Run() {
+    const int R = s_.num_ranks();
+    stage_done_.assign(static_cast<size_t>(s_.num_stages) * M_, 0);
+    edge_done_.assign(static_cast<size_t>(edges_.num_edges()) * M_, 0);
+    // Idle cells in the input are dropped first, as PyTorch does.
+    std::vector<std::vector<Action>> todo(R);
+    for (int r = 0; r < R; ++r)
+      for (const Action& a : s_.ranks[r])
+        if (a.type != ActionType::kIdle) todo[r].push_back(a);
+    std::vector<size_t> pos(R, 0);
+    std::vector<int> active;
+    for (int r = 0; r < R; ++r)
+      if (!todo[r].empty()) active.push_back(r);
+    UnitStepResult result;
+    result.steps.resize(R);
+    auto drop_finished = [&] {
+      std::erase_if(active, [&](int r) { return pos[r] >= todo[r].size(); });
+    };
+    while (!active.empty()) {
+      bool progress = false;
+      for (int r : active) {
+        const Action& a = todo[r][pos[r]];
+        if (Ready(a)) {
+          Mark(a);
+          result.steps[r].push_back(a);
+          ++pos[r];
+          progress = true;
+        } else {
+          result.steps[r].push_back(Action{});
+        }
+      }
+      drop_finished();
+      // A rank that waited this step may run if a later rank just unblocked it.
+      for (int r : active) {
+        if (result.steps[r].back().type != ActionType::kIdle) continue;
+        const Action& a = todo[r][pos[r]];
+        if (!Ready(a)) continue;
+        Mark(a);
+        result.steps[r].back() = a;
+        ++pos[r];
+      }
+      drop_finished();
+      if (!progress) {
+        Status deadlock = CheckDeadlockFree(s_, CommSemantics::kEager);
+        if (!deadlock.ok()) return deadlock;
+        return FailedPrecondition("unit-step simulation stalled at step ",
+                                  result.steps[active.front()].size() - 1);
+      }
+    }
+    for (const auto& steps : result.steps)
+      result.num_steps = std::max(result.num_steps, static_cast<int>(steps.size()));
+    return result;
+  }
+
+ private:
+  enum : uint8_t { kF = 1, kInputGrad = 2, kW = 4 };
+  enum : uint8_t { kSentF = 1, kRecvdF = 2, kSentB = 4, kRecvdB = 8 };
+
+  uint8_t& StageFlags(int s, int m) { return stage_done_[static_cast<size_t>(s) * M_ + m]; }
+  uint8_t& EdgeFlags(int e, int m) { return edge_done_[static_cast<size_t>(e) * M_ + m]; }
+  bool SameRank(int a, int b) const { return s_.stage_to_rank[a] == s_.stage_to_rank[b]; }
+
+  bool PartReady(const Action& p) {
+    const int s = p.stage, m = p.micro_batch;
+    switch (p.type) {
+      case ActionType::kForward:
+        for (int e : edges_.InEdges(s)) {
+          int src = edges_.edge(e).src;
+          bool ok = (!comm_mode_ || SameRank(src, s)) ? (StageFlags(src, m) & kF)
+                                                      : (EdgeFlags(e, m) & kRecvdF);
+          if (!ok) return false;
+        }
+        return true;
+      case ActionType::kBackward:
+      case ActionType::kBackwardInput:
+        for (int e : edges_.OutEdges(s)) {
+          int dst = edges_.edge(e).dst;
+          bool ok = (!comm_mode_ || SameRank(dst, s)) ? (StageFlags(dst, m) & kInputGrad)
+                                                      : (EdgeFlags(e, m) & kRecvdB);
+          if (!ok) return false;
+        }
+        return true;
+      case ActionType::kBackwardWeight:
+        return true;
+      case ActionType::kSendF:
+        return StageFlags(s, m) & kF;
+      case ActionType::kSendB:
+        return StageFlags(s, m) & kInputGrad;
+      case ActionType::kRecvF:
+        return EdgeFlags(edges_.OfComm(p), m) & kSentF;
+      case ActionType::kRecvB:
+        return EdgeFlags(edges_.OfComm(p), m) & kSentB;
+      default:
+        return true;
+    }
+  }
+
+  bool Ready(const Action& a) {
+    for (const Action& p : s_.Parts(a))
+      if (!PartReady(p)) return false;
+    return true;
+  }
+
+  void Mark(const Action& a) {
+    for (const Action& p : s_.Parts(a)) {
+      const int m = p.micro_batch;
+      switch (p.type) {
+        case ActionType::kForward:
+          StageFlags(p.stage, m) |= kF;
+          break;
+        case ActionType::kBackward:
+        case ActionType::kBackwardInput:
+          StageFlags(p.stage, m) |= kInputGrad;
+          break;
+        case ActionType::kBackwardWeight:
+          StageFlags(p.stage, m) |= kW;
+          break;
+        case ActionType::kSendF:
+          EdgeFlags(edges_.OfComm(p), m) |= kSentF;
+          break;
+        case ActionType::kRecvF:
+          EdgeFlags(edges_.OfComm(p), m) |= kRecvdF;
+          break;
+        case ActionType::kSendB:
+          EdgeFlags(edges_.OfComm(p), m) |= kSentB;
+          break;
+        case ActionType::kRecvB:
+          EdgeFlags(edges_.OfComm(p), m) |= kRecvdB;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  const ActionSchedule& s_;
+  EdgeIndex edges_;
+  const int M_;
+  const bool comm_mode_;
+  std::vector<uint8_t> stage_done_, edge_done_;
+};
+
+}  // namespace
+
+StatusOr<UnitStepResult> SimulateUnitSteps(const ActionSchedule& schedule) {
+  return UnitSteps(schedule).Run();
+}
+
+std::string FormatStepTable(const UnitStepResult& result, const ActionSchedule& schedule) {
+  const int R = static_cast<int>(result.steps.size());
+  const int steps = result.num_steps;
+  const size_t digits = std::to_string(std::max(steps - 1, 0)).size();
+  auto step_label = [&](int i) {
+    std::string n = std::to_string(i);
+    return "Step " + std::string(digits > n.size() ? digits - n.size() : 0, '0') + n;
+  };
+  const size_t label_width = 5 + digits;
+  std::vector<std::vector<std::string>> cells(R);
+  std::vector<size_t> width(R, label_width);
+  for (int r = 0; r < R; ++r) {
+    for (const Action& a : result.steps[r]) {
+      cells[r].push_back(ActionToString(a, schedule));
+      width[r] = std::max(width[r], cells[r].back().size());
+    }
+  }
+  auto pad = [](std::string& out, const std::string& text, size_t w) {
+    out += text;
+    if (text.size() < w) out.append(w - text.size(), ' ');
+  };
+  std::string out(label_width + 2, ' ');
+  for (int r = 0; r < R; ++r) {
+    if (r) out += ' ';
+    pad(out, "Rank " + std::to_string(r), width[r]);
+  }
+  out += '\n';
+  static const std::string kEmpty;
+  for (int i = 0; i < steps; ++i) {
+    out += step_label(i) + ": ";
+    for (int r = 0; r < R; ++r) {
+      if (r) out += ' ';
+      pad(out, i < static_cast<int>(cells[r].size()) ? cells[r][i] : kEmpty, width[r]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::vector<double> PeakActivations(const ActionSchedule& schedule, double w_mem) {
+  std::vector<double> peaks(schedule.num_ranks(), 0);
+  for (int r = 0; r < schedule.num_ranks(); ++r) {
+    double mem = 0;
+    for (const Action& a : schedule.ranks[r])
+      for (const Action& p : schedule.Parts(a)) {
+        switch (p.type) {
+          case ActionType::kForward:
+            mem += 1;
+            break;
+          case ActionType::kBackward:
+            mem -= 1;
+            break;
+          case ActionType::kBackwardInput:
+            mem -= 1 - w_mem;
+            break;
+          case ActionType::kBackwardWeight:
+            mem -= w_mem;
+            break;
+          default:
+            break;
+        }
+        peaks[r] = std::max(peaks[r], mem);
+      }
+  }
+  return peaks;
+}
+
+}  // namespace pw

@@ -1,0 +1,64 @@
+// insert-p2p{order=naive|parity|batched|torch}: adds the SEND/RECV jobs of every value
+// that crosses ranks to the module's plan (see p2p_insertion.h for the orders), then checks
+// the result under the semantics its order is designed for.
+
+#include "passes/pass.h"
+#include "passes/pass_registry.h"
+#include "passes/pipeline/module_stages.h"
+#include "passes/pipeline/p2p_insertion.h"
+#include "passes/pipeline/schedule_checker.h"
+
+namespace pw {
+namespace {
+
+class InsertP2PPass : public Pass {
+ public:
+  std::string_view name() const override { return "insert-p2p"; }
+  std::string_view description() const override {
+    return "Adds send/recv jobs to the plan for every value crossing ranks (adjacent stages, "
+           "skip connections; none between stages on one rank). order: naive (send after the "
+           "producer, recv before the consumer), parity (Megatron's even/odd order, for "
+           "blocking p2p), batched (one batch_isend_irecv per gap), torch (PyTorch's "
+           "_add_send_recv placement, after its _merge_bw).";
+  }
+
+  StatusOr<bool> Run(Module& module, PassContext& context) override {
+    if (module.plan.empty())
+      return FailedPrecondition("the module has no plan (run schedule first)");
+    PW_ASSIGN_OR_RETURN(pipeline::ModuleStages stages, pipeline::ReadModuleStages(module));
+    PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));
+    if (schedule.HasComms()) return false;  // already lowered
+    schedule.skip_edges = stages.skip_edges;
+    PW_ASSIGN_OR_RETURN(pipeline::P2POrder p2p_order, pipeline::ParseP2POrder(order.value()));
+    pipeline::P2POptions options{p2p_order, merge_backward.value()};
+    PW_ASSIGN_OR_RETURN(ActionSchedule lowered, pipeline::InsertP2P(schedule, options));
+    pipeline::CheckOptions check;
+    check.semantics = pipeline::DesignedSemantics(p2p_order);
+    Status checked = pipeline::CheckSchedule(lowered, check);
+    if (!checked.ok()) return checked.WithContext("insert-p2p check");
+    const std::string kind = module.plan.schedule;
+    const int micro_batches = module.plan.num_micro_batches;
+    module.plan = ActionScheduleToPlan(lowered, kind, stages.Naming());
+    module.plan.num_micro_batches = micro_batches;
+    context.AddStatistic("p2p-jobs",
+                         static_cast<int64_t>(lowered.num_actions() - schedule.num_actions()));
+    return true;
+  }
+
+ private:
+  Option<std::string> order{this,
+                            "order",
+                            "placement and order of sends and recvs",
+                            "naive",
+                            {"naive", "parity", "batched", "torch"}};
+  Option<bool> merge_backward{this, "merge-bw",
+                              "order=torch: merge an I directly followed by its W into one B, "
+                              "as PyTorch's lowering does",
+                              true};
+};
+
+}  // namespace
+
+PW_REGISTER_PASS(InsertP2PPass)
+
+}  // namespace pw

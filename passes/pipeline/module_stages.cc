@@ -1,0 +1,95 @@
+#include "passes/pipeline/module_stages.h"
+
+#include <algorithm>
+#include <set>
+
+namespace pw::pipeline {
+
+std::string StageProgramName(int virtual_stage, const std::string& kind) {
+  return "stage" + std::to_string(virtual_stage) + "_" + kind;
+}
+
+PlanNaming ModuleStages::Naming() const {
+  PlanNaming naming;
+  naming.optimizer_jobs = true;
+  auto programs_copy = programs;
+  bool split = split_backward;
+  naming.program = [programs_copy, split](JobKind kind, int stage) -> std::string {
+    const char* k = nullptr;
+    switch (kind) {
+      case JobKind::kForward:
+        k = kForwardKind;
+        break;
+      case JobKind::kBackward:
+        k = kBackwardKind;
+        break;
+      case JobKind::kBackwardInput:
+        k = kBackwardInputKind;
+        break;
+      case JobKind::kBackwardWeight:
+        k = kBackwardWeightKind;
+        break;
+      case JobKind::kOptimizer:
+        k = kOptimizerKind;
+        break;
+      default:
+        return "";
+    }
+    auto it = programs_copy.find({stage, k});
+    return it == programs_copy.end() ? "" : it->second;
+  };
+  return naming;
+}
+
+StatusOr<ModuleStages> ReadModuleStages(const Module& module) {
+  ModuleStages out;
+  std::map<int, std::pair<int, int>> placed;  // virtual stage -> (rank, chunk)
+  for (const Program& p : module.programs()) {
+    const ProgramInfo& info = p.info();
+    if (info.kind.empty()) continue;
+    const std::string prefix = "stage";
+    size_t underscore = p.name().find('_');
+    if (p.name().rfind(prefix, 0) != 0 || underscore == std::string::npos)
+      return FailedPrecondition("program '", p.name(), "' is not named stage<N>_<kind> ",
+                                "(run split-program first)");
+    int vs = std::stoi(p.name().substr(prefix.size(), underscore - prefix.size()));
+    placed[vs] = {info.stage, info.chunk};
+    out.programs[{vs, info.kind}] = p.name();
+    if (info.kind == kBackwardInputKind || info.kind == kBackwardWeightKind)
+      out.split_backward = true;
+  }
+  if (placed.empty())
+    return FailedPrecondition("the module has no per-stage programs (run split-program first)");
+  const int S = placed.rbegin()->first + 1;
+  out.stage_to_rank.assign(S, -1);
+  out.chunk.assign(S, 0);
+  for (auto& [vs, where] : placed) {
+    out.stage_to_rank[vs] = where.first;
+    out.chunk[vs] = where.second;
+  }
+  for (int s = 0; s < S; ++s)
+    if (out.stage_to_rank[s] < 0) return FailedPrecondition("virtual stage ", s, " has no program");
+  out.num_ranks = std::max(
+      module.mesh.pp, *std::max_element(out.stage_to_rank.begin(), out.stage_to_rank.end()) + 1);
+  // Skip edges: a forward program reading an output of a forward program two or more
+  // stages earlier.
+  std::map<std::string, int> defined_by;
+  for (int s = 0; s < S; ++s) {
+    auto it = out.programs.find({s, kForwardKind});
+    if (it == out.programs.end()) continue;
+    for (const std::string& v : module.FindProgram(it->second)->info().outputs) defined_by[v] = s;
+  }
+  std::set<std::pair<int, int>> skips;
+  for (int s = 0; s < S; ++s) {
+    auto it = out.programs.find({s, kForwardKind});
+    if (it == out.programs.end()) continue;
+    for (const std::string& v : module.FindProgram(it->second)->info().inputs) {
+      auto d = defined_by.find(v);
+      if (d != defined_by.end() && d->second + 1 < s) skips.insert({d->second, s});
+    }
+  }
+  for (auto [a, b] : skips) out.skip_edges.push_back({a, b});
+  return out;
+}
+
+}  // namespace pw::pipeline

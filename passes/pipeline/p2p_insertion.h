@@ -1,0 +1,53 @@
+#pragma once
+// Lowers a compute-only schedule to one with SEND/RECV actions for every value that
+// crosses ranks: adjacent stages, non-adjacent ones (skip connections), none between
+// stages on the same rank (the V turn hands over directly).
+//
+// Placement and order policies:
+//  * naive:   each send right after its producer, each recv right before its consumer;
+//             between two compute actions the sends go first, then the recvs, earlier
+//             stages first.
+//             Deadlock-free under eager (isend/irecv) semantics.
+//  * parity:  for blocking (rendezvous) p2p. Sends and recvs are placed in the order the
+//             transfers happen in an eager run of the schedule (unit costs), so that both
+//             ends of every transfer agree on its place; transfers at the same time go in
+//             Megatron's even/odd order (even ranks send to the next rank, receive from the
+//             previous, send to the previous, receive from the next; odd ranks receive from
+//             the previous, send to the next, ...), which pairs neighbours up.
+//  * batched: the same order, and every run of sends/recvs between two compute actions is
+//             one BATCH_P2P exchange (batch_isend_irecv), as Megatron's batched p2p.
+//  * torch:   exactly PyTorch's `_add_send_recv` placement (after its `_merge_bw`, which
+//             fuses an I directly followed by its W into one B): ranks take turns in
+//             order; a sender appends the matching recv to the receiver's list.
+
+#include <string_view>
+
+#include "cost_model/action_simulator.h"
+#include "ir/action.h"
+#include "ir/status.h"
+
+namespace pw::pipeline {
+
+enum class P2POrder { kNaive, kParity, kBatched, kTorch };
+StatusOr<P2POrder> ParseP2POrder(std::string_view name);
+const char* P2POrderName(P2POrder order);
+// The semantics a policy is designed for (and checked under): eager for naive and torch,
+// rendezvous (blocking p2p) for parity and batched.
+CommSemantics DesignedSemantics(P2POrder order);
+
+struct P2POptions {
+  P2POrder order = P2POrder::kNaive;
+  // order=torch only: run PyTorch's `_merge_bw` first (on by default, as its tests do).
+  bool merge_backward = true;
+};
+
+StatusOr<ActionSchedule> InsertP2P(const ActionSchedule& compute, const P2POptions& options);
+
+// PyTorch's `_merge_bw`: drops idle cells and merges an I immediately followed (on the same
+// rank) by its W into one B.
+ActionSchedule MergeBackward(const ActionSchedule& compute);
+
+// torch order (p2p_torch_order.cc).
+StatusOr<ActionSchedule> InsertP2PTorchOrder(const ActionSchedule& compute);
+
+}  // namespace pw::pipeline

@@ -1,0 +1,85 @@
+// Hand-made broken schedules: each is caught with a message naming what is wrong.
+
+#include <gtest/gtest.h>
+
+#include "ir/schedule_csv.h"
+#include "passes/pipeline/schedule_checker.h"
+
+namespace pw::pipeline {
+namespace {
+
+std::string CheckRows(const std::string& csv, CommSemantics semantics = CommSemantics::kEager) {
+  StatusOr<ActionSchedule> s = ParseScheduleCsv(csv);
+  if (!s.ok()) return s.status().message();
+  CheckOptions options;
+  options.semantics = semantics;
+  Status st = CheckSchedule(*s, options);
+  EXPECT_EQ(st.message().find('\n'), std::string::npos);
+  return st.ok() ? "ok" : st.message();
+}
+
+TEST(Checker, AcceptsAValidSchedule) {
+  EXPECT_EQ(CheckRows("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"), "ok");
+}
+
+TEST(Checker, DeadlockNamesTheCycle) {
+  // Rank 0 waits for rank 1's gradient before sending it the activation it needs.
+  EXPECT_EQ(CheckRows("0F0,0RECV_B0,0SEND_F0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"),
+            "deadlock: rank 0 waits at 0RECV_B0 for 1SEND_B0 on rank 1, rank 1 waits at "
+            "1RECV_F0 for 0SEND_F0 on rank 0 (cycle)");
+  // Compute-only: each rank wants the other's micro-batch first.
+  EXPECT_EQ(CheckRows("0F0,0F1,0B1,0B0\n1F0,1B0,1F1,1B1\n"), "ok");
+  EXPECT_EQ(CheckRows("0F1,0F0,0B0,0B1\n1F0,1B0,1F1,1B1\n", CommSemantics::kEager), "ok");
+  EXPECT_EQ(CheckRows("0F0,0B1,0F1,0B0\n1F1,1B1,1F0,1B0\n"),
+            "rank 0, action 1 (0B1): B before the forward 0F1");
+  EXPECT_EQ(CheckRows("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n"),
+            "deadlock: rank 0 waits at 0B0 for 1B0 on rank 1, rank 1 waits at 1F1 for 0F1 on "
+            "rank 0 (cycle)");
+}
+
+TEST(Checker, RendezvousDeadlockOfNaiveOneFOneB) {
+  const std::string naive =
+      "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+      "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n";
+  EXPECT_EQ(CheckRows(naive, CommSemantics::kEager), "ok");
+  EXPECT_EQ(CheckRows(naive, CommSemantics::kRendezvous),
+            "deadlock: rank 0 waits at 0SEND_F1 for 1RECV_F1 on rank 1, rank 1 waits at "
+            "1SEND_B0 for 0RECV_B0 on rank 0 (cycle)");
+}
+
+TEST(Checker, IncompleteSchedules) {
+  EXPECT_EQ(CheckRows("0F0,0F1,0B0,0B1\n1F0,1B0\n"), "incomplete: rank 1 never runs 1F1");
+  EXPECT_EQ(CheckRows("0F0,0B0\n1F0,1I0\n"), "incomplete: rank 1 runs 1I0 but never 1W0");
+  EXPECT_EQ(CheckRows("0F0,0B0\n1F0\n"),
+            "incomplete: rank 1 never runs a backward (1B0, or 1I0 and 1W0)");
+  EXPECT_EQ(CheckRows("0F0,0SEND_F0,0RECV_B0,0B0\n1F0,1B0,1SEND_B0\n"),
+            "rank 1, action 0 (1F0): runs before receiving its input (no 1RECV_F0 before it)");
+  EXPECT_EQ(CheckRows("0F0,0SEND_F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"),
+            "rank 0, action 2 (0SEND_F0): appears twice");
+  EXPECT_EQ(CheckRows("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0\n"),
+            "incomplete: 0RECV_B0 on rank 0 has no matching 1SEND_B0 on rank 1");
+  EXPECT_EQ(CheckRows("0F0,0B0,0W0\n"),
+            "rank 0, action 2 (0W0): W after a full backward B (which already computed it)");
+  EXPECT_EQ(CheckRows("0F0,0F1,1F0,1B0,0B0,0SEND_B1\n"),
+            "rank 0, action 5 (0SEND_B1): names no data edge between stages");
+}
+
+TEST(Checker, InconsistentRanksAreNamed) {
+  StatusOr<ActionSchedule> s = ParseScheduleCsv("0F0,0B0\n1F0,1B0\n");
+  ASSERT_TRUE(s.ok());
+  s->stage_to_rank = {0, 0};
+  Status st = CheckSchedule(*s);
+  EXPECT_EQ(st.message(),
+            "rank 1, action 0 (1F0): inconsistent ranks: stage 1 is placed on rank 0");
+}
+
+TEST(Checker, MemoryLimit) {
+  StatusOr<ActionSchedule> s = ParseScheduleCsv("0F0,0F1,0F2,0B0,0B1,0B2\n");
+  CheckOptions options;
+  options.mem_limit = 2;
+  EXPECT_EQ(CheckSchedule(*s, options).message(),
+            "rank 0 holds up to 3 M_B of activations, over the memory limit 2");
+}
+
+}  // namespace
+}  // namespace pw::pipeline

@@ -1,0 +1,80 @@
+#include "passes/pipeline/p2p_insertion.h"
+
+#include <gtest/gtest.h>
+
+#include "passes/pipeline/schedule_checker.h"
+#include "planning_test_util.h"
+
+namespace pw::pipeline {
+namespace {
+
+using testing::Generate;
+using testing::RankActions;
+using testing::Spec;
+
+TEST(P2PInsertion, NaiveSendsAfterProducerRecvsBeforeConsumer) {
+  ActionSchedule s = Generate(Spec(ScheduleKind::k1F1B, 2, 2));
+  StatusOr<ActionSchedule> lowered = InsertP2P(s, {P2POrder::kNaive});
+  ASSERT_TRUE(lowered.ok());
+  EXPECT_EQ(RankActions(*lowered, 0), "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1");
+  EXPECT_EQ(RankActions(*lowered, 1), "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1");
+}
+
+TEST(P2PInsertion, ParityPairsNeighboursForBlockingP2P) {
+  ActionSchedule s = Generate(Spec(ScheduleKind::k1F1B, 2, 2));
+  StatusOr<ActionSchedule> lowered = InsertP2P(s, {P2POrder::kParity});
+  ASSERT_TRUE(lowered.ok());
+  CheckOptions rendezvous;
+  rendezvous.semantics = CommSemantics::kRendezvous;
+  EXPECT_TRUE(CheckSchedule(*lowered, rendezvous).ok());
+  // The naive order of the same schedule deadlocks when p2p blocks.
+  StatusOr<ActionSchedule> naive = InsertP2P(s, {P2POrder::kNaive});
+  EXPECT_FALSE(CheckSchedule(*naive, rendezvous).ok());
+}
+
+TEST(P2PInsertion, BatchedGroupsEveryGap) {
+  ActionSchedule s = Generate(Spec(ScheduleKind::k1F1B, 4, 8));
+  StatusOr<ActionSchedule> lowered = InsertP2P(s, {P2POrder::kBatched});
+  ASSERT_TRUE(lowered.ok());
+  size_t batches = 0;
+  for (const auto& rank : lowered->ranks)
+    for (const Action& a : rank) batches += a.type == ActionType::kBatchP2P;
+  EXPECT_GT(batches, 0u);
+  CheckOptions rendezvous;
+  rendezvous.semantics = CommSemantics::kRendezvous;
+  EXPECT_TRUE(CheckSchedule(*lowered, rendezvous).ok());
+}
+
+TEST(P2PInsertion, SameRankStagesHandOverWithoutComm) {
+  ActionSchedule s = Generate(Spec(ScheduleKind::kZbV, 2, 4, 2));
+  StatusOr<ActionSchedule> lowered = InsertP2P(s, {P2POrder::kNaive});
+  ASSERT_TRUE(lowered.ok());
+  // Stages 1 and 2 are both on rank 1: no 1SEND_F / 2RECV_F between them.
+  EXPECT_EQ(RankActions(*lowered, 1).find("1SEND_F"), std::string::npos);
+  EXPECT_EQ(RankActions(*lowered, 1).find("2RECV_F"), std::string::npos);
+  EXPECT_TRUE(CheckSchedule(*lowered).ok());
+}
+
+TEST(P2PInsertion, SkipEdgesGetTheirOwnSendAndRecv) {
+  ActionSchedule s = Generate(Spec(ScheduleKind::k1F1B, 4, 4));
+  s.skip_edges = {{0, 3}};
+  StatusOr<ActionSchedule> lowered = InsertP2P(s, {P2POrder::kNaive});
+  ASSERT_TRUE(lowered.ok());
+  EXPECT_NE(RankActions(*lowered, 0).find("0SEND_F0>3"), std::string::npos);
+  EXPECT_NE(RankActions(*lowered, 3).find("3RECV_F0<0"), std::string::npos);
+  EXPECT_NE(RankActions(*lowered, 3).find("3SEND_B0>0"), std::string::npos);
+  EXPECT_NE(RankActions(*lowered, 0).find("0RECV_B0<3"), std::string::npos);
+  Status st = CheckSchedule(*lowered);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_FALSE(InsertP2P(s, {P2POrder::kTorch}).ok());
+}
+
+TEST(P2PInsertion, RejectsALoweredSchedule) {
+  ActionSchedule s = Generate(Spec(ScheduleKind::k1F1B, 2, 2));
+  StatusOr<ActionSchedule> lowered = InsertP2P(s, {P2POrder::kNaive});
+  EXPECT_FALSE(InsertP2P(*lowered, {P2POrder::kNaive}).ok());
+  EXPECT_FALSE(ParseP2POrder("random").ok());
+}
+
+}  // namespace
+}  // namespace pw::pipeline

@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include "cost_model/action_simulator.h"
+#include "ir/schedule_csv.h"
+#include "passes/pipeline/p2p_insertion.h"
+#include "planning_test_util.h"
+
+namespace pw {
+namespace {
+
+using pipeline::testing::Generate;
+using pipeline::testing::Spec;
+
+TEST(UnitSteps, PrintsPyTorchsTable) {
+  StatusOr<ActionSchedule> s =
+      ParseScheduleCsv("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
+  ASSERT_TRUE(s.ok());
+  StatusOr<UnitStepResult> r = SimulateUnitSteps(*s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->num_steps, 6);
+  EXPECT_EQ(FormatStepTable(*r, *s),
+            "        Rank 0   Rank 1  \n"
+            "Step 0: 0F0              \n"
+            "Step 1: 0SEND_F0 1RECV_F0\n"
+            "Step 2:          1F0     \n"
+            "Step 3:          1B0     \n"
+            "Step 4: 0RECV_B0 1SEND_B0\n"
+            "Step 5: 0B0              \n");  // zip_longest pads the finished rank
+}
+
+TEST(Timed, ReportsBusyIdleAndPeakActivations) {
+  ActionSchedule s = Generate(Spec(pipeline::ScheduleKind::k1F1B, 4, 8));
+  SimulationOptions options;
+  options.costs.comm = 0.5;
+  StatusOr<TimedResult> r = SimulateTimed(s, options);
+  ASSERT_TRUE(r.ok());
+  SimulationOptions no_comm;
+  EXPECT_DOUBLE_EQ(SimulateTimed(s, no_comm)->makespan, 8 * 3 + 3 * 3);
+  EXPECT_GT(r->makespan, 8 * 3 + 3 * 3 + 6 * 0.5);  // latency on every cross-rank edge
+  ASSERT_EQ(r->ranks.size(), 4u);
+  EXPECT_DOUBLE_EQ(r->ranks[0].busy, 24);
+  EXPECT_DOUBLE_EQ(r->ranks[0].peak_activations, 4);  // 1F1B: P M_B on the first stage
+  EXPECT_DOUBLE_EQ(r->ranks[3].peak_activations, 1);
+  // The same with explicit sends and recvs.
+  StatusOr<ActionSchedule> lowered = pipeline::InsertP2P(s, {pipeline::P2POrder::kNaive});
+  StatusOr<TimedResult> r2 = SimulateTimed(*lowered, options);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_DOUBLE_EQ(r2->makespan, r->makespan);
+}
+
+TEST(Timed, RecordsATimelinePerAction) {
+  ActionSchedule s = Generate(Spec(pipeline::ScheduleKind::kFThenB, 2, 2));
+  SimulationOptions options;
+  options.record_timeline = true;
+  StatusOr<TimedResult> r = SimulateTimed(s, options);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->timeline[1].size(), 4u);
+  EXPECT_DOUBLE_EQ(r->timeline[1][0].start, 1);  // 1F0 waits for 0F0
+  EXPECT_DOUBLE_EQ(r->timeline[1][2].end, 5);    // 1B0 = B + W = 2
+}
+
+}  // namespace
+}  // namespace pw

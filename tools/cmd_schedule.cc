@@ -1,0 +1,361 @@
+// `pipeweave schedule`: builds the plan of a synthetic S-stage pipeline (no model needed)
+// or reads a PyTorch schedule CSV, checks it, simulates it and prints it as a table, JSON,
+// CSV, an SVG picture or a Chrome trace.
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "cost_model/action_simulator.h"
+#include "cost_model/chrome_trace.h"
+#include "cost_model/schedule_svg.h"
+#include "ir/file_util.h"
+#include "ir/schedule_csv.h"
+#include "passes/pipeline/p2p_insertion.h"
+#include "passes/pipeline/schedule_checker.h"
+#include "passes/pipeline/schedule_generators.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+
+namespace pw::tools {
+namespace {
+
+using pipeline::ScheduleKind;
+
+// "F=1,B=2,W=1,comm=0.5" (w-mem too); unnamed costs keep their defaults.
+Status ParseCosts(const std::string& text, ActionCosts& costs) {
+  std::istringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    double* field = key == "F"       ? &costs.forward
+                    : key == "B"     ? &costs.backward
+                    : key == "W"     ? &costs.weight
+                    : key == "comm"  ? &costs.comm
+                    : key == "w-mem" ? &costs.w_mem
+                                     : nullptr;
+    char* end = nullptr;
+    double value = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
+    if (!field || eq == std::string::npos || end == item.c_str() + eq + 1 || *end != '\0')
+      return InvalidArgument(
+          "bad --costs entry '", item,
+          "' (expected F=, B=, W=, comm= or w-mem= ", "with a number, e.g. F=1,B=2,W=1,comm=0.1)");
+    *field = value;
+  }
+  return OkStatus();
+}
+
+struct Request {
+  pipeline::ScheduleSpec spec;
+  bool with_comms = false;
+  pipeline::P2POrder order = pipeline::P2POrder::kNaive;
+  CommSemantics semantics = CommSemantics::kEager;
+  bool unit_steps = false;
+  bool arrows = false;
+  std::string format = "table";
+  std::string output;
+};
+
+StatusOr<Request> ParseRequest(const Flags& flags) {
+  Request req;
+  pipeline::ScheduleSpec& spec = req.spec;
+  PW_ASSIGN_OR_RETURN(std::string kind, flags.Require("kind"));
+  PW_ASSIGN_OR_RETURN(spec.kind, pipeline::ParseScheduleKind(kind));
+  PW_RETURN_IF_ERROR(ParseCosts(flags.Get("costs"), spec.costs));
+  PW_ASSIGN_OR_RETURN(spec.mem_limit, flags.GetDouble("mem-limit", 0));
+  PW_ASSIGN_OR_RETURN(spec.costs.w_mem, flags.GetDouble("w-mem", spec.costs.w_mem));
+  if (spec.kind == ScheduleKind::kCsv) {
+    PW_ASSIGN_OR_RETURN(spec.csv_file, flags.Require("file"));
+  } else {
+    PW_ASSIGN_OR_RETURN(int64_t stages, flags.RequireInt("stages"));
+    PW_ASSIGN_OR_RETURN(int64_t mbs, flags.RequireInt("micro-batches"));
+    PW_ASSIGN_OR_RETURN(int64_t chunks, flags.GetInt("chunks", 0));
+    int64_t default_ranks = chunks > 0 && stages % chunks == 0 ? stages / chunks : stages;
+    PW_ASSIGN_OR_RETURN(int64_t ranks, flags.GetInt("ranks", default_ranks));
+    if (stages < 1 || mbs < 1 || ranks < 1 || stages > 32767 || mbs > (1 << 30))
+      return InvalidArgument("--stages, --ranks and --micro-batches must be positive (stages at ",
+                             "most 32767)");
+    if (chunks > 0 && stages != ranks * chunks)
+      return InvalidArgument("--stages ", stages, " is not --ranks ", ranks, " x --chunks ",
+                             chunks);
+    spec.num_stages = static_cast<int>(stages);
+    spec.num_ranks = static_cast<int>(ranks);
+    spec.num_micro_batches = static_cast<int>(mbs);
+    spec.placement = pipeline::DefaultPlacement(spec.kind);
+    if (flags.Has("placement")) {
+      PW_ASSIGN_OR_RETURN(spec.placement, pipeline::ParsePlacement(flags.Get("placement")));
+    }
+  }
+  req.with_comms = flags.Has("with-comms") || flags.Has("order");
+  if (flags.Has("order")) {
+    PW_ASSIGN_OR_RETURN(req.order, pipeline::ParseP2POrder(flags.Get("order")));
+  }
+  req.semantics = pipeline::DesignedSemantics(req.order);
+  if (flags.Has("comm")) {
+    PW_ASSIGN_OR_RETURN(req.semantics, ParseCommSemantics(flags.Get("comm")));
+  }
+  req.unit_steps = flags.Has("unit-steps");
+  req.arrows = flags.Has("arrows");
+  req.format = flags.Get("format", "table");
+  if (req.format != "table" && req.format != "json" && req.format != "csv" && req.format != "svg" &&
+      req.format != "trace")
+    return InvalidArgument("unknown --format '", req.format,
+                           "' (known: table, json, csv, svg, trace)");
+  req.output = flags.Get("output");
+  return req;
+}
+
+// One rank's summary, whichever simulation ran.
+struct Summary {
+  double makespan = 0, cost = 0, bubble_rate = 0;
+  int steps = -1;  // unit-step mode only
+  std::vector<RankStats> ranks;
+  std::vector<std::vector<ActionTime>> timeline;
+  // What the timeline indexes: the schedule itself, or the unit-step grid.
+  ActionSchedule drawn;
+};
+
+StatusOr<Summary> Simulate(const Request& req, const ActionSchedule& schedule) {
+  Summary out;
+  const double w_mem = req.spec.costs.w_mem;
+  if (!req.unit_steps) {
+    SimulationOptions options;
+    options.costs = req.spec.costs;
+    options.semantics = req.semantics;
+    options.record_timeline = req.format == "svg" || req.format == "trace";
+    PW_ASSIGN_OR_RETURN(TimedResult r, SimulateTimed(schedule, options));
+    out.makespan = r.makespan;
+    out.cost = r.cost;
+    out.bubble_rate = r.bubble_rate;
+    out.ranks = std::move(r.ranks);
+    out.timeline = std::move(r.timeline);
+    out.drawn = schedule;
+    return out;
+  }
+  PW_ASSIGN_OR_RETURN(UnitStepResult steps, SimulateUnitSteps(schedule));
+  out.steps = steps.num_steps;
+  out.makespan = out.cost = steps.num_steps;
+  std::vector<double> peaks = PeakActivations(schedule, w_mem);
+  double busy_total = 0;
+  out.drawn = schedule;
+  out.drawn.ranks = steps.steps;
+  out.timeline.resize(steps.steps.size());
+  for (size_t r = 0; r < steps.steps.size(); ++r) {
+    RankStats st;
+    st.peak_activations = peaks[r];
+    for (size_t i = 0; i < steps.steps[r].size(); ++i) {
+      const Action& a = steps.steps[r][i];
+      out.timeline[r].push_back({static_cast<double>(i), static_cast<double>(i + 1)});
+      if (a.type == ActionType::kIdle) continue;
+      st.busy += 1;
+      if (st.busy == 1) st.first_start = i;
+      st.last_end = i + 1;
+    }
+    st.idle = out.makespan - st.busy;
+    busy_total += st.busy;
+    out.ranks.push_back(st);
+  }
+  double ideal = out.ranks.empty() ? 0 : busy_total / out.ranks.size();
+  out.bubble_rate = out.cost > 0 ? (out.cost - ideal) / out.cost : 0;
+  return out;
+}
+
+std::string Fixed(double v, int digits = 3) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+std::string Title(const Request& req, const ActionSchedule& s, const Summary& sum) {
+  std::string title =
+      StrCat(pipeline::ScheduleKindName(req.spec.kind), ": ", s.num_ranks(), " ranks, ",
+             s.num_stages, " stages, ", s.num_micro_batches, " micro-batches");
+  if (sum.steps >= 0) return title + StrCat(", ", sum.steps, " unit steps");
+  return title + StrCat(", makespan ", Fixed(sum.makespan), ", bubble ",
+                        Fixed(100 * sum.bubble_rate, 1), "%");
+}
+
+// Counts of each action type, with fused actions counted once and by their parts.
+std::map<std::string, size_t> CountActions(const ActionSchedule& s) {
+  std::map<std::string, size_t> counts;
+  for (const auto& rank : s.ranks)
+    for (const Action& a : rank) {
+      if (a.type == ActionType::kIdle) continue;
+      ++counts["total"];
+      if (IsFused(a.type)) ++counts[ActionTypeToken(a.type)];
+      for (const Action& p : s.Parts(a)) ++counts[ActionTypeToken(p.type)];
+    }
+  return counts;
+}
+
+std::string ToJson(const Request& req, const ActionSchedule& s, const Summary& sum) {
+  std::string j = "{\"kind\":";
+  AppendJsonString(j, pipeline::ScheduleKindName(req.spec.kind));
+  j += StrCat(",\"num_ranks\":", s.num_ranks(), ",\"num_stages\":", s.num_stages,
+              ",\"micro_batches\":", s.num_micro_batches);
+  j += ",\"mode\":";
+  AppendJsonString(j, sum.steps >= 0 ? "unit-steps" : "timed");
+  if (sum.steps >= 0) j += StrCat(",\"steps\":", sum.steps);
+  j += ",\"makespan\":";
+  AppendJsonNumber(j, sum.makespan);
+  j += ",\"cost\":";
+  AppendJsonNumber(j, sum.cost);
+  j += ",\"bubble_rate\":";
+  AppendJsonNumber(j, sum.bubble_rate);
+  j += ",\"costs\":{\"F\":";
+  AppendJsonNumber(j, req.spec.costs.forward);
+  j += ",\"B\":";
+  AppendJsonNumber(j, req.spec.costs.backward);
+  j += ",\"W\":";
+  AppendJsonNumber(j, req.spec.costs.weight);
+  j += ",\"comm\":";
+  AppendJsonNumber(j, req.spec.costs.comm);
+  j += "},\"ranks\":[";
+  for (size_t r = 0; r < sum.ranks.size(); ++r) {
+    const RankStats& st = sum.ranks[r];
+    if (r) j += ',';
+    j += StrCat("{\"rank\":", r, ",\"busy\":");
+    AppendJsonNumber(j, st.busy);
+    j += ",\"idle\":";
+    AppendJsonNumber(j, st.idle);
+    j += ",\"span\":";
+    AppendJsonNumber(j, st.span());
+    j += ",\"peak_activations\":";
+    AppendJsonNumber(j, st.peak_activations);
+    j += '}';
+  }
+  j += "],\"actions\":{";
+  bool first = true;
+  for (const auto& [name, count] : CountActions(s)) {
+    if (!first) j += ',';
+    first = false;
+    AppendJsonString(j, name);
+    j += StrCat(":", count);
+  }
+  j += "}}\n";
+  return j;
+}
+
+std::string ToTable(const Request& req, const ActionSchedule& s, const Summary& sum,
+                    const UnitStepResult* steps) {
+  std::string out = Title(req, s, sum) + "\n";
+  if (steps) out += FormatStepTable(*steps, s);
+  out += StrCat("makespan ", Fixed(sum.makespan), "  cost ", Fixed(sum.cost), "  bubble ",
+                Fixed(100 * sum.bubble_rate, 2), "%\n");
+  char line[128];
+  std::snprintf(line, sizeof(line), "%6s %12s %12s %12s %16s\n", "rank", "busy", "idle", "span",
+                "peak_activations");
+  out += line;
+  for (size_t r = 0; r < sum.ranks.size(); ++r) {
+    const RankStats& st = sum.ranks[r];
+    std::snprintf(line, sizeof(line), "%6zu %12s %12s %12s %16s\n", r, Fixed(st.busy).c_str(),
+                  Fixed(st.idle).c_str(), Fixed(st.span()).c_str(),
+                  Fixed(st.peak_activations).c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string ToTrace(const ActionSchedule& drawn, const Summary& sum) {
+  ChromeTraceWriter trace;
+  for (int r = 0; r < drawn.num_ranks(); ++r) {
+    trace.SetProcessName(r, StrCat("rank ", r));
+    trace.SetThreadName(r, 0, "compute");
+    trace.SetThreadName(r, 1, "p2p");
+  }
+  // Time units become milliseconds in the viewer (ts and dur are microseconds).
+  constexpr double kScale = 1000;
+  for (int r = 0; r < drawn.num_ranks(); ++r)
+    for (size_t i = 0; i < drawn.ranks[r].size(); ++i) {
+      const Action& a = drawn.ranks[r][i];
+      if (a.type == ActionType::kIdle) continue;
+      const ActionTime& t = sum.timeline[r][i];
+      bool comm = IsComm(a.type) || a.type == ActionType::kBatchP2P;
+      const Action& first = drawn.Parts(a)[0];
+      std::string args =
+          StrCat("{\"stage\":", first.stage, ",\"micro_batch\":", first.micro_batch, "}");
+      trace.AddComplete(ActionToString(a, drawn), comm ? "p2p" : ActionTypeToken(first.type), r,
+                        comm ? 1 : 0, t.start * kScale, (t.end - t.start) * kScale, args);
+    }
+  return trace.Finish();
+}
+
+StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
+  Flags flags;
+  flags.Value("kind").Value("stages").Value("micro-batches").Value("ranks").Value("placement");
+  flags.Value("chunks").Value("costs").Value("mem-limit").Value("w-mem").Value("order");
+  flags.Value("comm").Value("format").Value("output").Alias("o", "output").Value("file");
+  flags.Switch("with-comms").Switch("unit-steps").Switch("arrows");
+  PW_RETURN_IF_ERROR(flags.Parse(args));
+  if (!flags.positional().empty())
+    return InvalidArgument("unexpected argument '", flags.positional()[0], "'");
+  PW_ASSIGN_OR_RETURN(Request req, ParseRequest(flags));
+  if (!req.output.empty() && req.output.back() == '/')
+    return InvalidArgument("-o must name a file, got '", req.output, "'");
+
+  PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::GenerateSchedule(req.spec));
+  if (req.with_comms) {
+    PW_ASSIGN_OR_RETURN(schedule, pipeline::InsertP2P(schedule, {req.order}));
+  }
+  pipeline::CheckOptions check;
+  check.semantics = req.semantics;
+  check.mem_limit = req.spec.kind == ScheduleKind::kZbAuto ? 0 : req.spec.mem_limit;
+  check.w_mem = req.spec.costs.w_mem;
+  PW_RETURN_IF_ERROR(pipeline::CheckSchedule(schedule, check));
+  PW_ASSIGN_OR_RETURN(Summary sum, Simulate(req, schedule));
+
+  std::string text;
+  if (req.format == "json") {
+    text = ToJson(req, schedule, sum);
+  } else if (req.format == "csv") {
+    text = ScheduleToCsv(schedule);
+  } else if (req.format == "svg") {
+    SvgOptions svg;
+    svg.title = Title(req, schedule, sum);
+    svg.comm_arrows = req.arrows;
+    text = ScheduleToSvg(sum.drawn, sum.timeline, svg);
+  } else if (req.format == "trace") {
+    text = ToTrace(sum.drawn, sum);
+  } else {
+    std::optional<UnitStepResult> steps;
+    if (req.unit_steps) {
+      steps.emplace();
+      steps->num_steps = sum.steps;
+      steps->steps = sum.drawn.ranks;
+    }
+    text = ToTable(req, schedule, sum, steps ? &*steps : nullptr);
+  }
+  if (req.output.empty()) {
+    std::cout << text;
+  } else {
+    PW_RETURN_IF_ERROR(WriteFileAtomically(req.output, text));
+  }
+  return 0;
+}
+
+}  // namespace
+
+PW_REGISTER_COMMAND(
+    schedule, "schedule", "build, check and simulate a pipeline schedule",
+    "pipeweave schedule --kind K --stages S --micro-batches M [--ranks R] [--placement loop|v]\n"
+    "         [--chunks V] [--costs F=1,B=1,W=1,comm=0] [--mem-limit X] [--w-mem Y]\n"
+    "         [--with-comms] [--order naive|parity|batched|torch] [--comm eager|rendezvous]\n"
+    "         [--unit-steps] [--format table|json|csv|svg|trace] [--arrows] [-o FILE]\n"
+    "       pipeweave schedule --kind csv --file SCHEDULE.csv [...]\n"
+    "  K: fthenb, 1f1b, eager-1f1b, interleaved-1f1b, zb-h1, zb-h2, zb-v, dualpipe-v, zb-auto,\n"
+    "  csv. S stages run on R ranks (default S, or S/V with --chunks V); several stages per\n"
+    "  rank are placed `loop` (stage s on rank s mod R) or `v` (0..R-1, R-1..0). Costs are\n"
+    "  per stage: B is the input-gradient part of the backward, W the weight-gradient part;\n"
+    "  comm is the latency of every cross-rank edge. --mem-limit is in M_B (one micro-batch's\n"
+    "  activations on one stage). --unit-steps simulates PyTorch-style unit steps.",
+    RunSchedule);
+
+}  // namespace pw::tools
