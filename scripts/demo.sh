@@ -24,5 +24,28 @@ step "Module summary"
 step "Train for 20 steps with the reference evaluator (8 micro-batches per step)"
 "$pw" run "$out/gpt_train.pb" --reference --steps 20 --micro-batches 8 --seed 1
 
+step "Plan the GPT on 4 pipeline stages under three schedules (split, schedule, send/recv, check)"
+"$pw" build-model gpt --layers 8 --hidden 128 --heads 4 --ffn 512 --seq 32 --vocab 256 \
+  --micro-batch-size 2 --mp 1 --pp 4 --seed 1 -o "$out/gpt_pp4.pbtxt"
+"$pw" opt "$out/gpt_pp4.pbtxt" -p 'append-backward{optimizer=adam}' -o "$out/gpt_pp4_train.pb"
+for kind in fthenb 1f1b zb-h1; do
+  split=""
+  [[ $kind == zb-h1 ]] && split="{split-backward=true}"
+  "$pw" opt "$out/gpt_pp4_train.pb" -o "$out/gpt_pp4_$kind.pb" \
+    -p "split-program$split,schedule{kind=$kind,micro-batches=8},insert-p2p{order=parity}"
+  "$pw" check "$out/gpt_pp4_$kind.pb"
+done
+
+step "Simulated bubble side by side (F, B, W priced as the GFLOPs of the busiest stage)"
+for kind in fthenb 1f1b zb-h1 zb-auto; do
+  "$pw" schedule --kind "$kind" --stages 4 --micro-batches 8 --model "$out/gpt_pp4_train.pb" \
+    --with-comms | head -1
+done
+"$pw" schedule --kind zb-h1 --stages 4 --micro-batches 8 --model "$out/gpt_pp4_train.pb" \
+  --format svg -o "$out/zb-h1.svg"
+"$pw" schedule --kind zb-h1 --stages 4 --micro-batches 8 --model "$out/gpt_pp4_train.pb" \
+  --format trace -o "$out/zb-h1.trace.json"
+echo "schedule picture: $out/zb-h1.svg   Chrome trace (chrome://tracing, Perfetto): $out/zb-h1.trace.json"
+
 echo
 echo "Outputs are in $out"

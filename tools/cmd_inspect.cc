@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "cost_model/stage_flops.h"
 #include "ir/proto_io.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
@@ -54,14 +55,11 @@ void SummarizeProgram(const Program& program, const OpRegistry& registry) {
     s.params += v.num_elements();
     s.param_bytes += v.num_bytes();
   }
-  auto find_var = [&](const std::string& n) { return program.FindVar(n); };
   for (const Op& op : program.ops()) {
     StageSummary& s = stages[op.stage];
     ++s.ops_by_role[op.role];
-    const OpDef* def = registry.Find(op.type);
-    if (!def || !def->cost) continue;
-    auto ctx = InferOpTypes(*def, op, find_var);
-    if (ctx.ok()) s.flops_by_role[static_cast<int>(op.role)] += def->cost(*ctx).flops;
+    auto flops = OpFlops(program, op, registry);
+    if (flops.ok()) s.flops_by_role[static_cast<int>(op.role)] += *flops;
   }
 
   std::printf("program '%s': %zu ops, %zu vars", program.name().c_str(), program.ops().size(),

@@ -11,8 +11,11 @@
 #include "cost_model/action_simulator.h"
 #include "cost_model/chrome_trace.h"
 #include "cost_model/schedule_svg.h"
+#include "cost_model/stage_flops.h"
 #include "ir/file_util.h"
+#include "ir/proto_io.h"
 #include "ir/schedule_csv.h"
+#include "ops/registry.h"
 #include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
 #include "passes/pipeline/schedule_generators.h"
@@ -59,11 +62,33 @@ struct Request {
   std::string output;
 };
 
+// F, B and W (in GFLOP) of the busiest stage of a model module: the stage that sets a
+// pipeline's steady-state pace.
+StatusOr<ActionCosts> CostsFromModel(const std::string& path) {
+  PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
+  auto stages = StageFlopsOf(module, ops::Registry());
+  if (!stages.ok()) return stages.status().WithContext(path);
+  ActionCosts costs;
+  costs.forward = costs.backward = costs.weight = 0;
+  for (const StageFlops& s : *stages) {
+    if (s.forward + s.backward_input + s.backward_weight <
+        costs.forward + costs.backward + costs.weight)
+      continue;
+    costs.forward = s.forward / 1e9;
+    costs.backward = s.backward_input / 1e9;
+    costs.weight = s.backward_weight / 1e9;
+  }
+  return costs;
+}
+
 StatusOr<Request> ParseRequest(const Flags& flags) {
   Request req;
   pipeline::ScheduleSpec& spec = req.spec;
   PW_ASSIGN_OR_RETURN(std::string kind, flags.Require("kind"));
   PW_ASSIGN_OR_RETURN(spec.kind, pipeline::ParseScheduleKind(kind));
+  if (flags.Has("model")) {
+    PW_ASSIGN_OR_RETURN(spec.costs, CostsFromModel(flags.Get("model")));
+  }
   PW_RETURN_IF_ERROR(ParseCosts(flags.Get("costs"), spec.costs));
   PW_ASSIGN_OR_RETURN(spec.mem_limit, flags.GetDouble("mem-limit", 0));
   PW_ASSIGN_OR_RETURN(spec.costs.w_mem, flags.GetDouble("w-mem", spec.costs.w_mem));
@@ -293,6 +318,7 @@ StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
   flags.Value("kind").Value("stages").Value("micro-batches").Value("ranks").Value("placement");
   flags.Value("chunks").Value("costs").Value("mem-limit").Value("w-mem").Value("order");
   flags.Value("comm").Value("format").Value("output").Alias("o", "output").Value("file");
+  flags.Value("model");
   flags.Switch("with-comms").Switch("unit-steps").Switch("arrows");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (!flags.positional().empty())
@@ -346,16 +372,20 @@ StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
 PW_REGISTER_COMMAND(
     schedule, "schedule", "build, check and simulate a pipeline schedule",
     "pipeweave schedule --kind K --stages S --micro-batches M [--ranks R] [--placement loop|v]\n"
-    "         [--chunks V] [--costs F=1,B=1,W=1,comm=0] [--mem-limit X] [--w-mem Y]\n"
-    "         [--with-comms] [--order naive|parity|batched|torch] [--comm eager|rendezvous]\n"
-    "         [--unit-steps] [--format table|json|csv|svg|trace] [--arrows] [-o FILE]\n"
+    "         [--chunks V] [--costs F=1,B=1,W=1,comm=0] [--model FILE] [--mem-limit X]\n"
+    "         [--w-mem Y] [--with-comms] [--order naive|parity|batched|torch]\n"
+    "         [--comm eager|rendezvous] [--unit-steps] [--format table|json|csv|svg|trace] "
+    "[--arrows]\n"
+    "         [-o FILE]\n"
     "       pipeweave schedule --kind csv --file SCHEDULE.csv [...]\n"
     "  K: fthenb, 1f1b, eager-1f1b, interleaved-1f1b, zb-h1, zb-h2, zb-v, dualpipe-v, zb-auto,\n"
     "  csv. S stages run on R ranks (default S, or S/V with --chunks V); several stages per\n"
     "  rank are placed `loop` (stage s on rank s mod R) or `v` (0..R-1, R-1..0). Costs are\n"
     "  per stage: B is the input-gradient part of the backward, W the weight-gradient part;\n"
     "  comm is the latency of every cross-rank edge. --mem-limit is in M_B (one micro-batch's\n"
-    "  activations on one stage). --unit-steps simulates PyTorch-style unit steps.",
+    "  activations on one stage). --unit-steps simulates PyTorch-style unit steps. --model\n"
+    "  prices F, B and W as the GFLOPs of the busiest stage of a model module (explicit\n"
+    "  --costs entries override them).",
     RunSchedule);
 
 }  // namespace pw::tools
