@@ -3,7 +3,7 @@
 # its backward pass, print the module summary, and train it with the reference evaluator.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/build.sh"
+"$root/scripts/build.sh" --target pipeweave
 pw="$root/build/tools/pipeweave"
 out="$root/out/demo"
 mkdir -p "$out"
@@ -21,8 +21,8 @@ step "Append the backward pass and the Adam optimizer"
 step "Module summary"
 "$pw" inspect "$out/gpt_train.pb"
 
-step "Train for 20 steps with the reference evaluator (8 micro-batches per step)"
-"$pw" run "$out/gpt_train.pb" --reference --steps 20 --micro-batches 8 --seed 1
+step "Train for 40 steps with the reference evaluator (8 micro-batches per step)"
+"$pw" run "$out/gpt_train.pb" --reference --steps 40 --micro-batches 8 --seed 1
 
 step "Plan the GPT on 4 pipeline stages under three schedules (split, schedule, send/recv, check)"
 "$pw" build-model gpt --layers 8 --hidden 128 --heads 4 --ffn 512 --seq 32 --vocab 256 \
