@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <span>
 
 #include "ir/action_edges.h"
 
@@ -34,10 +36,23 @@ StatusOr<CommSemantics> ParseCommSemantics(const std::string& name) {
 
 namespace {
 
-constexpr double kNotYet = -1;
+// When things happened, per (stage or edge) * M + micro-batch slot.
+class TimeTable {
+ public:
+  void Reset(size_t slots) { times_.assign(slots, kNotYet); }
+  bool has(size_t slot) const { return times_[slot] != kNotYet; }
+  double operator[](size_t slot) const { return times_[slot]; }  // requires has(slot)
+  void Set(size_t slot, double t) { times_[slot] = t; }
+
+ private:
+  static constexpr double kNotYet = -1;
+  std::vector<double> times_;
+};
 
 // What a blocked rank waits for: a kind and a flat (stage or edge) * M + micro-batch index.
-enum class Await : uint8_t {
+// Not a char type: a store of one may alias anything, which would make the compiler reload
+// every member after it.
+enum class Await : int32_t {
   kNone = 0,
   kForwardDone,   // F(s, m) finished
   kBackwardDone,  // B or I (s, m) finished
@@ -68,22 +83,24 @@ class Replay {
         M_(schedule.num_micro_batches),
         S_(schedule.num_stages),
         R_(schedule.num_ranks()),
-        comm_mode_(schedule.HasComms()) {
+        comm_mode_(schedule.HasComms()),
+        rank_of_(schedule.stage_to_rank) {
     for (int t = 0; t <= static_cast<int>(ActionType::kBatchP2P); ++t)
       unit_cost_[t] = timed ? costs_.Of(static_cast<ActionType>(t), -1) : 0;
+    for (int s = 0; s + 1 < S_; ++s) chain_latency_.push_back(Cross(s, s + 1));
   }
 
   Status Run() {
     const size_t stage_slots = static_cast<size_t>(S_) * M_;
     const size_t edge_slots = static_cast<size_t>(edges_.num_edges()) * M_;
-    f_end_.assign(stage_slots, kNotYet);
-    b_end_.assign(stage_slots, kNotYet);
+    f_end_.Reset(stage_slots);
+    b_end_.Reset(stage_slots);
     if (comm_mode_) {
-      send_f_.assign(edge_slots, kNotYet);
-      send_b_.assign(edge_slots, kNotYet);
+      send_f_.Reset(edge_slots);
+      send_b_.Reset(edge_slots);
       if (rendezvous_) {
-        recv_f_.assign(edge_slots, kNotYet);
-        recv_b_.assign(edge_slots, kNotYet);
+        recv_f_.Reset(edge_slots);
+        recv_b_.Reset(edge_slots);
       }
     }
     ranks_.assign(R_, RankState{});
@@ -91,12 +108,11 @@ class Replay {
       result_.timeline.resize(R_);
       for (int r = 0; r < R_; ++r) result_.timeline[r].resize(s_.ranks[r].size());
     }
-    for (int r = R_ - 1; r >= 0; --r) work_.push_back(r);
-    while (!work_.empty()) {
-      int r = work_.back();
-      work_.pop_back();
-      Advance(r);
-    }
+    // A rank is in the stack only while it is not blocked, so R slots always suffice.
+    work_.resize(R_);
+    for (int r = 0; r < R_; ++r) work_[r] = R_ - 1 - r;
+    work_size_ = R_;
+    while (work_size_ > 0) Advance(work_[--work_size_]);
     for (int r = 0; r < R_; ++r)
       if (ranks_[r].pos < s_.ranks[r].size()) return DeadlockError(r);
     if (timed_) Summarize();
@@ -106,112 +122,127 @@ class Replay {
   TimedResult& result() { return result_; }
 
  private:
-  struct RankState {
-    size_t pos = 0;
-    double clock = 0;
-    Key blocked;
+  // What a rank computed so far.
+  struct Stats {
     double busy = 0, first_start = std::numeric_limits<double>::infinity(), last_end = 0;
     double mem = 0, peak = 0;
   };
+  struct RankState {
+    size_t pos = 0;
+    double clock = 0;
+    Stats stats;
+    Key blocked;
+  };
 
-  double Cross(int a, int b) const {
-    return s_.stage_to_rank[a] == s_.stage_to_rank[b] ? 0 : costs_.comm;
-  }
+  double Cross(int a, int b) const { return rank_of_[a] == rank_of_[b] ? 0 : costs_.comm; }
   size_t Slot(int stage_or_edge, int mb) const {
     return static_cast<size_t>(stage_or_edge) * M_ + mb;
   }
 
-  void Produce(int consumer_rank, Key key) {
+  // Wakes the consumer if it waits for `key`. Without branches: whether a peer already
+  // waits is as good as random, so a branch on it would often be mispredicted.
+  [[gnu::always_inline]] void Produce(int consumer_rank, Key key) {
     RankState& q = ranks_[consumer_rank];
-    if (q.blocked == key) {
-      q.blocked = Key{};
-      work_.push_back(consumer_rank);
-    }
+    const bool wakes = q.blocked == key;
+    work_[work_size_] = consumer_rank;
+    work_size_ += wakes;
+    q.blocked.what = wakes ? Await::kNone : q.blocked.what;
   }
 
+  // Runs rank r until it finishes or must wait. Its position and clock live in locals
+  // while it runs: the tables hold doubles too, so a store to them would otherwise make
+  // the compiler reload the clock from memory after every action.
   void Advance(int r) {
     RankState& rank = ranks_[r];
-    const std::vector<Action>& actions = s_.ranks[r];
-    const size_t n = actions.size();
-    // Ranks take turns every few actions, too many interleaved streams for the hardware
-    // prefetcher: fetch this rank's next lines ahead by hand.
-    const char* stream = reinterpret_cast<const char*>(actions.data());
-    const char* stream_end = reinterpret_cast<const char*>(actions.data() + n);
-    for (int ahead = 0; ahead < 4 * 64; ahead += 64)
-      if (stream + rank.pos * sizeof(Action) + ahead < stream_end)
-        __builtin_prefetch(stream + rank.pos * sizeof(Action) + ahead);
-    while (rank.pos < n) {
-      const Action& a = actions[rank.pos];
-      if (rank.pos + 24 < n) __builtin_prefetch(&actions[rank.pos + 24]);
-      const double before = rank.clock;
-      double start = 0;
-      bool done;
-      if (IsCompute(a.type)) {
-        done = ComputeOne(r, a, start);
-      } else if (IsComm(a.type)) {
-        done = CommunicateOne(r, a, start);
-      } else {
-        done = Execute(r, a, start);
-      }
-      if (!done) return;
-      if (record_) result_.timeline[r][rank.pos] = {IsComm(a.type) ? before : start, rank.clock};
-      ++rank.pos;
+    const Action* actions = s_.ranks[r].data();
+    const size_t n = s_.ranks[r].size();
+    ActionTime* times = record_ ? result_.timeline[r].data() : nullptr;
+    size_t pos = rank.pos;
+    double clock = rank.clock;
+    Key wait;
+    for (; pos < n; ++pos) {
+      const Action& a = actions[pos];
+      // Ranks take turns every few actions, too many interleaved streams for the hardware
+      // prefetcher: fetch this rank's next lines ahead by hand.
+      __builtin_prefetch(&actions[std::min(pos + 24, n - 1)]);
+      const double before = clock;
+      double start = before;
+      if (!Step(r, a, rank.stats, clock, start, wait)) break;
+      if (times) times[pos] = {IsComm(a.type) ? before : start, clock};
     }
+    rank.pos = pos;
+    rank.clock = clock;
+    if (pos < n) rank.blocked = wait;
   }
 
-  // Runs one action; false (with rank.blocked set) when it must wait.
-  bool Execute(int r, const Action& a, double& start) {
-    RankState& rank = ranks_[r];
+  // Runs one action, or returns false with the key it awaits. Single compute actions and
+  // eager sends/recvs between adjacent stages, nearly all actions, take the short paths.
+  [[gnu::always_inline]] bool Step(int r, const Action& a, Stats& stats, double& clock,
+                                   double& start, Key& wait) {
     switch (a.type) {
-      case ActionType::kIdle:
-        start = rank.clock;
+      case ActionType::kForward:
+      case ActionType::kBackward:
+      case ActionType::kBackwardInput:
+      case ActionType::kBackwardWeight:
+        if (!InputsReady(r, a, start, wait)) return false;
+        clock = Run(stats, start, Cost(a));
+        Finish(stats, a, clock);
         return true;
       case ActionType::kSendF:
-      case ActionType::kRecvF:
       case ActionType::kSendB:
+        if (a.peer >= 0 || rendezvous_) break;
+        PostChainSend(a, clock);
+        return true;
+      case ActionType::kRecvF:
       case ActionType::kRecvB:
+        if (a.peer >= 0 || rendezvous_) break;
+        return ReceiveChain(a, clock, wait);
+      case ActionType::kIdle:
+        return true;
+      case ActionType::kOverlapFB:
+        return ComputeFused(r, a, stats, clock, start, wait);
       case ActionType::kBatchP2P:
-        return Communicate(r, a, start);
-      default:
-        return Compute(r, a, start);
+        break;
     }
+    return Communicate(a, clock, wait);
   }
 
-  // Earliest start of compute part p given its inputs, or false with the key it awaits.
-  bool InputsReady(int r, const Action& p, double& ready, Key& wait) const {
+  // Earliest start of compute part p given its inputs (`ready` starts as the rank's clock),
+  // or false with the key it awaits.
+  [[gnu::always_inline]] bool InputsReady(int r, const Action& p, double& ready, Key& wait) const {
     const int s = p.stage, m = p.micro_batch;
     switch (p.type) {
       case ActionType::kForward: {
         if (s == 0) return true;
         // Without comm actions, data edges are implicit; with them, only a same-rank
         // hand-over (the V turn) is.
-        if (comm_mode_ && s_.stage_to_rank[s - 1] != r) return true;
-        double t = f_end_[Slot(s - 1, m)];
-        if (t == kNotYet) {
-          wait = {Await::kForwardDone, static_cast<int64_t>(Slot(s - 1, m))};
+        if (comm_mode_ && rank_of_[s - 1] != r) return true;
+        const size_t slot = Slot(s - 1, m);
+        if (!f_end_.has(slot)) {
+          wait = {Await::kForwardDone, static_cast<int64_t>(slot)};
           return false;
         }
-        ready = std::max(ready, t + Cross(s - 1, s));
+        ready = std::max(ready, f_end_[slot] + chain_latency_[s - 1]);
         return true;
       }
       case ActionType::kBackward:
       case ActionType::kBackwardInput: {
-        if (f_end_[Slot(s, m)] == kNotYet) {
+        if (!f_end_.has(Slot(s, m))) {
           wait = {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))};
           return false;
         }
         if (s == S_ - 1) return true;
-        if (comm_mode_ && s_.stage_to_rank[s + 1] != r) return true;
-        double t = b_end_[Slot(s + 1, m)];
-        if (t == kNotYet) {
-          wait = {Await::kBackwardDone, static_cast<int64_t>(Slot(s + 1, m))};
+        if (comm_mode_ && rank_of_[s + 1] != r) return true;
+        const size_t slot = Slot(s + 1, m);
+        if (!b_end_.has(slot)) {
+          wait = {Await::kBackwardDone, static_cast<int64_t>(slot)};
           return false;
         }
-        ready = std::max(ready, t + Cross(s + 1, s));
+        ready = std::max(ready, b_end_[slot] + chain_latency_[s]);
         return true;
       }
       case ActionType::kBackwardWeight:
-        if (b_end_[Slot(s, m)] == kNotYet) {
+        if (!b_end_.has(Slot(s, m))) {
           wait = {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))};
           return false;
         }
@@ -221,47 +252,83 @@ class Replay {
     }
   }
 
-  // The common case of Compute: one action, not fused.
-  bool ComputeOne(int r, const Action& a, double& start) {
-    RankState& rank = ranks_[r];
-    double ready = rank.clock;
-    Key wait;
-    if (!InputsReady(r, a, ready, wait)) {
-      rank.blocked = wait;
-      return false;
-    }
-    const double duration = Cost(a);
-    start = ready;
-    const double end = start + duration;
-    rank.clock = end;
-    if (timed_ && duration > 0) {
-      rank.busy += duration;
-      rank.first_start = std::min(rank.first_start, start);
-      rank.last_end = end;
-    }
-    Finish(r, a, end);
-    return true;
-  }
-
   double Cost(const Action& a) const {
     double unit = unit_cost_[static_cast<int>(a.type)];
     return costs_.stage_scale.empty() ? unit : unit * costs_.Scale(a.stage);
   }
 
-  // The common case of Communicate: one send or recv, not batched.
-  bool CommunicateOne(int r, const Action& a, double& start) {
-    RankState& rank = ranks_[r];
-    start = rank.clock;
-    const int e = ChainOrFind(a);
-    Post(a, e, rank.clock);
-    double t = 0;
-    Key wait;
-    if (!Completion(a, e, t, wait)) {
-      rank.blocked = wait;
+  // Computes from `start` for `duration`; returns the end.
+  double Run(Stats& stats, double start, double duration) const {
+    const double end = start + duration;
+    if (timed_ && duration > 0) {
+      stats.busy += duration;
+      stats.first_start = std::min(stats.first_start, start);
+      stats.last_end = end;
+    }
+    return end;
+  }
+
+  // A fused OVERLAP_F_B: its parts start together once all their inputs are ready.
+  bool ComputeFused(int r, const Action& a, Stats& stats, double& clock, double& start,
+                    Key& wait) {
+    for (const Action& p : s_.Parts(a))
+      if (!InputsReady(r, p, start, wait)) return false;
+    double duration = 0;
+    for (const Action& p : s_.Parts(a)) duration += Cost(p);
+    clock = Run(stats, start, duration);
+    for (const Action& p : s_.Parts(a)) Finish(stats, p, clock);
+    return true;
+  }
+
+  // Records a finished compute part and wakes whoever waits for it.
+  [[gnu::always_inline]] void Finish(Stats& rank, const Action& p, double end) {
+    const int s = p.stage, m = p.micro_batch;
+    switch (p.type) {
+      case ActionType::kForward:
+        f_end_.Set(Slot(s, m), end);
+        rank.mem += 1;
+        rank.peak = std::max(rank.peak, rank.mem);
+        if (s + 1 < S_)
+          Produce(rank_of_[s + 1], {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))});
+        break;
+      case ActionType::kBackward:
+      case ActionType::kBackwardInput:
+        b_end_.Set(Slot(s, m), end);
+        rank.mem -= p.type == ActionType::kBackward ? 1 : 1 - costs_.w_mem;
+        if (s > 0)
+          Produce(rank_of_[s - 1], {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))});
+        break;
+      case ActionType::kBackwardWeight:
+        rank.mem -= costs_.w_mem;
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Post and Completion for an eager SEND_F/SEND_B to the adjacent stage.
+  void PostChainSend(const Action& a, double now) {
+    const bool forward = a.type == ActionType::kSendF;
+    const int e = forward ? a.stage : a.stage - 1;
+    const size_t slot = Slot(e, a.micro_batch);
+    TimeTable& sent = forward ? send_f_ : send_b_;
+    if (sent.has(slot)) return;
+    sent.Set(slot, now);
+    Produce(rank_of_[forward ? a.stage + 1 : a.stage - 1],
+            {forward ? Await::kSendF : Await::kSendB, static_cast<int64_t>(slot)});
+  }
+
+  // Post and Completion for an eager RECV_F/RECV_B from the adjacent stage.
+  bool ReceiveChain(const Action& a, double& clock, Key& wait) const {
+    const bool forward = a.type == ActionType::kRecvF;
+    const int e = forward ? a.stage - 1 : a.stage;
+    const size_t slot = Slot(e, a.micro_batch);
+    const TimeTable& sent = forward ? send_f_ : send_b_;
+    if (!sent.has(slot)) {
+      wait = {forward ? Await::kSendF : Await::kSendB, static_cast<int64_t>(slot)};
       return false;
     }
-    bool holds = rendezvous_ || a.type == ActionType::kRecvF || a.type == ActionType::kRecvB;
-    if (holds) rank.clock = std::max(rank.clock, t);
+    clock = std::max(clock, std::max(0.0, sent[slot]) + chain_latency_[e]);
     return true;
   }
 
@@ -274,60 +341,9 @@ class Replay {
     return edges_.OfComm(a);
   }
 
-  bool Compute(int r, const Action& a, double& start) {
-    RankState& rank = ranks_[r];
-    double ready = rank.clock;
-    Key wait;
-    for (const Action& p : s_.Parts(a))
-      if (!InputsReady(r, p, ready, wait)) {
-        rank.blocked = wait;
-        return false;
-      }
-    double duration = 0;
-    for (const Action& p : s_.Parts(a)) duration += Cost(p);
-    start = ready;
-    const double end = start + duration;
-    rank.clock = end;
-    if (timed_ && duration > 0) {
-      rank.busy += duration;
-      rank.first_start = std::min(rank.first_start, start);
-      rank.last_end = end;
-    }
-    for (const Action& p : s_.Parts(a)) Finish(r, p, end);
-    return true;
-  }
-
-  // Records a finished compute part and wakes whoever waits for it.
-  void Finish(int r, const Action& p, double end) {
-    RankState& rank = ranks_[r];
-    const int s = p.stage, m = p.micro_batch;
-    switch (p.type) {
-      case ActionType::kForward:
-        f_end_[Slot(s, m)] = end;
-        rank.mem += 1;
-        rank.peak = std::max(rank.peak, rank.mem);
-        if (s + 1 < S_)
-          Produce(s_.stage_to_rank[s + 1], {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))});
-        break;
-      case ActionType::kBackward:
-      case ActionType::kBackwardInput:
-        b_end_[Slot(s, m)] = end;
-        rank.mem -= p.type == ActionType::kBackward ? 1 : 1 - costs_.w_mem;
-        if (s > 0)
-          Produce(s_.stage_to_rank[s - 1],
-                  {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))});
-        break;
-      case ActionType::kBackwardWeight:
-        rank.mem -= costs_.w_mem;
-        break;
-      default:
-        break;
-    }
-  }
-
   // Owner rank of the receiving / sending end of edge e.
-  int DstRank(int e) const { return s_.stage_to_rank[edges_.edge(e).dst]; }
-  int SrcRank(int e) const { return s_.stage_to_rank[edges_.edge(e).src]; }
+  int DstRank(int e) const { return rank_of_[edges_.edge(e).dst]; }
+  int SrcRank(int e) const { return rank_of_[edges_.edge(e).src]; }
 
   // Posts a send or recv (idempotent) and wakes a peer waiting for the post.
   void Post(const Action& p, int e, double now) {
@@ -335,23 +351,23 @@ class Replay {
     const int64_t key = static_cast<int64_t>(slot);
     switch (p.type) {
       case ActionType::kSendF:
-        if (send_f_[slot] != kNotYet) return;
-        send_f_[slot] = now;
+        if (send_f_.has(slot)) return;
+        send_f_.Set(slot, now);
         Produce(DstRank(e), {Await::kSendF, key});
         return;
       case ActionType::kSendB:
-        if (send_b_[slot] != kNotYet) return;
-        send_b_[slot] = now;
+        if (send_b_.has(slot)) return;
+        send_b_.Set(slot, now);
         Produce(SrcRank(e), {Await::kSendB, key});
         return;
       case ActionType::kRecvF:
-        if (!rendezvous_ || recv_f_[slot] != kNotYet) return;
-        recv_f_[slot] = now;
+        if (!rendezvous_ || recv_f_.has(slot)) return;
+        recv_f_.Set(slot, now);
         Produce(SrcRank(e), {Await::kRecvFPosted, key});
         return;
       case ActionType::kRecvB:
-        if (!rendezvous_ || recv_b_[slot] != kNotYet) return;
-        recv_b_[slot] = now;
+        if (!rendezvous_ || recv_b_.has(slot)) return;
+        recv_b_.Set(slot, now);
         Produce(DstRank(e), {Await::kRecvBPosted, key});
         return;
       default:
@@ -363,7 +379,9 @@ class Replay {
   bool Completion(const Action& p, int e, double& done, Key& wait) const {
     const size_t slot = Slot(e, p.micro_batch);
     const int64_t key = static_cast<int64_t>(slot);
-    double own = 0, peer = 0;
+    // A posted send or recv has its own time set; the peer's may not be yet.
+    double own = 0;
+    const TimeTable* peer = nullptr;
     switch (p.type) {
       case ActionType::kSendF:
         if (!rendezvous_) {
@@ -371,7 +389,7 @@ class Replay {
           return true;
         }
         own = send_f_[slot];
-        peer = recv_f_[slot];
+        peer = &recv_f_;
         wait = {Await::kRecvFPosted, key};
         break;
       case ActionType::kSendB:
@@ -380,43 +398,38 @@ class Replay {
           return true;
         }
         own = send_b_[slot];
-        peer = recv_b_[slot];
+        peer = &recv_b_;
         wait = {Await::kRecvBPosted, key};
         break;
       case ActionType::kRecvF:
         own = rendezvous_ ? recv_f_[slot] : 0;
-        peer = send_f_[slot];
+        peer = &send_f_;
         wait = {Await::kSendF, key};
         break;
       default:  // kRecvB
         own = rendezvous_ ? recv_b_[slot] : 0;
-        peer = send_b_[slot];
+        peer = &send_b_;
         wait = {Await::kSendB, key};
         break;
     }
-    if (peer == kNotYet) return false;
+    if (!peer->has(slot)) return false;
     const StageEdge& edge = edges_.edge(e);
-    done = std::max(own, peer) + Cross(edge.src, edge.dst);
+    done = std::max(own, (*peer)[slot]) + Cross(edge.src, edge.dst);
     return true;
   }
 
-  bool Communicate(int r, const Action& a, double& start) {
-    RankState& rank = ranks_[r];
-    start = rank.clock;
-    for (const Action& p : s_.Parts(a)) Post(p, ChainOrFind(p), rank.clock);
-    double done = rank.clock;
+  // Any send/recv or BATCH_P2P group: posts every part, then waits for all of them.
+  bool Communicate(const Action& a, double& clock, Key& wait) {
+    for (const Action& p : s_.Parts(a)) Post(p, ChainOrFind(p), clock);
+    double done = clock;
     for (const Action& p : s_.Parts(a)) {
       double t = 0;
-      Key wait;
-      if (!Completion(p, ChainOrFind(p), t, wait)) {
-        rank.blocked = wait;
-        return false;
-      }
+      if (!Completion(p, ChainOrFind(p), t, wait)) return false;
       // An eager send does not hold its rank; everything else does until it completes.
       bool holds = rendezvous_ || p.type == ActionType::kRecvF || p.type == ActionType::kRecvB;
       if (holds) done = std::max(done, t);
     }
-    rank.clock = done;
+    clock = done;
     return true;
   }
 
@@ -425,7 +438,7 @@ class Replay {
     out.ranks.resize(R_);
     double total_busy = 0;
     for (int r = 0; r < R_; ++r) {
-      const RankState& rank = ranks_[r];
+      const Stats& rank = ranks_[r].stats;
       RankStats& st = out.ranks[r];
       st.busy = rank.busy;
       st.first_start = rank.busy > 0 ? rank.first_start : 0;
@@ -449,9 +462,9 @@ class Replay {
     };
     switch (key.what) {
       case Await::kForwardDone:
-        return {s_.stage_to_rank[index], MakeAction(ActionType::kForward, index, m)};
+        return {rank_of_[index], MakeAction(ActionType::kForward, index, m)};
       case Await::kBackwardDone:
-        return {s_.stage_to_rank[index], MakeAction(ActionType::kBackward, index, m)};
+        return {rank_of_[index], MakeAction(ActionType::kBackward, index, m)};
       default:
         break;
     }
@@ -524,10 +537,13 @@ class Replay {
   const bool rendezvous_, timed_, record_;
   const int M_, S_, R_;
   const bool comm_mode_;
-  std::vector<double> f_end_, b_end_, send_f_, send_b_, recv_f_, recv_b_;
+  const std::vector<int> rank_of_;
+  std::vector<double> chain_latency_;  // comm cost of chain edge s -> s + 1 (0 on one rank)
+  TimeTable f_end_, b_end_, send_f_, send_b_, recv_f_, recv_b_;
   double unit_cost_[static_cast<int>(ActionType::kBatchP2P) + 1] = {};
   std::vector<RankState> ranks_;
-  std::vector<int> work_;
+  std::vector<int> work_;  // ranks ready to run, a stack of work_size_
+  int work_size_ = 0;
   TimedResult result_;
 };
 

@@ -43,8 +43,7 @@ int main(int argc, char** argv) {
   // The framework's data: a fixed pattern the model can learn (next token = token + 1).
   auto batch = [&](int mb, bool labels) {
     pw::Tensor t(pw::DataType::kInt64, {config.micro_batch_size, config.seq});
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.i64()[i] = (mb + i + (labels ? 1 : 0)) % config.vocab;
+    for (int64_t i = 0; i < t.numel(); ++i) t.i64()[i] = (mb + i + (labels ? 1 : 0)) % config.vocab;
     return t;
   };
   double first = 0, last = 0;

@@ -51,6 +51,50 @@ RankShape ShapeOf(const ScheduleSpec& spec, int r) {
   return shape;
 }
 
+// The chunk of successive operations: it moves on every `round` operations, cycling
+// through the V chunks upwards (forwards) or downwards (backwards). Counting instead of
+// dividing keeps two integer divisions per action out of the generator.
+class ChunkCycle {
+ public:
+  ChunkCycle(int round, int chunks, bool downwards)
+      : round_(round), chunks_(chunks), downwards_(downwards), chunk_(downwards ? chunks - 1 : 0) {}
+  // The chunk of the next operation.
+  int Next() {
+    const int c = chunk_;
+    if (++done_ == round_) {
+      done_ = 0;
+      chunk_ = downwards_ ? (chunk_ == 0 ? chunks_ - 1 : chunk_ - 1)
+                          : (chunk_ + 1 == chunks_ ? 0 : chunk_ + 1);
+    }
+    return c;
+  }
+
+ private:
+  const int round_, chunks_;
+  const bool downwards_;
+  int chunk_, done_ = 0;
+};
+
+// One chunk per rank (the common case), in closed form: stage r runs its micro-batches
+// in order, so the list is `warmup` forwards, then pairs of a forward and a backward step,
+// then the remaining backward steps. A split backward step is an I followed by the W
+// `w_delay` steps older; the W's still owed come last.
+void WriteOneChunk(const RankShape& shape, int r, int M, std::vector<Action>& actions) {
+  actions.resize(static_cast<size_t>(M) * (shape.split_backward ? 3 : 2));
+  Action* out = actions.data();
+  const ActionType backward =
+      shape.split_backward ? ActionType::kBackwardInput : ActionType::kBackward;
+  int f = 0, b = 0, w = 0;
+  for (; f < shape.warmup; ++f) *out++ = MakeAction(ActionType::kForward, r, f);
+  for (; b < M; ++b) {
+    if (f < M) *out++ = MakeAction(ActionType::kForward, r, f++);
+    *out++ = MakeAction(backward, r, b);
+    if (shape.split_backward && b >= shape.w_delay)
+      *out++ = MakeAction(ActionType::kBackwardWeight, r, w++);
+  }
+  while (shape.split_backward && w < M) *out++ = MakeAction(ActionType::kBackwardWeight, r, w++);
+}
+
 }  // namespace
 
 ActionSchedule GenerateOneFOneB(const ScheduleSpec& spec) {
@@ -61,38 +105,48 @@ ActionSchedule GenerateOneFOneB(const ScheduleSpec& spec) {
   std::vector<int> backward_chunks;  // chunk of each backward step, for the deferred W's
   for (int r = 0; r < P; ++r) {
     const RankShape shape = ShapeOf(spec, r);
+    if (V == 1) {
+      WriteOneChunk(shape, r, M, schedule.ranks[r]);
+      continue;
+    }
     std::fill(next_f.begin(), next_f.end(), 0);
     std::fill(next_b.begin(), next_b.end(), 0);
     std::fill(next_w.begin(), next_w.end(), 0);
     backward_chunks.clear();
     size_t w_done = 0;
-    auto& out = schedule.ranks[r];
-    out.reserve(static_cast<size_t>(total) * (shape.split_backward ? 3 : 2));
+    // Every micro-batch of every chunk gets an F and a B (or an I and a W): the size is
+    // known, so the actions are written in place.
+    auto& actions = schedule.ranks[r];
+    actions.resize(static_cast<size_t>(total) * (shape.split_backward ? 3 : 2));
+    Action* out = actions.data();
     const ActionType backward =
         shape.split_backward ? ActionType::kBackwardInput : ActionType::kBackward;
+    ChunkCycle forward_chunk(shape.round, V, /*downwards=*/false);
+    ChunkCycle backward_chunk(shape.round, V, /*downwards=*/true);
 
-    auto forward = [&](int op) {
-      int c = (op / shape.round) % V;
-      out.push_back(MakeAction(ActionType::kForward, c * P + r, next_f[c]++));
+    auto forward = [&] {
+      int c = forward_chunk.Next();
+      *out++ = MakeAction(ActionType::kForward, c * P + r, next_f[c]++);
     };
     auto weight = [&] {
       int c = backward_chunks[w_done++];
-      out.push_back(MakeAction(ActionType::kBackwardWeight, c * P + r, next_w[c]++));
+      *out++ = MakeAction(ActionType::kBackwardWeight, c * P + r, next_w[c]++);
     };
-    auto backward_step = [&](int op) {
-      int c = V - 1 - ((op - shape.warmup) / shape.round) % V;
-      out.push_back(MakeAction(backward, c * P + r, next_b[c]++));
+    auto backward_step = [&](int step) {
+      int c = backward_chunk.Next();
+      *out++ = MakeAction(backward, c * P + r, next_b[c]++);
       if (!shape.split_backward) return;
       backward_chunks.push_back(c);
-      if (op - shape.warmup >= shape.w_delay) weight();
+      if (step >= shape.w_delay) weight();
     };
 
-    for (int op = 0; op < shape.warmup; ++op) forward(op);
-    for (int op = shape.warmup; op < total; ++op) {
-      forward(op);
-      backward_step(op);
+    const int steady = total - shape.warmup;
+    for (int op = 0; op < shape.warmup; ++op) forward();
+    for (int step = 0; step < steady; ++step) {
+      forward();
+      backward_step(step);
     }
-    for (int op = total; op < total + shape.warmup; ++op) backward_step(op);
+    for (int step = steady; step < total; ++step) backward_step(step);
     while (shape.split_backward && w_done < backward_chunks.size()) weight();
   }
   return schedule;

@@ -6,6 +6,7 @@
 // variants of the rules and keeps the one with the lowest makespan.
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -30,6 +31,30 @@ struct GreedyRules {
   double w_gap = 0;
 };
 
+// The variants zb-auto tries of each rule.
+constexpr std::array<int, 3> kWarmupFactors = {0, 1, 2};
+constexpr std::array<double, 2> kWGaps = {0.0, 1.0};
+
+// Which other values of the rules (among the variants above) would have changed at least
+// one decision of a run. A variant that differs from the run only in rules whose other
+// values never mattered makes the same decisions step by step, so it has the same result.
+struct RuleSensitivity {
+  bool input_grad_first = false;                  // an I and an F were ready together
+  std::array<bool, kWarmupFactors.size()> warmup{};  // by index in kWarmupFactors
+  std::array<bool, kWGaps.size()> w_gap{};           // by index in kWGaps
+
+  bool Allows(const GreedyRules& ran, const GreedyRules& other) const {
+    auto same = [](auto a, auto b, bool mattered) { return a == b || !mattered; };
+    const size_t k = std::find(kWarmupFactors.begin(), kWarmupFactors.end(),
+                               other.warmup_factor) - kWarmupFactors.begin();
+    const size_t g = std::find(kWGaps.begin(), kWGaps.end(), other.w_gap) - kWGaps.begin();
+    return ran.mem_limit == other.mem_limit && k < warmup.size() && g < w_gap.size() &&
+           same(ran.input_grad_first, other.input_grad_first, input_grad_first) &&
+           same(ran.warmup_factor, other.warmup_factor, warmup[k]) &&
+           same(ran.w_gap, other.w_gap, w_gap[g]);
+  }
+};
+
 struct GreedyResult {
   ActionSchedule schedule;
   double cost = 0;  // longest per-rank span
@@ -45,6 +70,9 @@ class ListScheduler {
         M_(spec.num_micro_batches),
         R_(spec.num_ranks),
         costs_(spec.costs) {}
+
+  // Which rules this run's decisions depended on (also after a failed run).
+  const RuleSensitivity& sensitivity() const { return sensitivity_; }
 
   StatusOr<GreedyResult> Run() {
     GreedyResult result;
@@ -110,14 +138,16 @@ class ListScheduler {
     return end == kUnknown ? kNever : std::max(end + Cross(s + 1, s), f_end_[own]);
   }
 
-  bool ForwardAllowed(int r, int s) const {
+  bool ForwardAllowed(int r, int s) {
     if (ranks_[r].mem + 1 > rules_.mem_limit + 1e-9) return false;
-    if (rules_.warmup_factor > 0) {
-      int k = rules_.warmup_factor;
-      int cap = k * (R_ - rank_of_[s]) - (k - 1);
-      if (next_f_[s] - next_i_[s] >= std::max(1, cap)) return false;
-    }
-    return true;
+    const int in_flight = next_f_[s] - next_i_[s];
+    auto allowed = [&](int k) {
+      return k == 0 || in_flight < std::max(1, k * (R_ - rank_of_[s]) - (k - 1));
+    };
+    const bool ok = allowed(rules_.warmup_factor);
+    for (size_t i = 0; i < kWarmupFactors.size(); ++i)
+      sensitivity_.warmup[i] |= allowed(kWarmupFactors[i]) != ok;
+    return ok;
   }
 
   void Wake(int r, double t) {
@@ -156,6 +186,7 @@ class ListScheduler {
       }
     }
     const double w_cost = costs_.weight;
+    sensitivity_.input_grad_first |= best_i >= 0 && best_f >= 0;
     if (best_i >= 0 && (rules_.input_grad_first || best_f < 0)) {
       int m = next_i_[best_i]++;
       double end = Run(r, ActionType::kBackwardInput, best_i, m, t, out);
@@ -174,7 +205,11 @@ class ListScheduler {
       if (best_f + 1 < S_) Notify(best_f + 1, end + Cross(best_f, best_f + 1));
       return true;
     }
-    if (!rank.pending_w.empty() && next_known - t >= rules_.w_gap * w_cost) {
+    auto runs_w = [&](double w_gap) { return next_known - t >= w_gap * w_cost; };
+    if (!rank.pending_w.empty())
+      for (size_t i = 0; i < kWGaps.size(); ++i)
+        sensitivity_.w_gap[i] |= runs_w(kWGaps[i]) != runs_w(rules_.w_gap);
+    if (!rank.pending_w.empty() && runs_w(rules_.w_gap)) {
       auto [s, m] = rank.pending_w.front();
       rank.pending_w.pop_front();
       Run(r, ActionType::kBackwardWeight, s, m, t, out);
@@ -207,6 +242,7 @@ class ListScheduler {
   std::vector<int> next_f_, next_i_;
   std::vector<RankState> ranks_;
   std::priority_queue<std::pair<double, int>> heap_;  // (-free time, rank)
+  RuleSensitivity sensitivity_;
 };
 
 double DefaultMemLimit(const ScheduleSpec& spec) {
@@ -226,20 +262,43 @@ StatusOr<ActionSchedule> GenerateZbH2(const ScheduleSpec& spec) {
 StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
   const double limit = DefaultMemLimit(spec);
   if (limit < 1) return InvalidArgument("mem-limit ", limit, " is below one micro-batch (1 M_B)");
+  struct Tried {
+    GreedyRules rules;
+    Status error;
+    double cost = 0, peak = 0;
+    RuleSensitivity sensitivity;
+  };
+  std::vector<Tried> tried;
   std::optional<GreedyResult> best;
   Status last_error;
-  for (int warmup : {0, 1, 2})
-    for (double w_gap : {0.0, 1.0})
+  auto better = [&](double cost, double peak) {
+    return !best || cost < best->cost - 1e-9 || (cost < best->cost + 1e-9 && peak < best->peak);
+  };
+  for (int warmup : kWarmupFactors)
+    for (double w_gap : kWGaps)
       for (bool input_first : {true, false}) {
         GreedyRules rules{limit, input_first, warmup, w_gap};
-        StatusOr<GreedyResult> r = ListScheduler(spec, rules).Run();
+        // A variant that an earlier run shows would make the same decisions has its
+        // outcome; it needs a run of its own only to hand over a schedule that wins.
+        auto same = std::find_if(tried.begin(), tried.end(), [&](const Tried& t) {
+          return t.sensitivity.Allows(t.rules, rules);
+        });
+        if (same != tried.end() && (!same->error.ok() || !better(same->cost, same->peak))) {
+          Tried copy = *same;
+          copy.rules = rules;
+          if (!copy.error.ok()) last_error = copy.error;
+          tried.push_back(std::move(copy));
+          continue;
+        }
+        ListScheduler scheduler(spec, rules);
+        StatusOr<GreedyResult> r = scheduler.Run();
+        tried.push_back({rules, r.status(), r.ok() ? r->cost : 0, r.ok() ? r->peak : 0,
+                         scheduler.sensitivity()});
         if (!r.ok()) {
           last_error = r.status();
           continue;
         }
-        if (!best || r->cost < best->cost - 1e-9 ||
-            (r->cost < best->cost + 1e-9 && r->peak < best->peak))
-          best = std::move(*r);
+        if (better(r->cost, r->peak)) best = std::move(*r);
       }
   if (!best) return last_error;
   return std::move(best->schedule);

@@ -27,13 +27,13 @@ class StructureCheck {
     edge_.assign(static_cast<size_t>(edges_.num_edges()) * M_, 0);
     for (int r = 0; r < s_.num_ranks(); ++r) {
       const auto& actions = s_.ranks[r];
-      for (size_t i = 0; i < actions.size(); ++i) {
+      // FastRun vouches for the common actions; the others get the full rules.
+      for (size_t i = FastRun(r, 0); i < actions.size(); i = FastRun(r, i + 1)) {
         const Action& a = actions[i];
         if (a.type == ActionType::kIdle) continue;
         if (IsFused(a.type) &&
             (a.micro_batch < 0 || static_cast<size_t>(a.micro_batch) + 1 >= s_.group_begin.size()))
           return InvalidArgument("rank ", r, ", action ", i, ": fused action without parts");
-        if (!IsFused(a.type) && Fast(r, a)) continue;
         for (const Action& p : s_.Parts(a)) {
           Status st = CheckPart(r, p);
           if (!st.ok())
@@ -62,56 +62,80 @@ class StructureCheck {
     return Name(t, stage, m, adjacent ? -1 : peer);
   }
 
-  // The common case without building a Status: a valid action on a chain-only schedule.
-  // Changes nothing unless every rule holds; on false, CheckPart finds and names the error.
-  bool Fast(int r, const Action& p) {
-    const int s = p.stage, m = p.micro_batch;
-    if (skips_ || s < 0 || s >= S_ || m < 0 || m >= M_ || RankOf(s) != r) return false;
-    uint8_t& bits = StageAt(s, m);
-    switch (p.type) {
-      case ActionType::kForward:
-        if (bits & kF) return false;
-        if (comm_ && s > 0 && RankOf(s - 1) != r && !(EdgeAt(s - 1, m) & kRecvF)) return false;
-        bits |= kF;
-        return true;
-      case ActionType::kBackward:
-      case ActionType::kBackwardInput:
-        if ((bits & (kB | kI)) || !(bits & kF)) return false;
-        if (comm_ && s + 1 < S_ && RankOf(s + 1) != r && !(EdgeAt(s, m) & kRecvB)) return false;
-        bits |= p.type == ActionType::kBackward ? kB : kI;
-        return true;
-      case ActionType::kBackwardWeight:
-        if ((bits & (kW | kB)) || !(bits & kI)) return false;
-        bits |= kW;
-        return true;
-      default:
-        break;
+  // The common case without building a Status: from action `i` of rank r on, idle actions
+  // and valid single actions of a chain-only schedule. Applies their bits and returns the
+  // index of the first action it cannot vouch for (its bits unchanged), for CheckPart to
+  // name the error or accept it. Works on locals: the bit tables are bytes, and a byte
+  // store may alias anything, so members would be read again after every store.
+  size_t FastRun(int r, size_t i) {
+    const Action* actions = s_.ranks[r].data();
+    const size_t n = s_.ranks[r].size();
+    if (skips_) return i;
+    const int* rank_of = s_.stage_to_rank.data();
+    uint8_t* const stage = stage_.data();
+    uint8_t* const edge = edge_.data();
+    const int S = S_, M = M_;
+    const bool comm = comm_;
+    for (; i < n; ++i) {
+      const Action& p = actions[i];
+      if (p.type == ActionType::kIdle) continue;
+      const int s = p.stage, m = p.micro_batch;
+      if (s < 0 || s >= S || m < 0 || m >= M || rank_of[s] != r) return i;
+      uint8_t& bits = stage[static_cast<size_t>(s) * M + m];
+      switch (p.type) {
+        case ActionType::kForward:
+          if (bits & kF) return i;
+          if (comm && s > 0 && rank_of[s - 1] != r &&
+              !(edge[static_cast<size_t>(s - 1) * M + m] & kRecvF))
+            return i;
+          bits |= kF;
+          continue;
+        case ActionType::kBackward:
+        case ActionType::kBackwardInput:
+          if ((bits & (kB | kI)) || !(bits & kF)) return i;
+          if (comm && s + 1 < S && rank_of[s + 1] != r &&
+              !(edge[static_cast<size_t>(s) * M + m] & kRecvB))
+            return i;
+          bits |= p.type == ActionType::kBackward ? kB : kI;
+          continue;
+        case ActionType::kBackwardWeight:
+          if ((bits & (kW | kB)) || !(bits & kI)) return i;
+          bits |= kW;
+          continue;
+        case ActionType::kSendF:
+        case ActionType::kRecvF:
+        case ActionType::kSendB:
+        case ActionType::kRecvB:
+          break;
+        default:
+          return i;
+      }
+      if (p.peer >= 0) return i;
+      const bool from_lower = p.type == ActionType::kRecvF || p.type == ActionType::kSendB;
+      const int e = from_lower ? s - 1 : s;
+      if (e < 0 || e >= S - 1 || rank_of[e] == rank_of[e + 1]) return i;
+      uint8_t bit;
+      switch (p.type) {
+        case ActionType::kSendF:
+          if (!(bits & kF)) return i;
+          bit = kSendF;
+          break;
+        case ActionType::kRecvF:
+          bit = kRecvF;
+          break;
+        case ActionType::kSendB:
+          if (!(bits & (kB | kI))) return i;
+          bit = kSendB;
+          break;
+        default:
+          bit = kRecvB;
+          break;
+      }
+      uint8_t& edge_bits = edge[static_cast<size_t>(e) * M + m];
+      if (edge_bits & bit) return i;
+      edge_bits |= bit;
     }
-    if (p.peer >= 0) return false;
-    const bool from_lower = p.type == ActionType::kRecvF || p.type == ActionType::kSendB;
-    const int e = from_lower ? s - 1 : s;
-    if (e < 0 || e >= S_ - 1 || RankOf(e) == RankOf(e + 1)) return false;
-    uint8_t& edge = EdgeAt(e, m);
-    uint8_t bit;
-    switch (p.type) {
-      case ActionType::kSendF:
-        if (!(bits & kF)) return false;
-        bit = kSendF;
-        break;
-      case ActionType::kRecvF:
-        bit = kRecvF;
-        break;
-      case ActionType::kSendB:
-        if (!(bits & (kB | kI))) return false;
-        bit = kSendB;
-        break;
-      default:
-        bit = kRecvB;
-        break;
-    }
-    if (edge & bit) return false;
-    edge |= bit;
-    return true;
+    return n;
   }
 
   Status CheckShape() const {
@@ -196,7 +220,26 @@ class StructureCheck {
     return OkStatus();
   }
 
+  // Whether every (stage, micro-batch) and transfer is complete, the common case, by a
+  // quick scan of the bit tables. CheckComplete walks them in order to name the first gap.
+  bool AllComplete() const {
+    bool ok = true;
+    for (uint8_t bits : stage_) ok &= (bits == (kF | kB)) | (bits == (kF | kI | kW));
+    if (!comm_) return ok;
+    for (int e = 0; e < edges_.num_edges(); ++e) {
+      if (!Crosses(e)) continue;
+      const uint8_t* bits = &edge_[static_cast<size_t>(e) * M_];
+      // A send without its recv or the reverse: bits kSendF and kRecvF (or kSendB and
+      // kRecvB) differ.
+      uint8_t unpaired = 0;
+      for (int m = 0; m < M_; ++m) unpaired |= (bits[m] ^ (bits[m] >> 1)) & (kSendF | kSendB);
+      ok &= unpaired == 0;
+    }
+    return ok;
+  }
+
   Status CheckComplete() {
+    if (AllComplete()) return OkStatus();
     for (int s = 0; s < S_; ++s)
       for (int m = 0; m < M_; ++m) {
         uint8_t bits = StageAt(s, m);

@@ -1,0 +1,201 @@
+#include "cost_model/device_spec.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cost_model/proto_file.h"
+
+namespace pw::cost {
+namespace {
+
+void AddPeak(DeviceSpec& spec, const char* dtype, double flops) {
+  auto* p = spec.add_peak_flops();
+  p->set_dtype(dtype);
+  p->set_flops_per_s(flops);
+}
+
+// Two cores shared by every rank process of this machine; `pipeweave profile` measures
+// the peaks and bandwidth and stores them with the cost table.
+DeviceSpec CpuSpec() {
+  DeviceSpec s;
+  s.set_name("cpu");
+  AddPeak(s, "f32", 40e9);
+  s.set_memory_bandwidth(10e9);
+  s.set_launch_overhead(1e-6);
+  s.set_min_kernel_time(0.3e-6);
+  s.set_event_latency(5e-6);
+  s.set_flops_efficiency(0.6);
+  s.set_bandwidth_efficiency(0.6);
+  s.set_intra_node_bandwidth(2e9);  // TCP over loopback
+  s.set_intra_node_latency(30e-6);
+  s.set_inter_node_bandwidth(1.25e9);  // 10 GbE
+  s.set_inter_node_latency(50e-6);
+  s.set_ranks_per_node(64);
+  s.set_cores_per_node(2);
+  s.set_overlap_slowdown(0);  // the core-sharing model covers it
+  s.set_comm_threads(0);      // Gloo over loopback sleeps in the kernel between messages
+  s.set_op_overhead(1e-6);
+  s.set_reference_op_overhead(2e-6);
+  s.set_busy_wake_latency(1e-3);
+  return s;
+}
+
+// NVIDIA H100 SXM5 data sheet: dense tensor-core peaks, HBM3 3.35 TB/s, NVLink 4
+// 900 GB/s (450 GB/s per direction), one 400 Gb/s NDR port per GPU.
+DeviceSpec H100Spec() {
+  DeviceSpec s;
+  s.set_name("h100-sxm");
+  AddPeak(s, "f32", 67e12);
+  AddPeak(s, "tf32", 494.7e12);
+  AddPeak(s, "bf16", 989.4e12);
+  AddPeak(s, "f16", 989.4e12);
+  s.set_memory_bandwidth(3.35e12);
+  s.set_launch_overhead(4e-6);
+  s.set_min_kernel_time(2.5e-6);
+  s.set_event_latency(2e-6);
+  s.set_flops_efficiency(0.7);
+  s.set_bandwidth_efficiency(0.8);
+  s.set_intra_node_bandwidth(450e9);
+  s.set_intra_node_latency(5e-6);
+  s.set_inter_node_bandwidth(50e9);
+  s.set_inter_node_latency(8e-6);
+  s.set_ranks_per_node(8);
+  s.set_cores_per_node(0);
+  s.set_overlap_slowdown(0.1);
+  s.set_comm_threads(0);
+  return s;
+}
+
+// NVIDIA A100 80GB SXM data sheet: dense peaks, HBM2e 2.039 TB/s, NVLink 3 600 GB/s
+// (300 GB/s per direction), one 200 Gb/s HDR port per GPU.
+DeviceSpec A100Spec() {
+  DeviceSpec s;
+  s.set_name("a100-80gb");
+  AddPeak(s, "f32", 19.5e12);
+  AddPeak(s, "tf32", 156e12);
+  AddPeak(s, "bf16", 312e12);
+  AddPeak(s, "f16", 312e12);
+  s.set_memory_bandwidth(2.039e12);
+  s.set_launch_overhead(4e-6);
+  s.set_min_kernel_time(3e-6);
+  s.set_event_latency(2e-6);
+  s.set_flops_efficiency(0.7);
+  s.set_bandwidth_efficiency(0.8);
+  s.set_intra_node_bandwidth(300e9);
+  s.set_intra_node_latency(6e-6);
+  s.set_inter_node_bandwidth(25e9);
+  s.set_inter_node_latency(10e-6);
+  s.set_ranks_per_node(8);
+  s.set_cores_per_node(0);
+  s.set_overlap_slowdown(0.1);
+  s.set_comm_threads(0);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> BuiltinDeviceNames() { return {"cpu", "h100", "a100"}; }
+
+StatusOr<DeviceSpec> BuiltinDeviceSpec(const std::string& name) {
+  if (name == "cpu") return CpuSpec();
+  if (name == "h100" || name == "h100-sxm") return H100Spec();
+  if (name == "a100" || name == "a100-80gb") return A100Spec();
+  return NotFound("unknown device '", name, "' (built-in: cpu, h100, a100; or a DeviceSpec file)");
+}
+
+StatusOr<DeviceSpec> ResolveDeviceSpec(const std::string& name_or_path) {
+  StatusOr<DeviceSpec> builtin = BuiltinDeviceSpec(name_or_path);
+  if (builtin.ok()) return builtin;
+  if (name_or_path.find('.') == std::string::npos) return builtin.status();
+  DeviceSpec spec;
+  PW_RETURN_IF_ERROR(LoadProtoFile(name_or_path, "device spec", &spec));
+  if (spec.name().empty()) spec.set_name(name_or_path);
+  Status valid = ValidateDeviceSpec(spec);
+  if (!valid.ok()) return valid.WithContext(name_or_path);
+  return spec;
+}
+
+Status ValidateDeviceSpec(const DeviceSpec& s) {
+  auto bad = [](double v) { return !std::isfinite(v) || v < 0; };
+  auto positive = [&](const char* field, double v) -> Status {
+    if (bad(v) || v == 0)
+      return InvalidArgument("device spec '", s.name(), "': ", field, " must be > 0, got ", v);
+    return OkStatus();
+  };
+  auto non_negative = [&](const char* field, double v) -> Status {
+    if (bad(v))
+      return InvalidArgument("device spec '", s.name(), "': ", field, " must be >= 0, got ", v);
+    return OkStatus();
+  };
+  if (s.peak_flops().empty())
+    return InvalidArgument("device spec '", s.name(), "': no peak_flops entry");
+  for (const auto& p : s.peak_flops()) {
+    if (p.dtype().empty())
+      return InvalidArgument("device spec '", s.name(), "': a peak_flops entry has no dtype");
+    PW_RETURN_IF_ERROR(positive(("peak_flops[" + p.dtype() + "]").c_str(), p.flops_per_s()));
+  }
+  PW_RETURN_IF_ERROR(positive("memory_bandwidth", s.memory_bandwidth()));
+  PW_RETURN_IF_ERROR(positive("intra_node_bandwidth", s.intra_node_bandwidth()));
+  PW_RETURN_IF_ERROR(positive("inter_node_bandwidth", s.inter_node_bandwidth()));
+  PW_RETURN_IF_ERROR(non_negative("launch_overhead", s.launch_overhead()));
+  PW_RETURN_IF_ERROR(non_negative("min_kernel_time", s.min_kernel_time()));
+  PW_RETURN_IF_ERROR(non_negative("event_latency", s.event_latency()));
+  PW_RETURN_IF_ERROR(non_negative("intra_node_latency", s.intra_node_latency()));
+  PW_RETURN_IF_ERROR(non_negative("inter_node_latency", s.inter_node_latency()));
+  PW_RETURN_IF_ERROR(non_negative("overlap_slowdown", s.overlap_slowdown()));
+  PW_RETURN_IF_ERROR(non_negative("comm_threads", s.comm_threads()));
+  PW_RETURN_IF_ERROR(non_negative("op_overhead", s.op_overhead()));
+  PW_RETURN_IF_ERROR(non_negative("reference_op_overhead", s.reference_op_overhead()));
+  PW_RETURN_IF_ERROR(non_negative("busy_wake_latency", s.busy_wake_latency()));
+  for (double r : s.thread_rate())
+    if (!std::isfinite(r) || r <= 0 || r > 1)
+      return InvalidArgument("device spec '", s.name(), "': thread_rate entries must be in (0, 1]");
+  if (s.flops_efficiency() < 0 || s.flops_efficiency() > 1 || s.bandwidth_efficiency() < 0 ||
+      s.bandwidth_efficiency() > 1)
+    return InvalidArgument("device spec '", s.name(), "': efficiencies must be in [0, 1]");
+  if (s.cores_per_node() < 0 || s.ranks_per_node() < 0)
+    return InvalidArgument("device spec '", s.name(),
+                           "': cores_per_node and ranks_per_node must be >= 0");
+  return OkStatus();
+}
+
+double PeakFlops(const DeviceSpec& spec, DataType dtype) {
+  const char* name = DataTypeName(dtype);
+  double f32 = 0, best = 0;
+  for (const auto& p : spec.peak_flops()) {
+    if (p.dtype() == name) return p.flops_per_s();
+    if (p.dtype() == "f32") f32 = p.flops_per_s();
+    best = std::max(best, p.flops_per_s());
+  }
+  return f32 > 0 ? f32 : best;
+}
+
+double RooflineTime(const DeviceSpec& spec, DataType dtype, double flops, double bytes) {
+  // An unset efficiency (0) means the peaks are what kernels reach.
+  double fe = spec.flops_efficiency() > 0 ? spec.flops_efficiency() : 1.0;
+  double be = spec.bandwidth_efficiency() > 0 ? spec.bandwidth_efficiency() : 1.0;
+  double peak = PeakFlops(spec, dtype);
+  double compute = peak > 0 ? flops / (peak * fe) : 0;
+  double memory = spec.memory_bandwidth() > 0 ? bytes / (spec.memory_bandwidth() * be) : 0;
+  return std::max(spec.min_kernel_time(), std::max(compute, memory));
+}
+
+double ThreadRate(const DeviceSpec& spec, double threads) {
+  const int cores = spec.cores_per_node();
+  if (cores <= 0 || threads <= 0) return 1;
+  const auto& rates = spec.thread_rate();
+  if (rates.empty()) return std::min(1.0, cores / threads);
+  const int n = rates.size();
+  // Past the measured counts, the threads share what n of them got.
+  if (threads >= n) return rates[n - 1] * n / threads;
+  if (threads <= 1) return rates[0];
+  int lo = static_cast<int>(threads);  // 1 <= lo < n: linear between lo and lo + 1 threads
+  return rates[lo - 1] + (threads - lo) * (rates[lo] - rates[lo - 1]);
+}
+
+bool SameNode(const DeviceSpec& spec, int rank_a, int rank_b) {
+  int per_node = spec.ranks_per_node() > 0 ? spec.ranks_per_node() : 1 << 30;
+  return rank_a / per_node == rank_b / per_node;
+}
+
+}  // namespace pw::cost

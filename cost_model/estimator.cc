@@ -1,0 +1,142 @@
+#include "cost_model/estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace pw::cost {
+namespace {
+
+// Device names that denote the same device ("h100" and "h100-sxm").
+std::string CanonicalDevice(const std::string& name) {
+  StatusOr<DeviceSpec> builtin = BuiltinDeviceSpec(name);
+  return builtin.ok() ? builtin->name() : name;
+}
+
+// What a step pays per run of a measured op: the mean, else the median.
+double Expected(const OpCostEntry& e) { return e.mean() > 0 ? e.mean() : e.median(); }
+
+struct Point {
+  double work;
+  double seconds;
+};
+
+// log-log interpolation along sorted points; see the header for the rules.
+double InterpolateSorted(const std::vector<Point>& pts, double work) {
+  if (pts.size() == 1) return pts[0].seconds * work / pts[0].work;
+  auto slope = [](const Point& a, const Point& b) {
+    double s = std::log(b.seconds / a.seconds) / std::log(b.work / a.work);
+    return std::clamp(s, 0.0, 1.0);
+  };
+  if (work <= pts.front().work) {
+    double s = slope(pts[0], pts[1]);
+    return pts[0].seconds * std::pow(work / pts[0].work, s);
+  }
+  if (work >= pts.back().work) {
+    const Point& a = pts[pts.size() - 2];
+    const Point& b = pts.back();
+    return b.seconds * std::pow(work / b.work, slope(a, b));
+  }
+  auto hi = std::lower_bound(pts.begin(), pts.end(), work,
+                             [](const Point& p, double w) { return p.work < w; });
+  const Point& b = *hi;
+  const Point& a = *(hi - 1);
+  double t = std::log(work / a.work) / std::log(b.work / a.work);
+  return std::exp(std::log(a.seconds) + t * (std::log(b.seconds) - std::log(a.seconds)));
+}
+
+}  // namespace
+
+const char* EstimatePathName(EstimatePath path) {
+  switch (path) {
+    case EstimatePath::kTable:
+      return "table";
+    case EstimatePath::kInterpolated:
+      return "interpolated";
+    case EstimatePath::kRoofline:
+      return "roofline";
+    case EstimatePath::kComm:
+      return "comm";
+  }
+  return "?";
+}
+
+StatusOr<std::shared_ptr<Estimator>> Estimator::Create(DeviceSpec device, OpCostTable table) {
+  PW_RETURN_IF_ERROR(ValidateDeviceSpec(device));
+  if (!table.device().empty() && table.size() > 0 &&
+      CanonicalDevice(table.device()) != CanonicalDevice(device.name()))
+    return InvalidArgument("the cost table was measured on device '", table.device(), "', not on '",
+                           device.name(), "': profile on that device or simulate with --device ",
+                           table.device());
+  return std::shared_ptr<Estimator>(new Estimator(std::move(device), std::move(table)));
+}
+
+Estimator::Estimator(DeviceSpec device, OpCostTable table)
+    : device_(std::move(device)), table_(std::move(table)) {
+  // A measured CPU spec (peaks, bandwidth) replaces the built-in guess.
+  if (table_.proto().has_device_spec() &&
+      CanonicalDevice(table_.proto().device_spec().name()) == CanonicalDevice(device_.name())) {
+    device_ = table_.proto().device_spec();
+  }
+  table_device_ = table_.proto().has_device_spec() ? table_.proto().device_spec() : device_;
+  std::vector<CommFit> fits(table_.proto().comm().begin(), table_.proto().comm().end());
+  comm_ = CommModel(device_, std::move(fits));
+}
+
+double Estimator::Work(double flops, double bytes, DataType dtype) const {
+  double peak = PeakFlops(table_device_, dtype);
+  double bw = table_device_.memory_bandwidth();
+  return std::max(peak > 0 ? flops / peak : 0.0, bw > 0 ? bytes / bw : 0.0);
+}
+
+double Estimator::Roofline(const OpSignature& sig) const {
+  return RooflineTime(device_, sig.dtype, sig.flops, sig.bytes);
+}
+
+bool Estimator::Interpolate(const OpSignature& sig, double* seconds) const {
+  std::vector<Point> same_variant, all;
+  for (const OpCostEntry* e : table_.EntriesOf(sig.op_type)) {
+    double w = Work(e->flops(), e->bytes(), sig.dtype);
+    if (w <= 0 || Expected(*e) <= 0) continue;
+    Point p{w, Expected(*e)};
+    all.push_back(p);
+    if (e->key().ends_with(")" + sig.variant)) same_variant.push_back(p);
+  }
+  std::vector<Point>& pts = same_variant.size() >= 2 ? same_variant : all;
+  double work = Work(sig.flops, sig.bytes, sig.dtype);
+  if (pts.empty() || work <= 0) return false;
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.work < b.work; });
+  // Points of equal work average into one.
+  std::vector<Point> merged;
+  for (const Point& p : pts) {
+    if (!merged.empty() && merged.back().work == p.work) {
+      merged.back().seconds = std::sqrt(merged.back().seconds * p.seconds);
+    } else {
+      merged.push_back(p);
+    }
+  }
+  *seconds = std::max(device_.min_kernel_time(), InterpolateSorted(merged, work));
+  return true;
+}
+
+Estimate Estimator::OpTime(const OpSignature& sig) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(sig.key);
+    if (it != cache_.end()) return it->second;
+  }
+  Estimate est;
+  double interpolated = 0;
+  if (const OpCostEntry* e = table_.Find(sig.key)) {
+    est = {Expected(*e), EstimatePath::kTable};
+  } else if (Interpolate(sig, &interpolated)) {
+    est = {interpolated, EstimatePath::kInterpolated};
+  } else {
+    est = {Roofline(sig), EstimatePath::kRoofline};
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.emplace(sig.key, est);
+  return est;
+}
+
+}  // namespace pw::cost

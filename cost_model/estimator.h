@@ -1,0 +1,68 @@
+#pragma once
+// What one op costs on a device: an exact hit in the empirical table, else interpolation
+// over the same op type's measured points, else the DeviceSpec's roofline. Every estimate
+// says which path it took, so a report can show how much of a prediction rests on
+// measurements. A measured point counts with its mean run time when the table has it (what
+// a step pays), else its median.
+//
+// Interpolation orders the measured points of the op type by their roofline work on the
+// table's device (the larger of FLOPs / peak and bytes / bandwidth, so FLOPs and bytes
+// both count), and interpolates log(time) linearly in log(work) between the two points
+// around the query; outside the measured range it extrapolates along the nearest segment
+// with a slope clamped to [0, 1] (time grows at most linearly with work). Points with the
+// query's attribute variant are preferred when there are at least two.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cost_model/comm_model.h"
+#include "cost_model/device_spec.h"
+#include "cost_model/op_cost_table.h"
+#include "cost_model/op_signature.h"
+
+namespace pw::cost {
+
+enum class EstimatePath { kTable = 0, kInterpolated, kRoofline, kComm };
+inline constexpr int kNumEstimatePaths = 4;
+const char* EstimatePathName(EstimatePath path);  // "table", "interpolated", ...
+
+struct Estimate {
+  double seconds = 0;
+  EstimatePath path = EstimatePath::kRoofline;
+};
+
+class Estimator {
+ public:
+  // `device` prices the roofline and communication; `table` (may be empty) holds the
+  // measurements. A table measured on another device is an error: its times do not
+  // transfer.
+  static StatusOr<std::shared_ptr<Estimator>> Create(DeviceSpec device, OpCostTable table);
+
+  // The compute time of an op (communication ops: their local part; the simulator adds the
+  // collective from comm()).
+  Estimate OpTime(const OpSignature& sig) const;
+  // Interpolation or roofline only (no exact hit), for tests and reports.
+  bool Interpolate(const OpSignature& sig, double* seconds) const;
+  double Roofline(const OpSignature& sig) const;
+
+  const DeviceSpec& device() const { return device_; }
+  const OpCostTable& table() const { return table_; }
+  const CommModel& comm() const { return comm_; }
+
+ private:
+  Estimator(DeviceSpec device, OpCostTable table);
+  double Work(double flops, double bytes, DataType dtype) const;
+
+  DeviceSpec device_;
+  // The device the table was measured on (its measured spec when it carries one): the
+  // scale the work of table points is measured in.
+  DeviceSpec table_device_;
+  OpCostTable table_;
+  CommModel comm_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, Estimate> cache_;
+};
+
+}  // namespace pw::cost

@@ -1,0 +1,181 @@
+#include "cost_model/op_cost_table.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cost_model/comm_model.h"
+#include "cost_model/device_spec.h"
+#include "cost_model/proto_file.h"
+
+namespace pw::cost {
+namespace {
+
+bool Valid(double v) { return std::isfinite(v) && v >= 0; }
+
+Status CheckEntry(const OpCostEntry& e, int index) {
+  if (e.key().empty()) return InvalidArgument("cost table entry ", index, " has no key");
+  if (e.op_type().empty())
+    return InvalidArgument("cost table entry '", e.key(), "' has no op_type");
+  if (!Valid(e.median()) || !Valid(e.spread()) || !Valid(e.min()) || !Valid(e.max()) ||
+      !Valid(e.mean()))
+    return InvalidArgument("cost table entry '", e.key(),
+                           "': costs must be finite and >= 0 (median ", e.median(), ", spread ",
+                           e.spread(), ")");
+  if (e.median() == 0 || e.repeats() <= 0)
+    return InvalidArgument("cost table entry '", e.key(),
+                           "' has no measurement (median 0 or repeats ", e.repeats(), ")");
+  if (!Valid(e.flops()) || !Valid(e.bytes()))
+    return InvalidArgument("cost table entry '", e.key(), "': flops and bytes must be >= 0");
+  return OkStatus();
+}
+
+Status CheckComm(const CommFit& f) {
+  if (f.kind() != "all_reduce" && f.kind() != "send_recv")
+    return InvalidArgument("comm fit has unknown kind '", f.kind(), "' (all_reduce, send_recv)");
+  if (f.busy_cores() < 0)
+    return InvalidArgument("comm fit ", f.kind(), ": busy_cores must be >= 0");
+  if (f.group_size() < 2)
+    return InvalidArgument("comm fit ", f.kind(), ": group_size must be >= 2, got ",
+                           f.group_size());
+  if (!Valid(f.alpha()) || !Valid(f.beta()) || !Valid(f.residual()))
+    return InvalidArgument("comm fit ", f.kind(), " over ", f.group_size(),
+                           " ranks: alpha, beta and residual must be finite and >= 0");
+  for (const auto& s : f.samples())
+    if (!Valid(s.bytes()) || !Valid(s.median()) || !Valid(s.spread()) || !Valid(s.mean()))
+      return InvalidArgument("comm fit ", f.kind(), " over ", f.group_size(),
+                             " ranks: a sample has a negative or non-finite value");
+  return OkStatus();
+}
+
+OpCostEntry MergeEntries(const OpCostEntry& a, const OpCostEntry& b) {
+  OpCostEntry out = a;
+  double wa = a.repeats(), wb = b.repeats();
+  double w = wa + wb;
+  out.set_median((a.median() * wa + b.median() * wb) / w);
+  out.set_spread((a.spread() * wa + b.spread() * wb) / w);
+  if (a.mean() > 0 && b.mean() > 0) out.set_mean((a.mean() * wa + b.mean() * wb) / w);
+  out.set_min(std::min(a.min(), b.min()));
+  out.set_max(std::max(a.max(), b.max()));
+  out.set_repeats(a.repeats() + b.repeats());
+  return out;
+}
+
+CommFit MergeFits(const CommFit& a, const CommFit& b) {
+  std::map<double, ::pipeweave::proto::CommSample> by_size;
+  for (const auto& s : a.samples()) by_size[s.bytes()] = s;
+  for (const auto& s : b.samples()) {
+    auto [it, inserted] = by_size.try_emplace(s.bytes(), s);
+    if (!inserted) {
+      it->second.set_median((it->second.median() + s.median()) / 2);
+      it->second.set_mean((it->second.mean() + s.mean()) / 2);
+      it->second.set_spread(std::max(it->second.spread(), s.spread()));
+    }
+  }
+  std::vector<CommSampleValue> samples;
+  for (const auto& [bytes, s] : by_size)
+    samples.push_back({s.bytes(), s.median(), s.spread(), s.mean()});
+  return FitCommSamples(a.kind(), a.group_size(), samples, a.busy_cores());
+}
+
+}  // namespace
+
+StatusOr<OpCostTable> OpCostTable::FromProto(Proto proto) {
+  for (int i = 0; i < proto.entries_size(); ++i)
+    PW_RETURN_IF_ERROR(CheckEntry(proto.entries(i), i));
+  for (const CommFit& f : proto.comm()) PW_RETURN_IF_ERROR(CheckComm(f));
+  if (proto.has_device_spec()) {
+    Status s = ValidateDeviceSpec(proto.device_spec());
+    if (!s.ok()) return s.WithContext("the cost table's device_spec");
+  }
+  OpCostTable table;
+  table.proto_ = std::move(proto);
+  table.Reindex();
+  return table;
+}
+
+StatusOr<OpCostTable> OpCostTable::Load(const std::string& path) {
+  Proto proto;
+  PW_RETURN_IF_ERROR(LoadProtoFile(path, "cost table", &proto));
+  StatusOr<OpCostTable> table = FromProto(std::move(proto));
+  if (!table.ok()) return table.status().WithContext(path);
+  return table;
+}
+
+Status OpCostTable::Save(const std::string& path) const { return SaveProtoFile(proto_, path); }
+
+void OpCostTable::Reindex() {
+  index_.clear();
+  for (int i = 0; i < proto_.entries_size(); ++i) index_[proto_.entries(i).key()] = i;
+}
+
+const OpCostEntry* OpCostTable::Find(const std::string& key) const {
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &proto_.entries(it->second);
+}
+
+std::vector<const OpCostEntry*> OpCostTable::EntriesOf(const std::string& op_type) const {
+  std::vector<const OpCostEntry*> out;
+  for (const OpCostEntry& e : proto_.entries())
+    if (e.op_type() == op_type) out.push_back(&e);
+  return out;
+}
+
+const CommFit* OpCostTable::FindComm(const std::string& kind, int group_size,
+                                     int busy_cores) const {
+  for (const CommFit& f : proto_.comm())
+    if (f.kind() == kind && f.group_size() == group_size && f.busy_cores() == busy_cores) return &f;
+  return nullptr;
+}
+
+std::vector<const CommFit*> OpCostTable::CommFitsOf(const std::string& kind) const {
+  std::vector<const CommFit*> out;
+  for (const CommFit& f : proto_.comm())
+    if (f.kind() == kind) out.push_back(&f);
+  return out;
+}
+
+void OpCostTable::Add(const OpCostEntry& entry) {
+  auto it = index_.find(entry.key());
+  if (it != index_.end()) {
+    *proto_.mutable_entries(it->second) = entry;
+    return;
+  }
+  index_[entry.key()] = proto_.entries_size();
+  *proto_.add_entries() = entry;
+}
+
+void OpCostTable::AddComm(const CommFit& fit) {
+  for (CommFit& f : *proto_.mutable_comm()) {
+    if (f.kind() == fit.kind() && f.group_size() == fit.group_size() &&
+        f.busy_cores() == fit.busy_cores()) {
+      f = fit;
+      return;
+    }
+  }
+  *proto_.add_comm() = fit;
+}
+
+Status OpCostTable::Merge(const OpCostTable& other) {
+  if (!device().empty() && !other.device().empty() && device() != other.device())
+    return InvalidArgument("cannot merge a cost table of device '", other.device(),
+                           "' into one of device '", device(), "'");
+  if (proto_.blas_threads() && other.proto_.blas_threads() &&
+      proto_.blas_threads() != other.proto_.blas_threads())
+    return InvalidArgument("cannot merge cost tables measured with ", other.proto_.blas_threads(),
+                           " and ", proto_.blas_threads(), " BLAS threads");
+  if (device().empty()) set_device(other.device());
+  if (!proto_.blas_threads()) proto_.set_blas_threads(other.proto_.blas_threads());
+  if (!proto_.has_device_spec() && other.proto_.has_device_spec())
+    *proto_.mutable_device_spec() = other.proto_.device_spec();
+  for (const OpCostEntry& e : other.proto_.entries()) {
+    const OpCostEntry* mine = Find(e.key());
+    Add(mine ? MergeEntries(*mine, e) : e);
+  }
+  for (const CommFit& f : other.proto_.comm()) {
+    const CommFit* mine = FindComm(f.kind(), f.group_size(), f.busy_cores());
+    AddComm(mine ? MergeFits(*mine, f) : f);
+  }
+  return OkStatus();
+}
+
+}  // namespace pw::cost

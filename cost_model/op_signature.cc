@@ -1,0 +1,76 @@
+#include "cost_model/op_signature.h"
+
+#include <sstream>
+
+namespace pw::cost {
+namespace {
+
+bool IsFloating(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+void AppendType(std::ostringstream& out, const TensorType& t) {
+  out << DataTypeName(t.dtype) << '[';
+  for (size_t i = 0; i < t.shape.size(); ++i) out << (i ? "," : "") << t.shape[i];
+  out << ']';
+}
+
+std::string AttrVariant(const AttrList& attrs) {
+  std::ostringstream out;
+  bool first = true;
+  for (const auto& [name, value] : attrs.items()) {
+    AttrType type = TypeOf(value);
+    if (type == AttrType::kFloat || type == AttrType::kFloats) continue;
+    out << (first ? "" : ",") << name << '=';
+    first = false;
+    if (type == AttrType::kBool) {
+      out << (std::get<bool>(value) ? 1 : 0);
+    } else {
+      out << AttributeToString(value);
+    }
+  }
+  return out.str();
+}
+
+}  // namespace
+
+StatusOr<OpSignature> SignatureOf(const Op& op, const OpRegistry& registry,
+                                  const VarLookup& find_var) {
+  const OpDef* def = registry.Find(op.type);
+  if (!def) return NotFound("op type '", op.type, "' is not registered");
+  OpSignature sig;
+  sig.op_type = op.type;
+  sig.is_communication = def->is_communication;
+  std::ostringstream key;
+  key << op.type << '(';
+  bool have_dtype = false;
+  for (size_t s = 0; s < op.inputs.size(); ++s) {
+    key << (s ? ";" : "") << op.inputs[s].name << ':';
+    for (size_t j = 0; j < op.inputs[s].vars.size(); ++j) {
+      const std::string& name = op.inputs[s].vars[j];
+      const Var* var = find_var(name);
+      if (!var) return NotFound(op.type, " op: input var '", name, "' is not declared");
+      TensorType t{var->dtype, var->shape};
+      if (j) key << ',';
+      AppendType(key, t);
+      if (!have_dtype && IsFloating(t.dtype)) {
+        sig.dtype = t.dtype;
+        have_dtype = true;
+      }
+      sig.inputs.push_back(std::move(t));
+    }
+  }
+  sig.variant = AttrVariant(op.attrs);
+  key << ')' << sig.variant;
+  sig.key = key.str();
+  if (def->cost) {
+    StatusOr<InferContext> ctx = InferOpTypes(*def, op, find_var);
+    if (!ctx.ok()) return ctx.status().WithContext(StrCat("costing ", sig.key));
+    OpCost c = def->cost(*ctx);
+    sig.flops = c.flops;
+    sig.bytes = c.bytes;
+  }
+  return sig;
+}
+
+}  // namespace pw::cost

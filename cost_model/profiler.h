@@ -1,0 +1,70 @@
+#pragma once
+// Measures op costs on this machine's CPU backend: every distinct op signature of a
+// module (its programs' ops and the work the executor adds, implicit_ops.h) runs its CPU
+// kernel on synthetic inputs, with warm-up and repetitions; the table keeps the median and
+// the spread. Each repetition allocates the outputs afresh, as the executor does, so the
+// allocation and zero-fill are part of the cost. Also measures the CPU's DeviceSpec figures
+// (peak GEMM FLOP/s, memory bandwidth) the roofline falls back on.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cost_model/cache_state.h"
+#include "cost_model/device_spec.h"
+#include "cost_model/op_cost_table.h"
+#include "cost_model/op_signature.h"
+#include "ir/module.h"
+
+namespace pw::cost {
+
+// An op with the declarations of its vars: what the profiler needs to run it alone.
+struct CostedOp {
+  Op op;
+  std::vector<Var> vars;
+  OpSignature sig;
+};
+
+// Every distinct signature a module's execution runs, in first-seen order.
+StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegistry& registry);
+
+// Bytes of persistent state the largest pipeline stage holds: parameters, optimizer state
+// and a gradient accumulator per parameter.
+int64_t PersistentBytes(const Module& module);
+
+struct ProfileOptions {
+  int warmup = 3;
+  int repeats = 20;
+  int blas_threads = 1;
+  // Keep repeating a signature until this much time was spent on it (small ops get more
+  // repetitions and a steadier median), up to 50 times `repeats`.
+  double min_seconds = 0.02;
+  bool measure_device = true;          // fill the table's device_spec with measured CPU figures
+  CacheState cache = CacheState::kL3;  // what each timed run finds in the caches
+  // Called after every signature: (done, total, key).
+  std::function<void(size_t, size_t, const std::string&)> progress;
+};
+
+struct ProfileResult {
+  OpCostTable table;
+  std::vector<std::string> skipped;  // signatures without a CPU kernel (roofline only)
+};
+
+StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops, const ProfileOptions& options);
+
+// Runs one op `warmup + repeats` times; returns the per-run seconds of the repeats. With an
+// evictor, the caches are evicted and the op's non-persistent inputs touched before every
+// run (outside the timing).
+StatusOr<std::vector<double>> TimeOp(const CostedOp& op, int warmup, int repeats,
+                                     double min_seconds, CacheEvictor* evictor = nullptr);
+
+// Peak f32 GEMM rate and memory bandwidth of this CPU (the built-in "cpu" spec with them).
+DeviceSpec MeasureCpuSpec();
+
+// Median, inter-quartile range, min and max of samples.
+struct SampleStats {
+  double median = 0, spread = 0, min = 0, max = 0;
+};
+SampleStats Summarize(std::vector<double> samples);
+
+}  // namespace pw::cost

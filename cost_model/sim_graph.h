@@ -1,0 +1,83 @@
+#pragma once
+// The op-level simulator's input: every rank's plan lowered into instructions on named
+// streams, with their estimated durations and the dependencies that order them. It
+// follows the executor's lowering (executor/lowering.h) rule for rule: jobs in plan order;
+// each op of a job's program on its stream; one transfer per var a send/recv job moves;
+// the work the executor adds (implicit_ops.h); and, besides the plan's own events (keyed
+// by name and micro-batch, within a rank), a dependency for every cross-stream
+// read-after-write, write-after-read and write-after-write, which the executor covers with
+// events of its own. Sends are matched to recvs and collectives across their group here.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cost_model/estimator.h"
+#include "ir/module.h"
+
+namespace pw::cost {
+
+enum class SimStream : uint8_t { kCompute = 0, kMpComm, kPpSend, kPpRecv, kDpComm };
+inline constexpr int kNumSimStreams = 5;
+const char* SimStreamName(SimStream stream);  // "compute", "mp_comm", ...
+// The empty name is "compute"; an unknown one is an error listing the valid names.
+StatusOr<SimStream> ParseSimStream(std::string_view name);
+
+enum class InstrKind : uint8_t { kCompute, kCollective, kSend, kRecv };
+
+struct SimInstr {
+  int rank = 0;
+  SimStream stream = SimStream::kCompute;
+  InstrKind kind = InstrKind::kCompute;
+  int job = -1;  // index into SimGraph::job_names[rank]; -1 for step-level work
+  int micro_batch = -1;
+  std::string name;    // the op type, or "SEND x" / "RECV x"
+  double seconds = 0;  // compute: isolated run time; comm: transfer or collective time
+  EstimatePath path = EstimatePath::kRoofline;
+  std::vector<int> deps;  // instructions of the same rank that must finish first
+  int partner = -1;       // send <-> recv
+  int collective = -1;    // index into SimGraph::collectives
+  double bytes = 0;       // moved by a send, recv or collective
+  // Communication: the ranks taking part and whether they span nodes, so the simulator can
+  // price it under the load it meets (CommModel::Time).
+  int group_size = 0;
+  bool inter_node = false;
+  // A compute op whose kernel is a BLAS GEMM: it keeps the table's BLAS threads busy, any
+  // other op one thread.
+  bool gemm = false;
+  std::vector<int> allocs;  // slots allocated when it starts
+  std::vector<int> uses;    // slots it touches; a slot is freed after its last use
+};
+
+// One tensor of one rank for one micro-batch (or the step, or persistent).
+struct SimSlot {
+  int rank = 0;
+  int64_t bytes = 0;
+  bool persistent = false;  // parameters, optimizer state, gradient accumulators
+  int uses = 0;
+};
+
+struct SimCollective {
+  std::vector<int> members;  // one instruction per rank of the group
+  double seconds = 0;
+};
+
+struct SimGraph {
+  int world_size = 0;
+  int num_micro_batches = 0;
+  std::vector<SimInstr> instrs;
+  std::vector<std::vector<int>> rank_order;         // per rank, instructions in host order
+  std::vector<std::vector<std::string>> job_names;  // per rank: "0F1", "1RECV_F0", ...
+  std::vector<SimSlot> slots;
+  std::vector<SimCollective> collectives;
+};
+
+// Lowers `module`'s plan (it must have one) for every rank of its mesh. Errors: no plan, a
+// rank without jobs, an unknown program or stream, an event waited on before it is recorded,
+// a send without its recv, a collective some member of its group never joins.
+StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimator,
+                                 const OpRegistry& registry);
+
+}  // namespace pw::cost

@@ -1,0 +1,102 @@
+#include "cost_model/wake_latency.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace pw::cost {
+namespace {
+
+// Seconds per hand-off of a token between two threads that sleep while waiting.
+double PingPong(int hops) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int turn = 0;  // whose move: 0 or 1
+  int moves = 0;
+  auto player = [&](int me) {
+    std::unique_lock<std::mutex> lock(mu);
+    while (moves < hops) {
+      cv.wait(lock, [&] { return turn == me || moves >= hops; });
+      if (moves >= hops) break;
+      turn = 1 - me;
+      ++moves;
+      cv.notify_all();
+    }
+  };
+  auto start = std::chrono::steady_clock::now();
+  std::thread a(player, 0), b(player, 1);
+  a.join();
+  b.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / hops;
+}
+
+}  // namespace
+
+WakeLatency MeasureWakeLatency(int cores, int hops) {
+  WakeLatency w;
+  w.idle = PingPong(hops);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinners;
+  for (int i = 0; i < cores; ++i)
+    spinners.emplace_back([&stop] {
+      volatile double x = 1.0;
+      while (!stop.load(std::memory_order_relaxed))
+        for (int k = 0; k < 1000; ++k) x = x * 1.0000001 + 1e-9;
+    });
+  w.busy = PingPong(std::max(10, hops / 10));  // slow hops: fewer of them
+  stop = true;
+  for (std::thread& t : spinners) t.join();
+  return w;
+}
+
+namespace {
+
+// CPU seconds per wall second each of k spinning threads gets over one window.
+double ThreadRateOnce(int k, double seconds) {
+  std::vector<double> rate(k, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k; ++t)
+    threads.emplace_back([&rate, t, seconds] {
+      timespec cpu0, cpu1;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+      auto start = std::chrono::steady_clock::now();
+      volatile double x = 1.0;
+      double wall = 0;
+      while (wall < seconds) {
+        for (int i = 0; i < 10000; ++i) x = x * 1.0000001 + 1e-9;
+        wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+      double cpu = (cpu1.tv_sec - cpu0.tv_sec) + 1e-9 * (cpu1.tv_nsec - cpu0.tv_nsec);
+      rate[t] = std::min(1.0, cpu / wall);
+    });
+  for (std::thread& t : threads) t.join();
+  double mean = 0;
+  for (double r : rate) mean += r;
+  return mean / k;
+}
+
+}  // namespace
+
+std::vector<double> MeasureThreadRates(int max_threads, double seconds) {
+  // Other users' load comes in bursts: the median of several short windows per count,
+  // the counts interleaved so a burst does not land on one count only.
+  constexpr int kWindows = 5;
+  std::vector<std::vector<double>> windows(max_threads);
+  for (int w = 0; w < kWindows; ++w)
+    for (int k = 1; k <= max_threads; ++k)
+      windows[k - 1].push_back(ThreadRateOnce(k, seconds / kWindows));
+  std::vector<double> rates;
+  for (std::vector<double>& v : windows) {
+    std::sort(v.begin(), v.end());
+    rates.push_back(v[v.size() / 2]);
+  }
+  return rates;
+}
+
+}  // namespace pw::cost

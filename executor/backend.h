@@ -1,0 +1,51 @@
+#pragma once
+// What a backend provides to the interpreter: streams that run instructions in order and
+// events that order them across streams. Everything that does not depend on the device
+// (lowering the plan, slots and their lifetimes, event keys, dependency checks, gradient
+// accumulation, feeds and fetches) stays in the interpreter, so a CUDA backend only maps
+// these three calls onto cudaStream / cudaEvent / kernel launches.
+
+#include <memory>
+#include <string_view>
+
+#include "executor/stream_type.h"
+#include "ir/status.h"
+
+namespace pw {
+
+struct Instr;
+
+// A one-shot completion marker for one step: recorded once, waited on by any stream.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Back to "not recorded"; the host calls it between steps, when no stream runs.
+  virtual void Reset() = 0;
+};
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  // Queues `instr` (owned by the caller and alive until Synchronize returns). Returns at
+  // once; the stream waits for the instruction's events, runs it, records its events and
+  // releases its slots, in queue order.
+  virtual void Enqueue(const Instr* instr) = 0;
+  // Blocks until everything queued has run. Returns the first error since the last
+  // Synchronize; after an error the stream still records events and releases slots (so
+  // other streams never wait forever) but runs nothing else.
+  virtual Status Synchronize() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // The stream of a type, created on first use.
+  virtual StatusOr<Stream*> GetStream(StreamType type) = 0;
+  virtual std::unique_ptr<Event> CreateEvent() = 0;
+  // Fills in the device-specific part of a lowered instruction (the kernel of a kernel
+  // instruction, the communicator of its stream); an error names the op.
+  virtual Status Prepare(Instr& instr) = 0;
+};
+
+}  // namespace pw

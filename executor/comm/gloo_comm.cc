@@ -1,0 +1,209 @@
+#include "executor/comm/gloo_comm.h"
+
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace pw {
+namespace {
+
+// Lets Gloo's rendezvous use a KvStore.
+class GlooStore final : public gloo::rendezvous::Store {
+ public:
+  GlooStore(KvStore& store, std::chrono::milliseconds timeout) : store_(store), timeout_(timeout) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override {
+    Status s = store_.Set(key, std::string(data.begin(), data.end()));
+    if (!s.ok()) throw gloo::IoException(s.message());
+  }
+  std::vector<char> get(const std::string& key) override {
+    StatusOr<std::string> v = store_.Get(key, timeout_);
+    if (!v.ok()) throw gloo::IoException(v.status().message());
+    return std::vector<char>(v->begin(), v->end());
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    for (const std::string& key : keys) {
+      StatusOr<std::string> v = store_.Get(key, timeout);
+      if (!v.ok()) throw gloo::IoException(v.status().message());
+    }
+  }
+
+ private:
+  KvStore& store_;
+  std::chrono::milliseconds timeout_;
+};
+
+std::string Members(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
+  return out.str();
+}
+
+// The contexts of one rank, shared by its streams.
+class ContextPool {
+ public:
+  ContextPool(KvStore& store, const Mesh& mesh, int rank, GlooOptions options)
+      : store_(store, options.timeout), layout_(mesh), rank_(rank), options_(options) {}
+
+  Status Init() {
+    try {
+      gloo::transport::tcp::attr attr;
+      attr.hostname = options_.hostname;
+      device_ = gloo::transport::tcp::CreateDevice(attr);
+    } catch (const std::exception& e) {
+      return Unavailable("rank ", rank_, ": cannot open a TCP device on ", options_.hostname, ": ",
+                         e.what());
+    }
+    return OkStatus();
+  }
+
+  const RankLayout& layout() const { return layout_; }
+  int rank() const { return rank_; }
+  std::chrono::milliseconds timeout() const { return options_.timeout; }
+
+  // The context of group `kind` ("mp", "dp", "pp") for `channel` (a stream name, or "p2p").
+  StatusOr<std::shared_ptr<gloo::Context>> Get(const std::string& kind,
+                                               const std::string& channel) {
+    std::string name = StrCat(channel, "/", layout_.GroupName(kind, rank_));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = contexts_.find(name);
+    if (it != contexts_.end()) return it->second;
+    std::vector<int> members = layout_.Group(kind, rank_);
+    int index =
+        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    try {
+      auto context = std::make_shared<gloo::rendezvous::Context>(index, members.size());
+      context->setTimeout(options_.timeout);
+      gloo::rendezvous::PrefixStore prefixed("ctx/" + name, store_);
+      context->connectFullMesh(prefixed, device_);
+      contexts_[name] = context;
+      return std::shared_ptr<gloo::Context>(context);
+    } catch (const std::exception& e) {
+      return Unavailable("rank ", rank_, ": cannot connect to ranks ", Members(members), " (", name,
+                         "): ", e.what());
+    }
+  }
+
+ private:
+  GlooStore store_;
+  RankLayout layout_;
+  int rank_;
+  GlooOptions options_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<gloo::Context>> contexts_;
+};
+
+class GlooStreamComm final : public StreamComm {
+ public:
+  GlooStreamComm(std::shared_ptr<ContextPool> pool, StreamType stream)
+      : pool_(std::move(pool)), stream_(stream) {}
+
+  ~GlooStreamComm() override { (void)Flush(); }
+
+  Status AllReduceSum(std::string_view group, float* data, int64_t count) override {
+    std::string kind(group);
+    std::vector<int> members = pool_->layout().Group(kind, pool_->rank());
+    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
+    if (members.size() == 1 || count == 0) return OkStatus();
+    PW_ASSIGN_OR_RETURN(auto context, pool_->Get(kind, StreamTypeName(stream_)));
+    try {
+      gloo::AllreduceOptions opts(context);
+      opts.setOutput(data, static_cast<size_t>(count));
+      opts.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+      opts.setTag(static_cast<uint32_t>(sequence_++));
+      gloo::allreduce(opts);
+    } catch (const std::exception& e) {
+      return Unavailable("all-reduce over ", kind, " group (ranks ", Members(members),
+                         ") failed: ", e.what());
+    }
+    return OkStatus();
+  }
+
+  Status Send(int peer, uint64_t tag, const Tensor& tensor) override {
+    PW_ASSIGN_OR_RETURN(auto context, pool_->Get("pp", "p2p"));
+    int peer_index = pool_->layout().Coord(peer).pp;
+    try {
+      Pending p{context->createUnboundBuffer(const_cast<void*>(tensor.raw()), tensor.nbytes()),
+                tensor, peer};
+      p.buffer->send(peer_index, tag);
+      pending_.push_back(std::move(p));
+    } catch (const std::exception& e) {
+      return Unavailable("send to rank ", peer, " failed: ", e.what());
+    }
+    return OkStatus();
+  }
+
+  Status Recv(int peer, uint64_t tag, Tensor& tensor) override {
+    PW_ASSIGN_OR_RETURN(auto context, pool_->Get("pp", "p2p"));
+    int peer_index = pool_->layout().Coord(peer).pp;
+    try {
+      auto buffer = context->createUnboundBuffer(tensor.raw(), tensor.nbytes());
+      buffer->recv(peer_index, tag);
+      if (!buffer->waitRecv(pool_->timeout()))
+        return Unavailable("receive from rank ", peer, " was aborted");
+    } catch (const std::exception& e) {
+      return Unavailable("receive from rank ", peer, " failed: ", e.what());
+    }
+    return OkStatus();
+  }
+
+  Status Flush() override {
+    Status first;
+    for (Pending& p : pending_) {
+      try {
+        if (!p.buffer->waitSend(pool_->timeout()) && first.ok())
+          first = Unavailable("send to rank ", p.peer, " was aborted");
+      } catch (const std::exception& e) {
+        if (first.ok()) first = Unavailable("send to rank ", p.peer, " failed: ", e.what());
+      }
+    }
+    pending_.clear();
+    return first;
+  }
+
+ private:
+  struct Pending {
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    Tensor keep_alive;  // the storage the buffer reads from
+    int peer;
+  };
+
+  std::shared_ptr<ContextPool> pool_;
+  StreamType stream_;
+  uint64_t sequence_ = 0;
+  std::vector<Pending> pending_;
+};
+
+class GlooCommFactory final : public CommFactory {
+ public:
+  explicit GlooCommFactory(std::shared_ptr<ContextPool> pool) : pool_(std::move(pool)) {}
+  StatusOr<std::unique_ptr<StreamComm>> Create(StreamType stream) override {
+    return std::unique_ptr<StreamComm>(std::make_unique<GlooStreamComm>(pool_, stream));
+  }
+
+ private:
+  std::shared_ptr<ContextPool> pool_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CommFactory>> MakeGlooCommFactory(KvStore& store, const Mesh& mesh,
+                                                           int rank, GlooOptions options) {
+  auto pool = std::make_shared<ContextPool>(store, mesh, rank, options);
+  PW_RETURN_IF_ERROR(pool->Init());
+  return std::unique_ptr<CommFactory>(std::make_unique<GlooCommFactory>(std::move(pool)));
+}
+
+}  // namespace pw

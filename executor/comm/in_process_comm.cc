@@ -1,0 +1,106 @@
+#include "executor/comm/in_process_comm.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace pw {
+
+class InProcessComm final : public StreamComm {
+ public:
+  InProcessComm(InProcessHub& hub, int rank, StreamType stream)
+      : hub_(hub), rank_(rank), stream_(stream) {}
+
+  Status AllReduceSum(std::string_view group, float* data, int64_t count) override {
+    std::string kind(group);
+    std::vector<int> members = hub_.layout_.Group(kind, rank_);
+    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
+    if (members.size() == 1) return OkStatus();
+    int index =
+        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    auto key =
+        std::make_tuple(hub_.layout_.GroupName(kind, rank_), StreamIndex(stream_), seq_[kind]++);
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    InProcessHub::Round& round = hub_.rounds_[key];
+    if (round.parts.empty()) round.parts.resize(members.size());
+    round.parts[index].assign(data, data + count);
+    if (++round.arrived == static_cast<int>(members.size())) {
+      round.sum = round.parts[0];
+      for (size_t m = 1; m < members.size(); ++m) {
+        if (round.parts[m].size() != round.sum.size())
+          return Internal("all-reduce over '", group, "': ranks disagree on the size");
+        for (size_t i = 0; i < round.sum.size(); ++i) round.sum[i] += round.parts[m][i];
+      }
+      round.done = true;
+      hub_.cv_.notify_all();
+    }
+    if (!hub_.cv_.wait_for(lock, hub_.timeout_,
+                           [&] { return round.done || !hub_.abort_reason_.empty(); }))
+      return Unavailable("all-reduce over '", group, "' timed out waiting for its group");
+    if (!round.done) return Aborted(hub_.abort_reason_);
+    std::memcpy(data, round.sum.data(), count * sizeof(float));
+    if (++round.left == static_cast<int>(members.size())) hub_.rounds_.erase(key);
+    return OkStatus();
+  }
+
+  Status Send(int peer, uint64_t tag, const Tensor& tensor) override {
+    std::lock_guard<std::mutex> lock(hub_.mu_);
+    hub_.mail_[{rank_, peer, tag}].push_back(tensor.Clone());
+    hub_.cv_.notify_all();
+    return OkStatus();
+  }
+
+  Status Recv(int peer, uint64_t tag, Tensor& tensor) override {
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    auto key = std::make_tuple(peer, rank_, tag);
+    auto ready = [&] {
+      auto it = hub_.mail_.find(key);
+      return (it != hub_.mail_.end() && !it->second.empty()) || !hub_.abort_reason_.empty();
+    };
+    if (!hub_.cv_.wait_for(lock, hub_.timeout_, ready))
+      return Unavailable("receive from rank ", peer, " timed out");
+    auto it = hub_.mail_.find(key);
+    if (it == hub_.mail_.end() || it->second.empty()) return Aborted(hub_.abort_reason_);
+    Tensor message = std::move(it->second.front());
+    it->second.erase(it->second.begin());
+    if (it->second.empty()) hub_.mail_.erase(it);
+    if (message.nbytes() != tensor.nbytes())
+      return Internal("receive from rank ", peer, ": got ", message.nbytes(), " bytes, expected ",
+                      tensor.nbytes());
+    std::memcpy(tensor.raw(), message.raw(), tensor.nbytes());
+    return OkStatus();
+  }
+
+  Status Flush() override { return OkStatus(); }
+
+ private:
+  InProcessHub& hub_;
+  int rank_;
+  StreamType stream_;
+  std::map<std::string, uint64_t> seq_;  // collectives issued per group kind
+};
+
+namespace {
+class InProcessFactory final : public CommFactory {
+ public:
+  InProcessFactory(InProcessHub& hub, int rank) : hub_(hub), rank_(rank) {}
+  StatusOr<std::unique_ptr<StreamComm>> Create(StreamType stream) override {
+    return std::unique_ptr<StreamComm>(std::make_unique<InProcessComm>(hub_, rank_, stream));
+  }
+
+ private:
+  InProcessHub& hub_;
+  int rank_;
+};
+}  // namespace
+
+std::unique_ptr<CommFactory> InProcessHub::FactoryFor(int rank) {
+  return std::make_unique<InProcessFactory>(*this, rank);
+}
+
+void InProcessHub::Abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  abort_reason_ = reason.empty() ? "aborted" : reason;
+  cv_.notify_all();
+}
+
+}  // namespace pw

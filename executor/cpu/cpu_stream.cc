@@ -1,0 +1,61 @@
+#include "executor/cpu/cpu_stream.h"
+
+#include "executor/cpu/cpu_event.h"
+#include "executor/instr.h"
+
+namespace pw::cpu {
+
+CpuStream::CpuStream(StreamType type, StreamComm* comm, const std::string& thread_name)
+    : type_(type), comm_(comm), worker_(thread_name, [this](const Instr* i) { Run(i); }) {}
+
+void CpuStream::Run(const Instr* instr) {
+  bool ok = status_.ok() && !poisoned_;
+  for (Event* e : instr->waits) {
+    auto* event = static_cast<CpuEvent*>(e);
+    event->Wait();
+    ok = ok && !event->poisoned();  // work this depends on failed: skip, report nothing
+  }
+  poisoned_ = !ok;  // later work on this stream may depend on this instruction
+  if (ok) {
+    Status s = ExecuteInstr(*instr);
+    if (!s.ok()) status_ = s.WithContext(instr->where);
+    ok = s.ok();
+  }
+  for (Event* e : instr->records) static_cast<CpuEvent*>(e)->Record(!ok);
+  instr->ReleaseUses();
+}
+
+Status CpuStream::Synchronize() {
+  worker_.Drain();
+  Status status = std::move(status_);
+  status_ = OkStatus();
+  if (status.ok() && poisoned_) status = Aborted("skipped: work it depends on failed");
+  poisoned_ = false;
+  if (comm_ && status.ok()) status = comm_->Flush().WithContext(StreamTypeName(type_));
+  return status;
+}
+
+Status ExecuteInstr(const Instr& instr) {
+  switch (instr.kind) {
+    case Instr::Kind::kKernel:
+      for (ValueSlot* out : instr.outputs)
+        if (!out->tensor.defined()) out->Allocate(*instr.memory);
+      return instr.kernel(const_cast<KernelContext&>(*instr.context));
+    case Instr::Kind::kSend:
+      if (!instr.value->tensor.defined()) return Internal("'", instr.value->name, "' has no value");
+      return instr.comm->Send(instr.peer, instr.tag, instr.value->tensor);
+    case Instr::Kind::kRecv:
+      if (!instr.value->tensor.defined()) instr.value->Allocate(*instr.memory);
+      return instr.comm->Recv(instr.peer, instr.tag, instr.value->tensor);
+    case Instr::Kind::kFetch: {
+      const Tensor& t = instr.value->tensor;
+      if (!t.defined() || t.dtype() != DataType::kFloat32 || t.numel() != 1)
+        return Internal("'", instr.value->name, "' is not an f32 scalar");
+      *instr.fetch_to = static_cast<double>(t.f32()[0]);
+      return OkStatus();
+    }
+  }
+  return Internal("unknown instruction kind");
+}
+
+}  // namespace pw::cpu

@@ -1,0 +1,33 @@
+#pragma once
+// One CPU stream: a worker thread that, for each queued instruction, waits for its
+// events, runs it, records its events and releases its slots.
+
+#include <memory>
+
+#include "executor/backend.h"
+#include "executor/comm/stream_comm.h"
+#include "executor/cpu/stream_worker.h"
+
+namespace pw::cpu {
+
+class CpuStream final : public Stream {
+ public:
+  CpuStream(StreamType type, StreamComm* comm, const std::string& thread_name);
+
+  void Enqueue(const Instr* instr) override { worker_.Push(instr); }
+  Status Synchronize() override;
+
+ private:
+  void Run(const Instr* instr);
+
+  StreamType type_;
+  StreamComm* comm_;       // may be null
+  Status status_;          // worker thread; read by the host after Drain
+  bool poisoned_ = false;  // worker thread: skipping, since work it depends on failed
+  StreamWorker worker_;    // last: its thread starts in the constructor
+};
+
+// Runs one instruction's action (no events, no release).
+Status ExecuteInstr(const Instr& instr);
+
+}  // namespace pw::cpu

@@ -1,0 +1,79 @@
+#pragma once
+// The embedding API: what a framework links (find_package(pipeweave), target
+// pipeweave::executor) to run a planned module as one rank of a job it launches itself.
+//
+//   pw::ExecutorOptions options;
+//   options.rank = rank;                        // of module.mesh.world_size()
+//   options.store = "/shared/run42";            // or "redis://host:6379/run42"; world > 1
+//   auto exec = pw::Executor::Load("gpt_1f1b.pb", options).value();
+//   for (int step = 0; step < steps; ++step) {
+//     for (int mb = 0; mb < exec->num_micro_batches(); ++mb) {
+//       exec->Feed("tokens", mb, tokens[mb]);
+//       exec->Feed("labels", mb, labels[mb]);
+//     }
+//     pw::StepStats stats = exec->Step().value();   // losses per micro-batch (last stage)
+//   }
+//   pw::Tensor w = exec->Fetch("layer0.fc1.w").value();
+//
+// One Executor per process and rank; parameters start from their initializers (or
+// Assign). Errors come back as Status, never as exceptions or aborts.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/interpreter.h"
+#include "ir/module.h"
+#include "ir/status.h"
+#include "ops/tensor.h"
+
+namespace pw {
+
+struct ExecutorOptions {
+  int rank = 0;
+  int micro_batches = 1;  // per step, for a module without a plan
+  std::string store;      // rendezvous for world size > 1: a directory or redis://HOST:PORT
+  std::string hostname = "127.0.0.1";  // the address this rank listens on
+  bool strict_events = false;
+  int blas_threads = 1;             // process-wide OpenBLAS threads; 0 leaves the setting alone
+  std::vector<std::string> inputs;  // fed per micro-batch; default: the module's metadata
+  std::string loss;                 // scalar fetched per micro-batch; default: metadata
+};
+
+class Executor {
+ public:
+  static StatusOr<std::unique_ptr<Executor>> Load(const std::string& path,
+                                                  const ExecutorOptions& options);
+  static StatusOr<std::unique_ptr<Executor>> Create(Module module, const ExecutorOptions& options);
+  ~Executor();
+
+  int rank() const;
+  int world_size() const;
+  int num_micro_batches() const;
+  const std::vector<std::string>& inputs() const { return inputs_; }
+  // Whether this rank computes the loss (the last pipeline stage).
+  bool computes_loss() const;
+
+  // Sets input `var` of local micro-batch `micro_batch` for the next Step.
+  Status Feed(const std::string& var, int micro_batch, Tensor value);
+  // Runs one step over every micro-batch; fed values are consumed.
+  StatusOr<StepStats> Step();
+
+  // Parameters and optimizer state (this rank's shard), by var name.
+  StatusOr<Tensor> Fetch(const std::string& name) const;
+  Status Assign(const std::string& name, const Tensor& value);
+  std::vector<std::string> PersistentNames() const;
+
+ private:
+  struct Comm;
+  Executor() = default;
+
+  std::vector<std::string> inputs_;
+  std::map<std::pair<std::string, int>, Tensor> fed_;
+  std::unique_ptr<Comm> comm_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Interpreter> interp_;
+};
+
+}  // namespace pw

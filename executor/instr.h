@@ -1,0 +1,65 @@
+#pragma once
+// One lowered instruction: what a stream runs. The interpreter lowers a rank's plan into a
+// flat list of these, once; every step replays the list. All lookups (slots, events,
+// kernels, communicators) are resolved at lowering time, so dispatching an instruction is
+// a queue push.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "executor/backend.h"
+#include "executor/memory_tracker.h"
+#include "executor/stream_type.h"
+#include "executor/value_slot.h"
+#include "ops/kernel.h"
+
+namespace pw {
+
+class StreamComm;
+
+struct Instr {
+  enum class Kind : uint8_t {
+    kKernel,  // run op's kernel on `inputs` into `outputs`
+    kSend,    // send `value` to `peer`
+    kRecv,    // receive `value` from `peer`
+    kFetch,   // copy the scalar `value` to `*fetch_to`
+  };
+  Kind kind = Kind::kKernel;
+  StreamType stream = StreamType::kCompute;
+  std::string where;  // "op 3 (matmul) of program 'fwd0' for micro-batch 2", for errors
+
+  std::vector<Event*> waits;     // before running
+  std::vector<Event*> records;   // after running
+  std::vector<ValueSlot*> uses;  // distinct slots read or written, released after running
+
+  // kKernel. `context` points into the slots' tensors, which never move.
+  const Op* op = nullptr;
+  CpuKernel kernel = nullptr;  // set by the backend's Prepare
+  std::optional<KernelContext> context;
+  std::vector<ValueSlot*> outputs;  // allocated before the kernel when still empty
+
+  // kSend / kRecv / kFetch
+  ValueSlot* value = nullptr;
+  int peer = -1;  // global rank
+  uint64_t tag = 0;
+  double* fetch_to = nullptr;
+
+  StreamComm* comm = nullptr;  // the stream's communicator, when it has one
+  MemoryTracker* memory = nullptr;
+
+  // Host side, before queueing: inputs fed from outside bind these slots.
+  struct Feed {
+    ValueSlot* slot;
+    std::string var;
+  };
+  std::vector<Feed> feeds;
+  int micro_batch = -1;  // of the job (-1 for step-level work)
+
+  void ReleaseUses() const {
+    for (ValueSlot* slot : uses) slot->Release(*memory);
+  }
+};
+
+}  // namespace pw

@@ -1,0 +1,128 @@
+#include "executor/interpreter.h"
+
+#include <chrono>
+#include <limits>
+
+#include "executor/initializer.h"
+#include "executor/instr.h"
+#include "executor/plan_check.h"
+#include "executor/sequential_plan.h"
+
+namespace pw {
+
+StatusOr<std::unique_ptr<Interpreter>> Interpreter::Create(Module module, int rank,
+                                                           Backend& backend,
+                                                           InterpreterOptions options) {
+  if (module.plan.empty()) {
+    PW_ASSIGN_OR_RETURN(module, WithSequentialPlan(module, options.micro_batches));
+  }
+  PW_RETURN_IF_ERROR(CheckPlan(module));
+  std::unique_ptr<Interpreter> interp(new Interpreter(std::move(module), rank, backend));
+  PW_ASSIGN_OR_RETURN(interp->plan_, LowerRankPlan(interp->module_, rank, backend, interp->memory_,
+                                                   options.lowering));
+  for (StreamType type : interp->plan_->streams) {
+    PW_ASSIGN_OR_RETURN(interp->streams_[StreamIndex(type)], backend.GetStream(type));
+  }
+  return interp;
+}
+
+Status Interpreter::InitializeParameters() {
+  int mp_rank = layout_.Coord(rank_).mp;
+  for (auto& [name, slot] : plan_->persistent) {
+    PW_ASSIGN_OR_RETURN(Tensor t,
+                        MaterializeVar(ShardForRank(plan_->persistent_decls.at(name), mp_rank)));
+    PW_RETURN_IF_ERROR(SetPersistent(name, std::move(t)));
+  }
+  return OkStatus();
+}
+
+const Tensor* Interpreter::FindPersistent(const std::string& name) const {
+  auto it = plan_->persistent.find(name);
+  return it == plan_->persistent.end() || !it->second->tensor.defined() ? nullptr
+                                                                        : &it->second->tensor;
+}
+
+Status Interpreter::SetPersistent(const std::string& name, Tensor value) {
+  auto it = plan_->persistent.find(name);
+  if (it == plan_->persistent.end())
+    return NotFound("rank ", rank_, " holds no persistable var '", name, "'");
+  ValueSlot& slot = *it->second;
+  if (value.dtype() != slot.dtype || value.shape() != slot.shape)
+    return InvalidArgument("'", name, "' is ", DataTypeName(slot.dtype), " ",
+                           ShapeToString(slot.shape), ", got ", DataTypeName(value.dtype()), " ",
+                           ShapeToString(value.shape()));
+  if (slot.tensor.defined()) memory_.Free(slot.tensor.nbytes());
+  slot.Bind(std::move(value), memory_);
+  return OkStatus();
+}
+
+std::vector<std::string> Interpreter::PersistentNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, slot] : plan_->persistent) names.push_back(name);
+  return names;
+}
+
+// Between steps no stream runs, so plain writes are safe. Values a failed step left
+// behind are dropped here.
+void Interpreter::ResetForStep() {
+  for (ValueSlot& slot : plan_->slots) {
+    if (!slot.persistent && slot.tensor.defined()) {
+      memory_.Free(slot.tensor.nbytes());
+      slot.tensor = Tensor();
+    }
+    slot.pending.store(slot.uses_per_step, std::memory_order_relaxed);
+  }
+  for (auto& e : plan_->events) e->Reset();
+  for (ValueSlot* acc : plan_->accumulators)
+    if (acc->uses_per_step > 0) acc->Allocate(memory_);
+  plan_->losses.assign(plan_->losses.size(), std::numeric_limits<double>::quiet_NaN());
+  memory_.ResetPeak();
+}
+
+// The first real failure; streams that only skipped work because of it report kAborted.
+Status Interpreter::Synchronize() {
+  Status first, skipped;
+  for (Stream* s : streams_) {
+    if (!s) continue;
+    Status st = s->Synchronize();
+    Status& slot = st.code() == StatusCode::kAborted ? skipped : first;
+    if (slot.ok() && !st.ok()) slot = st;
+  }
+  return first.ok() ? skipped : first;
+}
+
+StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
+  ResetForStep();
+  auto start = std::chrono::steady_clock::now();
+  Status status;
+  for (const Instr& instr : plan_->instrs) {
+    for (const Instr::Feed& f : instr.feeds) {
+      StatusOr<Tensor> value = feed ? feed(f.var, instr.micro_batch)
+                                    : StatusOr<Tensor>(NotFound("no feed for '", f.var, "'"));
+      if (value.ok() && (value->dtype() != f.slot->dtype || value->shape() != f.slot->shape))
+        value = InvalidArgument("feed '", f.var, "' must be ", DataTypeName(f.slot->dtype), " ",
+                                ShapeToString(f.slot->shape), ", got ",
+                                DataTypeName(value->dtype()), " ", ShapeToString(value->shape()));
+      if (!value.ok()) {
+        status = value.status().WithContext(StrCat("micro-batch ", instr.micro_batch));
+        break;
+      }
+      f.slot->Bind(std::move(value).value(), memory_);
+    }
+    if (!status.ok()) break;
+    streams_[StreamIndex(instr.stream)]->Enqueue(&instr);
+  }
+  // Every queued wait names an event queued before it, so the streams always drain.
+  Status synced = Synchronize();
+  if (status.ok()) status = synced;
+  if (!status.ok()) return status.WithContext(StrCat("rank ", rank_));
+
+  StepStats stats;
+  stats.step_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  stats.peak_bytes = memory_.peak();
+  if (plan_->computes_loss) stats.losses = plan_->losses;
+  return stats;
+}
+
+}  // namespace pw

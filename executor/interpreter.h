@@ -1,0 +1,75 @@
+#pragma once
+// Runs one rank's part of a plan, step after step. The host thread walks the lowered
+// instructions in plan order and queues each on its stream; streams run in order and
+// wait only on events; the step ends when every stream has drained.
+//
+//   Interpreter interp = *Interpreter::Create(module, rank, backend, options);
+//   interp->InitializeParameters();
+//   for (step ...) interp->RunStep(feed);   // feed(var, micro_batch) -> Tensor
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/backend.h"
+#include "executor/lowering.h"
+#include "executor/memory_tracker.h"
+#include "executor/rank_layout.h"
+#include "ir/module.h"
+#include "ir/status.h"
+
+namespace pw {
+
+struct InterpreterOptions {
+  LoweringOptions lowering;
+  // Micro-batches per step when the module has no plan (it then runs as one stage).
+  int micro_batches = 1;
+};
+
+struct StepStats {
+  std::vector<double> losses;  // per local micro-batch; empty when this rank has no loss
+  double step_ms = 0;
+  int64_t peak_bytes = 0;  // most tensor bytes held at once during the step
+};
+
+class Interpreter {
+ public:
+  // Tensor of `var` for local micro-batch `micro_batch` of the current step.
+  using FeedFn = std::function<StatusOr<Tensor>(const std::string& var, int micro_batch)>;
+
+  // Lowers the plan (checking it first); errors name the job, op or var.
+  static StatusOr<std::unique_ptr<Interpreter>> Create(Module module, int rank, Backend& backend,
+                                                       InterpreterOptions options);
+
+  // Materialises every persistable var from its initializer (this rank's mp shard).
+  Status InitializeParameters();
+  StatusOr<StepStats> RunStep(const FeedFn& feed);
+
+  const Module& module() const { return module_; }
+  const LoweredPlan& lowered() const { return *plan_; }
+  const RankLayout& layout() const { return layout_; }
+  int rank() const { return rank_; }
+  MemoryTracker& memory() { return memory_; }
+
+  // Parameters and optimizer state, read or replaced between steps.
+  const Tensor* FindPersistent(const std::string& name) const;
+  Status SetPersistent(const std::string& name, Tensor value);
+  std::vector<std::string> PersistentNames() const;
+
+ private:
+  Interpreter(Module module, int rank, Backend& backend)
+      : module_(std::move(module)), rank_(rank), layout_(module_.mesh), backend_(backend) {}
+  Status Synchronize();
+  void ResetForStep();
+
+  Module module_;
+  int rank_;
+  RankLayout layout_;
+  Backend& backend_;
+  MemoryTracker memory_;
+  std::unique_ptr<LoweredPlan> plan_;
+  std::array<Stream*, kNumStreamTypes> streams_{};
+};
+
+}  // namespace pw

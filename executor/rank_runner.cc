@@ -1,0 +1,52 @@
+#include "executor/rank_runner.h"
+
+#include <map>
+
+#include "executor/cpu/cpu_backend.h"
+#include "executor/interpreter.h"
+#include "executor/tensor_file.h"
+
+namespace pw {
+
+Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& options) {
+  cpu::CpuBackendOptions backend_options;
+  backend_options.comm = comm;
+  backend_options.thread_prefix = StrCat("pw", options.rank);
+  cpu::CpuBackend backend(backend_options);
+
+  InterpreterOptions interp_options;
+  interp_options.micro_batches = options.micro_batches;
+  interp_options.lowering.feeds = ModuleInputs(module);
+  interp_options.lowering.loss = ModuleLoss(module);
+  interp_options.lowering.strict_events = options.strict_events;
+  PW_ASSIGN_OR_RETURN(auto interp,
+                      Interpreter::Create(module, options.rank, backend, interp_options));
+  PW_RETURN_IF_ERROR(interp->InitializeParameters());
+
+  const RankCoord coord = interp->layout().Coord(options.rank);
+  const int micro_batches = interp->lowered().num_micro_batches;
+  PW_ASSIGN_OR_RETURN(auto feed,
+                      TrainingFeed::Open(interp->module(), coord.dp, micro_batches, options.data));
+  for (int64_t step = 0; step < options.steps; ++step) {
+    feed->set_step(step);
+    PW_ASSIGN_OR_RETURN(StepStats stats, interp->RunStep(feed->fn()));
+    RankStepReport report;
+    report.rank = options.rank;
+    report.step = step;
+    report.step_ms = stats.step_ms;
+    report.peak_bytes = stats.peak_bytes;
+    if (!stats.losses.empty() && coord.mp == 0) {
+      for (double loss : stats.losses) report.loss_sum += loss;
+      report.loss_count = static_cast<int>(stats.losses.size());
+    }
+    if (options.on_step) options.on_step(report);
+  }
+  std::map<std::string, Tensor> params;
+  for (const std::string& name : interp->PersistentNames())
+    if (const Tensor* t = interp->FindPersistent(name)) params[name] = *t;
+  if (!options.save_params.empty()) PW_RETURN_IF_ERROR(SaveTensors(options.save_params, params));
+  if (options.final_params) *options.final_params = std::move(params);
+  return OkStatus();
+}
+
+}  // namespace pw

@@ -1,0 +1,43 @@
+#pragma once
+// Trains one rank of a module for a number of steps: parameters from their initializers,
+// tokens from TrainingData, the rank's part of the plan on the CPU backend. Used by rank
+// processes (with Gloo) and by tests that run ranks as threads (in-process transport).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "executor/comm/stream_comm.h"
+#include "executor/training_feed.h"
+#include "ir/module.h"
+#include "ir/status.h"
+#include "ops/tensor.h"
+
+namespace pw {
+
+struct RankStepReport {
+  int rank = 0;
+  int64_t step = 0;     // 0-based
+  double loss_sum = 0;  // over this rank's micro-batches, in order (reporting ranks only)
+  int loss_count = 0;   // 0: this rank does not report the loss
+  double step_ms = 0;
+  int64_t peak_bytes = 0;
+};
+
+struct RankRunOptions {
+  int rank = 0;
+  int64_t steps = 1;
+  int micro_batches = 1;  // for a module without a plan
+  TrainingFeedOptions data;
+  bool strict_events = false;
+  std::string save_params;  // file for this rank's persistable vars after the last step
+  std::map<std::string, Tensor>* final_params = nullptr;  // filled after the last step
+  std::function<void(const RankStepReport&)> on_step;
+};
+
+// `comm` (not owned) may be null for a world of one. A rank reports the loss when it
+// computes it and is mp rank 0, so summing reports over ranks counts every micro-batch once.
+Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& options);
+
+}  // namespace pw

@@ -1,0 +1,75 @@
+// Alpha-beta fits and the communication fall-backs.
+
+#include "cost_model/comm_model.h"
+
+#include <gtest/gtest.h>
+
+namespace pw::cost {
+namespace {
+
+TEST(CommModel, FitRecoversAlphaAndBeta) {
+  std::vector<CommSampleValue> samples;
+  for (double bytes : {1e3, 1e4, 1e5, 1e6}) samples.push_back({bytes, 20e-6 + bytes * 1e-9, 0});
+  CommFit fit = FitCommSamples("all_reduce", 2, samples);
+  EXPECT_NEAR(fit.alpha(), 20e-6, 1e-12);
+  EXPECT_NEAR(fit.beta(), 1e-9, 1e-15);
+  EXPECT_NEAR(fit.residual(), 0, 1e-9);
+  EXPECT_EQ(fit.samples_size(), 4);
+}
+
+TEST(CommModel, ResidualReportsTheMisfit) {
+  CommFit fit = FitCommSamples("send_recv", 2, {{1e3, 10e-6, 0}, {1e4, 30e-6, 0}, {1e5, 20e-6, 0}});
+  EXPECT_GT(fit.residual(), 0.1);
+  EXPECT_GE(fit.alpha(), 0);
+  EXPECT_GE(fit.beta(), 0);
+}
+
+TEST(CommModel, UsesFitsThenScalesToOtherGroupSizes) {
+  DeviceSpec d = *BuiltinDeviceSpec("cpu");
+  CommFit two = FitCommSamples("all_reduce", 2, {{1e3, 21e-6, 0}, {1e6, 1.02e-3, 0}});
+  CommModel m(d, {two});
+  CommEstimate e = m.Time(CommKind::kAllReduce, 1e6, 2, false);
+  EXPECT_TRUE(e.from_fit);
+  EXPECT_NEAR(e.seconds, 1.02e-3, 1e-9);
+  // Four ranks: 3x the latency steps, 1.5x the bytes per rank (ring).
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e6, 4, false).seconds,
+              3 * two.alpha() + 1.5 * two.beta() * 1e6, 1e-12);
+  EXPECT_EQ(m.Time(CommKind::kAllReduce, 1e6, 1, false).seconds, 0);
+}
+
+TEST(CommModel, FallsBackToTheDeviceLinks) {
+  DeviceSpec d = *BuiltinDeviceSpec("h100");
+  CommModel m(d, {});
+  CommEstimate p2p = m.Time(CommKind::kSendRecv, 450e6, 2, false);
+  EXPECT_FALSE(p2p.from_fit);
+  EXPECT_NEAR(p2p.seconds, d.intra_node_latency() + 1e-3, 1e-9);
+  CommEstimate ring = m.Time(CommKind::kAllReduce, 8e6, 8, true);
+  EXPECT_NEAR(ring.seconds,
+              14 * d.inter_node_latency() + 2.0 * 7 / 8 * 8e6 / d.inter_node_bandwidth(), 1e-12);
+}
+
+TEST(CommModel, InterpolatesMeasuredSizesAndUsesTheirMeans) {
+  // A step function no alpha-beta line fits: measured sizes are priced as measured.
+  CommFit fit = FitCommSamples(
+      "send_recv", 2, {{4096, 50e-6, 0, 60e-6}, {8192, 2e-3, 0, 2e-3}, {65536, 2.1e-3, 0, 2.2e-3}});
+  CommModel m(*BuiltinDeviceSpec("cpu"), {fit});
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 4096, 2, false).seconds, 60e-6, 1e-12);  // the mean
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 8192, 2, false).seconds, 2e-3, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 6144, 2, false).seconds, (60e-6 + 2e-3) / 2, 1e-12);
+  // Beyond the samples: the fit's line.
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 1e6, 2, false).seconds, fit.alpha() + fit.beta() * 1e6,
+              1e-12);
+}
+
+TEST(CommModel, PricesUnderTheLoadItMeets) {
+  CommFit idle = FitCommSamples("all_reduce", 2, {{1e3, 4e-3, 0}, {1e5, 4e-3, 0}}, 0);
+  CommFit busy = FitCommSamples("all_reduce", 2, {{1e3, 0.2e-3, 0}, {1e5, 0.2e-3, 0}}, 2);
+  CommModel m(*BuiltinDeviceSpec("cpu"), {idle, busy});
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 0).seconds, 4e-3, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 2).seconds, 0.2e-3, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 1).seconds, 2.1e-3, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 5).seconds, 0.2e-3, 1e-12);  // beyond
+}
+
+}  // namespace
+}  // namespace pw::cost

@@ -1,0 +1,198 @@
+// The estimator's three paths on made-up tables: exact hit, interpolation over the op
+// type's points by work, roofline; and the errors for mismatched or bad inputs.
+
+#include "cost_model/estimator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cost_model/cache_state.h"
+
+namespace pw::cost {
+namespace {
+
+// 1 GFLOP/s and 1 GB/s with no efficiency loss: the work of a point is flops / 1e9 (or
+// bytes / 1e9), which keeps the expected numbers readable.
+DeviceSpec SimpleDevice(const std::string& name = "cpu") {
+  DeviceSpec d = *BuiltinDeviceSpec("cpu");
+  d.set_name(name);
+  d.mutable_peak_flops(0)->set_flops_per_s(1e9);
+  d.set_memory_bandwidth(1e9);
+  d.set_flops_efficiency(1);
+  d.set_bandwidth_efficiency(1);
+  d.set_min_kernel_time(0);
+  return d;
+}
+
+OpCostEntry Point(const std::string& variant, double flops, double seconds) {
+  OpCostEntry e;
+  e.set_op_type("matmul");
+  e.set_key(StrCat("matmul(X:f32[", flops, "])", variant));
+  e.set_median(seconds);
+  e.set_repeats(10);
+  e.set_flops(flops);
+  e.set_bytes(0);
+  return e;
+}
+
+OpSignature Query(double flops, const std::string& variant = "trans_x=0") {
+  OpSignature s;
+  s.op_type = "matmul";
+  s.variant = variant;
+  s.key = StrCat("matmul(query ", flops, ")", variant);
+  s.flops = flops;
+  s.bytes = 0;
+  return s;
+}
+
+std::shared_ptr<Estimator> MakeEstimator(OpCostTable table) {
+  table.set_device("cpu");
+  auto e = Estimator::Create(SimpleDevice(), std::move(table));
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return *e;
+}
+
+TEST(Estimator, PricesAnExactHitWithItsMeanWhenMeasured) {
+  OpCostTable t;
+  OpCostEntry e = Point("trans_x=0", 1e6, 2e-3);
+  e.set_mean(2.5e-3);
+  t.Add(e);
+  auto est = MakeEstimator(t);
+  OpSignature q = Query(1e6);
+  q.key = e.key();
+  EXPECT_DOUBLE_EQ(est->OpTime(q).seconds, 2.5e-3);
+}
+
+TEST(Estimator, ExactHitComesFromTheTable) {
+  OpCostTable t;
+  t.Add(Point("trans_x=0", 1e6, 2e-3));
+  auto est = MakeEstimator(t);
+  OpSignature q = Query(1e6);
+  q.key = t.proto().entries(0).key();
+  Estimate e = est->OpTime(q);
+  EXPECT_EQ(e.path, EstimatePath::kTable);
+  EXPECT_DOUBLE_EQ(e.seconds, 2e-3);
+}
+
+TEST(Estimator, InterpolatesBetweenPointsOfTheOpType) {
+  OpCostTable t;
+  t.Add(Point("trans_x=0", 1e6, 2e-3));
+  t.Add(Point("trans_x=0", 4e6, 8e-3));
+  auto est = MakeEstimator(t);
+  Estimate mid = est->OpTime(Query(2e6));
+  EXPECT_EQ(mid.path, EstimatePath::kInterpolated);
+  EXPECT_NEAR(mid.seconds, 4e-3, 1e-12);                       // time proportional to work: exact
+  EXPECT_NEAR(est->OpTime(Query(8e6)).seconds, 16e-3, 1e-12);  // beyond: along the slope
+  EXPECT_NEAR(est->OpTime(Query(5e5)).seconds, 1e-3, 1e-12);   // below
+}
+
+TEST(Estimator, InterpolatesInLogLogWithClampedExtrapolation) {
+  OpCostTable t;
+  t.Add(Point("trans_x=0", 1e6, 1e-3));
+  t.Add(Point("trans_x=0", 1e8, 1e-2));  // time grows as work^0.5
+  auto est = MakeEstimator(t);
+  EXPECT_NEAR(est->OpTime(Query(1e7)).seconds, std::sqrt(1e-3 * 1e-2), 1e-12);
+  // A fixed overhead: a flat segment extrapolates flat, never below the measurements.
+  OpCostTable flat;
+  flat.Add(Point("trans_x=0", 1e3, 5e-6));
+  flat.Add(Point("trans_x=0", 1e4, 5e-6));
+  EXPECT_NEAR(MakeEstimator(flat)->OpTime(Query(10)).seconds, 5e-6, 1e-15);
+}
+
+TEST(Estimator, PrefersPointsWithTheSameAttributes) {
+  OpCostTable t;
+  t.Add(Point("trans_x=0", 1e6, 1e-3));
+  t.Add(Point("trans_x=0", 4e6, 4e-3));
+  t.Add(Point("trans_x=1", 1e6, 3e-3));
+  t.Add(Point("trans_x=1", 4e6, 12e-3));
+  auto est = MakeEstimator(t);
+  EXPECT_NEAR(est->OpTime(Query(2e6, "trans_x=1")).seconds, 6e-3, 1e-12);
+  EXPECT_NEAR(est->OpTime(Query(2e6, "trans_x=0")).seconds, 2e-3, 1e-12);
+}
+
+TEST(Estimator, FallsBackToTheRooflineWithoutPoints) {
+  auto est = MakeEstimator(OpCostTable());
+  OpSignature q = Query(3e6);
+  q.bytes = 1e6;
+  Estimate e = est->OpTime(q);
+  EXPECT_EQ(e.path, EstimatePath::kRoofline);
+  EXPECT_NEAR(e.seconds, 3e-3, 1e-12);  // compute-bound: 3e6 / 1e9
+  q.bytes = 5e6;
+  q.key += "b";
+  EXPECT_NEAR(est->OpTime(q).seconds, 5e-3, 1e-12);  // memory-bound
+  // Another op type's points do not count.
+  q.op_type = "gelu";
+  q.key += "g";
+  OpCostTable t;
+  t.Add(Point("", 1e6, 1.0));
+  EXPECT_EQ(MakeEstimator(t)->OpTime(q).path, EstimatePath::kRoofline);
+}
+
+TEST(Estimator, BuiltinGpuRooflineUsesDataSheetPeaks) {
+  auto est = Estimator::Create(*BuiltinDeviceSpec("h100"), OpCostTable());
+  ASSERT_TRUE(est.ok());
+  OpSignature q = Query(67e12 * 0.7);  // one second of f32 at 70 % of peak
+  q.dtype = DataType::kFloat32;
+  EXPECT_NEAR((*est)->OpTime(q).seconds, 1.0, 1e-9);
+  q.dtype = DataType::kBFloat16;
+  q.key += "bf16";
+  EXPECT_NEAR((*est)->OpTime(q).seconds, 67.0 / 989.4, 1e-9);
+}
+
+TEST(Estimator, RefusesATableOfAnotherDevice) {
+  OpCostTable t;
+  t.set_device("cpu");
+  t.Add(Point("", 1e6, 1e-3));
+  auto est = Estimator::Create(*BuiltinDeviceSpec("h100"), t);
+  ASSERT_FALSE(est.ok());
+  EXPECT_NE(est.status().message().find("measured on device 'cpu'"), std::string::npos)
+      << est.status().message();
+  t.set_device("h100");  // an alias of h100-sxm is the same device
+  EXPECT_TRUE(Estimator::Create(*BuiltinDeviceSpec("h100-sxm"), t).ok());
+}
+
+TEST(DeviceSpec, ThreadRateSharesTheCores) {
+  DeviceSpec d = SimpleDevice();
+  d.set_cores_per_node(2);
+  EXPECT_DOUBLE_EQ(ThreadRate(d, 1), 1.0);  // a machine of our own
+  EXPECT_DOUBLE_EQ(ThreadRate(d, 3), 2.0 / 3);
+  d.add_thread_rate(0.9);  // measured beside other users' threads
+  d.add_thread_rate(0.6);
+  EXPECT_DOUBLE_EQ(ThreadRate(d, 1), 0.9);
+  EXPECT_DOUBLE_EQ(ThreadRate(d, 1.5), 0.75);
+  EXPECT_DOUBLE_EQ(ThreadRate(d, 2), 0.6);
+  EXPECT_DOUBLE_EQ(ThreadRate(d, 4), 0.3);  // four threads share what two got
+  d.set_cores_per_node(0);
+  EXPECT_DOUBLE_EQ(ThreadRate(d, 4), 1.0);  // GPUs: every rank its own device
+  d.set_cores_per_node(2);
+  d.add_thread_rate(1.5);
+  EXPECT_FALSE(ValidateDeviceSpec(d).ok());
+}
+
+TEST(CacheState, ParsesAndPicksByPersistentBytes) {
+  EXPECT_EQ(*ParseCacheState("dram"), CacheState::kDram);
+  EXPECT_FALSE(ParseCacheState("l4").ok());
+  CacheSizes sizes;
+  sizes.l3 = 32 << 20;
+  EXPECT_EQ(CacheStateFor(4 << 20, sizes), CacheState::kL3);
+  EXPECT_EQ(CacheStateFor(100 << 20, sizes), CacheState::kL3);
+  EXPECT_EQ(CacheStateFor(int64_t{2} << 30, sizes), CacheState::kDram);
+}
+
+TEST(DeviceSpec, ValidationNamesTheBadField) {
+  DeviceSpec d = SimpleDevice();
+  d.set_memory_bandwidth(-5);
+  Status s = ValidateDeviceSpec(d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("memory_bandwidth"), std::string::npos) << s.message();
+  d = SimpleDevice();
+  d.clear_peak_flops();
+  EXPECT_FALSE(ValidateDeviceSpec(d).ok());
+  EXPECT_FALSE(ResolveDeviceSpec("tpu").ok());
+  for (const std::string& name : BuiltinDeviceNames())
+    EXPECT_TRUE(ValidateDeviceSpec(*BuiltinDeviceSpec(name)).ok()) << name;
+}
+
+}  // namespace
+}  // namespace pw::cost

@@ -1,0 +1,108 @@
+// The profiler: distinct signatures of a module (its ops and what the executor adds) and
+// real measurements of them on the CPU kernels.
+
+#include "cost_model/profiler.h"
+
+#include <gtest/gtest.h>
+
+#include "ops/registry.h"
+
+namespace pw::cost {
+namespace {
+
+Var V(const std::string& name, Shape shape, bool persistable = false) {
+  Var v;
+  v.name = name;
+  v.shape = std::move(shape);
+  v.persistable = persistable;
+  v.is_parameter = persistable;
+  return v;
+}
+
+Op MatMul(const std::string& x, const std::string& y, const std::string& out) {
+  Op op;
+  op.type = "matmul";
+  op.SetInput("X", {x}).SetInput("Y", {y}).SetOutput("Out", {out});
+  return op;
+}
+
+// Two matmuls of the same shapes (one signature), a gelu, and an sgd step on w whose
+// gradient the executor accumulates and scales.
+Module SmallModule() {
+  Program p("main");
+  for (Var v : {V("x", {4, 16}), V("w", {16, 16}, true), V("h", {4, 16}), V("z", {4, 16}),
+                V("k", {4, 16}), V("w@GRAD", {16, 16})})
+    p.AddVar(v);
+  p.AddOp(MatMul("x", "w", "h"));
+  p.AddOp(MatMul("h", "w", "z"));
+  Op gelu;
+  gelu.type = "gelu";
+  gelu.SetInput("X", {"z"}).SetOutput("Out", {"k"});
+  p.AddOp(gelu);
+  Op grad;
+  grad.type = "matmul_weight_grad";
+  grad.role = OpRole::kBackward;
+  grad.SetInput("X", {"x"}).SetInput("Out@GRAD", {"k"}).SetOutput("Y@GRAD", {"w@GRAD"});
+  p.AddOp(grad);
+  Op sgd;
+  sgd.type = "sgd";
+  sgd.role = OpRole::kOptimize;
+  sgd.SetInput("Param", {"w"}).SetInput("Grad", {"w@GRAD"}).SetOutput("ParamOut", {"w"});
+  sgd.SetAttr("lr", 0.1);
+  p.AddOp(sgd);
+  Module m;
+  m.AddProgram(std::move(p));
+  return m;
+}
+
+TEST(Profiler, FindsEachDistinctSignatureOnceWithTheExecutorsWork) {
+  auto ops = DistinctOps(SmallModule(), ops::Registry());
+  ASSERT_TRUE(ops.ok()) << ops.status().message();
+  std::vector<std::string> types;
+  for (const CostedOp& c : *ops) types.push_back(c.op.type);
+  // matmul once; the gradient's accumulation (add) and scaling (scale) added.
+  EXPECT_EQ(types, (std::vector<std::string>{"matmul", "gelu", "matmul_weight_grad", "sgd", "add",
+                                             "scale"}));
+  EXPECT_EQ((*ops)[0].sig.key, "matmul(X:f32[4,16];Y:f32[16,16])");
+  EXPECT_DOUBLE_EQ((*ops)[0].sig.flops, 2.0 * 4 * 16 * 16);
+}
+
+TEST(Profiler, MeasuresEverySignature) {
+  auto ops = DistinctOps(SmallModule(), ops::Registry());
+  ASSERT_TRUE(ops.ok()) << ops.status().message();
+  ProfileOptions options;
+  options.warmup = 1;
+  options.repeats = 5;
+  options.min_seconds = 0;
+  options.measure_device = false;
+  size_t calls = 0;
+  options.progress = [&](size_t done, size_t total, const std::string&) {
+    ++calls;
+    EXPECT_LE(done, total);
+  };
+  auto result = ProfileOps(*ops, options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(calls, ops->size());
+  EXPECT_TRUE(result->skipped.empty());
+  ASSERT_EQ(result->table.size(), ops->size());
+  for (const OpCostEntry& e : result->table.proto().entries()) {
+    EXPECT_GT(e.median(), 0) << e.key();
+    EXPECT_LE(e.min(), e.median()) << e.key();
+    EXPECT_GE(e.max(), e.median()) << e.key();
+    EXPECT_EQ(e.repeats(), 5) << e.key();
+  }
+  EXPECT_EQ(result->table.device(), "cpu");
+  // The table is a valid one.
+  EXPECT_TRUE(OpCostTable::FromProto(result->table.proto()).ok());
+}
+
+TEST(Profiler, SummarizeGivesMedianAndInterQuartileRange) {
+  SampleStats s = Summarize({5, 1, 4, 2, 3});
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.spread, 2);  // 4 - 2
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+}
+
+}  // namespace
+}  // namespace pw::cost

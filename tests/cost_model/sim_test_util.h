@@ -1,0 +1,114 @@
+#pragma once
+// Hand-built modules and plans for the simulator tests. Costs are made easy to read: a
+// `scale` op whose input has shape [k] costs k milliseconds (the test table says so), and
+// a two-rank all-reduce or a transfer costs what the test device's links give.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cost_model/estimator.h"
+#include "cost_model/simulator.h"
+#include "ir/module.h"
+#include "ops/registry.h"
+
+namespace pw::cost::testing {
+
+inline Var F32(const std::string& name, int64_t n, bool persistable = false) {
+  Var v;
+  v.name = name;
+  v.shape = {n};
+  v.persistable = persistable;
+  return v;
+}
+
+// A scale op X -> Out on `stream`.
+inline Op Scale(const std::string& x, const std::string& out, const std::string& stream = "",
+                std::vector<std::string> waits = {}, std::vector<std::string> records = {}) {
+  Op op;
+  op.type = "scale";
+  op.SetInput("X", {x}).SetOutput("Out", {out});
+  op.stream = stream;
+  op.wait_events = std::move(waits);
+  op.record_events = std::move(records);
+  return op;
+}
+
+inline Op AllReduce(const std::string& x, const std::string& group,
+                    const std::string& stream = "") {
+  Op op;
+  op.type = "c_allreduce_sum";
+  op.SetInput("X", {x}).SetOutput("Out", {x}).SetAttr("group", group);
+  op.stream = stream;
+  return op;
+}
+
+inline Program MakeProgram(const std::string& name, const std::string& kind, int stage,
+                           std::vector<Var> vars, std::vector<Op> ops) {
+  Program p(name);
+  p.info().kind = kind;
+  p.info().stage = stage;
+  for (Var& v : vars) p.AddVar(std::move(v));
+  for (Op& op : ops) {
+    op.stage = stage;
+    p.AddOp(std::move(op));
+  }
+  return p;
+}
+
+inline Job MakeJob(JobKind kind, int stage, int mb, const std::string& program, int peer = -1) {
+  Job j;
+  j.kind = kind;
+  j.stage = stage;
+  j.micro_batch = mb;
+  j.program = program;
+  j.peer = peer;
+  return j;
+}
+
+// No overheads, no core sharing, no overlap slowdown; links: 0.5 ms latency, unlimited
+// bandwidth (a transfer costs 0.5 ms, a two-rank ring all-reduce 1 ms).
+inline DeviceSpec TestDevice() {
+  DeviceSpec d = *BuiltinDeviceSpec("cpu");
+  d.set_name("test");
+  d.set_launch_overhead(0);
+  d.set_op_overhead(0);
+  d.set_busy_wake_latency(0);
+  d.set_event_latency(0);
+  d.set_min_kernel_time(0);
+  d.set_cores_per_node(0);
+  d.set_overlap_slowdown(0);
+  d.set_intra_node_latency(0.5e-3);
+  d.set_intra_node_bandwidth(1e30);
+  d.set_inter_node_bandwidth(1e30);
+  return d;
+}
+
+// A table giving every scale op of `module` dim-0 milliseconds.
+inline std::shared_ptr<Estimator> ScaleCostEstimator(const Module& module,
+                                                     DeviceSpec device = TestDevice()) {
+  OpCostTable table;
+  table.set_device(device.name());
+  for (const Program& p : module.programs())
+    for (const Op& op : p.ops()) {
+      if (op.type != "scale") continue;
+      auto sig =
+          SignatureOf(op, ops::Registry(), [&](const std::string& v) { return p.FindVar(v); });
+      if (!sig.ok()) continue;
+      OpCostEntry e;
+      e.set_op_type("scale");
+      e.set_key(sig->key);
+      e.set_median(static_cast<double>(sig->inputs[0].shape[0]) * 1e-3);
+      e.set_repeats(1);
+      table.Add(e);
+    }
+  return *Estimator::Create(std::move(device), std::move(table));
+}
+
+inline StatusOr<SimResult> SimulateModule(const Module& module, SimGraph* graph = nullptr,
+                                          SimOptions options = {}) {
+  Simulator sim(ScaleCostEstimator(module), ops::Registry(), options);
+  return sim.Run(module, graph);
+}
+
+}  // namespace pw::cost::testing

@@ -1,0 +1,204 @@
+// The simulation engine on hand-made instruction graphs: sharing cores between ranks, the
+// slowdown of compute beside communication, and deadlocks.
+
+#include <gtest/gtest.h>
+
+#include "sim_test_util.h"
+
+namespace pw::cost {
+namespace {
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int world) {
+    g_.world_size = world;
+    g_.num_micro_batches = 1;
+    g_.rank_order.resize(world);
+    g_.job_names.assign(world, {"job"});
+  }
+  int Add(int rank, SimStream stream, InstrKind kind, double seconds, std::vector<int> deps = {}) {
+    SimInstr in;
+    in.rank = rank;
+    in.stream = stream;
+    in.kind = kind;
+    in.seconds = seconds;
+    in.deps = std::move(deps);
+    in.name = "op" + std::to_string(g_.instrs.size());
+    in.job = 0;
+    g_.instrs.push_back(in);
+    int id = static_cast<int>(g_.instrs.size()) - 1;
+    g_.rank_order[rank].push_back(id);
+    return id;
+  }
+  int Compute(int rank, double s, std::vector<int> deps = {}) {
+    return Add(rank, SimStream::kCompute, InstrKind::kCompute, s, std::move(deps));
+  }
+  // A transfer from `from` to `to` taking `s`; returns {send, recv}.
+  std::pair<int, int> Transfer(int from, int to, double s, std::vector<int> send_deps = {},
+                               std::vector<int> recv_deps = {}) {
+    int send = Add(from, SimStream::kPpSend, InstrKind::kSend, s, std::move(send_deps));
+    int recv = Add(to, SimStream::kPpRecv, InstrKind::kRecv, s, std::move(recv_deps));
+    g_.instrs[send].partner = recv;
+    g_.instrs[recv].partner = send;
+    return {send, recv};
+  }
+  SimGraph& graph() { return g_; }
+
+ private:
+  SimGraph g_;
+};
+
+DeviceSpec Cores(int cores, double slowdown = 0, double comm_threads = 0) {
+  DeviceSpec d = testing::TestDevice();
+  d.set_cores_per_node(cores);
+  d.set_overlap_slowdown(slowdown);
+  d.set_comm_threads(comm_threads);
+  return d;
+}
+
+TEST(SimulatorEngine, RanksShareTheCoresOfANode) {
+  GraphBuilder b(2);
+  b.Compute(0, 1.0);
+  b.Compute(1, 1.0);
+  auto shared = Simulate(b.graph(), Cores(1));
+  ASSERT_TRUE(shared.ok());
+  EXPECT_NEAR(shared->step_time, 2.0, 1e-9);  // two runnable threads on one core
+  auto own = Simulate(b.graph(), Cores(2));
+  ASSERT_TRUE(own.ok());
+  EXPECT_NEAR(own->step_time, 1.0, 1e-9);
+  auto gpu = Simulate(b.graph(), Cores(0));  // every rank its own device
+  EXPECT_NEAR(gpu->step_time, 1.0, 1e-9);
+}
+
+TEST(SimulatorEngine, SharingFollowsTheRunnableThreadsOverTime) {
+  // Three 1 s ops on two cores: all three at 2/3 speed until 1.5 s.
+  GraphBuilder b(3);
+  b.Compute(0, 1.0);
+  b.Compute(1, 1.0);
+  b.Compute(2, 1.0);
+  auto r = Simulate(b.graph(), Cores(2));
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR(r->step_time, 1.5, 1e-9);
+  // One of them longer: after the others finish it gets a whole core again.
+  GraphBuilder c(3);
+  c.Compute(0, 1.0);
+  c.Compute(1, 1.0);
+  c.Compute(2, 2.0);
+  auto r2 = Simulate(c.graph(), Cores(2));
+  ASSERT_TRUE(r2.ok());
+  EXPECT_NEAR(r2->step_time, 1.5 + (2.0 - 1.0), 1e-9);
+}
+
+TEST(SimulatorEngine, ComputeSlowsBesideCommunication) {
+  GraphBuilder b(2);
+  b.Compute(0, 1.0);
+  b.Transfer(0, 1, 1.0);
+  // While the transfer runs (1 s) compute moves at 1/1.5: 2/3 done, then 1/3 at full speed.
+  auto r = Simulate(b.graph(), Cores(0, 0.5));
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->timeline.empty());
+  EXPECT_NEAR(r->timeline[0].end, 1.0 + 1.0 / 3, 1e-9);
+  EXPECT_NEAR(r->ranks[0].exposed_comm, 0, 1e-9);
+  EXPECT_NEAR(r->ranks[1].exposed_comm, 1.0, 1e-9);  // rank 1 has no compute to hide it
+}
+
+TEST(SimulatorEngine, EagerSendFreesItsStreamAtOnce) {
+  GraphBuilder b(2);
+  auto [s1, r1] = b.Transfer(0, 1, 1.0);
+  auto [s2, r2] = b.Transfer(0, 1, 1.0);
+  auto eager = Simulate(b.graph(), Cores(0));
+  ASSERT_TRUE(eager.ok());
+  // Both sends post at 0; the recvs run in order on their stream: the second data is there
+  // at 1 s too.
+  EXPECT_NEAR(eager->timeline[r1].end, 1.0, 1e-9);
+  EXPECT_NEAR(eager->timeline[r2].end, 1.0, 1e-9);
+  SimOptions rendezvous;
+  rendezvous.rendezvous_p2p = true;
+  auto rv = Simulate(b.graph(), Cores(0), rendezvous);
+  ASSERT_TRUE(rv.ok());
+  EXPECT_NEAR(rv->timeline[r2].end, 2.0, 1e-9);  // the second waits for the first
+  (void)s1;
+  (void)s2;
+}
+
+TEST(SimulatorEngine, ReportsADeadlockWithTheWaitingStreams) {
+  // Each rank computes on data from the other before sending its own.
+  GraphBuilder b(2);
+  SimGraph& g = b.graph();
+  int recv0 = b.Add(0, SimStream::kPpRecv, InstrKind::kRecv, 0.1);
+  int c0 = b.Compute(0, 1.0, {recv0});
+  int send0 = b.Add(0, SimStream::kPpSend, InstrKind::kSend, 0.1, {c0});
+  int recv1 = b.Add(1, SimStream::kPpRecv, InstrKind::kRecv, 0.1);
+  int c1 = b.Compute(1, 1.0, {recv1});
+  int send1 = b.Add(1, SimStream::kPpSend, InstrKind::kSend, 0.1, {c1});
+  g.instrs[send0].partner = recv1;
+  g.instrs[recv1].partner = send0;
+  g.instrs[send1].partner = recv0;
+  g.instrs[recv0].partner = send1;
+  auto r = Simulate(g, Cores(0));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("deadlocks"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("rank 0 pp_recv"), std::string::npos) << r.status().message();
+}
+
+TEST(SimulatorEngine, PricesACollectiveUnderTheLoadOfItsNode) {
+  // All-reduce between ranks 0 and 1: 4 ms with the cores idle, 0.2 ms with one busy.
+  CommFit idle = FitCommSamples("all_reduce", 2, {{1e3, 4e-3, 0}, {1e6, 4e-3, 0}}, 0);
+  CommFit busy = FitCommSamples("all_reduce", 2, {{1e3, 0.2e-3, 0}, {1e6, 0.2e-3, 0}}, 1);
+  CommModel comm(*BuiltinDeviceSpec("cpu"), {idle, busy});
+  auto graph = [](double other_compute) {
+    GraphBuilder b(3);
+    SimGraph& g = b.graph();
+    int a0 = b.Add(0, SimStream::kCompute, InstrKind::kCollective, 1.0);
+    int a1 = b.Add(1, SimStream::kCompute, InstrKind::kCollective, 1.0);
+    for (int id : {a0, a1}) {
+      g.instrs[id].collective = 0;
+      g.instrs[id].group_size = 2;
+      g.instrs[id].bytes = 1e4;
+    }
+    g.collectives.push_back(SimCollective{{a0, a1}, 1.0});
+    if (other_compute > 0) b.Compute(2, other_compute);  // rank 2 computes meanwhile
+    return g;
+  };
+  SimGraph quiet = graph(0), loaded = graph(1.0);
+  auto r = Simulate(quiet, Cores(1), {}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->timeline[0].end, 4e-3, 1e-9);
+  auto l = Simulate(loaded, Cores(1), {}, &comm);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_NEAR(l->timeline[0].end, 0.2e-3, 1e-9);
+  // Without a comm model the collective takes its own seconds.
+  auto plain = Simulate(quiet, Cores(1));
+  EXPECT_NEAR(plain->timeline[0].end, 1.0, 1e-9);
+}
+
+TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
+  // Rank 0: a 1 s op on the compute stream, then an op on mp_comm that waits for it;
+  // rank 1 keeps the node's only core busy for 3 s.
+  GraphBuilder b(2);
+  int first = b.Compute(0, 1.0);
+  int waiter = b.Add(0, SimStream::kMpComm, InstrKind::kCompute, 1.0, {first});
+  b.Compute(1, 3.0);
+  DeviceSpec d = Cores(0);
+  d.set_busy_wake_latency(0.25);
+  auto free = Simulate(b.graph(), d);
+  EXPECT_NEAR(free->timeline[waiter].start, 1.0, 1e-9);  // no cores modelled: no wait
+  d.set_cores_per_node(2);
+  auto idle = Simulate(b.graph(), d);
+  EXPECT_NEAR(idle->timeline[waiter].start, 1.0, 1e-9);  // a core is free: no wait
+  d.set_cores_per_node(1);
+  auto busy = Simulate(b.graph(), d);
+  // Two threads on one core: the first op ends at 2 s, the waiter wakes 0.25 s later.
+  EXPECT_NEAR(busy->timeline[waiter].start, 2.25, 1e-9);
+}
+
+TEST(SimulatorEngine, RejectsNegativeCosts) {
+  GraphBuilder b(1);
+  b.Compute(0, -1.0);
+  auto r = Simulate(b.graph(), Cores(0));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("invalid cost"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pw::cost

@@ -1,0 +1,282 @@
+// The invariant from DESIGN.md on the executor side: a layout with more ranks computes
+// what the single-rank program computes. Ranks run as threads (in-process transport), so
+// these stay fast; tests/executor_mt/launcher_test.cc repeats some over Gloo processes.
+//
+// Model: GPT, 4 layers, hidden 64, 4 heads, seq 16, vocab 128, micro-batch size 2; 8
+// micro-batches per step; 3 steps; append-backward's default optimizer.
+
+#include <gtest/gtest.h>
+
+#include "equivalence_util.h"
+#include "executor/plan_check.h"
+#include "executor/reference_runner.h"
+#include "models/gpt.h"
+#include "models/unet.h"
+#include "ops/kernel.h"
+
+namespace pw::testing {
+namespace {
+
+constexpr int kSteps = 3;
+constexpr int kMicroBatches = 8;
+constexpr uint64_t kSeed = 1;
+constexpr double kTolerance = 1e-5;
+
+Module Gpt(int mp, int pp = 1, int dp = 1) {
+  models::GptConfig c;
+  c.layers = 4;
+  c.hidden = 64;
+  c.heads = 4;
+  c.seq = 16;
+  c.vocab = 128;
+  c.micro_batch_size = 2;
+  c.mp = mp;
+  c.pp = pp;
+  auto built = models::BuildGpt(c);
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  Module m = std::move(built).value();
+  m.mesh.dp = dp;
+  auto trained = WithPasses(std::move(m), "append-backward");
+  EXPECT_TRUE(trained.ok()) << trained.status().ToString();
+  return std::move(trained).value();
+}
+
+// The single-rank executor run everything else is compared with, checked once against
+// the reference runner.
+const ThreadRun& Baseline() {
+  static const ThreadRun run = [] {
+    auto r = RunAsThreads(Gpt(1), kSteps, kMicroBatches, kSeed);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : ThreadRun{};
+  }();
+  return run;
+}
+
+void ExpectSameTraining(const Module& module, const ThreadRun& run, const Module& base_module,
+                        const ThreadRun& base) {
+  ASSERT_EQ(run.losses.size(), base.losses.size());
+  for (size_t s = 0; s < base.losses.size(); ++s)
+    EXPECT_NEAR(run.losses[s], base.losses[s], kTolerance * std::fabs(base.losses[s]))
+        << "step " << s;
+  std::map<std::string, Tensor> full = FullParams(module, run);
+  std::map<std::string, Tensor> want = FullParams(base_module, base);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(full.size(), want.size());
+  for (const auto& [name, t] : want) {
+    auto it = full.find(name);
+    ASSERT_NE(it, full.end()) << name;
+    ASSERT_EQ(it->second.shape(), t.shape()) << name;
+    EXPECT_LE(RelativeError(it->second, t), kTolerance) << name;
+  }
+}
+
+void ExpectSameTraining(const Module& module, const ThreadRun& run) {
+  ExpectSameTraining(module, run, Gpt(1), Baseline());
+}
+
+// Same kernels, same order of every reduction: bit-identical losses.
+TEST(EquivalenceTest, SingleRankExecutorMatchesTheReferenceRunnerBitForBit) {
+  // OpenBLAS splits a GEMM's reduction by its thread count: both runs use one thread, as
+  // rank processes do.
+  ops::SetBlasThreads(1);
+  ReferenceOptions options;
+  options.steps = kSteps;
+  options.micro_batches = kMicroBatches;
+  options.data_seed = kSeed;
+  auto reference = RunReference(Gpt(1), options);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  ASSERT_EQ(Baseline().losses.size(), reference->losses.size());
+  for (size_t s = 0; s < reference->losses.size(); ++s)
+    EXPECT_EQ(Baseline().losses[s], reference->losses[s]) << "step " << s;
+  EXPECT_LT(Baseline().losses.back(), Baseline().losses.front() + 1.0);  // sane, finite
+}
+
+// mp = 2 splits matmul reductions across ranks: equal within the tolerance, not bitwise.
+TEST(EquivalenceTest, TensorParallelTwoRanksMatchesOneRank) {
+  Module m = Gpt(2);
+  auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(m, *run);
+}
+
+// dp = 2: each replica runs 4 of the 8 micro-batches; gradients are all-reduced, so the
+// sum is (g0+..+g3) + (g4+..+g7) instead of g0+..+g7: within the tolerance.
+TEST(EquivalenceTest, DataParallelTwoReplicasMatchesOneRank) {
+  Module m = Gpt(1, 1, 2);
+  auto run = RunAsThreads(m, kSteps, kMicroBatches / 2, kSeed);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(m, *run);
+}
+
+TEST(EquivalenceTest, DataAndTensorParallelFourRanksMatchesOneRank) {
+  Module m = Gpt(2, 1, 2);
+  auto run = RunAsThreads(m, kSteps, kMicroBatches / 2, kSeed);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(m, *run);
+}
+
+}  // namespace
+}  // namespace pw::testing
+
+namespace pw::testing {
+namespace {
+
+// mp = 2, pp = 2 on four ranks, planned by split-program + schedule + insert-p2p.
+struct ScheduleCase {
+  const char* kind;
+  int vpp;
+  bool split_backward;
+  int mp = 2;
+  // A planning bug outside the executor this case is known to hit: while the planned
+  // module fails the executor's checks, the case is skipped with this note; once
+  // planning is fixed it runs.
+  const char* known_issue = nullptr;
+};
+
+void PrintTo(const ScheduleCase& c, std::ostream* out) {
+  *out << c.kind << " vpp=" << c.vpp << " mp=" << c.mp;
+}
+
+constexpr const char* kZbSplitIssue =
+    "split-program{split-backward=true} puts c_identity's gradient all-reduce into the W "
+    "program while the I program reads its output";
+constexpr const char* kZbVPlacementIssue =
+    "zb-v needs the V placement, which the GPT builder does not offer (it places chunks in "
+    "a loop)";
+
+class PipelineEquivalenceTest : public ::testing::TestWithParam<ScheduleCase> {};
+
+Module PlannedGpt(const ScheduleCase& c) {
+  models::GptConfig g;
+  g.layers = 4;
+  g.hidden = 64;
+  g.heads = 4;
+  g.seq = 16;
+  g.vocab = 128;
+  g.micro_batch_size = 2;
+  g.mp = c.mp;
+  g.pp = 2;
+  g.vpp = c.vpp;
+  auto built = models::BuildGpt(g);
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  std::string pipeline =
+      StrCat("append-backward,split-program", c.split_backward ? "{split-backward=true}" : "",
+             ",schedule{kind=", c.kind, ",micro-batches=", kMicroBatches, "},insert-p2p");
+  auto planned = WithPasses(std::move(built).value(), pipeline);
+  if (!c.known_issue) EXPECT_TRUE(planned.ok()) << pipeline << ": " << planned.status().ToString();
+  return planned.ok() ? std::move(planned).value() : Module{};
+}
+
+// Pipelining reorders micro-batches but every gradient is still summed in micro-batch
+// order per stage; mp = 2 splits matmul reductions, so the comparison is within the
+// tolerance (not bitwise).
+TEST_P(PipelineEquivalenceTest, MatchesOneRank) {
+  const ScheduleCase& c = GetParam();
+  Module m = PlannedGpt(c);
+  if (c.known_issue && m.plan.empty()) GTEST_SKIP() << c.known_issue;
+  ASSERT_FALSE(m.plan.empty());
+  if (c.known_issue) {
+    LoweringOptions lowering{{"tokens", "labels"}, "loss", false};
+    Status check = CheckPlanForAllRanks(m, lowering);
+    if (!check.ok()) GTEST_SKIP() << c.known_issue << "\n  " << check.ToString();
+  }
+  auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(m, *run);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, PipelineEquivalenceTest,
+                         ::testing::Values(ScheduleCase{"fthenb", 1, false},
+                                           ScheduleCase{"1f1b", 1, false},
+                                           ScheduleCase{"eager-1f1b", 1, false},
+                                           ScheduleCase{"interleaved-1f1b", 2, false},
+                                           ScheduleCase{"zb-h1", 1, true, 2, kZbSplitIssue},
+                                           ScheduleCase{"zb-h1", 1, true, 1, kZbSplitIssue},
+                                           ScheduleCase{"zb-v", 2, true, 2, kZbVPlacementIssue}),
+                         [](const auto& info) {
+                           std::string name = StrCat(info.param.kind, "_mp", info.param.mp);
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace pw::testing
+
+namespace pw::testing {
+namespace {
+
+Module Unet(int pp, const std::string& schedule) {
+  models::UnetConfig c;
+  c.layers = 8;
+  c.hidden = 64;
+  c.micro_batch_size = 2;
+  c.seq = 16;
+  c.vocab = 128;
+  c.pp = pp;
+  auto built = models::BuildUnet(c);
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  std::string pipeline = "append-backward";
+  if (!schedule.empty())
+    pipeline += StrCat(",split-program,schedule{kind=", schedule, ",micro-batches=", kMicroBatches,
+                       "},insert-p2p");
+  auto planned = WithPasses(std::move(built).value(), pipeline);
+  EXPECT_TRUE(planned.ok()) << pipeline << ": " << planned.status().ToString();
+  return planned.ok() ? std::move(planned).value() : Module{};
+}
+
+// U-Net skip connections cross non-adjacent stages (stage 0 -> 3, 1 -> 2): sends and
+// recvs between ranks that are not neighbours, in both directions.
+TEST(UnetEquivalenceTest, FourStagePipelineMatchesOneRank) {
+  Module base = Unet(1, "");
+  auto base_run = RunAsThreads(base, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(base_run.ok()) << base_run.status().ToString();
+  for (const char* kind : {"1f1b", "fthenb"}) {
+    SCOPED_TRACE(kind);
+    Module m = Unet(4, kind);
+    ASSERT_FALSE(m.plan.empty());
+    LoweringOptions lowering{{"tokens", "labels"}, "loss", false};
+    if (Status check = CheckPlanForAllRanks(m, lowering); !check.ok())
+      GTEST_SKIP() << "planning bug outside the executor: append-backward sums a skip "
+                      "connection's gradient on the consumer's stage, insert-p2p sends it to "
+                      "the producer's\n  "
+                   << check.ToString();
+    auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ExpectSameTraining(m, *run, base, *base_run);
+  }
+}
+
+}  // namespace
+}  // namespace pw::testing
+
+namespace pw::testing {
+namespace {
+
+// dp = 2 x pp = 2: two pipelines of 4 micro-batches each, gradients all-reduced across the
+// replicas before the optimizer. The sum order changes (per replica, then across): within
+// the tolerance.
+TEST(DataPipelineEquivalenceTest, TwoReplicasOfATwoStagePipelineMatchOneRank) {
+  models::GptConfig g;
+  g.layers = 4;
+  g.hidden = 64;
+  g.heads = 4;
+  g.seq = 16;
+  g.vocab = 128;
+  g.micro_batch_size = 2;
+  g.pp = 2;
+  auto built = models::BuildGpt(g);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  built->mesh.dp = 2;
+  auto planned = WithPasses(
+      std::move(built).value(),
+      StrCat("append-backward,split-program,schedule{kind=1f1b,micro-batches=", kMicroBatches / 2,
+             "},insert-p2p"));
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  auto run = RunAsThreads(*planned, kSteps, kMicroBatches / 2, kSeed);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(*planned, *run);
+}
+
+}  // namespace
+}  // namespace pw::testing

@@ -1,0 +1,95 @@
+#pragma once
+// Runs every rank of a module as a thread of this process and gathers what the
+// equivalence tests compare: the loss of each step and the full (unsharded) parameters.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "executor/local_ranks.h"
+#include "executor/rank_layout.h"
+#include "executor/rank_runner.h"
+#include "ir/module.h"
+#include "passes/pass_manager.h"
+
+namespace pw::testing {
+
+struct ThreadRun {
+  std::vector<double> losses;       // per step, mean over every micro-batch of every replica
+  std::vector<int64_t> peak_bytes;  // per rank, max over steps
+  std::vector<std::map<std::string, Tensor>> params;  // per rank
+};
+
+inline StatusOr<Module> WithPasses(Module module, const std::string& pipeline) {
+  PassManager pm;
+  PW_RETURN_IF_ERROR(pm.AddPipeline(pipeline));
+  PW_RETURN_IF_ERROR(pm.Run(module).status());
+  return module;
+}
+
+inline StatusOr<ThreadRun> RunAsThreads(const Module& module, int64_t steps, int micro_batches,
+                                        uint64_t seed) {
+  RankRunOptions o;
+  o.steps = steps;
+  o.micro_batches = micro_batches;
+  o.data.data_seed = seed;
+  PW_ASSIGN_OR_RETURN(LocalRunResult local, RunLocalRanks(module, o));
+  return ThreadRun{local.Losses(), local.PeakBytes(), std::move(local.params)};
+}
+
+// Every persistable var of replica 0 at its full shape: mp shards are concatenated along
+// their shard axis (their Initializer says how they were cut).
+inline std::map<std::string, Tensor> FullParams(const Module& module, const ThreadRun& run) {
+  RankLayout layout(module.mesh);
+  std::map<std::string, Var> decls;
+  for (const Program& p : module.programs())
+    for (const Var& v : p.vars())
+      if (v.persistable) decls.emplace(v.name, v);
+  std::map<std::string, Tensor> full;
+  for (const auto& [name, var] : decls) {
+    std::vector<const Tensor*> shards;
+    for (int rank = 0; rank < layout.world_size(); ++rank) {
+      RankCoord c = layout.Coord(rank);
+      if (c.dp != 0) continue;
+      auto it = run.params[rank].find(name);
+      if (it == run.params[rank].end()) continue;
+      if (c.mp >= static_cast<int>(shards.size())) shards.resize(c.mp + 1, nullptr);
+      shards[c.mp] = &it->second;
+    }
+    if (shards.empty() || !shards[0]) continue;
+    const Initializer& init = var.init;
+    if (init.num_shards <= 1) {
+      full[name] = *shards[0];
+      continue;
+    }
+    Tensor out(var.dtype, init.full_shape);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < init.shard_axis; ++i) outer *= init.full_shape[i];
+    for (size_t i = init.shard_axis + 1; i < init.full_shape.size(); ++i)
+      inner *= init.full_shape[i];
+    int64_t piece = shards[0]->shape()[init.shard_axis] * inner;
+    float* dst = out.f32();
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Tensor* s : shards) {
+        std::copy_n(s->f32() + o * piece, piece, dst);
+        dst += piece;
+      }
+    full[name] = out;
+  }
+  return full;
+}
+
+// max |a - b| / max |b|: the relative error of a whole tensor.
+inline double RelativeError(const Tensor& a, const Tensor& b) {
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a.f32()[i]) - b.f32()[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b.f32()[i])));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+}  // namespace pw::testing

@@ -1,0 +1,302 @@
+// Rank processes over Gloo: `pipeweave run-parallel` end to end. Losses match the
+// single-rank reference, a rank killed with SIGKILL stops the run with a message naming
+// it (never a hang), a bad plan is refused before any process starts, and ranks meet
+// through a Redis store as they would across machines.
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "ir/proto_io.h"
+#include "test_plans.h"
+
+namespace pw::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+const std::string kTool = PW_BINARY_DIR "/tools/pipeweave";
+
+struct Process {
+  pid_t pid = -1;
+  std::string out_path, err_path;
+};
+
+struct Finished {
+  int exit_code = -1;  // 128+N for a signal; -1 on timeout
+  std::string out, err;
+  double seconds = 0;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path TempDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / StrCat("pw_launcher_test_", getpid(), "_", name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+Process Start(const std::vector<std::string>& args, const fs::path& dir, const std::string& tag) {
+  Process p;
+  p.out_path = (dir / (tag + ".out")).string();
+  p.err_path = (dir / (tag + ".err")).string();
+  std::vector<std::string> full = {kTool};
+  full.insert(full.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : full) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  p.pid = fork();
+  if (p.pid == 0) {
+    int out = open(p.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(p.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return p;
+}
+
+Finished Wait(const Process& p, std::chrono::seconds timeout) {
+  Finished f;
+  auto start = Clock::now();
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(p.pid, &status, WNOHANG);
+    if (r == p.pid) break;
+    if (Clock::now() - start > timeout) {
+      kill(p.pid, SIGKILL);
+      waitpid(p.pid, &status, 0);
+      f.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      f.out = ReadFile(p.out_path);
+      f.err = ReadFile(p.err_path);
+      return f;  // exit_code -1: it hung
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  f.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  f.exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  f.out = ReadFile(p.out_path);
+  f.err = ReadFile(p.err_path);
+  return f;
+}
+
+Finished RunTool(const std::vector<std::string>& args, const fs::path& dir, const std::string& tag,
+                 std::chrono::seconds timeout = std::chrono::seconds(240)) {
+  return Wait(Start(args, dir, tag), timeout);
+}
+
+// A rank's pid as it publishes it in the store ("HOST PID").
+pid_t PidOf(const fs::path& file) {
+  std::string value = ReadFile(file.string());
+  return static_cast<pid_t>(std::stol(value.substr(value.rfind(' ') + 1)));
+}
+
+std::vector<double> JsonLosses(const std::string& json) {
+  std::smatch m;
+  std::vector<double> out;
+  if (!std::regex_search(json, m, std::regex("\"losses\": \\[([^\\]]*)\\]"))) return out;
+  std::stringstream s(m[1].str());
+  std::string item;
+  while (std::getline(s, item, ',')) out.push_back(std::stod(item));
+  return out;
+}
+
+std::string BuildGpt(const fs::path& dir, const std::string& name, int mp) {
+  std::string path = (dir / name).string();
+  Finished f = RunTool(
+      {"build-model", "gpt", "--layers", "4", "--hidden", "64", "--heads", "4", "--seq", "16",
+       "--vocab", "128", "--micro-batch-size", "2", "--mp", std::to_string(mp), "-o", path},
+      dir, "build_" + name);
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  return path;
+}
+
+class LauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(LauncherTest, TensorParallelOverGlooMatchesTheReference) {
+  std::string mp1 = BuildGpt(dir_, "gpt1.pb", 1);
+  std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);
+  Finished ref = RunTool({"run", mp1, "--reference", "--steps", "3", "--micro-batches", "8",
+                          "--seed", "1", "--report", "json"},
+                         dir_, "reference");
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  Finished par = RunTool({"run-parallel", mp2, "--nproc", "2", "--steps", "3", "--micro-batches",
+                          "8", "--seed", "1", "--report", "json"},
+                         dir_, "parallel");
+  ASSERT_EQ(par.exit_code, 0) << par.err;
+  std::vector<double> want = JsonLosses(ref.out), got = JsonLosses(par.out);
+  ASSERT_EQ(want.size(), 3u) << ref.out;
+  ASSERT_EQ(got.size(), 3u) << par.out;
+  for (int s = 0; s < 3; ++s) EXPECT_NEAR(got[s], want[s], 1e-5 * want[s]) << "step " << s;
+  EXPECT_THAT(par.out, HasSubstr("\"peak_bytes\": ["));
+}
+
+// The demo: GPT mp=2 x pp=2 planned with 1f1b, four rank processes over Gloo,
+// next to the single-rank reference.
+TEST_F(LauncherTest, PipelineOverGlooMatchesTheReference) {
+  std::string mp1 = BuildGpt(dir_, "gpt1.pb", 1);
+  std::string path = (dir_ / "gpt_mp2_pp2.pb").string();
+  Finished built =
+      RunTool({"build-model", "gpt", "--layers", "4",   "--hidden",           "64", "--heads", "4",
+               "--seq",       "16",  "--vocab",  "128", "--micro-batch-size", "2",  "--mp",    "2",
+               "--pp",        "2",   "-o",       path},
+              dir_, "build_pp");
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  Finished ref = RunTool({"run", mp1, "--reference", "--steps", "3", "--micro-batches", "8",
+                          "--seed", "1", "--report", "json"},
+                         dir_, "reference");
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  Finished par =
+      RunTool({"run-parallel", path, "--nproc", "4", "--steps", "3", "--seed", "1", "--report",
+               "json", "--pipeline",
+               "append-backward,split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p"},
+              dir_, "parallel");
+  ASSERT_EQ(par.exit_code, 0) << par.err;
+  std::vector<double> want = JsonLosses(ref.out), got = JsonLosses(par.out);
+  ASSERT_EQ(got.size(), 3u) << par.out;
+  for (int s = 0; s < 3; ++s) EXPECT_NEAR(got[s], want[s], 1e-5 * want[s]) << "step " << s;
+  EXPECT_THAT(par.out, HasSubstr("\"schedule\": \"1f1b\""));
+}
+
+// A rank killed mid-run: the others stop, and the run exits non-zero naming it, within 60 s.
+TEST_F(LauncherTest, AKilledRankStopsTheRunNamingIt) {
+  std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);
+  // dp = 2 x mp = 2: four ranks, gradients all-reduced across replicas every step.
+  Module m = *LoadModule(mp2);
+  m.mesh.dp = 2;
+  std::string dp2 = (dir_ / "gpt_dp2_mp2.pb").string();
+  ASSERT_TRUE(SaveModule(m, dp2).ok());
+  fs::path run_dir = dir_ / "run";
+  Process launcher = Start({"run-parallel", dp2, "--nproc", "4", "--steps", "100000",
+                            "--micro-batches", "2", "--run-dir", run_dir.string()},
+                           dir_, "launcher");
+  // Wait for rank 2 to be up and a few steps to have run.
+  fs::path pid_file = run_dir / "store" / "pid%2F2";
+  auto start = Clock::now();
+  while (!fs::exists(pid_file) && Clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(pid_file)) << ReadFile(launcher.err_path);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  pid_t victim = PidOf(pid_file);
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  Finished f = Wait(launcher, std::chrono::seconds(60));
+  ASSERT_NE(f.exit_code, -1) << "the launcher hung; stderr:\n" << f.err;
+  EXPECT_NE(f.exit_code, 0);
+  EXPECT_LT(f.seconds, 60);
+  EXPECT_THAT(f.err, HasSubstr("rank 2 was killed by signal 9"));
+  // Every surviving rank said why it stopped.
+  for (int rank : {0, 1, 3})
+    EXPECT_THAT(f.err, HasSubstr(StrCat("rank ", rank, ": stopping: rank 2")));
+  for (int rank : {0, 1, 3}) {
+    pid_t pid = PidOf(run_dir / "store" / StrCat("pid%2F", rank));
+    EXPECT_NE(kill(pid, 0), 0) << "rank " << rank << " is still running";
+  }
+}
+
+// Ranks started by hand (no launcher watches them): when one is killed, the other finds out
+// through its failed communication and names the dead rank.
+TEST_F(LauncherTest, RanksWithoutALauncherNameADeadPeer) {
+  std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);
+  std::string store = (dir_ / "store").string();
+  std::vector<Process> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(Start({"run-parallel", mp2, "--rank", std::to_string(r), "--world-size", "2",
+                           "--store", store, "--steps", "100000", "--micro-batches", "2"},
+                          dir_, StrCat("rank", r)));
+  fs::path pid_file = fs::path(store) / "pid%2F1";
+  auto start = Clock::now();
+  while (!fs::exists(pid_file) && Clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_EQ(kill(ranks[1].pid, SIGKILL), 0);
+  Finished survivor = Wait(ranks[0], std::chrono::seconds(60));
+  Wait(ranks[1], std::chrono::seconds(5));
+  EXPECT_LT(survivor.seconds, 5);  // the watchdog sees the process go, no heartbeat timeout
+  ASSERT_NE(survivor.exit_code, -1) << "rank 0 hung; stderr:\n" << survivor.err;
+  EXPECT_NE(survivor.exit_code, 0);
+  EXPECT_THAT(survivor.err, HasSubstr("rank 0: stopping: rank 1 died"));
+}
+
+TEST_F(LauncherTest, RefusesAPlanWhoseSendHasNoRecvBeforeStarting) {
+  Module m;
+  m.mesh.pp = 2;
+  m.AddProgram(MakeProgram("f0", "forward", 0, {F32("x"), F32("h")},
+                           {{"t_double", {{"X", {"x"}}}, {{"Out", {"h"}}}}}));
+  m.AddProgram(MakeProgram("f1", "forward", 1, {F32("h"), F32("loss")},
+                           {{"t_add", {{"X", {"h"}}, {"Y", {"h"}}}, {{"Out", {"loss"}}}}}));
+  m.plan.num_micro_batches = 1;
+  m.plan.num_stages = 2;
+  m.plan.stage_to_rank = {0, 1};
+  m.plan.ranks = {
+      RankPlan{0,
+               {MakeJob(JobKind::kForward, 0, 0, "f0"), MakeJob(JobKind::kSendF, 0, 0, "f0", 1)}},
+      RankPlan{1, {MakeJob(JobKind::kForward, 1, 0, "f1")}}};
+  std::string path = (dir_ / "bad_plan.pbtxt").string();
+  ASSERT_TRUE(SaveModule(m, path).ok());
+  fs::path run_dir = dir_ / "run";
+  Finished f =
+      RunTool({"run-parallel", path, "--nproc", "2", "--run-dir", run_dir.string()}, dir_, "bad");
+  EXPECT_NE(f.exit_code, 0);
+  EXPECT_THAT(f.err, HasSubstr("has no matching RECV_F on pipeline rank 1"));
+  EXPECT_FALSE(fs::exists(run_dir / "store"));  // no rank was started
+}
+
+// Two ranks started by hand, as on two machines, meeting through Redis on loopback.
+TEST_F(LauncherTest, RanksMeetThroughARedisStore) {
+  if (system("command -v redis-server > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh installs it)";
+  int port = 20000 + getpid() % 20000;
+  pid_t redis = fork();
+  if (redis == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execlp("redis-server", "redis-server", "--port", std::to_string(port).c_str(), "--bind",
+           "127.0.0.1", "--save", "", "--appendonly", "no", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);
+  std::string store = StrCat("redis://127.0.0.1:", port, "/test", getpid());
+  std::vector<Process> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(Start({"run-parallel", mp2, "--rank", std::to_string(r), "--world-size", "2",
+                           "--store", store, "--steps", "2", "--micro-batches", "2"},
+                          dir_, StrCat("rank", r)));
+  Finished r0 = Wait(ranks[0], std::chrono::seconds(120));
+  Finished r1 = Wait(ranks[1], std::chrono::seconds(120));
+  kill(redis, SIGTERM);
+  waitpid(redis, nullptr, 0);
+  EXPECT_EQ(r0.exit_code, 0) << r0.err;
+  EXPECT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_THAT(r0.out, HasSubstr("step 2 loss"));  // mp rank 0 of the last stage reports
+}
+
+}  // namespace
+}  // namespace pw::testing

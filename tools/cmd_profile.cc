@@ -1,0 +1,171 @@
+// `pipeweave profile FILE... -o costs.pbtxt`: measures every distinct op signature of the
+// modules on this machine's CPU kernels (and, with --comm, Gloo all-reduce and send/recv)
+// into an empirical cost table for `pipeweave sim`.
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "cost_model/comm_profiler.h"
+#include "cost_model/profiler.h"
+#include "cost_model/sim_graph.h"
+#include "executor/sequential_plan.h"
+#include "ops/registry.h"
+#include "tools/command.h"
+#include "tools/cost_inputs.h"
+#include "tools/flags.h"
+#include "tools/gloo_comm_bench.h"
+#include "tools/progress_bar.h"
+#include "tools/runtime_calibration.h"
+
+namespace pw::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "pipeweave profile FILE [FILE...] -o COSTS [--repeat N (20)] [--warmup N (3)]\n"
+    "           [--blas-threads N (1)] [--pipeline PASSES] [--merge] [--comm]\n"
+    "           [--cache auto|hot|l3|dram] [--no-calibrate]\n"
+    "Runs every distinct (op type, input shapes, dtype, attributes) of the modules on the\n"
+    "CPU kernels, warm-up then N repetitions (more for tiny ops), and writes the median and\n"
+    "spread of each to COSTS (.pbtxt text or .pb binary), with this CPU's measured peak GEMM\n"
+    "rate and memory bandwidth. A forward-only module gets 'append-backward' first, so its\n"
+    "backward and optimizer ops are measured too. --blas-threads should match the run to\n"
+    "predict: 1 for 'pipeweave run --nproc' ranks, the core count for a reference run.\n"
+    "Before every timed run the caches are put in the state a step leaves them in: the op's\n"
+    "activations just written, its weights in L3 unless a stage's parameters, gradients and\n"
+    "optimizer state are many times L3, then in memory (--cache auto; or force one).\n"
+    "It also calibrates the per-op overhead of the executor and of the reference runner on\n"
+    "a tiny GPT (--no-calibrate skips it). --merge folds the results into an existing COSTS\n"
+    "(repeat-weighted). --comm also measures Gloo all-reduce (the modules' group sizes and 2)\n"
+    "and send/recv over 4 KiB..4 MiB and the sizes the modules move, with 0, 1, ... every\n"
+    "core kept busy by other threads, and stores the samples, alpha-beta fits and residuals.";
+
+StatusOr<int> RunProfile(const std::vector<std::string>& args) {
+  Flags flags;
+  flags.Value("output").Alias("o", "output");
+  for (const char* name : {"repeat", "warmup", "blas-threads", "pipeline", "cache"})
+    flags.Value(name);
+  flags.Switch("merge").Switch("comm").Switch("no-calibrate");
+  PW_RETURN_IF_ERROR(flags.Parse(args));
+  if (flags.positional().empty()) return InvalidArgument("expected at least one module file");
+  PW_ASSIGN_OR_RETURN(std::string output, flags.Require("output"));
+  cost::ProfileOptions options;
+  PW_ASSIGN_OR_RETURN(int64_t repeats, flags.GetInt("repeat", 20));
+  PW_ASSIGN_OR_RETURN(int64_t warmup, flags.GetInt("warmup", 3));
+  PW_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("blas-threads", 1));
+  if (repeats < 1) return InvalidArgument("flag --repeat must be >= 1, got ", repeats);
+  if (warmup < 0) return InvalidArgument("flag --warmup must be >= 0, got ", warmup);
+  if (threads < 1) return InvalidArgument("flag --blas-threads must be >= 1, got ", threads);
+  options.repeats = static_cast<int>(repeats);
+  options.warmup = static_cast<int>(warmup);
+  options.blas_threads = static_cast<int>(threads);
+
+  cost::OpCostTable merged;
+  const bool merge = flags.Has("merge") && std::filesystem::exists(output);
+  if (merge) {
+    PW_ASSIGN_OR_RETURN(merged, cost::OpCostTable::Load(output));
+  }
+
+  const std::string cache = flags.Get("cache", "auto");
+  if (cache != "auto") {
+    PW_ASSIGN_OR_RETURN(options.cache, cost::ParseCacheState(cache));
+  }
+  const cost::CacheSizes cache_sizes = cost::ReadCacheSizes();
+  int64_t persistent_bytes = 0;
+
+  std::vector<cost::CostedOp> ops;
+  std::set<std::string> seen;
+  cost::CommProfileOptions comm_options;
+  std::set<int> groups = {2};
+  std::set<int64_t> allreduce_bytes, p2p_bytes;
+  int world = 2;
+  for (const std::string& path : flags.positional()) {
+    PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
+    StatusOr<std::vector<cost::CostedOp>> distinct = cost::DistinctOps(module, ops::Registry());
+    if (!distinct.ok()) return distinct.status().WithContext(path);
+    for (cost::CostedOp& c : *distinct)
+      if (seen.insert(c.sig.key).second) ops.push_back(std::move(c));
+    persistent_bytes = std::max(persistent_bytes, cost::PersistentBytes(module));
+    if (!flags.Has("comm") || module.mesh.world_size() == 1) continue;
+    // The sizes this module communicates, from its lowered plan.
+    if (module.plan.empty()) {
+      PW_ASSIGN_OR_RETURN(module, WithSequentialPlan(module, 1));
+    }
+    PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> roofline, MakeEstimator("cpu", ""));
+    StatusOr<cost::SimGraph> graph = cost::BuildSimGraph(module, *roofline, ops::Registry());
+    if (!graph.ok()) return graph.status().WithContext(path);
+    cost::CommSizes sizes = cost::CommSizesOf(*graph);
+    world = std::max(world, module.mesh.world_size());
+    groups.insert(sizes.allreduce_groups.begin(), sizes.allreduce_groups.end());
+    allreduce_bytes.insert(sizes.allreduce_bytes.begin(), sizes.allreduce_bytes.end());
+    p2p_bytes.insert(sizes.p2p_bytes.begin(), sizes.p2p_bytes.end());
+  }
+
+  if (cache == "auto") options.cache = cost::CacheStateFor(persistent_bytes, cache_sizes);
+  auto start = std::chrono::steady_clock::now();
+  ProgressBar bar("profiling");
+  options.progress = [&](size_t done, size_t total, const std::string& key) {
+    bar.Update(done, total, key);
+  };
+  PW_ASSIGN_OR_RETURN(cost::ProfileResult result, cost::ProfileOps(ops, options));
+  bar.Finish();
+  cost::DeviceSpec& spec = *result.table.mutable_proto().mutable_device_spec();
+  if (!flags.Has("no-calibrate")) {
+    PW_ASSIGN_OR_RETURN(RuntimeOverheads overheads, CalibrateRuntimes(options));
+    spec.set_op_overhead(overheads.executor);
+    spec.set_reference_op_overhead(overheads.reference);
+    std::fprintf(stderr,
+                 "runtime overhead per op: executor %.2f us, reference runner %.2f us (tiny GPT: "
+                 "%.0f ops, kernels %.3f ms, executor %.3f ms, reference %.3f ms per step)\n",
+                 overheads.executor * 1e6, overheads.reference * 1e6, overheads.ops,
+                 overheads.kernels_ms, overheads.executor_ms, overheads.reference_ms);
+  }
+
+  if (flags.Has("comm")) {
+    std::unique_ptr<cost::CommBenchmark> bench = MakeGlooCommBenchmark();
+    comm_options.allreduce_groups.assign(groups.begin(), groups.end());
+    comm_options.ranks = std::min(world, spec.ranks_per_node());
+    comm_options.extra_allreduce_sizes.assign(allreduce_bytes.begin(), allreduce_bytes.end());
+    comm_options.extra_p2p_sizes.assign(p2p_bytes.begin(), p2p_bytes.end());
+    comm_options.busy_cores.clear();
+    for (int b = 0; b <= spec.cores_per_node(); ++b) comm_options.busy_cores.push_back(b);
+    ProgressBar comm_bar("communication");
+    size_t step = 0;
+    comm_options.progress = [&](const std::string& what) {
+      comm_bar.Update(step++,
+                      comm_options.busy_cores.size() * (comm_options.allreduce_groups.size() + 1),
+                      what);
+    };
+    PW_ASSIGN_OR_RETURN(std::vector<cost::CommFit> fits, cost::ProfileComm(*bench, comm_options));
+    comm_bar.Finish();
+    for (const cost::CommFit& f : fits) {
+      result.table.AddComm(f);
+      std::fprintf(stderr,
+                   "%s over %d ranks (%d at once), %d busy cores: %.1f us + %.3f us/KiB "
+                   "(residual %.1f %%)\n",
+                   f.kind().c_str(), f.group_size(), f.ranks(), f.busy_cores(), f.alpha() * 1e6,
+                   f.beta() * 1024 * 1e6, 100 * f.residual());
+    }
+  }
+
+  if (merge) {
+    PW_RETURN_IF_ERROR(merged.Merge(result.table));
+    result.table = std::move(merged);
+  }
+  PW_RETURN_IF_ERROR(result.table.Save(output));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("profiled %zu op signatures (caches: %s) in %.1f s",
+              ops.size() - result.skipped.size(), cost::CacheStateName(options.cache), seconds);
+  if (!result.skipped.empty())
+    std::printf(" (%zu without a CPU kernel: roofline only)", result.skipped.size());
+  std::printf("; wrote %s (%zu entries)\n", output.c_str(), result.table.size());
+  return 0;
+}
+
+}  // namespace
+
+PW_REGISTER_COMMAND(profile, "profile", "measure op and communication costs into a cost table",
+                    kUsage, RunProfile);
+
+}  // namespace pw::tools

@@ -1,0 +1,291 @@
+// `pipeweave run-parallel FILE --nproc N ...`: trains a planned module on N local rank
+// processes (the launcher), or runs one rank of a multi-machine run (`--rank R
+// --world-size N --store DIR|redis://HOST:PORT`). `pipeweave run` hands over to it for
+// everything but --reference (tools/run_parallel.h).
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "executor/launcher.h"
+#include "executor/plan_check.h"
+#include "executor/rank_process.h"
+#include "executor/reference_runner.h"
+#include "executor/sequential_plan.h"
+#include "executor/training_feed.h"
+#include "ir/proto_io.h"
+#include "passes/pass_manager.h"
+#include "tools/command.h"
+#include "tools/flags.h"
+#include "tools/run_parallel.h"
+
+namespace pw::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "pipeweave run-parallel FILE --nproc N [--steps K (1)] [--seed S] [--micro-batches M]\n"
+    "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
+    "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
+    "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
+    "           [--hostname ADDR] [same training flags]\n"
+    "Trains a module whose plan gives every rank its jobs (or an unplanned single-stage one,\n"
+    "M micro-batches per step) on N rank processes of this machine, and prints 'step S loss L'\n"
+    "per step from the last stage; --report json prints {\"losses\": [...], \"step_time_ms\":\n"
+    "[...], \"peak_bytes\": [per rank]}. --pipeline runs passes first (e.g.\n"
+    "\"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p\").\n"
+    "--compare-reference trains FILE (unsplit, mp=1, pp=1) with the sequential reference\n"
+    "runner on the same tokens and prints its loss next to each step's.\n"
+    "If a rank dies, the others stop and the run exits non-zero naming it.";
+
+struct StepRow {
+  int reports = 0;
+  double loss_sum = 0;
+  int loss_count = 0;
+  double max_ms = 0;
+};
+
+bool HasBackward(const Module& module) {
+  for (const Program& p : module.programs())
+    for (const Op& op : p.ops())
+      if (op.role == OpRole::kBackward) return true;
+  return false;
+}
+
+// Loads FILE, runs --pipeline (or append-backward for a forward-only module) and checks the
+// plan, so that a bad plan is refused before any process starts.
+StatusOr<Module> PrepareModule(const Flags& flags) {
+  PW_ASSIGN_OR_RETURN(Module module, LoadModule(flags.positional()[0]));
+  std::string pipeline = flags.Get("pipeline");
+  if (pipeline.empty() && module.plan.empty() && !HasBackward(module)) pipeline = "append-backward";
+  if (!pipeline.empty()) {
+    PassManager pm;
+    PW_RETURN_IF_ERROR(pm.AddPipeline(pipeline));
+    PW_RETURN_IF_ERROR(pm.Run(module).status());
+  }
+  if (!module.plan.empty()) {
+    LoweringOptions lowering;
+    lowering.feeds = ModuleInputs(module);
+    lowering.loss = ModuleLoss(module);
+    lowering.strict_events = flags.Has("strict-events");
+    PW_RETURN_IF_ERROR(CheckPlanForAllRanks(module, lowering));
+  }
+  return module;
+}
+
+Status ReadTrainingFlags(const Flags& flags, const Module& module, RankRunOptions& run) {
+  PW_ASSIGN_OR_RETURN(run.steps, flags.GetInt("steps", 1));
+  PW_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("micro-batches", 1));
+  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1)));
+  if (run.steps < 1) return InvalidArgument("flag --steps must be >= 1");
+  if (mb < 1) return InvalidArgument("flag --micro-batches must be >= 1");
+  run.micro_batches = static_cast<int>(mb);
+  run.data.data_seed = static_cast<uint64_t>(seed);
+  run.data.data_file = flags.Get("data");
+  run.strict_events = flags.Has("strict-events");
+  return OkStatus();
+}
+
+// One rank: report lines go to --report-fd under the launcher; alone, the rank that
+// reports the loss prints it.
+StatusOr<int> RunOneRank(const Flags& flags) {
+  PW_ASSIGN_OR_RETURN(Module module, PrepareModule(flags));
+  RankProcessOptions options;
+  PW_RETURN_IF_ERROR(ReadTrainingFlags(flags, module, options.run));
+  PW_ASSIGN_OR_RETURN(int64_t rank, flags.RequireInt("rank"));
+  PW_ASSIGN_OR_RETURN(int64_t world, flags.RequireInt("world-size"));
+  if (world != module.mesh.world_size())
+    return InvalidArgument("--world-size ", world,
+                           " does not match the module's mesh (dp=", module.mesh.dp,
+                           " pp=", module.mesh.pp, " mp=", module.mesh.mp, ")");
+  if (rank < 0 || rank >= world)
+    return InvalidArgument("--rank ", rank, " is outside [0, ", world, ")");
+  options.run.rank = static_cast<int>(rank);
+  PW_ASSIGN_OR_RETURN(options.store, flags.Require("store"));
+  options.gloo.hostname = flags.Get("hostname", "127.0.0.1");
+  if (!flags.Get("save-params").empty())
+    options.run.save_params = StrCat(flags.Get("save-params"), "/rank", rank, ".params");
+  PW_ASSIGN_OR_RETURN(int64_t fd, flags.GetInt("report-fd", -1));
+  if (fd >= 0) {
+    options.dead_after = std::chrono::milliseconds(0);  // the launcher watches its ranks
+    options.run.on_step = [fd](const RankStepReport& r) {
+      std::string line =
+          StrCat("step ", r.step, " ", r.loss_count, " ", r.step_ms, " ", r.peak_bytes, " ");
+      char loss[64];
+      std::snprintf(loss, sizeof(loss), "%.17g\n", r.loss_sum);
+      line += loss;
+      (void)!write(static_cast<int>(fd), line.data(), line.size());
+    };
+  } else {
+    options.run.on_step = [](const RankStepReport& r) {
+      if (r.loss_count == 0) return;
+      std::printf("step %lld loss %.4f (%.1f ms, rank %d)\n", static_cast<long long>(r.step + 1),
+                  r.loss_sum / r.loss_count, r.step_ms, r.rank);
+      std::fflush(stdout);
+    };
+  }
+  return RunRankProcess(module, options);
+}
+
+void PrintJsonArray(const char* key, const std::vector<double>& values, const char* fmt) {
+  std::printf("\"%s\": [", key);
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::printf(i ? ", " : "");
+    if (std::isfinite(values[i]))
+      std::printf(fmt, values[i]);
+    else
+      std::printf("null");
+  }
+  std::printf("]");
+}
+
+StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
+  PW_ASSIGN_OR_RETURN(Module module, PrepareModule(flags));
+  RankRunOptions run;
+  PW_RETURN_IF_ERROR(ReadTrainingFlags(flags, module, run));
+  PW_ASSIGN_OR_RETURN(int64_t nproc, flags.RequireInt("nproc"));
+  if (nproc != module.mesh.world_size())
+    return InvalidArgument(
+        "--nproc ", nproc, " does not match the module's mesh (dp=", module.mesh.dp,
+        " pp=", module.mesh.pp, " mp=", module.mesh.mp, ": ", module.mesh.world_size(), " ranks)");
+  std::string report = flags.Get("report");
+  if (!report.empty() && report != "json")
+    return InvalidArgument("flag --report: unknown format '", report, "' (json)");
+  const bool json = report == "json";
+
+  namespace fs = std::filesystem;
+  std::string run_dir = flags.Get("run-dir");
+  if (run_dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "pipeweave-run-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return Internal("cannot create a run directory in /tmp");
+    run_dir = tmpl;
+  }
+  fs::create_directories(run_dir);
+  if (!flags.Get("save-params").empty()) fs::create_directories(flags.Get("save-params"));
+  // Ranks load the prepared module, so passes run once.
+  std::string prepared = (fs::path(run_dir) / "module.pb").string();
+  PW_RETURN_IF_ERROR(SaveModule(module, prepared));
+
+  LaunchOptions options;
+  options.nproc = static_cast<int>(nproc);
+  options.run_dir = run_dir;
+  options.args = {"run-parallel", prepared};
+  for (const char* name : {"steps", "seed", "micro-batches", "data", "save-params"})
+    if (flags.Has(name)) {
+      options.args.push_back(StrCat("--", name));
+      options.args.push_back(flags.Get(name));
+    }
+  if (flags.Has("seed") == false) {
+    options.args.push_back("--seed");
+    options.args.push_back(std::to_string(run.data.data_seed));
+  }
+  if (flags.Has("strict-events")) options.args.push_back("--strict-events");
+
+  // The single-rank reference on the same tokens: M·dp micro-batches per step.
+  std::vector<double> reference;
+  if (flags.Has("compare-reference")) {
+    PW_ASSIGN_OR_RETURN(Module ref_module, LoadModule(flags.Get("compare-reference")));
+    if (!HasBackward(ref_module)) {
+      PassManager pm;
+      PW_RETURN_IF_ERROR(pm.AddPipeline("append-backward"));
+      PW_RETURN_IF_ERROR(pm.Run(ref_module).status());
+    }
+    ReferenceOptions ro;
+    ro.steps = run.steps;
+    int per_replica = module.plan.empty() ? run.micro_batches : module.plan.num_micro_batches;
+    ro.micro_batches = static_cast<int64_t>(per_replica) * module.mesh.dp;
+    ro.data_seed = run.data.data_seed;
+    ro.data_file = run.data.data_file;
+    PW_ASSIGN_OR_RETURN(ReferenceResult ref, RunReference(ref_module, ro));
+    reference = ref.losses;
+  }
+
+  std::map<int64_t, StepRow> rows;
+  std::vector<double> peak(nproc, 0);
+  int64_t next_print = 0;
+  options.on_report = [&](int rank, const std::string& line) {
+    std::istringstream in(line);
+    std::string word;
+    int64_t step;
+    int count;
+    double ms, bytes, loss_sum;
+    if (!(in >> word >> step >> count >> ms >> bytes >> loss_sum) || word != "step") return;
+    StepRow& row = rows[step];
+    ++row.reports;
+    row.loss_sum += loss_sum;
+    row.loss_count += count;
+    row.max_ms = std::max(row.max_ms, ms);
+    peak[rank] = std::max(peak[rank], bytes);
+    while (!json && rows.count(next_print) && rows[next_print].reports == nproc) {
+      const StepRow& r = rows[next_print];
+      std::printf("step %lld loss %.4f", static_cast<long long>(next_print + 1),
+                  r.loss_count ? r.loss_sum / r.loss_count : NAN);
+      if (next_print < static_cast<int64_t>(reference.size()))
+        std::printf("  reference %.4f", reference[next_print]);
+      std::printf("  (%.1f ms)\n", r.max_ms);
+      std::fflush(stdout);
+      ++next_print;
+    }
+  };
+  PW_ASSIGN_OR_RETURN(LaunchResult result, LaunchRanks(options));
+  if (!result.ok) {
+    std::fprintf(stderr, "pipeweave run: %s; the run was stopped (run directory %s)\n",
+                 result.failure.c_str(), run_dir.c_str());
+    for (size_t r = 0; r < result.exit_codes.size(); ++r) {
+      int code = result.exit_codes[r];
+      if (code != 0 && code != kExitPeerFailed && result.failure.find(StrCat("rank ", r, " ")) != 0)
+        std::fprintf(stderr, "pipeweave run: rank %zu also ended with %s %d\n", r,
+                     code > 128 ? "signal" : "exit code", code > 128 ? code - 128 : code);
+    }
+    return 1;
+  }
+  if (json) {
+    std::vector<double> losses, times;
+    for (const auto& [step, r] : rows) {
+      losses.push_back(r.loss_count ? r.loss_sum / r.loss_count : NAN);
+      times.push_back(r.max_ms);
+    }
+    std::printf("{\"mode\": \"parallel\", \"world_size\": %lld, \"schedule\": \"%s\", ",
+                static_cast<long long>(nproc),
+                module.plan.empty() ? "sequential" : module.plan.schedule.c_str());
+    PrintJsonArray("losses", losses, "%.9g");
+    std::printf(", ");
+    PrintJsonArray("step_time_ms", times, "%.3f");
+    std::printf(", ");
+    PrintJsonArray("peak_bytes", peak, "%.0f");
+    if (!reference.empty()) {
+      std::printf(", ");
+      PrintJsonArray("reference_losses", reference, "%.9g");
+    }
+    std::printf("}\n");
+  }
+  if (flags.Get("run-dir").empty()) fs::remove_all(run_dir);
+  return 0;
+}
+
+}  // namespace
+
+StatusOr<int> RunParallel(const std::vector<std::string>& args) {
+  Flags flags;
+  for (const char* name : {"nproc", "rank", "world-size", "store", "report-fd", "hostname", "steps",
+                           "seed", "micro-batches", "data", "report", "run-dir", "save-params",
+                           "pipeline", "compare-reference"})
+    flags.Value(name);
+  flags.Switch("strict-events");
+  PW_RETURN_IF_ERROR(flags.Parse(args));
+  if (flags.positional().size() != 1)
+    return InvalidArgument("expected one module file, got ", flags.positional().size(),
+                           " positional arguments");
+  if (flags.Has("rank")) return RunOneRank(flags);
+  if (flags.Has("nproc")) return Launch(flags, args);
+  return InvalidArgument("pass --nproc N (local ranks) or --rank R --world-size N --store ...");
+}
+
+PW_REGISTER_COMMAND(run_parallel, "run-parallel",
+                    "train a planned module on rank processes (multi-stream executor)", kUsage,
+                    RunParallel);
+
+}  // namespace pw::tools

@@ -1,0 +1,105 @@
+// `pipeweave sim FILE`: predicts a planned module's step on a device with the empirical
+// cost model and the op-level multi-stream simulator.
+
+#include <cstdio>
+
+#include "cost_model/sim_report.h"
+#include "cost_model/sim_svg.h"
+#include "cost_model/sim_trace.h"
+#include "cost_model/simulator.h"
+#include "executor/sequential_plan.h"
+#include "ir/file_util.h"
+#include "ops/registry.h"
+#include "tools/command.h"
+#include "tools/cost_inputs.h"
+#include "tools/flags.h"
+
+namespace pw::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "pipeweave sim FILE [--device cpu|h100|a100|SPEC_FILE (cpu)] [--costs COSTS]\n"
+    "           [--format table|json] [--trace OUT.json] [--svg OUT.svg] [--coverage]\n"
+    "           [--pipeline PASSES] [--micro-batches M (1)] [--p2p eager|rendezvous]\n"
+    "           [--runtime executor|reference]\n"
+    "Simulates one training step of the module's plan on every rank: streams, events,\n"
+    "send/recv, collectives, compute slowed beside communication, and ranks sharing the\n"
+    "cores of a CPU node. Op times come from COSTS (pipeweave profile) where measured,\n"
+    "interpolated from the op type's measured points, else from the device's roofline.\n"
+    "Prints the step time, bubble rate, exposed communication and per rank the busy time\n"
+    "of each stream and the peak bytes; --format json prints one object with step_time_ms,\n"
+    "bubble_rate, exposed_comm_ms, coverage and ranks. --coverage adds the share of\n"
+    "estimated time from each estimate path. --trace writes a Chrome trace (one track per\n"
+    "rank and stream), --svg the schedule as simulated. An unplanned pp=1 module is simulated\n"
+    "as the sequential reference (M micro-batches, then the optimizer); --pipeline runs\n"
+    "passes first (e.g. \"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},\n"
+    "insert-p2p\"). --runtime reference prices ops with the sequential reference runner's\n"
+    "per-op overhead (pipeweave run --reference) instead of the executor's.";
+
+StatusOr<int> RunSim(const std::vector<std::string>& args) {
+  Flags flags;
+  for (const char* name :
+       {"device", "costs", "format", "trace", "svg", "pipeline", "micro-batches", "p2p", "runtime"})
+    flags.Value(name);
+  flags.Switch("coverage");
+  PW_RETURN_IF_ERROR(flags.Parse(args));
+  if (flags.positional().size() != 1)
+    return InvalidArgument("expected one module file, got ", flags.positional().size(),
+                           " positional arguments");
+  const std::string format = flags.Get("format", "table");
+  if (format != "table" && format != "json")
+    return InvalidArgument("flag --format: unknown format '", format, "' (table, json)");
+  const std::string p2p = flags.Get("p2p", "eager");
+  if (p2p != "eager" && p2p != "rendezvous")
+    return InvalidArgument("flag --p2p: unknown mode '", p2p, "' (eager, rendezvous)");
+  const std::string runtime = flags.Get("runtime", "executor");
+  if (runtime != "executor" && runtime != "reference")
+    return InvalidArgument("flag --runtime: unknown runtime '", runtime, "' (executor, reference)");
+  PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 1));
+  if (micro_batches < 1) return InvalidArgument("flag --micro-batches must be >= 1");
+
+  const std::string path = flags.positional()[0];
+  PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
+  if (module.plan.empty()) {
+    StatusOr<Module> sequential = WithSequentialPlan(module, static_cast<int>(micro_batches));
+    if (!sequential.ok()) return sequential.status().WithContext(path);
+    module = std::move(sequential).value();
+  }
+  PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
+                      MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
+  cost::SimOptions options;
+  options.rendezvous_p2p = p2p == "rendezvous";
+  options.record_timeline = flags.Has("trace") || flags.Has("svg");
+  if (runtime == "reference") options.op_overhead = estimator->device().reference_op_overhead();
+  cost::Simulator simulator(estimator, ops::Registry(), options);
+  cost::SimGraph graph;
+  StatusOr<cost::SimResult> result = simulator.Run(module, &graph);
+  if (!result.ok()) return result.status().WithContext(path);
+
+  if (flags.Has("trace"))
+    PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("trace"), cost::SimTraceJson(graph, *result)));
+  if (flags.Has("svg")) {
+    std::string title =
+        StrCat(module.name, ": ", module.plan.schedule, ", ", module.plan.num_micro_batches,
+               " micro-batches on ", estimator->device().name(), " (op-level simulation, µs)");
+    PW_ASSIGN_OR_RETURN(std::string svg, cost::SimScheduleSvg(module, graph, *result, title));
+    PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("svg"), svg));
+  }
+  if (format == "json") {
+    std::fputs(cost::SimResultToJson(*result, graph).c_str(), stdout);
+  } else {
+    std::printf("%s: %s plan, %d micro-batches, %d ranks, device %s\n", path.c_str(),
+                module.plan.schedule.c_str(), module.plan.num_micro_batches, graph.world_size,
+                estimator->device().name().c_str());
+    std::fputs(cost::SimResultToTable(*result, graph).c_str(), stdout);
+    if (flags.Has("coverage")) std::fputs(("\n" + cost::CoverageTable(*result)).c_str(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+PW_REGISTER_COMMAND(sim, "sim", "simulate a planned module's step with the cost model", kUsage,
+                    RunSim);
+
+}  // namespace pw::tools

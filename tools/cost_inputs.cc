@@ -1,0 +1,41 @@
+#include "tools/cost_inputs.h"
+
+#include "ir/proto_io.h"
+#include "passes/pass_manager.h"
+
+namespace pw::tools {
+namespace {
+
+bool HasBackward(const Module& module) {
+  for (const Program& p : module.programs())
+    for (const Op& op : p.ops())
+      if (op.role == OpRole::kBackward) return true;
+  return false;
+}
+
+}  // namespace
+
+StatusOr<Module> LoadTrainingModule(const std::string& path, const std::string& pipeline) {
+  PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
+  std::string passes = pipeline;
+  if (passes.empty() && module.plan.empty() && !HasBackward(module)) passes = "append-backward";
+  if (!passes.empty()) {
+    PassManager pm;
+    PW_RETURN_IF_ERROR(pm.AddPipeline(passes));
+    Status s = pm.Run(module).status();
+    if (!s.ok()) return s.WithContext(path);
+  }
+  return module;
+}
+
+StatusOr<std::shared_ptr<cost::Estimator>> MakeEstimator(const std::string& device,
+                                                         const std::string& costs) {
+  PW_ASSIGN_OR_RETURN(cost::DeviceSpec spec, cost::ResolveDeviceSpec(device));
+  cost::OpCostTable table;
+  if (!costs.empty()) {
+    PW_ASSIGN_OR_RETURN(table, cost::OpCostTable::Load(costs));
+  }
+  return cost::Estimator::Create(std::move(spec), std::move(table));
+}
+
+}  // namespace pw::tools

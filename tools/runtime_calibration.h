@@ -1,0 +1,24 @@
+#pragma once
+// Measures what the runtimes add to every op besides its kernel — the executor's dispatch,
+// slot bookkeeping and events, and the sequential reference runner's scope lookups — on a
+// tiny GPT whose kernels take a few microseconds: its step time measured with each runtime,
+// minus the simulated sum of its profiled kernels, divided by its op count. The figures go
+// into the CPU DeviceSpec (op_overhead, reference_op_overhead).
+
+#include "cost_model/profiler.h"
+
+namespace pw::tools {
+
+struct RuntimeOverheads {
+  double executor = 0;  // seconds per op
+  double reference = 0;
+  // What they were derived from: the tiny GPT's op count and step times.
+  double ops = 0;
+  double kernels_ms = 0;
+  double executor_ms = 0;
+  double reference_ms = 0;
+};
+
+StatusOr<RuntimeOverheads> CalibrateRuntimes(const cost::ProfileOptions& options);
+
+}  // namespace pw::tools
