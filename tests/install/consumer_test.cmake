@@ -10,6 +10,6 @@ function(run)
 endfunction()
 run(${CMAKE_COMMAND} --install ${PW_BINARY_DIR} --prefix ${work}/prefix)
 run(${CMAKE_COMMAND} -S ${PW_SOURCE_DIR}/examples/consumer -B ${work}/build -G ${PW_GENERATOR}
-    -DCMAKE_PREFIX_PATH=${work}/prefix)
+    -DCMAKE_PREFIX_PATH=${work}/prefix "-DCMAKE_CXX_FLAGS=${PW_CXX_FLAGS}")
 run(${CMAKE_COMMAND} --build ${work}/build)
 run(${work}/build/consumer)
