@@ -24,6 +24,13 @@ step "Module summary"
 step "Train for 40 steps with the reference evaluator (8 micro-batches per step)"
 "$pw" run "$out/gpt_train.pb" --reference --steps 40 --micro-batches 8 --seed 1
 
+step "Train the same GPT with mp=2 x pp=2 under 1f1b on 4 local rank processes, beside the one-rank reference"
+"$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
+  --micro-batch-size 2 --mp 2 --pp 2 --seed 1 -o "$out/gpt_mp2pp2.pbtxt"
+"$pw" opt "$out/gpt_mp2pp2.pbtxt" -o "$out/gpt_mp2pp2_1f1b.pb" \
+  -p 'append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p'
+"$pw" run "$out/gpt_mp2pp2_1f1b.pb" --nproc 4 --steps 5 --compare-reference "$out/gpt_train.pb"
+
 step "Plan the GPT on 4 pipeline stages under three schedules (split, schedule, send/recv, check)"
 "$pw" build-model gpt --layers 8 --hidden 128 --heads 4 --ffn 512 --seq 32 --vocab 256 \
   --micro-batch-size 2 --mp 1 --pp 4 --seed 1 -o "$out/gpt_pp4.pbtxt"

@@ -1,6 +1,7 @@
 // `pipeweave run FILE --reference ...`: trains a module and prints its loss per step.
 // Only the sequential reference path exists so far (executor/reference_runner.h).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -10,6 +11,7 @@
 #include "passes/pass_manager.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/run_parallel.h"
 
 namespace pw::tools {
 namespace {
@@ -23,7 +25,9 @@ constexpr const char* kUsage =
     "A module without backward ops gets 'append-backward' with its defaults first; for\n"
     "another optimizer run 'pipeweave opt FILE -p append-backward{optimizer=adam,lr=0.01}'.\n"
     "--seed selects the training tokens (default: the seed the model was built with);\n"
-    "--data reads byte tokens from a text file instead of the synthetic stream.";
+    "--data reads byte tokens from a text file instead of the synthetic stream.\n"
+    "Without --reference, `run` trains a planned module on rank processes: see\n"
+    "'pipeweave run-parallel --help' (--nproc N, or --rank R --world-size N --store ...).";
 
 // Adds backward and optimizer ops (the pass's default optimizer) to a forward-only module.
 Status AppendBackward(Module& module) {
@@ -90,6 +94,8 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
 }
 
 StatusOr<int> RunRun(const std::vector<std::string>& args) {
+  // Without --reference the module runs on rank processes (tools/cmd_run_parallel.cc).
+  if (std::find(args.begin(), args.end(), "--reference") == args.end()) return RunParallel(args);
   Flags flags;
   flags.Switch("reference");
   for (const char* name : {"steps", "micro-batches", "seed", "data", "report"}) flags.Value(name);
@@ -97,8 +103,6 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
   if (flags.positional().size() != 1)
     return InvalidArgument("expected one module file, got ", flags.positional().size(),
                            " positional arguments");
-  if (!flags.Has("reference"))
-    return InvalidArgument("only reference runs exist so far: pass --reference");
   PW_ASSIGN_OR_RETURN(Module module, LoadModule(flags.positional()[0]));
   return RunReferenceMode(std::move(module), flags);
 }
