@@ -4,6 +4,9 @@
 //
 //   build-plan/benchmarks/planning_bench --benchmark_repetitions=5 \
 //       --benchmark_report_aggregates_only=true
+//
+// The heap keeps the memory an iteration frees (see KeepFreedMemory); set
+// PW_BENCH_DEFAULT_MALLOC=1 to measure with glibc's defaults instead.
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
@@ -40,6 +43,20 @@ void operator delete(void* p) noexcept {
   std::free(p);
 }
 void operator delete(void* p, size_t) noexcept { operator delete(p); }
+
+namespace {
+// By default glibc gives freed memory back to the kernel: blocks of 128 KiB and more are
+// unmapped, and a free heap top beyond a threshold is trimmed. An iteration here frees
+// tens of megabytes of schedules and tables, so the next one would fault them back in
+// page by page, which on a VM costs about as much as the planning itself. Keeping freed
+// memory in the process makes the iterations measure the planning code rather than the
+// kernel mapping and zeroing pages.
+void KeepFreedMemory() {
+  if (const char* v = std::getenv("PW_BENCH_DEFAULT_MALLOC"); v && *v == '1') return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: larger blocks still get mmap
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+}  // namespace
 
 namespace pw::pipeline {
 namespace {
@@ -111,4 +128,11 @@ BENCHMARK(BM_ZbAuto)->Args({32, 256})->Unit(benchmark::kMillisecond);
 }  // namespace
 }  // namespace pw::pipeline
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  KeepFreedMemory();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -88,6 +88,7 @@ class Replay {
     for (int t = 0; t <= static_cast<int>(ActionType::kBatchP2P); ++t)
       unit_cost_[t] = timed ? costs_.Of(static_cast<ActionType>(t), -1) : 0;
     for (int s = 0; s + 1 < S_; ++s) chain_latency_.push_back(Cross(s, s + 1));
+    for (int s = 0; s + 1 < S_; ++s) remote_next_.push_back(rank_of_[s] != rank_of_[s + 1]);
   }
 
   Status Run() {
@@ -269,8 +270,7 @@ class Replay {
   }
 
   // A fused OVERLAP_F_B: its parts start together once all their inputs are ready.
-  bool ComputeFused(int r, const Action& a, Stats& stats, double& clock, double& start,
-                    Key& wait) {
+  bool ComputeFused(int r, const Action& a, Stats& stats, double& clock, double& start, Key& wait) {
     for (const Action& p : s_.Parts(a))
       if (!InputsReady(r, p, start, wait)) return false;
     double duration = 0;
@@ -288,14 +288,14 @@ class Replay {
         f_end_.Set(Slot(s, m), end);
         rank.mem += 1;
         rank.peak = std::max(rank.peak, rank.mem);
-        if (s + 1 < S_)
+        if (s + 1 < S_ && !(comm_mode_ && remote_next_[s]))
           Produce(rank_of_[s + 1], {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))});
         break;
       case ActionType::kBackward:
       case ActionType::kBackwardInput:
         b_end_.Set(Slot(s, m), end);
         rank.mem -= p.type == ActionType::kBackward ? 1 : 1 - costs_.w_mem;
-        if (s > 0)
+        if (s > 0 && !(comm_mode_ && remote_next_[s - 1]))
           Produce(rank_of_[s - 1], {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))});
         break;
       case ActionType::kBackwardWeight:
@@ -538,7 +538,8 @@ class Replay {
   const int M_, S_, R_;
   const bool comm_mode_;
   const std::vector<int> rank_of_;
-  std::vector<double> chain_latency_;  // comm cost of chain edge s -> s + 1 (0 on one rank)
+  std::vector<double> chain_latency_;
+  std::vector<char> remote_next_;  // comm cost of chain edge s -> s + 1 (0 on one rank)
   TimeTable f_end_, b_end_, send_f_, send_b_, recv_f_, recv_b_;
   double unit_cost_[static_cast<int>(ActionType::kBatchP2P) + 1] = {};
   std::vector<RankState> ranks_;

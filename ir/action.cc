@@ -21,10 +21,16 @@ Action ActionSchedule::AddGroup(ActionType type, std::span<const Action> parts) 
 }
 
 bool ActionSchedule::HasComms() const {
-  for (const auto& r : ranks)
-    for (const Action& a : r) {
-      if (IsComm(a.type) || a.type == ActionType::kBatchP2P) return true;
-    }
+  // Without a branch per action: a compute-only schedule is scanned to its end.
+  constexpr uint32_t kCommTypes =
+      1u << static_cast<int>(ActionType::kSendF) | 1u << static_cast<int>(ActionType::kRecvF) |
+      1u << static_cast<int>(ActionType::kSendB) | 1u << static_cast<int>(ActionType::kRecvB) |
+      1u << static_cast<int>(ActionType::kBatchP2P);
+  for (const auto& r : ranks) {
+    uint32_t found = 0;
+    for (const Action& a : r) found |= kCommTypes >> static_cast<int>(a.type);
+    if (found & 1) return true;
+  }
   return false;
 }
 

@@ -10,7 +10,6 @@
 #include <deque>
 #include <limits>
 #include <optional>
-#include <queue>
 
 #include "passes/pipeline/schedule_generators.h"
 
@@ -35,24 +34,72 @@ struct GreedyRules {
 constexpr std::array<int, 3> kWarmupFactors = {0, 1, 2};
 constexpr std::array<double, 2> kWGaps = {0.0, 1.0};
 
+template <typename T, size_t N>
+size_t IndexOf(const std::array<T, N>& values, T value) {
+  return std::find(values.begin(), values.end(), value) - values.begin();
+}
+
 // Which other values of the rules (among the variants above) would have changed at least
 // one decision of a run. A variant that differs from the run only in rules whose other
 // values never mattered makes the same decisions step by step, so it has the same result.
 struct RuleSensitivity {
-  bool input_grad_first = false;                  // an I and an F were ready together
+  bool input_grad_first = false;                     // an I and an F were ready together
   std::array<bool, kWarmupFactors.size()> warmup{};  // by index in kWarmupFactors
   std::array<bool, kWGaps.size()> w_gap{};           // by index in kWGaps
 
-  bool Allows(const GreedyRules& ran, const GreedyRules& other) const {
-    auto same = [](auto a, auto b, bool mattered) { return a == b || !mattered; };
-    const size_t k = std::find(kWarmupFactors.begin(), kWarmupFactors.end(),
-                               other.warmup_factor) - kWarmupFactors.begin();
-    const size_t g = std::find(kWGaps.begin(), kWGaps.end(), other.w_gap) - kWGaps.begin();
-    return ran.mem_limit == other.mem_limit && k < warmup.size() && g < w_gap.size() &&
-           same(ran.input_grad_first, other.input_grad_first, input_grad_first) &&
-           same(ran.warmup_factor, other.warmup_factor, warmup[k]) &&
-           same(ran.w_gap, other.w_gap, w_gap[g]);
+  // Whether a run under `ran` with this sensitivity shows that a run under `other` makes
+  // the same decisions: each rule is the same or never mattered.
+  bool SameDecisions(const GreedyRules& ran, const GreedyRules& other) const {
+    const size_t k = IndexOf(kWarmupFactors, other.warmup_factor);
+    const size_t g = IndexOf(kWGaps, other.w_gap);
+    if (ran.mem_limit != other.mem_limit || k == warmup.size() || g == w_gap.size()) return false;
+    return (ran.input_grad_first == other.input_grad_first || !input_grad_first) &&
+           (ran.warmup_factor == other.warmup_factor || !warmup[k]) &&
+           (ran.w_gap == other.w_gap || !w_gap[g]);
   }
+};
+
+// The ranks due to be looked at, by time, the higher rank first among equal times. A
+// tournament tree over the ranks: every node holds the first of the queued ranks below
+// it, so waking or taking a rank replays only the matches on its path to the root.
+class RankQueue {
+ public:
+  explicit RankQueue(int ranks) : time_(ranks, 0) {
+    while (leaves_ < ranks) leaves_ *= 2;
+    tree_.assign(2 * static_cast<size_t>(leaves_), kNone);
+  }
+  bool empty() const { return tree_[1] == kNone; }
+  bool queued(int r) const { return tree_[leaves_ + r] != kNone; }
+  double time(int r) const { return time_[r]; }
+  // Queues rank r at time t, or moves it there.
+  void Wake(int r, double t) {
+    time_[r] = t;
+    Replay(r, r);
+  }
+  // Removes the first rank and returns it.
+  int Pop() {
+    const int first = tree_[1];
+    Replay(first, kNone);
+    return first;
+  }
+
+ private:
+  static constexpr int kNone = -1;
+
+  int Winner(int a, int b) const {
+    if (a == kNone || b == kNone) return a == kNone ? b : a;
+    return time_[a] < time_[b] || (time_[a] == time_[b] && a > b) ? a : b;
+  }
+  // Sets rank r's leaf and replays the matches above it.
+  void Replay(int r, int leaf) {
+    size_t i = leaves_ + r;
+    tree_[i] = leaf;
+    for (i /= 2; i > 0; i /= 2) tree_[i] = Winner(tree_[2 * i], tree_[2 * i + 1]);
+  }
+
+  std::vector<double> time_;
+  int leaves_ = 1;
+  std::vector<int> tree_;  // node i has children 2i and 2i + 1; leaves from leaves_
 };
 
 struct GreedyResult {
@@ -69,7 +116,8 @@ class ListScheduler {
         S_(spec.num_stages),
         M_(spec.num_micro_batches),
         R_(spec.num_ranks),
-        costs_(spec.costs) {}
+        costs_(spec.costs),
+        queue_(spec.num_ranks) {}
 
   // Which rules this run's decisions depended on (also after a failed run).
   const RuleSensitivity& sensitivity() const { return sensitivity_; }
@@ -92,15 +140,11 @@ class ListScheduler {
     }
     size_t remaining = 3 * static_cast<size_t>(S_) * M_;
     while (remaining > 0) {
-      if (heap_.empty())
+      if (queue_.empty())
         return FailedPrecondition("no schedule fits the memory limit of ", rules_.mem_limit,
                                   " M_B per rank");
-      auto [neg_time, r] = heap_.top();
-      heap_.pop();
-      RankState& rank = ranks_[r];
-      if (!rank.queued || -neg_time != rank.free_at) continue;  // superseded entry
-      rank.queued = false;
-      if (Step(r, result.schedule.ranks[r])) --remaining;
+      const int r = queue_.Pop();
+      if (Step(r, queue_.time(r), result.schedule.ranks[r])) --remaining;
     }
     for (const RankState& rank : ranks_) {
       result.cost = std::max(result.cost, rank.last_end - rank.first_start);
@@ -111,8 +155,6 @@ class ListScheduler {
 
  private:
   struct RankState {
-    double free_at = 0;
-    bool queued = false;
     double idle_since = 0;  // when it last found nothing to do (or its busy end)
     double first_start = kNever, last_end = 0;
     double mem = 0, peak = 0;
@@ -150,11 +192,7 @@ class ListScheduler {
     return ok;
   }
 
-  void Wake(int r, double t) {
-    ranks_[r].free_at = t;
-    ranks_[r].queued = true;
-    heap_.emplace(-t, r);
-  }
+  void Wake(int r, double t) { queue_.Wake(r, t); }
 
   // Something on `stage` becomes ready at `ready`: look at its rank again then if it is
   // waiting for work.
@@ -162,12 +200,12 @@ class ListScheduler {
     int q = rank_of_[stage];
     RankState& rank = ranks_[q];
     double t = std::max(ready, rank.idle_since);
-    if (!rank.queued || t < rank.free_at) Wake(q, t);
+    if (!queue_.queued(q) || t < queue_.time(q)) Wake(q, t);
   }
 
-  bool Step(int r, std::vector<Action>& out) {
+  // Rank r is free at t: runs the best ready action, or waits.
+  bool Step(int r, const double t, std::vector<Action>& out) {
     RankState& rank = ranks_[r];
-    const double t = rank.free_at;
     int best_i = -1, best_f = -1;
     double next_known = kNever;
     for (int s : stages_of_[r]) {
@@ -241,7 +279,7 @@ class ListScheduler {
   std::vector<double> f_end_, i_end_;
   std::vector<int> next_f_, next_i_;
   std::vector<RankState> ranks_;
-  std::priority_queue<std::pair<double, int>> heap_;  // (-free time, rank)
+  RankQueue queue_;
   RuleSensitivity sensitivity_;
 };
 
@@ -281,7 +319,7 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
         // A variant that an earlier run shows would make the same decisions has its
         // outcome; it needs a run of its own only to hand over a schedule that wins.
         auto same = std::find_if(tried.begin(), tried.end(), [&](const Tried& t) {
-          return t.sensitivity.Allows(t.rules, rules);
+          return t.sensitivity.SameDecisions(t.rules, rules);
         });
         if (same != tried.end() && (!same->error.ok() || !better(same->cost, same->peak))) {
           Tried copy = *same;

@@ -68,9 +68,9 @@ class StructureCheck {
   // name the error or accept it. Works on locals: the bit tables are bytes, and a byte
   // store may alias anything, so members would be read again after every store.
   size_t FastRun(int r, size_t i) {
+    if (skips_) return i;
     const Action* actions = s_.ranks[r].data();
     const size_t n = s_.ranks[r].size();
-    if (skips_) return i;
     const int* rank_of = s_.stage_to_rank.data();
     uint8_t* const stage = stage_.data();
     uint8_t* const edge = edge_.data();
@@ -82,6 +82,8 @@ class StructureCheck {
       const int s = p.stage, m = p.micro_batch;
       if (s < 0 || s >= S || m < 0 || m >= M || rank_of[s] != r) return i;
       uint8_t& bits = stage[static_cast<size_t>(s) * M + m];
+      int e;
+      uint8_t need, bit;
       switch (p.type) {
         case ActionType::kForward:
           if (bits & kF) return i;
@@ -102,35 +104,24 @@ class StructureCheck {
           if ((bits & (kW | kB)) || !(bits & kI)) return i;
           bits |= kW;
           continue;
+        // A send or recv on edge e sets `bit`; a send needs its producer (`need`) first.
         case ActionType::kSendF:
+          e = s, need = kF, bit = kSendF;
+          break;
         case ActionType::kRecvF:
+          e = s - 1, need = 0, bit = kRecvF;
+          break;
         case ActionType::kSendB:
+          e = s - 1, need = kB | kI, bit = kSendB;
+          break;
         case ActionType::kRecvB:
+          e = s, need = 0, bit = kRecvB;
           break;
         default:
           return i;
       }
-      if (p.peer >= 0) return i;
-      const bool from_lower = p.type == ActionType::kRecvF || p.type == ActionType::kSendB;
-      const int e = from_lower ? s - 1 : s;
-      if (e < 0 || e >= S - 1 || rank_of[e] == rank_of[e + 1]) return i;
-      uint8_t bit;
-      switch (p.type) {
-        case ActionType::kSendF:
-          if (!(bits & kF)) return i;
-          bit = kSendF;
-          break;
-        case ActionType::kRecvF:
-          bit = kRecvF;
-          break;
-        case ActionType::kSendB:
-          if (!(bits & (kB | kI))) return i;
-          bit = kSendB;
-          break;
-        default:
-          bit = kRecvB;
-          break;
-      }
+      if (p.peer >= 0 || e < 0 || e >= S - 1 || rank_of[e] == rank_of[e + 1]) return i;
+      if (need && !(bits & need)) return i;
       uint8_t& edge_bits = edge[static_cast<size_t>(e) * M + m];
       if (edge_bits & bit) return i;
       edge_bits |= bit;
