@@ -296,6 +296,9 @@ StatusOr<ReferenceResult> ReferenceRunner::Run() {
 }  // namespace
 
 StatusOr<ReferenceResult> RunReference(const Module& module, const ReferenceOptions& options) {
+  // One BLAS thread, as every rank of a parallel run uses: OpenBLAS's sums differ in the
+  // last bits between thread counts, and comparisons with parallel runs must be exact.
+  ops::SetBlasThreads(1);
   ReferenceRunner runner(module, options);
   PW_RETURN_IF_ERROR(runner.Prepare().WithContext("reference run"));
   auto result = runner.Run();
