@@ -36,7 +36,8 @@ StatusOr<CommSemantics> ParseCommSemantics(const std::string& name) {
 
 namespace {
 
-// When things happened, per (stage or edge) * M + micro-batch slot.
+// When things happened, per (stage or edge) * M + micro-batch slot: F or B ends, the
+// times sends and recvs were posted.
 class TimeTable {
  public:
   void Reset(size_t slots) { times_.assign(slots, kNotYet); }
@@ -88,7 +89,6 @@ class Replay {
     for (int t = 0; t <= static_cast<int>(ActionType::kBatchP2P); ++t)
       unit_cost_[t] = timed ? costs_.Of(static_cast<ActionType>(t), -1) : 0;
     for (int s = 0; s + 1 < S_; ++s) chain_latency_.push_back(Cross(s, s + 1));
-    for (int s = 0; s + 1 < S_; ++s) remote_next_.push_back(rank_of_[s] != rank_of_[s + 1]);
   }
 
   Status Run() {
@@ -109,8 +109,9 @@ class Replay {
       result_.timeline.resize(R_);
       for (int r = 0; r < R_; ++r) result_.timeline[r].resize(s_.ranks[r].size());
     }
-    // A rank is in the stack only while it is not blocked, so R slots always suffice.
-    work_.resize(R_);
+    // A rank is in the stack only while it is neither blocked nor running, so R slots hold
+    // them all; one more takes Produce's write when it wakes no one.
+    work_.resize(R_ + 1);
     for (int r = 0; r < R_; ++r) work_[r] = R_ - 1 - r;
     work_size_ = R_;
     while (work_size_ > 0) Advance(work_[--work_size_]);
@@ -140,8 +141,8 @@ class Replay {
     return static_cast<size_t>(stage_or_edge) * M_ + mb;
   }
 
-  // Wakes the consumer if it waits for `key`. Without branches: whether a peer already
-  // waits is as good as random, so a branch on it would often be mispredicted.
+  // Wakes the consumer if it waits for `key`. Without a branch: whether a peer already
+  // waits is close to random, so a branch on it would often be mispredicted.
   [[gnu::always_inline]] void Produce(int consumer_rank, Key key) {
     RankState& q = ranks_[consumer_rank];
     const bool wakes = q.blocked == key;
@@ -288,14 +289,14 @@ class Replay {
         f_end_.Set(Slot(s, m), end);
         rank.mem += 1;
         rank.peak = std::max(rank.peak, rank.mem);
-        if (s + 1 < S_ && !(comm_mode_ && remote_next_[s]))
+        if (s + 1 < S_)
           Produce(rank_of_[s + 1], {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))});
         break;
       case ActionType::kBackward:
       case ActionType::kBackwardInput:
         b_end_.Set(Slot(s, m), end);
         rank.mem -= p.type == ActionType::kBackward ? 1 : 1 - costs_.w_mem;
-        if (s > 0 && !(comm_mode_ && remote_next_[s - 1]))
+        if (s > 0)
           Produce(rank_of_[s - 1], {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))});
         break;
       case ActionType::kBackwardWeight:
@@ -538,8 +539,7 @@ class Replay {
   const int M_, S_, R_;
   const bool comm_mode_;
   const std::vector<int> rank_of_;
-  std::vector<double> chain_latency_;
-  std::vector<char> remote_next_;  // comm cost of chain edge s -> s + 1 (0 on one rank)
+  std::vector<double> chain_latency_;  // comm cost of chain edge s -> s + 1 (0 on one rank)
   TimeTable f_end_, b_end_, send_f_, send_b_, recv_f_, recv_b_;
   double unit_cost_[static_cast<int>(ActionType::kBatchP2P) + 1] = {};
   std::vector<RankState> ranks_;
