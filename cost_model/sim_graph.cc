@@ -7,8 +7,10 @@
 #include <tuple>
 
 #include "cost_model/implicit_ops.h"
-#include "cost_model/plan_rules.h"
+#include "ir/event_ref.h"
+#include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
+#include "ir/rank_layout.h"
 
 namespace pw::cost {
 
@@ -90,7 +92,7 @@ class RankLowerer {
               const OpRegistry& registry, SimGraph& graph, Matching& matching)
       : module_(module),
         rank_(rank),
-        coord_(CoordOf(module.mesh, rank)),
+        coord_(RankLayout(module.mesh).Coord(rank)),
         est_(estimator),
         registry_(registry),
         g_(graph),
@@ -270,7 +272,7 @@ Status RankLowerer::EmitOp(const Op& op, SimStream stream, int table, size_t j, 
   const OpDef* def = registry_.Find(op.type);
   std::vector<int> group;
   if (def && def->is_communication && op.type == "c_allreduce_sum")
-    group = GroupOf(module_.mesh, op.attrs.GetString("group", "mp"), rank_);
+    group = RankLayout(module_.mesh).Group(op.attrs.GetString("group", "mp"), rank_);
   if (group.size() > 1) {
     const Var* x = FindDecl(op.Input("X"), program);
     instr.kind = InstrKind::kCollective;
@@ -396,7 +398,7 @@ Status RankLowerer::LowerP2pJob(size_t j, const Job& job) {
   const bool backward = IsBackwardP2p(job.kind);
   RankCoord peer_coord = coord_;
   peer_coord.pp = job.peer;
-  const int peer = RankOf(module_.mesh, peer_coord);
+  const int peer = RankLayout(module_.mesh).Rank(peer_coord);
   if (job.peer < 0 || job.peer >= module_.mesh.pp)
     return InvalidArgument(JobToString(job), " on pipeline rank ", coord_.pp, ": peer ", job.peer,
                            " is not a pipeline rank (pp = ", module_.mesh.pp, ")");

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "cost_model/plan_rules.h"
 #include "cost_model/schedule_svg.h"
 #include "ir/plan_actions.h"
+#include "ir/rank_layout.h"
 
 namespace pw::cost {
 namespace {
@@ -32,7 +32,7 @@ StatusOr<std::string> SimScheduleSvg(const Module& module, const SimGraph& graph
     if (rp.rank < 0 || rp.rank >= static_cast<int>(schedule.ranks.size())) continue;
     RankCoord coord;
     coord.pp = rp.rank;
-    int global = RankOf(module.mesh, coord);
+    int global = RankLayout(module.mesh).Rank(coord);
     if (global >= graph.world_size) continue;
     // Span of every flattened job of the representative rank.
     size_t jobs = graph.job_names[global].size();

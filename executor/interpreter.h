@@ -15,7 +15,7 @@
 #include "executor/backend.h"
 #include "executor/lowering.h"
 #include "executor/memory_tracker.h"
-#include "executor/rank_layout.h"
+#include "ir/rank_layout.h"
 #include "ir/module.h"
 #include "ir/status.h"
 

@@ -6,9 +6,9 @@
 #include <limits>
 #include <unordered_map>
 
-#include "executor/event_ref.h"
-#include "executor/p2p_vars.h"
-#include "executor/rank_layout.h"
+#include "ir/event_ref.h"
+#include "ir/p2p_vars.h"
+#include "ir/rank_layout.h"
 
 namespace pw {
 namespace {

@@ -4,7 +4,7 @@
 #include <tuple>
 
 #include "executor/instr.h"
-#include "executor/p2p_vars.h"
+#include "ir/p2p_vars.h"
 
 namespace pw {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "executor/comm/kv_store.h"
 #include "executor/comm/stream_comm.h"
-#include "executor/rank_layout.h"
+#include "ir/rank_layout.h"
 
 namespace pw {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "executor/comm/stream_comm.h"
-#include "executor/rank_layout.h"
+#include "ir/rank_layout.h"
 
 namespace pw {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "executor/local_ranks.h"
-#include "executor/rank_layout.h"
+#include "ir/rank_layout.h"
 #include "executor/rank_runner.h"
 #include "ir/module.h"
 #include "passes/pass_manager.h"

@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "executor/event_ref.h"
+#include "ir/event_ref.h"
 #include "executor/stream_type.h"
 #include "test_plans.h"
 

@@ -1,4 +1,4 @@
-#include "executor/event_ref.h"
+#include "ir/event_ref.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "executor/rank_layout.h"
+#include "ir/rank_layout.h"
 
 #include "ir/status.h"
 

@@ -1,4 +1,4 @@
-#include "executor/p2p_vars.h"
+#include "ir/p2p_vars.h"
 
 #include <algorithm>
 #include <set>
