@@ -32,6 +32,11 @@ Status ValidateGptConfig(const GptConfig& c) {
   if (c.layers % model_chunks)
     return InvalidArgument("gpt: layers ", c.layers, " is not divisible by pp*vpp = ", c.pp, "*",
                            c.vpp, " = ", model_chunks);
+  if (c.placement == ChunkPlacement::kV && c.vpp != 2)
+    return InvalidArgument(
+        "gpt: placement v needs vpp 2 (one chunk down the ranks, one back "
+        "up), got vpp ",
+        c.vpp);
   return OkStatus();
 }
 
@@ -60,7 +65,7 @@ class GptBuilder {
 
  private:
   void Place(int model_chunk) {
-    Placement p = PlaceModelChunk(model_chunk, c_.pp);
+    Placement p = PlaceModelChunk(model_chunk, c_.pp, c_.placement);
     b_.SetPlacement(p.stage, p.chunk);
   }
 
@@ -187,6 +192,7 @@ void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set("mp", int64_t{c.mp});
   meta.Set("pp", int64_t{c.pp});
   meta.Set("vpp", int64_t{c.vpp});
+  meta.Set("placement", std::string(ChunkPlacementName(c.placement)));
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
 

@@ -13,13 +13,15 @@
 // an executor materialises rank r's shard with shard_index = r.
 //
 // Pipeline parallelism (pp = P, vpp virtual chunks): layers are split evenly into P*vpp
-// model chunks; model chunk c runs on stage c % P as chunk c / P. The embeddings are on
+// model chunks; model chunk c runs on stage c % P as chunk c / P (or, with the V placement
+// and vpp = 2, down the ranks and back up: stage c < P ? c : 2P-1-c). The embeddings are on
 // the first model chunk, the final layer norm, LM head and loss on the last.
 
 #include <cstdint>
 
 #include "ir/module.h"
 #include "ir/status.h"
+#include "models/model_config.h"
 
 namespace pw::models {
 
@@ -34,6 +36,7 @@ struct GptConfig {
   int mp = 1;
   int pp = 1;
   int vpp = 1;
+  ChunkPlacement placement = ChunkPlacement::kLoop;  // kV needs vpp = 2
   uint64_t seed = 1;
 };
 

@@ -253,16 +253,23 @@ StatusOr<std::string> BackwardBuilder::Finalize(const std::string& var, const Op
         .SetAttr("value", 0.0);
     context_.AddStatistic("zero-grad-ops");
   } else {
-    // Summed where the last contribution is made: with the consumers rather than the
-    // producer, so one gradient instead of several crosses a pipeline stage boundary.
+    // Summed with the consumers when they all sit on one stage, so one gradient instead
+    // of several crosses a pipeline boundary; consumers on several stages (a skip
+    // connection) each send their part back to the producer's stage, which sums them:
+    // every backward edge then mirrors a forward one, as insert-p2p plans it.
     // A sum of weight gradients is itself part of the weight-gradient (W) work.
     std::vector<std::string> parts;
     bool weight_grad = true;
+    bool one_place = true;
     for (const Contribution& part : grad.parts) {
       parts.push_back(part.name);
       weight_grad = weight_grad && part.op >= 0 && backward_[part.op].weight_grad;
+      one_place =
+          one_place && part.stage == grad.parts[0].stage && part.chunk == grad.parts[0].chunk;
     }
-    Op& sum = EmitPlaced("sum", grad.parts.back().stage, grad.parts.back().chunk);
+    const bool at_reader = !one_place && reader.stage >= 0;
+    Op& sum = EmitPlaced("sum", at_reader ? reader.stage : grad.parts.back().stage,
+                         at_reader ? reader.chunk : grad.parts.back().chunk);
     sum.SetInput("X", std::move(parts)).SetOutput("Out", {grad.final_name});
     sum.weight_grad = weight_grad;
     context_.AddStatistic("sum-ops");

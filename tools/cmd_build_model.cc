@@ -17,14 +17,15 @@ namespace {
 constexpr const char* kUsage =
     "pipeweave build-model gpt --layers L --hidden H --heads A [--ffn F (4H)] --seq S --vocab V\n"
     "           [--micro-batch-size B (1)] [--mp M (1)] [--pp P (1)] [--vpp V (1)] [--seed N (1)]\n"
-    "           -o FILE\n"
+    "           [--placement loop|v (loop)] -o FILE\n"
     "       pipeweave build-model unet --layers L --hidden H [--micro-batch-size B (1)] [--pp P "
     "(1)]\n"
     "           [--seq S (16)] [--vocab V (128)] [--seed N (1)] -o FILE\n"
-    "FILE ends in .pbtxt (text) or .pb (binary).";
+    "FILE ends in .pbtxt (text) or .pb (binary). --placement v (with --vpp 2) puts model chunks\n"
+    "0..P-1 down the ranks and P..2P-1 back up, the V shape zb-v and dualpipe-v schedule.";
 
 // Flags of one model only; naming another model's flag is an error.
-const char* const kGptOnly[] = {"heads", "ffn", "mp", "vpp"};
+const char* const kGptOnly[] = {"heads", "ffn", "mp", "vpp", "placement"};
 
 StatusOr<int> GetSmallInt(const Flags& flags, const std::string& name, int fallback) {
   PW_ASSIGN_OR_RETURN(int64_t v, flags.GetInt(name, fallback));
@@ -44,6 +45,7 @@ StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   PW_ASSIGN_OR_RETURN(c.mp, GetSmallInt(flags, "mp", 1));
   PW_ASSIGN_OR_RETURN(c.pp, GetSmallInt(flags, "pp", 1));
   PW_ASSIGN_OR_RETURN(c.vpp, GetSmallInt(flags, "vpp", 1));
+  PW_ASSIGN_OR_RETURN(c.placement, models::ParseChunkPlacement(flags.Get("placement", "loop")));
   PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
   c.seed = static_cast<uint64_t>(seed);
   return models::BuildGpt(c);
@@ -67,7 +69,7 @@ StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
 StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"layers", "hidden", "heads", "ffn", "seq", "vocab", "micro-batch-size",
-                           "mp", "pp", "vpp", "seed", "output"})
+                           "mp", "pp", "vpp", "placement", "seed", "output"})
     flags.Value(name);
   flags.Alias("o", "output");
   PW_RETURN_IF_ERROR(flags.Parse(args));

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
@@ -22,6 +25,55 @@ using pipeline::kBackwardKind;
 using pipeline::kBackwardWeightKind;
 using pipeline::kForwardKind;
 using pipeline::kOptimizerKind;
+
+// The zero-bubble split of the backward ops: W (backward_weight) is the weight-gradient
+// work and whatever only it needs; everything an input-gradient op reads belongs to I
+// (backward_input), since I runs before W. Starts from the grad makers' weight_grad marks
+// (plus communication that only carries W results, e.g. an all-reduce of a weight
+// gradient) and moves to I every W op whose result is read by an op outside the W program
+// of its own virtual stage, the optimizer excepted. Ops are in def-before-use order, so one
+// backward sweep settles every op after its readers.
+std::vector<bool> WeightGradOps(const std::vector<Op>& ops, const std::vector<int>& vstage,
+                                const std::vector<bool>& in_backward) {
+  const size_t n = ops.size();
+  std::vector<std::vector<int>> producers(n), readers(n);
+  std::unordered_map<std::string_view, int> last_writer;
+  for (size_t i = 0; i < n; ++i) {
+    ops[i].ForEachInput([&](const std::string& v) {
+      auto it = last_writer.find(v);
+      if (it == last_writer.end()) return;
+      producers[i].push_back(it->second);
+      readers[it->second].push_back(static_cast<int>(i));
+    });
+    ops[i].ForEachOutput([&](const std::string& v) { last_writer[v] = static_cast<int>(i); });
+  }
+  std::vector<bool> w(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (!in_backward[i]) continue;
+    if (ops[i].role == OpRole::kCommunication) {
+      bool from_w = false, only_w = true;
+      for (int p : producers[i]) {
+        if (!in_backward[p]) continue;
+        from_w = from_w || w[p];
+        only_w = only_w && w[p];
+      }
+      w[i] = from_w && only_w;
+    } else {
+      w[i] = ops[i].weight_grad;
+    }
+  }
+  for (size_t i = n; i-- > 0;) {
+    if (!w[i]) continue;
+    for (int r : readers[i]) {
+      if (ops[r].role == OpRole::kOptimize) continue;
+      if (!w[r] || vstage[r] != vstage[i]) {
+        w[i] = false;
+        break;
+      }
+    }
+  }
+  return w;
+}
 
 // Order of a stage's programs within one micro-batch (the optimizer runs once, last).
 int KindOrder(const std::string& kind) {
@@ -64,18 +116,19 @@ class SplitProgramPass : public Pass {
     }
     for (const Op& op : ops) place(op);
 
-    // Each op's program.
-    std::map<std::pair<int, std::string>, Program> programs;
+    // Each op's program. Communication ops go with the work around them: a forward
+    // all-reduce with the forward, a gradient all-reduce with the backward.
+    std::vector<int> op_vstage(ops.size());
+    std::vector<bool> in_backward(ops.size(), false);
+    std::vector<std::string> op_kind(ops.size());
     std::map<std::pair<int, int>, std::string> last_kind;
-    std::vector<std::pair<int, std::string>> op_program(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
-      const int vs = virtual_stage.at({op.stage, op.chunk});
+      op_vstage[i] = virtual_stage.at({op.stage, op.chunk});
       std::string kind;
       switch (op.role) {
         case OpRole::kBackward:
-          kind = !split_backward ? kBackwardKind
-                                 : (op.weight_grad ? kBackwardWeightKind : kBackwardInputKind);
+          kind = kBackwardKind;
           break;
         case OpRole::kOptimize:
           kind = kOptimizerKind;
@@ -90,6 +143,21 @@ class SplitProgramPass : public Pass {
           break;
       }
       last_kind[{op.stage, op.chunk}] = kind;
+      in_backward[i] = kind == kBackwardKind;
+      op_kind[i] = std::move(kind);
+    }
+    if (split_backward) {
+      std::vector<bool> weight = WeightGradOps(ops, op_vstage, in_backward);
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (in_backward[i]) op_kind[i] = weight[i] ? kBackwardWeightKind : kBackwardInputKind;
+    }
+
+    std::map<std::pair<int, std::string>, Program> programs;
+    std::vector<std::pair<int, std::string>> op_program(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      const int vs = op_vstage[i];
+      const std::string& kind = op_kind[i];
       auto [it, fresh] = programs.try_emplace({vs, kind});
       if (fresh) {
         it->second.set_name(pipeline::StageProgramName(vs, kind));

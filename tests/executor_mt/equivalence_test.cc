@@ -127,22 +127,12 @@ struct ScheduleCase {
   int vpp;
   bool split_backward;
   int mp = 2;
-  // A planning bug outside the executor this case is known to hit: while the planned
-  // module fails the executor's checks, the case is skipped with this note; once
-  // planning is fixed it runs.
-  const char* known_issue = nullptr;
+  models::ChunkPlacement placement = models::ChunkPlacement::kLoop;
 };
 
 void PrintTo(const ScheduleCase& c, std::ostream* out) {
   *out << c.kind << " vpp=" << c.vpp << " mp=" << c.mp;
 }
-
-constexpr const char* kZbSplitIssue =
-    "split-program{split-backward=true} puts c_identity's gradient all-reduce into the W "
-    "program while the I program reads its output";
-constexpr const char* kZbVPlacementIssue =
-    "zb-v needs the V placement, which the GPT builder does not offer (it places chunks in "
-    "a loop)";
 
 class PipelineEquivalenceTest : public ::testing::TestWithParam<ScheduleCase> {};
 
@@ -157,13 +147,14 @@ Module PlannedGpt(const ScheduleCase& c) {
   g.mp = c.mp;
   g.pp = 2;
   g.vpp = c.vpp;
+  g.placement = c.placement;
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   std::string pipeline =
       StrCat("append-backward,split-program", c.split_backward ? "{split-backward=true}" : "",
              ",schedule{kind=", c.kind, ",micro-batches=", kMicroBatches, "},insert-p2p");
   auto planned = WithPasses(std::move(built).value(), pipeline);
-  if (!c.known_issue) EXPECT_TRUE(planned.ok()) << pipeline << ": " << planned.status().ToString();
+  EXPECT_TRUE(planned.ok()) << pipeline << ": " << planned.status().ToString();
   return planned.ok() ? std::move(planned).value() : Module{};
 }
 
@@ -173,32 +164,30 @@ Module PlannedGpt(const ScheduleCase& c) {
 TEST_P(PipelineEquivalenceTest, MatchesOneRank) {
   const ScheduleCase& c = GetParam();
   Module m = PlannedGpt(c);
-  if (c.known_issue && m.plan.empty()) GTEST_SKIP() << c.known_issue;
   ASSERT_FALSE(m.plan.empty());
-  if (c.known_issue) {
-    LoweringOptions lowering{{"tokens", "labels"}, "loss", false};
-    Status check = CheckPlanForAllRanks(m, lowering);
-    if (!check.ok()) GTEST_SKIP() << c.known_issue << "\n  " << check.ToString();
-  }
+  LoweringOptions lowering{{"tokens", "labels"}, "loss", false};
+  Status check = CheckPlanForAllRanks(m, lowering);
+  ASSERT_TRUE(check.ok()) << check.ToString();
   auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   ExpectSameTraining(m, *run);
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, PipelineEquivalenceTest,
-                         ::testing::Values(ScheduleCase{"fthenb", 1, false},
-                                           ScheduleCase{"1f1b", 1, false},
-                                           ScheduleCase{"eager-1f1b", 1, false},
-                                           ScheduleCase{"interleaved-1f1b", 2, false},
-                                           ScheduleCase{"zb-h1", 1, true, 2, kZbSplitIssue},
-                                           ScheduleCase{"zb-h1", 1, true, 1, kZbSplitIssue},
-                                           ScheduleCase{"zb-v", 2, true, 2, kZbVPlacementIssue}),
-                         [](const auto& info) {
-                           std::string name = StrCat(info.param.kind, "_mp", info.param.mp);
-                           for (char& ch : name)
-                             if (ch == '-') ch = '_';
-                           return name;
-                         });
+constexpr auto kV = models::ChunkPlacement::kV;
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, PipelineEquivalenceTest,
+    ::testing::Values(ScheduleCase{"fthenb", 1, false}, ScheduleCase{"1f1b", 1, false},
+                      ScheduleCase{"eager-1f1b", 1, false},
+                      ScheduleCase{"interleaved-1f1b", 2, false}, ScheduleCase{"zb-h1", 1, true},
+                      ScheduleCase{"zb-h1", 1, true, 1}, ScheduleCase{"zb-h2", 1, true},
+                      ScheduleCase{"zb-v", 2, true, 2, kV}),
+    [](const auto& info) {
+      std::string name = StrCat(info.param.kind, "_mp", info.param.mp);
+      for (char& ch : name)
+        if (ch == '-') ch = '_';
+      return name;
+    });
 
 }  // namespace
 }  // namespace pw::testing
@@ -236,11 +225,8 @@ TEST(UnetEquivalenceTest, FourStagePipelineMatchesOneRank) {
     Module m = Unet(4, kind);
     ASSERT_FALSE(m.plan.empty());
     LoweringOptions lowering{{"tokens", "labels"}, "loss", false};
-    if (Status check = CheckPlanForAllRanks(m, lowering); !check.ok())
-      GTEST_SKIP() << "planning bug outside the executor: append-backward sums a skip "
-                      "connection's gradient on the consumer's stage, insert-p2p sends it to "
-                      "the producer's\n  "
-                   << check.ToString();
+    Status check = CheckPlanForAllRanks(m, lowering);
+    ASSERT_TRUE(check.ok()) << check.ToString();
     auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
     ASSERT_TRUE(run.ok()) << run.status().ToString();
     ExpectSameTraining(m, *run, base, *base_run);

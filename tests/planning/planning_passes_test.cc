@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "ir/plan_actions.h"
 #include "models/gpt.h"
 #include "models/unet.h"
@@ -12,7 +15,8 @@
 namespace pw {
 namespace {
 
-Module Gpt(int pp, int vpp) {
+Module Gpt(int pp, int vpp, int mp = 1,
+           models::ChunkPlacement placement = models::ChunkPlacement::kLoop) {
   models::GptConfig c;
   c.layers = 4;
   c.hidden = 16;
@@ -22,6 +26,8 @@ Module Gpt(int pp, int vpp) {
   c.vocab = 16;
   c.pp = pp;
   c.vpp = vpp;
+  c.mp = mp;
+  c.placement = placement;
   StatusOr<Module> m = models::BuildGpt(c);
   EXPECT_TRUE(m.ok()) << m.status().message();
   return std::move(m).value();
@@ -70,6 +76,78 @@ TEST(PlanningPasses, GptZeroBubbleNeedsSplitBackward) {
   EXPECT_NE(split.FindProgram("stage1_backward_weight"), nullptr);
 }
 
+// Vars each program writes.
+std::set<std::string> Written(const Program& p) {
+  std::set<std::string> out;
+  for (const Op& op : p.ops()) op.ForEachOutput([&](const std::string& v) { out.insert(v); });
+  return out;
+}
+
+// I runs before W, so no input-gradient program may read what a weight-gradient program
+// writes; and W keeps only work that produces weight gradients or feeds it.
+void ExpectInputGradNeverReadsWeightGrad(const Module& m) {
+  std::set<std::string> w_written;
+  int w_programs = 0;
+  for (const Program& p : m.programs())
+    if (p.info().kind == pipeline::kBackwardWeightKind) {
+      ++w_programs;
+      std::set<std::string> w = Written(p);
+      w_written.insert(w.begin(), w.end());
+      bool has_weight_grad = false;
+      for (const Op& op : p.ops()) has_weight_grad |= op.weight_grad;
+      EXPECT_TRUE(has_weight_grad) << p.name();
+    }
+  EXPECT_GT(w_programs, 0);
+  for (const Program& p : m.programs()) {
+    if (p.info().kind == pipeline::kBackwardWeightKind || p.info().kind == pipeline::kOptimizerKind)
+      continue;
+    for (const std::string& v : p.info().inputs)
+      EXPECT_FALSE(w_written.count(v))
+          << p.name() << " reads " << v << ", which a backward_weight program writes";
+  }
+}
+
+// Column-parallel layers put c_identity before the matmul; its gradient is an mp
+// all-reduce of the matmul's input gradient, which the previous layer's I needs.
+TEST(PlanningPasses, SplitBackwardKeepsInputGradientAllReducesInI) {
+  for (int mp : {1, 2}) {
+    SCOPED_TRACE(mp);
+    Module m = Gpt(2, 1, mp);
+    Status st = RunPipeline(m, "append-backward,split-program{split-backward=true}");
+    ASSERT_TRUE(st.ok()) << st.message();
+    ExpectInputGradNeverReadsWeightGrad(m);
+    const Program* w = m.FindProgram("stage0_backward_weight");
+    ASSERT_NE(w, nullptr);
+    for (const Op& op : w->ops()) EXPECT_NE(op.type, "c_allreduce_sum") << "in " << w->name();
+  }
+}
+
+TEST(PlanningPasses, GptInAVPlacementRunsZeroBubbleV) {
+  Module m = Gpt(2, 2, 1, models::ChunkPlacement::kV);
+  Status st = RunPipeline(m,
+                          "append-backward,split-program{split-backward=true},"
+                          "schedule{kind=zb-v,micro-batches=4},insert-p2p");
+  ASSERT_TRUE(st.ok()) << st.message();
+  StatusOr<pipeline::ModuleStages> stages = pipeline::ReadModuleStages(m);
+  ASSERT_TRUE(stages.ok());
+  EXPECT_EQ(stages->stage_to_rank, (std::vector<int>{0, 1, 1, 0}));
+  ExpectInputGradNeverReadsWeightGrad(m);
+  // The V turn (stages 1 -> 2 on rank 1) hands over without a send.
+  for (const Job& job : m.plan.ranks[1].jobs)
+    EXPECT_FALSE(job.kind == JobKind::kSendF && job.stage == 1) << JobToString(job);
+}
+
+TEST(PlanningPasses, VPlacementNeedsTwoChunks) {
+  models::GptConfig c;
+  c.layers = 6;
+  c.pp = 2;
+  c.vpp = 3;
+  c.placement = models::ChunkPlacement::kV;
+  StatusOr<Module> m = models::BuildGpt(c);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("placement v needs vpp 2"), std::string::npos);
+}
+
 TEST(PlanningPasses, GptInterleavedOverVirtualStages) {
   Module m = Gpt(2, 2);
   Status st =
@@ -101,6 +179,14 @@ TEST(PlanningPasses, UnetSkipConnectionsGetTheirOwnSendRecv) {
   for (const Job& job : m->plan.ranks[0].jobs)
     skip_send |= job.kind == JobKind::kSendF && job.peer_stage > 1;
   EXPECT_TRUE(skip_send);
+  // The skip's gradient goes back the way its value came (3 -> 0) and is summed on the
+  // producer's stage: no backward edge between consumers (3 -> 1).
+  bool skip_grad_recv = false;
+  for (const Job& job : m->plan.ranks[0].jobs)
+    skip_grad_recv |= job.kind == JobKind::kRecvB && job.peer_stage == 3;
+  EXPECT_TRUE(skip_grad_recv);
+  for (const Job& job : m->plan.ranks[1].jobs)
+    EXPECT_FALSE(job.kind == JobKind::kRecvB && job.peer_stage == 3) << JobToString(job);
 }
 
 }  // namespace
