@@ -3,13 +3,14 @@
 // events that order them across streams. Everything that does not depend on the device
 // (lowering the plan, slots and their lifetimes, event keys, dependency checks, gradient
 // accumulation, feeds and fetches) stays in the interpreter, so a CUDA backend only maps
-// these three calls onto cudaStream / cudaEvent / kernel launches.
+// these calls onto cudaStream / cudaEvent / kernel launches and device memory.
 
 #include <memory>
 #include <string_view>
 
 #include "executor/stream_type.h"
 #include "ir/status.h"
+#include "ops/tensor.h"
 
 namespace pw {
 
@@ -46,6 +47,16 @@ class Backend {
   // Fills in the device-specific part of a lowered instruction (the kernel of a kernel
   // instruction, the communicator of its stream); an error names the op.
   virtual Status Prepare(Instr& instr) = 0;
+
+  // How the host thread makes and reads values: a zero-filled tensor of a slot's type
+  // (gradient sums), a host value made usable by work queued after the call (feeds,
+  // parameters) and a host tensor with a value's contents once the streams are idle
+  // (parameters read back). The CPU backend's tensors are host tensors: no copies.
+  virtual StatusOr<Tensor> NewTensor(DataType dtype, const Shape& shape) {
+    return Tensor(dtype, shape);
+  }
+  virtual StatusOr<Tensor> FromHost(Tensor host) { return host; }
+  virtual StatusOr<Tensor> ToHost(const Tensor& value) { return value; }
 };
 
 }  // namespace pw

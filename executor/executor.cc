@@ -4,9 +4,7 @@
 
 #include <algorithm>
 
-#include "executor/comm/gloo_comm.h"
 #include "executor/comm/kv_store.h"
-#include "executor/cpu/cpu_backend.h"
 #include "executor/training_feed.h"
 #include "ir/proto_io.h"
 #include "ops/kernel.h"
@@ -51,12 +49,15 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(Module module,
     PW_ASSIGN_OR_RETURN(exec->comm_->store, OpenStore(options.store));
     GlooOptions gloo;
     gloo.hostname = options.hostname;
-    PW_ASSIGN_OR_RETURN(exec->comm_->factory,
-                        MakeGlooCommFactory(*exec->comm_->store, module.mesh, options.rank, gloo));
+    PW_ASSIGN_OR_RETURN(exec->comm_->factory, MakeCommFactory(options.backend, *exec->comm_->store,
+                                                              module.mesh, options.rank, gloo));
   }
-  cpu::CpuBackendOptions backend_options;
-  backend_options.comm = exec->comm_->factory.get();
-  exec->backend_ = std::make_unique<cpu::CpuBackend>(backend_options);
+  BackendConfig backend_config;
+  backend_config.kind = options.backend;
+  backend_config.rank = options.rank;
+  backend_config.comm = exec->comm_->factory.get();
+  backend_config.device = options.device;
+  PW_ASSIGN_OR_RETURN(exec->backend_, MakeBackend(backend_config));
 
   InterpreterOptions interp_options;
   interp_options.micro_batches = options.micro_batches;
@@ -100,7 +101,8 @@ StatusOr<StepStats> Executor::Step() {
 StatusOr<Tensor> Executor::Fetch(const std::string& name) const {
   const Tensor* t = interp_->FindPersistent(name);
   if (!t) return NotFound("rank ", rank(), " holds no persistable var '", name, "'");
-  return t->Clone();
+  PW_ASSIGN_OR_RETURN(Tensor host, interp_->PersistentOnHost(name));
+  return host.SharesStorage(*t) ? host.Clone() : host;  // the caller's own copy
 }
 
 Status Executor::Assign(const std::string& name, const Tensor& value) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/backend_factory.h"
 #include "executor/interpreter.h"
 #include "ir/module.h"
 #include "ir/status.h"
@@ -36,6 +37,8 @@ struct ExecutorOptions {
   std::string store;      // rendezvous for world size > 1: a directory or redis://HOST:PORT
   std::string hostname = "127.0.0.1";  // the address this rank listens on
   bool strict_events = false;
+  BackendKind backend = BackendKind::kCpu;  // kCuda: NCCL between ranks
+  int device = -1;                          // cuda: -1 takes rank % visible devices
   int blas_threads = 1;             // process-wide OpenBLAS threads; 0 leaves the setting alone
   std::vector<std::string> inputs;  // fed per micro-batch; default: the module's metadata
   std::string loss;                 // scalar fetched per micro-batch; default: metadata

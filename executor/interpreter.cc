@@ -42,6 +42,12 @@ const Tensor* Interpreter::FindPersistent(const std::string& name) const {
                                                                         : &it->second->tensor;
 }
 
+StatusOr<Tensor> Interpreter::PersistentOnHost(const std::string& name) const {
+  const Tensor* t = FindPersistent(name);
+  if (!t) return NotFound("rank ", rank_, " holds no persistable var '", name, "'");
+  return backend_.ToHost(*t);
+}
+
 Status Interpreter::SetPersistent(const std::string& name, Tensor value) {
   auto it = plan_->persistent.find(name);
   if (it == plan_->persistent.end())
@@ -51,8 +57,9 @@ Status Interpreter::SetPersistent(const std::string& name, Tensor value) {
     return InvalidArgument("'", name, "' is ", DataTypeName(slot.dtype), " ",
                            ShapeToString(slot.shape), ", got ", DataTypeName(value.dtype()), " ",
                            ShapeToString(value.shape()));
+  PW_ASSIGN_OR_RETURN(Tensor stored, backend_.FromHost(std::move(value)));
   if (slot.tensor.defined()) memory_.Free(slot.tensor.nbytes());
-  slot.Bind(std::move(value), memory_);
+  slot.Bind(std::move(stored), memory_);
   return OkStatus();
 }
 
@@ -64,7 +71,7 @@ std::vector<std::string> Interpreter::PersistentNames() const {
 
 // Between steps no stream runs, so plain writes are safe. Values a failed step left
 // behind are dropped here.
-void Interpreter::ResetForStep() {
+Status Interpreter::ResetForStep() {
   for (ValueSlot& slot : plan_->slots) {
     if (!slot.persistent && slot.tensor.defined()) {
       memory_.Free(slot.tensor.nbytes());
@@ -73,10 +80,14 @@ void Interpreter::ResetForStep() {
     slot.pending.store(slot.uses_per_step, std::memory_order_relaxed);
   }
   for (auto& e : plan_->events) e->Reset();
-  for (ValueSlot* acc : plan_->accumulators)
-    if (acc->uses_per_step > 0) acc->Allocate(memory_);
+  for (ValueSlot* acc : plan_->accumulators) {
+    if (acc->uses_per_step == 0) continue;
+    PW_ASSIGN_OR_RETURN(Tensor zeros, backend_.NewTensor(acc->dtype, acc->shape));
+    acc->Bind(std::move(zeros), memory_);
+  }
   plan_->losses.assign(plan_->losses.size(), std::numeric_limits<double>::quiet_NaN());
   memory_.ResetPeak();
+  return OkStatus();
 }
 
 // The first real failure; streams that only skipped work because of it report kAborted.
@@ -92,7 +103,7 @@ Status Interpreter::Synchronize() {
 }
 
 StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
-  ResetForStep();
+  if (Status s = ResetForStep(); !s.ok()) return s.WithContext(StrCat("rank ", rank_));
   auto start = std::chrono::steady_clock::now();
   Status status;
   for (const Instr& instr : plan_->instrs) {
@@ -103,6 +114,7 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
         value = InvalidArgument("feed '", f.var, "' must be ", DataTypeName(f.slot->dtype), " ",
                                 ShapeToString(f.slot->shape), ", got ",
                                 DataTypeName(value->dtype()), " ", ShapeToString(value->shape()));
+      if (value.ok()) value = backend_.FromHost(std::move(value).value());
       if (!value.ok()) {
         status = value.status().WithContext(StrCat("micro-batch ", instr.micro_batch));
         break;

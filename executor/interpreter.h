@@ -15,8 +15,8 @@
 #include "executor/backend.h"
 #include "executor/lowering.h"
 #include "executor/memory_tracker.h"
-#include "ir/rank_layout.h"
 #include "ir/module.h"
+#include "ir/rank_layout.h"
 #include "ir/status.h"
 
 namespace pw {
@@ -52,8 +52,11 @@ class Interpreter {
   int rank() const { return rank_; }
   MemoryTracker& memory() { return memory_; }
 
-  // Parameters and optimizer state, read or replaced between steps.
+  // Parameters and optimizer state, read or replaced between steps. FindPersistent gives
+  // the backend's tensor (device memory on a GPU); PersistentOnHost a host tensor, which
+  // on the CPU backend shares storage with it. SetPersistent takes a host tensor.
   const Tensor* FindPersistent(const std::string& name) const;
+  StatusOr<Tensor> PersistentOnHost(const std::string& name) const;
   Status SetPersistent(const std::string& name, Tensor value);
   std::vector<std::string> PersistentNames() const;
 
@@ -61,7 +64,7 @@ class Interpreter {
   Interpreter(Module module, int rank, Backend& backend)
       : module_(std::move(module)), rank_(rank), layout_(module_.mesh), backend_(backend) {}
   Status Synchronize();
-  void ResetForStep();
+  Status ResetForStep();
 
   Module module_;
   int rank_;

@@ -8,6 +8,7 @@
 #include <exception>
 #include <thread>
 
+#include "executor/backend_factory.h"
 #include "executor/watchdog.h"
 #include "ops/kernel.h"
 
@@ -90,7 +91,7 @@ int RunRankProcess(const Module& module, const RankProcessOptions& options) {
   std::unique_ptr<CommFactory> comm;
   Status status;
   if (world > 1) {
-    auto factory = MakeGlooCommFactory(kv, module.mesh, rank, options.gloo);
+    auto factory = MakeCommFactory(options.run.backend, kv, module.mesh, rank, options.gloo);
     if (factory.ok())
       comm = std::move(*factory);
     else

@@ -1,7 +1,8 @@
 #pragma once
 // The life of one rank process: join the run's store, start the watchdog, connect over
-// Gloo, train, and leave only when every rank is done — or stop promptly, naming the
-// rank at fault, when another rank fails. Returns the process exit code:
+// Gloo (NCCL with the CUDA backend), train, and leave only when every rank is done — or
+// stop promptly, naming the rank at fault, when another rank fails. Returns the process
+// exit code:
 //   0  trained every step
 //   1  this rank failed (the others are told)
 //   3  stopped because another rank failed

@@ -2,17 +2,21 @@
 
 #include <map>
 
-#include "executor/cpu/cpu_backend.h"
+#include "executor/backend_factory.h"
 #include "executor/interpreter.h"
 #include "executor/tensor_file.h"
 
 namespace pw {
 
 Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& options) {
-  cpu::CpuBackendOptions backend_options;
-  backend_options.comm = comm;
-  backend_options.thread_prefix = StrCat("pw", options.rank);
-  cpu::CpuBackend backend(backend_options);
+  BackendConfig backend_config;
+  backend_config.kind = options.backend;
+  backend_config.rank = options.rank;
+  backend_config.comm = comm;
+  backend_config.thread_prefix = StrCat("pw", options.rank);
+  backend_config.device = options.device;
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend_ptr, MakeBackend(backend_config));
+  Backend& backend = *backend_ptr;
 
   InterpreterOptions interp_options;
   interp_options.micro_batches = options.micro_batches;
@@ -42,8 +46,10 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     if (options.on_step) options.on_step(report);
   }
   std::map<std::string, Tensor> params;
-  for (const std::string& name : interp->PersistentNames())
-    if (const Tensor* t = interp->FindPersistent(name)) params[name] = *t;
+  for (const std::string& name : interp->PersistentNames()) {
+    if (!interp->FindPersistent(name)) continue;
+    PW_ASSIGN_OR_RETURN(params[name], interp->PersistentOnHost(name));
+  }
   if (!options.save_params.empty()) PW_RETURN_IF_ERROR(SaveTensors(options.save_params, params));
   if (options.final_params) *options.final_params = std::move(params);
   return OkStatus();

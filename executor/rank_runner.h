@@ -1,13 +1,15 @@
 #pragma once
 // Trains one rank of a module for a number of steps: parameters from their initializers,
-// tokens from TrainingData, the rank's part of the plan on the CPU backend. Used by rank
-// processes (with Gloo) and by tests that run ranks as threads (in-process transport).
+// tokens from TrainingData, the rank's part of the plan on the chosen backend (CPU by
+// default). Used by rank processes (with Gloo, or NCCL for CUDA) and by tests that run
+// ranks as threads (in-process transport).
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 
+#include "executor/backend_factory.h"
 #include "executor/comm/stream_comm.h"
 #include "executor/training_feed.h"
 #include "ir/module.h"
@@ -31,6 +33,8 @@ struct RankRunOptions {
   int micro_batches = 1;  // for a module without a plan
   TrainingFeedOptions data;
   bool strict_events = false;
+  BackendKind backend = BackendKind::kCpu;
+  int device = -1;          // cuda: -1 takes rank % visible devices
   std::string save_params;  // file for this rank's persistable vars after the last step
   std::map<std::string, Tensor>* final_params = nullptr;  // filled after the last step
   std::function<void(const RankStepReport&)> on_step;

@@ -23,6 +23,13 @@ Tensor::Tensor(DataType dtype, Shape shape)
   storage_ = Allocate(nbytes());
 }
 
+Tensor::Tensor(DataType dtype, Shape shape, std::shared_ptr<std::byte> storage, Device device)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      numel_(NumElements(shape_)),
+      device_(device),
+      storage_(std::move(storage)) {}
+
 Tensor Tensor::Clone() const {
   if (!defined()) return Tensor();
   Tensor copy(dtype_, shape_);

@@ -1,6 +1,10 @@
 #pragma once
 // A dense, contiguous, row-major tensor with shared, 64-byte aligned storage. Copies
 // share storage; Clone() copies the data.
+//
+// Storage is host memory unless a backend made the tensor from its own allocation (a GPU
+// backend's device memory): then only that backend's kernels and copies may touch the
+// bytes, and host code reads the tensor through the backend (executor/backend.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -10,11 +14,15 @@
 
 namespace pw {
 
+enum class Device : uint8_t { kHost, kCuda };
+
 class Tensor {
  public:
   Tensor() = default;
   // Allocates zero-filled storage.
   Tensor(DataType dtype, Shape shape);
+  // Wraps storage a backend allocated (nothing is filled); `storage`'s deleter frees it.
+  Tensor(DataType dtype, Shape shape, std::shared_ptr<std::byte> storage, Device device);
 
   bool defined() const { return storage_ != nullptr; }
   DataType dtype() const { return dtype_; }
@@ -23,6 +31,8 @@ class Tensor {
   int rank() const { return static_cast<int>(shape_.size()); }
   int64_t numel() const { return numel_; }
   int64_t nbytes() const { return numel_ * DataTypeSize(dtype_); }
+  Device device() const { return device_; }
+  bool on_host() const { return device_ == Device::kHost; }
 
   void* raw() { return storage_.get(); }
   const void* raw() const { return storage_.get(); }
@@ -39,17 +49,20 @@ class Tensor {
   int64_t* i64() { return data<int64_t>(); }
   const int64_t* i64() const { return data<int64_t>(); }
 
-  Tensor Clone() const;
+  Tensor Clone() const;  // host tensors only
   // Same storage, another shape with the same number of elements.
   Tensor Reshaped(Shape shape) const;
-  void Fill(float value);  // f32 only
+  void Fill(float value);  // f32 host tensors only
   // True when both share the same storage.
   bool SharesStorage(const Tensor& other) const { return storage_ == other.storage_; }
+  // The allocation itself, for a backend that keeps per-allocation state in its deleter.
+  const std::shared_ptr<std::byte>& storage() const { return storage_; }
 
  private:
   DataType dtype_ = DataType::kInvalid;
   Shape shape_;
   int64_t numel_ = 0;
+  Device device_ = Device::kHost;
   std::shared_ptr<std::byte> storage_;
 };
 

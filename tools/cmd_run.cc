@@ -18,7 +18,7 @@ namespace {
 
 constexpr const char* kUsage =
     "pipeweave run FILE --reference --steps K [--micro-batches M (1)] [--seed N]\n"
-    "           [--data TEXT_FILE] [--report json]\n"
+    "           [--data TEXT_FILE] [--report json] [--backend cpu]\n"
     "Trains an unsplit mp=1, pp=1 module sequentially (gradient accumulation over M\n"
     "micro-batches, then the optimizer) and prints 'step S loss L' per step, or with\n"
     "--report json one object {\"losses\": [...], \"step_time_ms\": [...], ...}.\n"
@@ -27,7 +27,8 @@ constexpr const char* kUsage =
     "--seed selects the training tokens (default: the seed the model was built with);\n"
     "--data reads byte tokens from a text file instead of the synthetic stream.\n"
     "Without --reference, `run` trains a planned module on rank processes: see\n"
-    "'pipeweave run-parallel --help' (--nproc N, or --rank R --world-size N --store ...).";
+    "'pipeweave run-parallel --help' (--nproc N, or --rank R --world-size N --store ...),\n"
+    "which also takes --backend cpu|cuda; the reference always runs on the CPU.";
 
 // Adds backward and optimizer ops (the pass's default optimizer) to a forward-only module.
 Status AppendBackward(Module& module) {
@@ -98,8 +99,13 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
   if (std::find(args.begin(), args.end(), "--reference") == args.end()) return RunParallel(args);
   Flags flags;
   flags.Switch("reference");
-  for (const char* name : {"steps", "micro-batches", "seed", "data", "report"}) flags.Value(name);
+  for (const char* name : {"steps", "micro-batches", "seed", "data", "report", "backend"})
+    flags.Value(name);
   PW_RETURN_IF_ERROR(flags.Parse(args));
+  // The reference runner is the CPU's sequential baseline; GPU runs go to rank processes.
+  if (flags.Get("backend", "cpu") != "cpu")
+    return InvalidArgument("--reference runs on the CPU; drop --reference to train with --backend ",
+                           flags.Get("backend"), " (with --nproc N)");
   if (flags.positional().size() != 1)
     return InvalidArgument("expected one module file, got ", flags.positional().size(),
                            " positional arguments");

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "executor/backend_factory.h"
 #include "executor/launcher.h"
 #include "executor/plan_check.h"
 #include "executor/rank_process.h"
@@ -30,6 +31,7 @@ constexpr const char* kUsage =
     "pipeweave run-parallel FILE --nproc N [--steps K (1)] [--seed S] [--micro-batches M]\n"
     "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
     "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
+    "           [--backend cpu|cuda]\n"
     "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
     "           [--hostname ADDR] [same training flags]\n"
     "Trains a module whose plan gives every rank its jobs (or an unplanned single-stage one,\n"
@@ -39,6 +41,8 @@ constexpr const char* kUsage =
     "\"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p\").\n"
     "--compare-reference trains FILE (unsplit, mp=1, pp=1) with the sequential reference\n"
     "runner on the same tokens and prints its loss next to each step's.\n"
+    "--backend cuda runs every rank on a GPU (rank % visible devices) with NCCL between\n"
+    "ranks; the default is cpu (worker threads, Gloo).\n"
     "If a rank dies, the others stop and the run exits non-zero naming it.";
 
 struct StepRow {
@@ -86,6 +90,7 @@ Status ReadTrainingFlags(const Flags& flags, const Module& module, RankRunOption
   run.data.data_seed = static_cast<uint64_t>(seed);
   run.data.data_file = flags.Get("data");
   run.strict_events = flags.Has("strict-events");
+  PW_ASSIGN_OR_RETURN(run.backend, ParseBackendKind(flags.Get("backend", "cpu")));
   return OkStatus();
 }
 
@@ -146,6 +151,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(Module module, PrepareModule(flags));
   RankRunOptions run;
   PW_RETURN_IF_ERROR(ReadTrainingFlags(flags, module, run));
+  // Refused here, once, rather than by every rank process.
+  PW_RETURN_IF_ERROR(CheckBackendAvailable(run.backend));
   PW_ASSIGN_OR_RETURN(int64_t nproc, flags.RequireInt("nproc"));
   if (nproc != module.mesh.world_size())
     return InvalidArgument(
@@ -173,7 +180,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   options.nproc = static_cast<int>(nproc);
   options.run_dir = run_dir;
   options.args = {"run-parallel", prepared};
-  for (const char* name : {"steps", "seed", "micro-batches", "data", "save-params"})
+  for (const char* name : {"steps", "seed", "micro-batches", "data", "save-params", "backend"})
     if (flags.Has(name)) {
       options.args.push_back(StrCat("--", name));
       options.args.push_back(flags.Get(name));
@@ -272,7 +279,7 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"nproc", "rank", "world-size", "store", "report-fd", "hostname", "steps",
                            "seed", "micro-batches", "data", "report", "run-dir", "save-params",
-                           "pipeline", "compare-reference"})
+                           "pipeline", "compare-reference", "backend"})
     flags.Value(name);
   flags.Switch("strict-events");
   PW_RETURN_IF_ERROR(flags.Parse(args));

@@ -1,0 +1,83 @@
+#pragma once
+// Internal: the CUDA kernel table and helpers shared by the host side of the CUDA
+// kernels (kernels/cuda/*.cc). A CUDA kernel has the CPU kernel's signature and contract;
+// its tensors are device tensors and it queues work on CurrentLaunch().stream.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "ir/var.h"
+#include "ops/kernel.h"
+#include "ops/kernels/cuda/launch.h"
+
+namespace pw::ops::cuda {
+
+using KernelTable = std::map<std::string, CpuKernel, std::less<>>;
+
+// The CPU checks (every input present, outputs of the inferred types), plus: every tensor
+// is device memory and a launch context is set.
+Status ValidateCudaKernelContext(const KernelContext& ctx);
+
+template <CpuKernel kKernel>
+Status Checked(KernelContext& ctx) {
+  PW_RETURN_IF_ERROR(ValidateCudaKernelContext(ctx));
+  PW_RETURN_IF_ERROR(kKernel(ctx));
+  // A bad launch configuration shows up here, not at the next synchronize.
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return Internal(ctx.op.type, ": CUDA launch failed: ", cudaGetErrorString(e));
+  return OkStatus();
+}
+
+template <CpuKernel kKernel>
+void Add(KernelTable& table, std::string type) {
+  table.emplace(std::move(type), &Checked<kKernel>);
+}
+
+// `what` failed with `e`, or ok.
+Status CudaCheck(cudaError_t e, std::string_view what);
+Status CublasCheck(cublasStatus_t s, std::string_view what);
+
+// Device-to-device copy on the launch stream unless both share storage.
+Status CopyIfDistinct(const Tensor& src, Tensor& dst);
+
+// Row-major C[m, n] = alpha · op(A) · op(B) + beta · C on cuBLAS, with explicit leading
+// dims; `batch` products whose operands are `stride_*` floats apart (0: shared). Zero
+// sizes are handled; beta must be 0 or 1 when k is 0.
+Status Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+            int64_t ldc, int64_t batch = 1, int64_t stride_a = 0, int64_t stride_b = 0,
+            int64_t stride_c = 0);
+
+// Device memory for the duration of one kernel, freed in stream order on the launch
+// stream (work queued before the free may still use it).
+class Scratch {
+ public:
+  static StatusOr<Scratch> Make(int64_t bytes);
+  Scratch(Scratch&& other) noexcept : ptr_(other.ptr_) { other.ptr_ = nullptr; }
+  Scratch& operator=(Scratch&&) = delete;
+  ~Scratch();
+  void* get() const { return ptr_; }
+
+ private:
+  explicit Scratch(void* ptr) : ptr_(ptr) {}
+  void* ptr_ = nullptr;
+};
+
+void RegisterMatmulKernels(KernelTable& table);
+void RegisterEmbeddingKernels(KernelTable& table);
+void RegisterElementwiseKernels(KernelTable& table);
+void RegisterNormKernels(KernelTable& table);
+void RegisterAttentionKernels(KernelTable& table);
+void RegisterSoftmaxKernels(KernelTable& table);
+void RegisterMeanKernels(KernelTable& table);
+void RegisterFillKernels(KernelTable& table);
+void RegisterLayoutKernels(KernelTable& table);
+void RegisterCollectiveKernels(KernelTable& table);
+void RegisterOptimizerKernels(KernelTable& table);
+
+}  // namespace pw::ops::cuda

@@ -1,0 +1,84 @@
+// The CUDA kernel table and the checks every CUDA kernel runs first.
+
+#include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cuda/cuda_kernels.h"
+#include "ops/kernels/cuda/find_kernel.h"
+
+namespace pw {
+
+CpuKernel FindCudaKernel(std::string_view type) {
+  static const ops::cuda::KernelTable* table = [] {
+    auto* t = new ops::cuda::KernelTable;
+    ops::cuda::RegisterMatmulKernels(*t);
+    ops::cuda::RegisterEmbeddingKernels(*t);
+    ops::cuda::RegisterElementwiseKernels(*t);
+    ops::cuda::RegisterNormKernels(*t);
+    ops::cuda::RegisterAttentionKernels(*t);
+    ops::cuda::RegisterSoftmaxKernels(*t);
+    ops::cuda::RegisterMeanKernels(*t);
+    ops::cuda::RegisterFillKernels(*t);
+    ops::cuda::RegisterLayoutKernels(*t);
+    ops::cuda::RegisterCollectiveKernels(*t);
+    ops::cuda::RegisterOptimizerKernels(*t);
+    return t;
+  }();
+  auto it = table->find(type);
+  return it == table->end() ? nullptr : it->second;
+}
+
+namespace ops::cuda {
+
+Status ValidateCudaKernelContext(const KernelContext& ctx) {
+  PW_RETURN_IF_ERROR(cpu::ValidateKernelContext(ctx));
+  const LaunchContext& launch = CurrentLaunch();
+  if (!launch.stream || !launch.blas || !launch.error)
+    return FailedPrecondition(ctx.op.type, ": CUDA kernel called without a launch context");
+  // A host pointer handed to a kernel would fault on the device: refuse it here instead.
+  auto on_device = [&](const Tensor* t, const std::string& slot) -> Status {
+    if (t && t->defined() && t->device() != Device::kCuda)
+      return InvalidArgument(ctx.op.type, ": ", slot,
+                             " is host memory; CUDA kernels take device tensors");
+    return OkStatus();
+  };
+  for (size_t i = 0; i < ctx.inputs.size(); ++i)
+    for (const Tensor* t : ctx.inputs[i]) PW_RETURN_IF_ERROR(on_device(t, ctx.op.inputs[i].name));
+  for (size_t i = 0; i < ctx.outputs.size(); ++i)
+    for (const Tensor* t : ctx.outputs[i]) PW_RETURN_IF_ERROR(on_device(t, ctx.op.outputs[i].name));
+  return OkStatus();
+}
+
+Status CudaCheck(cudaError_t e, std::string_view what) {
+  if (e == cudaSuccess) return OkStatus();
+  return Internal(what, ": ", cudaGetErrorString(e));
+}
+
+Status CublasCheck(cublasStatus_t s, std::string_view what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return OkStatus();
+  return Internal(what, ": cuBLAS error ", cublasGetStatusString(s));
+}
+
+Status CopyIfDistinct(const Tensor& src, Tensor& dst) {
+  if (src.SharesStorage(dst) || src.nbytes() == 0) return OkStatus();
+  return CudaCheck(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice,
+                                   CurrentLaunch().stream),
+                   "device copy");
+}
+
+StatusOr<Scratch> Scratch::Make(int64_t bytes) {
+  const LaunchContext& launch = CurrentLaunch();
+  void* p = nullptr;
+  size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
+  cudaError_t e = launch.pool ? cudaMallocFromPoolAsync(&p, size, launch.pool, launch.stream)
+                              : cudaMallocAsync(&p, size, launch.stream);
+  if (e != cudaSuccess)
+    return FailedPrecondition("cannot allocate ", bytes,
+                              " bytes of device scratch: ", cudaGetErrorString(e));
+  return Scratch(p);
+}
+
+Scratch::~Scratch() {
+  if (ptr_) (void)cudaFreeAsync(ptr_, CurrentLaunch().stream);
+}
+
+}  // namespace ops::cuda
+}  // namespace pw

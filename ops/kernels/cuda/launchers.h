@@ -1,0 +1,99 @@
+#pragma once
+// The device side of the CUDA kernels: launchers over plain pointers, the only code nvcc
+// compiles. The host side (kernels/cuda/*.cc) reads the KernelContext, checks it and calls
+// these. Every launcher queues its work on `stream` and returns at once; a zero size
+// launches nothing. Results follow the CPU kernels' arithmetic (same accumulation types,
+// same order where one thread owns an output), so they agree to rounding.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "ops/kernels/cuda/device_error.h"
+
+namespace pw::ops::cuda {
+
+// Element-wise.
+void LaunchBiasAdd(const float* x, const float* bias, float* out, int64_t rows, int64_t d,
+                   cudaStream_t stream);
+// out[j] = sum over rows of x[r, j], in row order (bias_add_grad).
+void LaunchColumnSum(const float* x, float* out, int64_t rows, int64_t d, cudaStream_t stream);
+void LaunchAdd(const float* x, const float* y, float* out, int64_t n, cudaStream_t stream);
+void LaunchGelu(const float* x, float* out, int64_t n, cudaStream_t stream);
+void LaunchGeluGrad(const float* x, const float* g, float* dx, int64_t n, cudaStream_t stream);
+void LaunchScale(const float* x, float* out, int64_t n, float scale, float bias,
+                 cudaStream_t stream);
+// out = first + xs[0] + xs[1] + ... per element, in list order; without `first`,
+// out = xs[0] + xs[1] + .... The addresses travel as a kernel argument.
+inline constexpr int kMaxSumInputs = 32;
+struct SumInputs {
+  int count;
+  const float* xs[kMaxSumInputs];
+};
+void LaunchSum(const float* first, const SumInputs& xs, float* out, int64_t n, cudaStream_t stream);
+
+// Embedding: ids are checked on the device; a bad one is reported and its row skipped.
+void LaunchEmbedding(const int64_t* ids, const float* w, float* out, int64_t tokens, int64_t vocab,
+                     int64_t h, DeviceError* error, int site, cudaStream_t stream);
+// dw must be zero; rows are added in token order.
+void LaunchEmbeddingGrad(const int64_t* ids, const float* g, float* dw, int64_t tokens,
+                         int64_t vocab, int64_t h, DeviceError* error, int site,
+                         cudaStream_t stream);
+
+void LaunchFillF32(float* out, int64_t n, float value, cudaStream_t stream);
+void LaunchFillI64(int64_t* out, int64_t n, int64_t value, cudaStream_t stream);
+
+// mean: one float from a double sum; mean_grad: dx[i] = g[0] / n.
+void LaunchMean(const float* x, int64_t n, float* out, cudaStream_t stream);
+void LaunchMeanGrad(const float* g, float* dx, int64_t n, cudaStream_t stream);
+
+// layer_norm over the last dim d of `rows` rows.
+void LaunchLayerNorm(const float* x, const float* scale, const float* bias, float* y, float* mean,
+                     float* rstd, int64_t rows, int64_t d, double epsilon, cudaStream_t stream);
+void LaunchLayerNormGrad(const float* x, const float* scale, const float* mean, const float* rstd,
+                         const float* dy, float* dx, int64_t rows, int64_t d, cudaStream_t stream);
+// Either output may be null.
+void LaunchLayerNormParamGrad(const float* x, const float* mean, const float* rstd, const float* dy,
+                              float* dscale, float* dbias, int64_t rows, int64_t d,
+                              cudaStream_t stream);
+
+// Row softmax; y may alias x. period > 0: causal, row r keeps columns j <= r % period.
+void LaunchSoftmax(const float* x, float* y, int64_t rows, int64_t n, int64_t period,
+                   cudaStream_t stream);
+// dx = y ⊙ (dy - rowsum(dy ⊙ y)); dx may alias dy.
+void LaunchSoftmaxGrad(const float* y, const float* dy, float* dx, int64_t rows, int64_t n,
+                       cudaStream_t stream);
+void LaunchSoftmaxCrossEntropy(const float* logits, const int64_t* labels, float* loss,
+                               float* probs, int64_t rows, int64_t v, int64_t ignore_index,
+                               DeviceError* error, int site, cudaStream_t stream);
+void LaunchSoftmaxCrossEntropyGrad(const float* probs, const int64_t* labels, const float* dloss,
+                                   float* dlogits, int64_t rows, int64_t v, int64_t ignore_index,
+                                   DeviceError* error, int site, cudaStream_t stream);
+
+// Transpose of a dense tensor of rank <= kMaxTransposeRank: out[i] = in[sum idx_k ·
+// src_stride[k]], idx the multi-index of i in out_dims. elem_size is 2, 4 or 8.
+inline constexpr int kMaxTransposeRank = 8;
+struct TransposeDims {
+  int rank;
+  int64_t out_dims[kMaxTransposeRank];
+  int64_t src_stride[kMaxTransposeRank];
+};
+void LaunchTranspose(const void* in, void* out, int64_t numel, const TransposeDims& dims,
+                     int elem_size, cudaStream_t stream);
+
+// sgd, and adam in two launches: the update, then the beta powers (in place, so they are
+// written only after every thread has read them). A bad beta power is reported and both
+// launches then change nothing.
+void LaunchSgd(const float* p, const float* g, float* out, int64_t n, float lr,
+               cudaStream_t stream);
+struct AdamParams {
+  double lr, beta1, beta2, epsilon;
+};
+void LaunchAdam(const float* p, const float* g, const float* m1, const float* m2,
+                const float* beta1_pow, const float* beta2_pow, float* p_out, float* m1_out,
+                float* m2_out, int64_t n, AdamParams params, DeviceError* error, int site,
+                cudaStream_t stream);
+void LaunchAdamPowers(const float* beta1_pow, const float* beta2_pow, float* beta1_pow_out,
+                      float* beta2_pow_out, AdamParams params, cudaStream_t stream);
+
+}  // namespace pw::ops::cuda

@@ -1,0 +1,463 @@
+#include "kernel_cases.h"
+
+#include <cmath>
+
+#include "ir/var.h"
+
+namespace pw::testing {
+namespace {
+
+class Maker {
+ public:
+  Tensor Uniform(Shape shape, float lo = -1, float hi = 1) {
+    Tensor t(DataType::kFloat32, std::move(shape));
+    std::uniform_real_distribution<float> u(lo, hi);
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = u(rng_);
+    return t;
+  }
+  Tensor Ids(Shape shape, int64_t bound) {
+    Tensor t(DataType::kInt64, std::move(shape));
+    std::uniform_int_distribution<int64_t> u(0, bound - 1);
+    for (int64_t i = 0; i < t.numel(); ++i) t.i64()[i] = u(rng_);
+    return t;
+  }
+  static Tensor Value(Shape shape, float v) {
+    Tensor t(DataType::kFloat32, std::move(shape));
+    t.Fill(v);
+    return t;
+  }
+
+ private:
+  std::mt19937 rng_{20240611};
+};
+
+Op MakeOp(std::string type, std::vector<Slot> inputs, std::vector<Slot> outputs) {
+  Op op;
+  op.type = std::move(type);
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  return op;
+}
+
+const std::string kOut = "out";
+std::string G(const std::string& v) { return GradVarName(v); }
+
+void AddMatmulCases(Maker& m, std::vector<KernelCase>& cases) {
+  struct Shapes {
+    const char* name;
+    Shape x, y;
+    bool tx, ty;
+  };
+  const Shapes shapes[] = {
+      {"matmul_plain", {8, 16}, {16, 12}, false, false},
+      {"matmul_trans_x", {16, 8}, {16, 12}, true, false},
+      {"matmul_trans_y", {8, 16}, {12, 16}, false, true},
+      {"matmul_trans_both", {16, 8}, {12, 16}, true, true},
+      {"matmul_batched_shared_y", {3, 8, 16}, {16, 12}, false, false},
+      {"matmul_batched_shared_y_trans_x", {3, 16, 8}, {12, 16}, true, true},
+      {"matmul_shared_x_batched_y", {8, 16}, {3, 16, 12}, false, false},
+      {"matmul_both_batched", {2, 3, 8, 16}, {2, 3, 12, 16}, false, true},
+      {"matmul_empty_k", {4, 0}, {0, 5}, false, false},
+  };
+  for (const Shapes& s : shapes) {
+    KernelCase c{s.name, MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("trans_x", s.tx).SetAttr("trans_y", s.ty);
+    c.inputs["x"] = m.Uniform(s.x);
+    c.inputs["y"] = m.Uniform(s.y);
+    c.tolerance = 1e-4;
+    cases.push_back(std::move(c));
+  }
+  const Shapes grads[] = {
+      {"matmul_weight_grad", {3, 8, 16}, {3, 8, 12}, false, false},
+      {"matmul_weight_grad_trans_y", {3, 8, 16}, {3, 8, 12}, false, true},
+      {"matmul_weight_grad_trans_x", {3, 16, 8}, {3, 8, 12}, true, false},
+      {"matmul_weight_grad_trans_both", {3, 16, 8}, {3, 8, 12}, true, true},
+  };
+  for (const Shapes& s : grads) {
+    KernelCase c{
+        s.name,
+        MakeOp("matmul_weight_grad", {{"X", {"x"}}, {G("Out"), {"g"}}}, {{G("Y"), {kOut}}}),
+        {}};
+    c.op.SetAttr("trans_x", s.tx).SetAttr("trans_y", s.ty);
+    c.inputs["x"] = m.Uniform(s.x);
+    c.inputs["g"] = m.Uniform(s.y);
+    c.tolerance = 1e-4;
+    cases.push_back(std::move(c));
+  }
+}
+
+void AddElementwiseCases(Maker& m, std::vector<KernelCase>& cases) {
+  {
+    KernelCase c{
+        "bias_add", MakeOp("bias_add", {{"X", {"x"}}, {"Bias", {"b"}}}, {{"Out", {kOut}}}), {}};
+    c.inputs["x"] = m.Uniform({4, 6, 8});
+    c.inputs["b"] = m.Uniform({8});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{
+        "bias_add_grad", MakeOp("bias_add_grad", {{G("Out"), {"g"}}}, {{G("Bias"), {kOut}}}), {}};
+    c.op.SetAttr("bias_shape", std::vector<int64_t>{8});
+    c.inputs["g"] = m.Uniform({4, 6, 8});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"add", MakeOp("add", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {kOut}}}), {}};
+    c.inputs["x"] = m.Uniform({5, 7});
+    c.inputs["y"] = m.Uniform({5, 7});
+    cases.push_back(std::move(c));
+  }
+  {
+    // The accumulation the executor adds: Out is X (in place).
+    KernelCase c{
+        "add_in_place", MakeOp("add", {{"X", {"acc"}}, {"Y", {"y"}}}, {{"Out", {"acc"}}}), {}};
+    c.inputs["acc"] = m.Uniform({5, 7});
+    c.inputs["y"] = m.Uniform({5, 7});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"gelu", MakeOp("gelu", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.inputs["x"] = m.Uniform({6, 9}, -4, 4);
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"gelu_grad",
+                 MakeOp("gelu_grad", {{"X", {"x"}}, {G("Out"), {"g"}}}, {{G("X"), {kOut}}}),
+                 {}};
+    c.inputs["x"] = m.Uniform({6, 9}, -4, 4);
+    c.inputs["g"] = m.Uniform({6, 9});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"scale", MakeOp("scale", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("scale", 0.125).SetAttr("bias", -0.5);
+    c.inputs["x"] = m.Uniform({3, 11});
+    cases.push_back(std::move(c));
+  }
+  {
+    // Out aliases the second summand, as gradient sums may.
+    KernelCase c{"sum_in_place", MakeOp("sum", {{"X", {"a", "b", "c"}}}, {{"Out", {"b"}}}), {}};
+    for (const char* v : {"a", "b", "c"}) c.inputs[v] = m.Uniform({4, 5});
+    cases.push_back(std::move(c));
+  }
+  {
+    // More summands than one pass of the CUDA kernel takes.
+    std::vector<std::string> names;
+    for (int i = 0; i < 70; ++i) names.push_back("x" + std::to_string(i));
+    KernelCase c{"sum_many", MakeOp("sum", {{"X", names}}, {{"Out", {names[5]}}}), {}};
+    for (const std::string& v : names) c.inputs[v] = m.Uniform({3, 4});
+    cases.push_back(std::move(c));
+  }
+}
+
+void AddEmbeddingCases(Maker& m, std::vector<KernelCase>& cases) {
+  {
+    KernelCase c{
+        "embedding", MakeOp("embedding", {{"Ids", {"ids"}}, {"W", {"w"}}}, {{"Out", {kOut}}}), {}};
+    c.inputs["ids"] = m.Ids({2, 5}, 13);
+    c.inputs["w"] = m.Uniform({13, 8});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{
+        "embedding_grad",
+        MakeOp("embedding_grad", {{"Ids", {"ids"}}, {G("Out"), {"g"}}}, {{G("W"), {kOut}}}),
+        {}};
+    c.op.SetAttr("vocab_size", int64_t{6});
+    c.inputs["ids"] = m.Ids({3, 7}, 6);  // 21 tokens over 6 rows: repeated ids add up
+    c.inputs["g"] = m.Uniform({3, 7, 8});
+    cases.push_back(std::move(c));
+  }
+}
+
+void AddNormCases(Maker& m, std::vector<KernelCase>& cases) {
+  Tensor x = m.Uniform({5, 3, 33}, -2, 2);
+  {
+    KernelCase c{"layer_norm",
+                 MakeOp("layer_norm", {{"X", {"x"}}, {"Scale", {"s"}}, {"Bias", {"b"}}},
+                        {{"Y", {"y"}}, {"Mean", {"mean"}}, {"Rstd", {"rstd"}}}),
+                 {}};
+    c.inputs["x"] = x;
+    c.inputs["s"] = m.Uniform({33});
+    c.inputs["b"] = m.Uniform({33});
+    cases.push_back(std::move(c));
+  }
+  Tensor mean(DataType::kFloat32, {5, 3}), rstd(DataType::kFloat32, {5, 3});
+  for (int64_t r = 0; r < 15; ++r) {
+    double sum = 0, sq = 0;
+    for (int64_t j = 0; j < 33; ++j) sum += x.f32()[r * 33 + j];
+    for (int64_t j = 0; j < 33; ++j) sq += std::pow(x.f32()[r * 33 + j] - sum / 33, 2);
+    mean.f32()[r] = static_cast<float>(sum / 33);
+    rstd.f32()[r] = static_cast<float>(1 / std::sqrt(sq / 33 + 1e-5));
+  }
+  {
+    KernelCase c{"layer_norm_grad",
+                 MakeOp("layer_norm_grad",
+                        {{"X", {"x"}},
+                         {"Scale", {"s"}},
+                         {"Mean", {"mean"}},
+                         {"Rstd", {"rstd"}},
+                         {G("Y"), {"dy"}}},
+                        {{G("X"), {kOut}}}),
+                 {}};
+    c.inputs["x"] = x;
+    c.inputs["s"] = m.Uniform({33});
+    c.inputs["mean"] = mean;
+    c.inputs["rstd"] = rstd;
+    c.inputs["dy"] = m.Uniform({5, 3, 33});
+    cases.push_back(std::move(c));
+  }
+  for (bool both : {true, false}) {
+    std::vector<Slot> outs = {{G("Scale"), {"ds"}}};
+    if (both) outs.push_back({G("Bias"), {"db"}});
+    KernelCase c{
+        both ? "layer_norm_param_grad" : "layer_norm_param_grad_scale_only",
+        MakeOp("layer_norm_param_grad",
+               {{"X", {"x"}}, {"Mean", {"mean"}}, {"Rstd", {"rstd"}}, {G("Y"), {"dy"}}}, outs),
+        {}};
+    c.inputs["x"] = x;
+    c.inputs["mean"] = mean;
+    c.inputs["rstd"] = rstd;
+    c.inputs["dy"] = m.Uniform({5, 3, 33});
+    cases.push_back(std::move(c));
+  }
+}
+
+void AddAttentionCases(Maker& m, std::vector<KernelCase>& cases) {
+  const int64_t b = 2, s = 7, h = 3, d = 4;
+  for (bool causal : {true, false}) {
+    KernelCase c{causal ? "attention_causal" : "attention",
+                 MakeOp("attention", {{"QKV", {"qkv"}}}, {{"Out", {kOut}}, {"Probs", {"probs"}}}),
+                 {}};
+    c.op.SetAttr("num_heads", h).SetAttr("causal", causal);
+    c.inputs["qkv"] = m.Uniform({b, s, 3 * h * d});
+    c.tolerance = 1e-4;
+    cases.push_back(std::move(c));
+  }
+  KernelCase c{
+      "attention_grad",
+      MakeOp("attention_grad", {{"QKV", {"qkv"}}, {"Probs", {"probs"}}, {G("Out"), {"dout"}}},
+             {{G("QKV"), {kOut}}}),
+      {}};
+  c.op.SetAttr("num_heads", h);
+  c.inputs["qkv"] = m.Uniform({b, s, 3 * h * d});
+  c.inputs["probs"] = m.Uniform({b, h, s, s}, 0, 0.3f);
+  c.inputs["dout"] = m.Uniform({b, s, h * d});
+  c.tolerance = 1e-4;
+  cases.push_back(std::move(c));
+}
+
+void AddSoftmaxCases(Maker& m, std::vector<KernelCase>& cases) {
+  for (bool causal : {false, true}) {
+    KernelCase c{causal ? "softmax_causal" : "softmax",
+                 MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {kOut}}}),
+                 {}};
+    c.op.SetAttr("causal", causal);
+    c.inputs["x"] = m.Uniform({2, 3, 6, 6}, -5, 5);
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"softmax_grad",
+                 MakeOp("softmax_grad", {{"Out", {"y"}}, {G("Out"), {"dy"}}}, {{G("X"), {kOut}}}),
+                 {}};
+    c.inputs["y"] = m.Uniform({4, 9}, 0, 0.2f);
+    c.inputs["dy"] = m.Uniform({4, 9});
+    cases.push_back(std::move(c));
+  }
+  Tensor labels = m.Ids({2, 5}, 11);
+  labels.i64()[3] = -100;  // ignore_index
+  {
+    KernelCase c{"softmax_cross_entropy",
+                 MakeOp("softmax_cross_entropy", {{"Logits", {"logits"}}, {"Label", {"label"}}},
+                        {{"Loss", {"loss"}}, {"Softmax", {"probs"}}}),
+                 {}};
+    c.inputs["logits"] = m.Uniform({2, 5, 11}, -6, 6);
+    c.inputs["label"] = labels;
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"softmax_cross_entropy_grad",
+                 MakeOp("softmax_cross_entropy_grad",
+                        {{"Softmax", {"probs"}}, {"Label", {"label"}}, {G("Loss"), {"dloss"}}},
+                        {{G("Logits"), {kOut}}}),
+                 {}};
+    c.inputs["probs"] = m.Uniform({2, 5, 11}, 0, 0.2f);
+    c.inputs["label"] = labels;
+    c.inputs["dloss"] = m.Uniform({2, 5});
+    cases.push_back(std::move(c));
+  }
+}
+
+void AddMiscCases(Maker& m, std::vector<KernelCase>& cases) {
+  {
+    KernelCase c{"mean", MakeOp("mean", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.inputs["x"] = m.Uniform({37, 29});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"mean_grad", MakeOp("mean_grad", {{G("Out"), {"g"}}}, {{G("X"), {kOut}}}), {}};
+    c.op.SetAttr("shape", std::vector<int64_t>{7, 9});
+    c.inputs["g"] = m.Uniform({});
+    cases.push_back(std::move(c));
+  }
+  for (const char* dtype : {"f32", "i64"}) {
+    KernelCase c{
+        std::string("fill_constant_") + dtype, MakeOp("fill_constant", {}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("shape", std::vector<int64_t>{3, 5}).SetAttr("dtype", std::string(dtype));
+    c.op.SetAttr("value", 7.0);
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"reshape", MakeOp("reshape", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("shape", std::vector<int64_t>{6, 4});
+    c.inputs["x"] = m.Uniform({4, 6});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"transpose", MakeOp("transpose", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("perm", std::vector<int64_t>{2, 0, 3, 1});
+    c.inputs["x"] = m.Uniform({2, 3, 4, 5});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"transpose_i64", MakeOp("transpose", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("perm", std::vector<int64_t>{1, 0});
+    c.inputs["x"] = m.Ids({6, 4}, 1000);
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"split", MakeOp("split", {{"X", {"x"}}}, {{"Out", {"p", "q", "r"}}}), {}};
+    c.op.SetAttr("axis", int64_t{1}).SetAttr("sections", std::vector<int64_t>{2, 3, 1});
+    c.inputs["x"] = m.Uniform({4, 6, 3});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"concat", MakeOp("concat", {{"X", {"p", "q"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("axis", int64_t{-1});
+    c.inputs["p"] = m.Uniform({4, 3, 2});
+    c.inputs["q"] = m.Uniform({4, 3, 5});
+    cases.push_back(std::move(c));
+  }
+  for (const char* type : {"c_identity", "c_allreduce_sum"}) {
+    KernelCase c{type, MakeOp(type, {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.inputs["x"] = m.Uniform({3, 8});
+    cases.push_back(std::move(c));
+  }
+}
+
+void AddOptimizerCases(Maker& m, std::vector<KernelCase>& cases) {
+  {
+    KernelCase c{
+        "sgd", MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}}, {{"ParamOut", {"p"}}}), {}};
+    c.op.SetAttr("lr", 0.05);
+    c.inputs["p"] = m.Uniform({5, 6});
+    c.inputs["g"] = m.Uniform({5, 6});
+    cases.push_back(std::move(c));
+  }
+  KernelCase c{"adam",
+               MakeOp("adam",
+                      {{"Param", {"p"}},
+                       {"Grad", {"g"}},
+                       {"Moment1", {"m1"}},
+                       {"Moment2", {"m2"}},
+                       {"Beta1Pow", {"b1"}},
+                       {"Beta2Pow", {"b2"}}},
+                      {{"ParamOut", {"p"}},
+                       {"Moment1Out", {"m1"}},
+                       {"Moment2Out", {"m2"}},
+                       {"Beta1PowOut", {"b1"}},
+                       {"Beta2PowOut", {"b2"}}}),
+               {}};
+  c.op.SetAttr("lr", 0.01);
+  c.inputs["p"] = m.Uniform({5, 6});
+  c.inputs["g"] = m.Uniform({5, 6});
+  c.inputs["m1"] = m.Uniform({5, 6}, -0.1f, 0.1f);
+  c.inputs["m2"] = m.Uniform({5, 6}, 0, 0.01f);
+  c.inputs["b1"] = Maker::Value({1}, 0.729f);
+  c.inputs["b2"] = Maker::Value({1}, 0.997f);
+  cases.push_back(std::move(c));
+}
+
+}  // namespace
+
+std::vector<KernelCase> KernelCases() {
+  Maker m;
+  std::vector<KernelCase> cases;
+  AddMatmulCases(m, cases);
+  AddElementwiseCases(m, cases);
+  AddEmbeddingCases(m, cases);
+  AddNormCases(m, cases);
+  AddAttentionCases(m, cases);
+  AddSoftmaxCases(m, cases);
+  AddMiscCases(m, cases);
+  AddOptimizerCases(m, cases);
+  return cases;
+}
+
+std::vector<KernelCase> BadInputCases() {
+  Maker m;
+  std::vector<KernelCase> cases;
+  {
+    KernelCase c{"embedding_bad_id",
+                 MakeOp("embedding", {{"Ids", {"ids"}}, {"W", {"w"}}}, {{"Out", {kOut}}}),
+                 {}};
+    c.inputs["ids"] = m.Ids({2, 5}, 13);
+    c.inputs["ids"].i64()[6] = 13;
+    c.inputs["w"] = m.Uniform({13, 8});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{
+        "embedding_grad_bad_id",
+        MakeOp("embedding_grad", {{"Ids", {"ids"}}, {G("Out"), {"g"}}}, {{G("W"), {kOut}}}),
+        {}};
+    c.op.SetAttr("vocab_size", int64_t{6});
+    c.inputs["ids"] = m.Ids({3, 7}, 6);
+    c.inputs["ids"].i64()[4] = -2;
+    c.inputs["g"] = m.Uniform({3, 7, 8});
+    cases.push_back(std::move(c));
+  }
+  Tensor labels = m.Ids({2, 5}, 11);
+  labels.i64()[7] = 11;
+  {
+    KernelCase c{"softmax_cross_entropy_bad_label",
+                 MakeOp("softmax_cross_entropy", {{"Logits", {"logits"}}, {"Label", {"label"}}},
+                        {{"Loss", {"loss"}}, {"Softmax", {"probs"}}}),
+                 {}};
+    c.inputs["logits"] = m.Uniform({2, 5, 11});
+    c.inputs["label"] = labels;
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"softmax_cross_entropy_grad_bad_label",
+                 MakeOp("softmax_cross_entropy_grad",
+                        {{"Softmax", {"probs"}}, {"Label", {"label"}}, {G("Loss"), {"dloss"}}},
+                        {{G("Logits"), {kOut}}}),
+                 {}};
+    c.inputs["probs"] = m.Uniform({2, 5, 11}, 0, 0.2f);
+    c.inputs["label"] = labels;
+    c.inputs["dloss"] = m.Uniform({2, 5});
+    cases.push_back(std::move(c));
+  }
+  KernelCase c{"adam_bad_beta_pow",
+               MakeOp("adam",
+                      {{"Param", {"p"}},
+                       {"Grad", {"g"}},
+                       {"Moment1", {"m1"}},
+                       {"Moment2", {"m2"}},
+                       {"Beta1Pow", {"b1"}},
+                       {"Beta2Pow", {"b2"}}},
+                      {{"ParamOut", {"p"}},
+                       {"Moment1Out", {"m1"}},
+                       {"Moment2Out", {"m2"}},
+                       {"Beta1PowOut", {"b1"}},
+                       {"Beta2PowOut", {"b2"}}}),
+               {}};
+  for (const char* v : {"p", "g", "m1", "m2"}) c.inputs[v] = m.Uniform({4});
+  c.inputs["b1"] = Maker::Value({1}, 1.0f);
+  c.inputs["b2"] = Maker::Value({1}, 0.5f);
+  cases.push_back(std::move(c));
+  return cases;
+}
+
+}  // namespace pw::testing
