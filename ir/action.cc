@@ -1,6 +1,8 @@
 #include "ir/action.h"
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 
 namespace pw {
 
@@ -11,6 +13,12 @@ size_t ActionSchedule::num_actions() const {
 }
 
 Action ActionSchedule::AddGroup(ActionType type, std::span<const Action> parts) {
+  if (!CanAddGroup()) {
+    // Callers that take groups from input check CanAddGroup; planners stay far below.
+    std::fprintf(stderr, "pipeweave: more than %d fused actions in one schedule\n",
+                 kMaxActionMicroBatch + 1);
+    std::abort();
+  }
   Action a;
   a.type = type;
   a.stage = -1;
@@ -173,6 +181,7 @@ StatusOr<Action> ParseSimple(std::string_view cell) {
   }
   int mb = 0;
   if (!ParseInt(s, mb) || mb < 0) return Malformed(cell, "missing micro-batch number");
+  if (mb > kMaxActionMicroBatch) return Malformed(cell, "micro-batch number out of range");
   int peer = -1;
   if (!s.empty() && IsComm(type)) {
     bool outgoing = type == ActionType::kSendF || type == ActionType::kSendB;
@@ -246,6 +255,7 @@ StatusOr<Action> ParseAction(std::string_view raw, ActionSchedule& schedule) {
     inner.remove_prefix(semi + 1);
   }
   if (parts.empty()) return Malformed(cell, "empty fused action");
+  if (!schedule.CanAddGroup()) return Malformed(cell, "too many fused actions in one schedule");
   return schedule.AddGroup(type, parts);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The compact form of a pipeline schedule that planning works on: per rank an ordered
-// list of 12-byte actions (no strings, no per-action allocation), so that generating,
+// list of 8-byte actions (no strings, no per-action allocation), so that generating,
 // lowering, checking and simulating ten million actions stays within a second. A pass
 // converts it to the module's Plan (ir/plan_actions.h) only when it stores a result.
 //
@@ -46,17 +46,21 @@ inline bool IsInputBackward(ActionType t) {
   return t == ActionType::kBackward || t == ActionType::kBackwardInput;
 }
 
+// Micro-batch numbers (and fused-group indices) fit in 24 bits, which keeps an action at
+// 8 bytes: planning ten million actions touches 80 MB less memory than with 12.
+inline constexpr int32_t kMaxActionMicroBatch = (1 << 23) - 1;
+
 struct Action {
   // The micro-batch; for a fused action, the index of its group in ActionSchedule.
-  int32_t micro_batch = 0;
+  int32_t micro_batch : 24 = 0;
+  ActionType type : 8 = ActionType::kIdle;
   int16_t stage = 0;
   // Peer stage of a send/recv between non-adjacent stages; -1 means the adjacent stage.
   int16_t peer = -1;
-  ActionType type = ActionType::kIdle;
 
   bool operator==(const Action&) const = default;
 };
-static_assert(sizeof(Action) == 12, "Action must stay compact");
+static_assert(sizeof(Action) == 8, "Action must stay compact");
 
 inline Action MakeAction(ActionType type, int stage, int micro_batch, int peer = -1) {
   Action a;
@@ -95,7 +99,9 @@ struct ActionSchedule {
             group_parts.data() + group_begin[a.micro_batch + 1]};
   }
   // Appends a fused action of `type` made of `parts` and returns it (not yet placed).
+  // Group indices share the micro-batch field: at most kMaxActionMicroBatch + 1 groups.
   Action AddGroup(ActionType type, std::span<const Action> parts);
+  bool CanAddGroup() const { return group_begin.size() <= size_t{kMaxActionMicroBatch} + 1; }
   bool HasComms() const;
   // Equal actions in the same order; fused actions compare by their parts.
   bool operator==(const ActionSchedule&) const;

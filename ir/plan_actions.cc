@@ -96,8 +96,9 @@ StatusOr<Action> ToAction(const Job& job, ActionSchedule& schedule) {
   if (type == ActionType::kIdle)
     return InvalidArgument("job kind ", static_cast<int>(job.kind), " has no action");
   if (!IsFused(type)) {
-    if (job.stage < 0 || job.micro_batch < 0)
-      return InvalidArgument("job ", JobToString(job), " has a negative stage or micro-batch");
+    if (job.stage < 0 || job.micro_batch < 0 || job.micro_batch > kMaxActionMicroBatch)
+      return InvalidArgument("job ", JobToString(job),
+                             " has a negative stage or a micro-batch out of range");
     return MakeAction(type, job.stage, job.micro_batch, IsComm(type) ? job.peer_stage : -1);
   }
   std::vector<Action> parts;
@@ -107,6 +108,7 @@ StatusOr<Action> ToAction(const Job& job, ActionSchedule& schedule) {
     parts.push_back(p);
   }
   if (parts.empty()) return InvalidArgument("fused job without sub-jobs");
+  if (!schedule.CanAddGroup()) return InvalidArgument("too many fused jobs in one plan");
   return schedule.AddGroup(type, parts);
 }
 

@@ -48,7 +48,7 @@ TEST(ActionNotation, MalformedCellsAreOneLineErrors) {
   }
 }
 
-TEST(ActionNotation, ActionIsCompact) { EXPECT_LE(sizeof(Action), 12u); }
+TEST(ActionNotation, ActionIsCompact) { EXPECT_LE(sizeof(Action), 8u); }
 
 TEST(PlanConversion, RoundTripsThroughPlan) {
   ActionSchedule s;
