@@ -21,11 +21,11 @@ __global__ void EmbeddingKernel(const int64_t* ids, const float* w, float* out, 
   }
 }
 
-__global__ void CheckIdsKernel(const int64_t* ids, int64_t tokens, int64_t vocab,
+__global__ void CheckIdsKernel(const int64_t* ids, int64_t tokens, int64_t vocab, int code,
                                DeviceError* error, int site) {
   for (int64_t t = GlobalThread(); t < tokens; t += GlobalStride()) {
     int64_t id = ids[t];
-    if (id < 0 || id >= vocab) ReportError(error, kEmbeddingGradIdOutOfRange, site, t, id, vocab);
+    if (id < 0 || id >= vocab) ReportError(error, code, site, t, id, vocab);
   }
 }
 
@@ -46,7 +46,13 @@ __global__ void EmbeddingGradKernel(const int64_t* ids, const float* g, float* d
 
 void LaunchEmbedding(const int64_t* ids, const float* w, float* out, int64_t tokens, int64_t vocab,
                      int64_t h, DeviceError* error, int site, cudaStream_t stream) {
-  if (tokens * h == 0) return;
+  if (tokens == 0) return;
+  if (h == 0) {
+    // Nothing to copy, but bad ids are still an error, as on the CPU.
+    CheckIdsKernel<<<GridFor(tokens), kThreads, 0, stream>>>(ids, tokens, vocab,
+                                                             kEmbeddingIdOutOfRange, error, site);
+    return;
+  }
   EmbeddingKernel<<<GridFor(tokens * h), kThreads, 0, stream>>>(ids, w, out, tokens, vocab, h,
                                                                 error, site);
 }
@@ -55,7 +61,8 @@ void LaunchEmbeddingGrad(const int64_t* ids, const float* g, float* dw, int64_t 
                          int64_t vocab, int64_t h, DeviceError* error, int site,
                          cudaStream_t stream) {
   if (tokens == 0) return;
-  CheckIdsKernel<<<GridFor(tokens), kThreads, 0, stream>>>(ids, tokens, vocab, error, site);
+  CheckIdsKernel<<<GridFor(tokens), kThreads, 0, stream>>>(ids, tokens, vocab,
+                                                           kEmbeddingGradIdOutOfRange, error, site);
   if (h == 0) return;
   EmbeddingGradKernel<<<GridFor(h), kThreads, 0, stream>>>(ids, g, dw, tokens, vocab, h);
 }
