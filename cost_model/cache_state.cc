@@ -59,8 +59,8 @@ CacheSizes ReadCacheSizes() {
   return sizes;
 }
 
-CacheState CacheStateFor(int64_t persistent_bytes, const CacheSizes& sizes) {
-  return persistent_bytes <= sizes.l3 * kDramFactor ? CacheState::kL3 : CacheState::kDram;
+CacheState CacheStateFor(int64_t parameter_bytes, const CacheSizes& sizes) {
+  return parameter_bytes <= sizes.l3 ? CacheState::kL3 : CacheState::kDram;
 }
 
 CacheEvictor::CacheEvictor(CacheState state, const CacheSizes& sizes) {

@@ -131,7 +131,8 @@ CommEstimate CommModel::Time(CommKind kind, double bytes, int group_size, bool i
     double hi = FitTime(*above, kind, bytes, group_size);
     int span = above->busy_cores() - below->busy_cores();
     double t = span > 0 ? static_cast<double>(busy_cores - below->busy_cores()) / span : 0;
-    return {lo + t * (hi - lo), true};
+    double cpu = below->cpu_per_op() + t * (above->cpu_per_op() - below->cpu_per_op());
+    return {lo + t * (hi - lo), true, cpu};
   }
   double bw = inter_node ? device_.inter_node_bandwidth() : device_.intra_node_bandwidth();
   double lat = inter_node ? device_.inter_node_latency() : device_.intra_node_latency();

@@ -32,6 +32,7 @@ CommFit FitCommSamples(const std::string& kind, int group_size,
 struct CommEstimate {
   double seconds = 0;
   bool from_fit = false;  // false: from the DeviceSpec's links
+  double cpu = 0;         // CPU seconds each member spends on it (CommFit.cpu_per_op)
 };
 
 class CommModel {

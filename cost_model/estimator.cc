@@ -14,7 +14,11 @@ std::string CanonicalDevice(const std::string& name) {
 }
 
 // What a step pays per run of a measured op: the mean, else the median.
-double Expected(const OpCostEntry& e) { return e.mean() > 0 ? e.mean() : e.median(); }
+// The op's work at full speed: its CPU time when measured, else its mean (or median) run.
+double Expected(const OpCostEntry& e) {
+  if (e.cpu() > 0) return e.cpu();
+  return e.mean() > 0 ? e.mean() : e.median();
+}
 
 struct Point {
   double work;

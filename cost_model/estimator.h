@@ -2,8 +2,9 @@
 // What one op costs on a device: an exact hit in the empirical table, else interpolation
 // over the same op type's measured points, else the DeviceSpec's roofline. Every estimate
 // says which path it took, so a report can show how much of a prediction rests on
-// measurements. A measured point counts with its mean run time when the table has it (what
-// a step pays), else its median.
+// measurements. A measured point counts with its CPU time when the table has it (the work
+// at full speed; the simulator shares the cores), else its mean run time (what a step
+// pays), else its median.
 //
 // Interpolation orders the measured points of the op type by their roofline work on the
 // table's device (the larger of FLOPs / peak and bytes / bandwidth, so FLOPs and bytes

@@ -17,7 +17,7 @@ Status CheckEntry(const OpCostEntry& e, int index) {
   if (e.op_type().empty())
     return InvalidArgument("cost table entry '", e.key(), "' has no op_type");
   if (!Valid(e.median()) || !Valid(e.spread()) || !Valid(e.min()) || !Valid(e.max()) ||
-      !Valid(e.mean()))
+      !Valid(e.mean()) || !Valid(e.cpu()))
     return InvalidArgument("cost table entry '", e.key(),
                            "': costs must be finite and >= 0 (median ", e.median(), ", spread ",
                            e.spread(), ")");
@@ -37,9 +37,11 @@ Status CheckComm(const CommFit& f) {
   if (f.group_size() < 2)
     return InvalidArgument("comm fit ", f.kind(), ": group_size must be >= 2, got ",
                            f.group_size());
-  if (!Valid(f.alpha()) || !Valid(f.beta()) || !Valid(f.residual()))
+  if (!Valid(f.alpha()) || !Valid(f.beta()) || !Valid(f.residual()) || !Valid(f.compute_gap()) ||
+      !Valid(f.cpu_per_op()))
     return InvalidArgument("comm fit ", f.kind(), " over ", f.group_size(),
-                           " ranks: alpha, beta and residual must be finite and >= 0");
+                           " ranks: alpha, beta, residual, compute_gap and cpu_per_op must be "
+                           "finite and >= 0");
   for (const auto& s : f.samples())
     if (!Valid(s.bytes()) || !Valid(s.median()) || !Valid(s.spread()) || !Valid(s.mean()))
       return InvalidArgument("comm fit ", f.kind(), " over ", f.group_size(),
@@ -54,6 +56,7 @@ OpCostEntry MergeEntries(const OpCostEntry& a, const OpCostEntry& b) {
   out.set_median((a.median() * wa + b.median() * wb) / w);
   out.set_spread((a.spread() * wa + b.spread() * wb) / w);
   if (a.mean() > 0 && b.mean() > 0) out.set_mean((a.mean() * wa + b.mean() * wb) / w);
+  out.set_cpu(a.cpu() > 0 && b.cpu() > 0 ? (a.cpu() * wa + b.cpu() * wb) / w : 0);
   out.set_min(std::min(a.min(), b.min()));
   out.set_max(std::max(a.max(), b.max()));
   out.set_repeats(a.repeats() + b.repeats());
@@ -74,7 +77,11 @@ CommFit MergeFits(const CommFit& a, const CommFit& b) {
   std::vector<CommSampleValue> samples;
   for (const auto& [bytes, s] : by_size)
     samples.push_back({s.bytes(), s.median(), s.spread(), s.mean()});
-  return FitCommSamples(a.kind(), a.group_size(), samples, a.busy_cores());
+  CommFit out = FitCommSamples(a.kind(), a.group_size(), samples, a.busy_cores());
+  out.set_ranks(std::max(a.ranks(), b.ranks()));
+  out.set_compute_gap((a.compute_gap() + b.compute_gap()) / 2);
+  out.set_cpu_per_op((a.cpu_per_op() + b.cpu_per_op()) / 2);
+  return out;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "cost_model/profiler.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -10,6 +12,7 @@
 
 #include "cost_model/implicit_ops.h"
 #include "cost_model/wake_latency.h"
+#include "ir/p2p_vars.h"
 #include "ops/kernel.h"
 #include "ops/registry.h"
 
@@ -20,6 +23,27 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+double ThreadCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// What reading the thread CPU clock twice costs (a system call on some machines): taken off
+// every CPU-time sample.
+double ThreadCpuClockCost() {
+  static const double cost = [] {
+    std::vector<double> d;
+    for (int i = 0; i < 101; ++i) {
+      double a = ThreadCpuSeconds();
+      d.push_back(ThreadCpuSeconds() - a);
+    }
+    std::nth_element(d.begin(), d.begin() + 50, d.end());
+    return d[50];
+  }();
+  return cost;
 }
 
 // Values no kernel trips over: ids 0 for integer inputs (valid token, label and index),
@@ -92,17 +116,17 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
   return out;
 }
 
-int64_t PersistentBytes(const Module& module) {
-  // Per pipeline stage (a rank holds one): parameters and optimizer state, plus one
-  // gradient accumulator per parameter.
-  std::set<std::string> seen;
-  std::map<int, int64_t> per_stage;
-  for (const Program& p : module.programs())
+int64_t RankParameterBytes(const Module& module) {
+  // Declared parameters are one mp shard each; a rank holds those its programs use.
+  std::map<int, std::set<std::string>> seen;
+  std::map<int, int64_t> per_rank;
+  for (const Program& p : module.programs()) {
+    const int rank = module.programs().size() > 1 ? ProgramPipelineRank(module, p) : 0;
     for (const Var& v : p.vars())
-      if (v.persistable && seen.insert(v.name).second)
-        per_stage[v.stage] += v.num_bytes() * (v.is_parameter ? 2 : 1);
+      if (v.is_parameter && seen[rank].insert(v.name).second) per_rank[rank] += v.num_bytes();
+  }
   int64_t most = 0;
-  for (const auto& [stage, bytes] : per_stage) most = std::max(most, bytes);
+  for (const auto& [rank, bytes] : per_rank) most = std::max(most, bytes);
   return most;
 }
 
@@ -124,7 +148,7 @@ SampleStats Summarize(std::vector<double> s) {
 }
 
 StatusOr<std::vector<double>> TimeOp(const CostedOp& c, int warmup, int repeats, double min_seconds,
-                                     CacheEvictor* evictor) {
+                                     CacheEvictor* evictor, std::vector<double>* cpu) {
   const Op& op = c.op;
   CpuKernel kernel = FindCpuKernel(op.type);
   if (!kernel) return NotFound("no CPU kernel for op type '", op.type, "'");
@@ -179,15 +203,18 @@ StatusOr<std::vector<double>> TimeOp(const CostedOp& c, int warmup, int repeats,
       evictor->Evict();
       for (const Tensor* t : activations) CacheEvictor::Touch(t->raw(), t->nbytes());
     }
+    const double cpu_start = cpu ? ThreadCpuSeconds() : 0;
     auto start = Clock::now();
     for (size_t j = 0; j < fresh.size(); ++j)
       if (!in_place[j]) fresh[j] = Tensor(output_decls[j]->dtype, output_decls[j]->shape);
     Status s = kernel(ctx);
     auto end = Clock::now();
+    const double cpu_end = cpu ? ThreadCpuSeconds() : 0;
     if (!s.ok()) return s.WithContext(StrCat("running ", c.sig.key));
     if (run >= warmup) {
       samples.push_back(Seconds(start, end));
       spent += samples.back();
+      if (cpu) cpu->push_back(std::max(0.0, cpu_end - cpu_start - ThreadCpuClockCost()));
     }
   }
   return samples;
@@ -210,8 +237,11 @@ StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops,
     if (!FindCpuKernel(c.op.type)) {
       result.skipped.push_back(c.sig.key);
     } else {
-      PW_ASSIGN_OR_RETURN(std::vector<double> samples, TimeOp(c, options.warmup, options.repeats,
-                                                              options.min_seconds, evictor.get()));
+      // CPU time is the op's work only when the kernel runs on this thread alone.
+      std::vector<double> cpu;
+      PW_ASSIGN_OR_RETURN(std::vector<double> samples,
+                          TimeOp(c, options.warmup, options.repeats, options.min_seconds,
+                                 evictor.get(), options.blas_threads == 1 ? &cpu : nullptr));
       SampleStats st = Summarize(samples);
       OpCostEntry e;
       e.set_op_type(c.sig.op_type);
@@ -220,6 +250,11 @@ StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops,
       double mean = 0;
       for (double t : samples) mean += t;
       e.set_mean(std::max(mean / samples.size(), 1e-9));
+      if (!cpu.empty()) {
+        double sum = 0;
+        for (double t : cpu) sum += t;
+        e.set_cpu(std::max(sum / cpu.size(), 1e-9));
+      }
       e.set_spread(st.spread);
       e.set_min(st.min);
       e.set_max(st.max);

@@ -28,9 +28,9 @@ struct CostedOp {
 // Every distinct signature a module's execution runs, in first-seen order.
 StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegistry& registry);
 
-// Bytes of persistent state the largest pipeline stage holds: parameters, optimizer state
-// and a gradient accumulator per parameter.
-int64_t PersistentBytes(const Module& module);
+// Bytes of parameters the largest rank holds (its pipeline stage's, one mp shard): what
+// one pass over its layers reads.
+int64_t RankParameterBytes(const Module& module);
 
 struct ProfileOptions {
   int warmup = 3;
@@ -52,11 +52,13 @@ struct ProfileResult {
 
 StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops, const ProfileOptions& options);
 
-// Runs one op `warmup + repeats` times; returns the per-run seconds of the repeats. With an
-// evictor, the caches are evicted and the op's non-persistent inputs touched before every
-// run (outside the timing).
+// Runs one op `warmup + repeats` times; returns the per-run seconds of the repeats (wall
+// time; with `cpu`, also the calling thread's CPU time of each run, less the clock's own
+// cost). With an evictor, the caches are evicted and the op's non-persistent inputs
+// touched before every run (outside the timing).
 StatusOr<std::vector<double>> TimeOp(const CostedOp& op, int warmup, int repeats,
-                                     double min_seconds, CacheEvictor* evictor = nullptr);
+                                     double min_seconds, CacheEvictor* evictor = nullptr,
+                                     std::vector<double>* cpu = nullptr);
 
 // Peak f32 GEMM rate and memory bandwidth of this CPU (the built-in "cpu" spec with them).
 DeviceSpec MeasureCpuSpec();

@@ -27,6 +27,7 @@ struct Activity {
   const SimInstr* comm = nullptr;
   double seconds = 0;  // its time without a CommModel
   double rate = 1;
+  double comm_threads = 0;  // communication: the cores it keeps busy on each member's node
 };
 
 class Engine {
@@ -55,12 +56,12 @@ class Engine {
   bool NodeBusy(int rank) const {
     return dev_.cores_per_node() > 0 && NodeComputeDemand(rank) >= dev_.cores_per_node();
   }
-  // A transfer's or collective's time under the current load of its ranks' nodes.
-  double CommSeconds(const SimInstr& in, double fallback, const std::vector<int>& ranks) const;
+  // A transfer's or collective's time (and CPU) under the current load of its ranks' nodes.
+  CommEstimate CommPrice(const SimInstr& in, double fallback, const std::vector<int>& ranks) const;
   void StartComm(Activity& a, const SimInstr& in, double seconds) const {
     a.comm = &in;
     a.seconds = seconds;
-    a.work = CommSeconds(in, seconds, a.ranks) > 0 ? 1.0 : 0.0;
+    a.work = CommPrice(in, seconds, a.ranks).seconds > 0 ? 1.0 : 0.0;
   }
   Status Deadlock() const;
   void Report(SimResult& out) const;
@@ -255,39 +256,41 @@ double Engine::NodeComputeDemand(int rank) const {
   return demand;
 }
 
-double Engine::CommSeconds(const SimInstr& in, double fallback,
-                           const std::vector<int>& ranks) const {
-  if (!comm_ || in.group_size < 2) return fallback;
+CommEstimate Engine::CommPrice(const SimInstr& in, double fallback,
+                               const std::vector<int>& ranks) const {
+  if (!comm_ || in.group_size < 2) return {fallback, false, 0};
   int busy = 0;
   if (dev_.cores_per_node() > 0)
     for (int r : ranks)
       busy =
           std::max(busy, std::min(dev_.cores_per_node(), static_cast<int>(NodeComputeDemand(r))));
   CommKind kind = in.kind == InstrKind::kCollective ? CommKind::kAllReduce : CommKind::kSendRecv;
-  return comm_->Time(kind, in.bytes, in.group_size, in.inter_node, busy).seconds;
+  return comm_->Time(kind, in.bytes, in.group_size, in.inter_node, busy);
 }
 
 void Engine::ComputeRates() {
-  const int cores = dev_.cores_per_node();
+  // Communication is priced first (under the compute load it meets): what it measured with
+  // its CPU time is also what it keeps of the cores.
+  for (Activity& a : active_) {
+    if (a.compute) continue;
+    CommEstimate price = CommPrice(*a.comm, a.seconds, a.ranks);
+    a.rate = price.seconds > 0 ? 1.0 / price.seconds : 1e30;
+    a.comm_threads = price.cpu > 0 && price.seconds > 0 ? std::min(1.0, price.cpu / price.seconds)
+                                                        : dev_.comm_threads();
+  }
   std::vector<double> demand(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
   for (const Activity& a : active_) {
     if (a.compute) {
       demand[Node(a.ranks[0])] += a.threads;
     } else {
-      for (int r : a.ranks) demand[Node(r)] += dev_.comm_threads();
+      for (int r : a.ranks) demand[Node(r)] += a.comm_threads;
     }
   }
   auto share = [&](int rank) { return ThreadRate(dev_, demand[Node(rank)]); };
   for (Activity& a : active_) {
-    if (a.compute) {
-      int r = a.ranks[0];
-      a.rate = share(r) / (1 + (comm_active_[r] > 0 ? dev_.overlap_slowdown() : 0));
-    } else {
-      double seconds = CommSeconds(*a.comm, a.seconds, a.ranks);
-      a.rate = seconds > 0 ? 1.0 / seconds : 1e30;
-      if (cores > 0 && dev_.comm_threads() > 0)
-        for (int r : a.ranks) a.rate *= std::min(1.0, share(r));
-    }
+    if (!a.compute) continue;
+    int r = a.ranks[0];
+    a.rate = share(r) / (1 + (comm_active_[r] > 0 ? dev_.overlap_slowdown() : 0));
   }
 }
 

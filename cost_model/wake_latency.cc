@@ -56,19 +56,26 @@ WakeLatency MeasureWakeLatency(int cores, int hops) {
 
 namespace {
 
-// CPU seconds per wall second each of k spinning threads gets over one window.
+// CPU seconds per wall second each of k spinning threads gets over one window. The
+// threads spin for a while before the window opens: new threads start on their parent's
+// core and only the load balancer spreads them, which a run's long-lived threads never see.
 double ThreadRateOnce(int k, double seconds) {
   std::vector<double> rate(k, 0);
   std::vector<std::thread> threads;
+  const auto open = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
   for (int t = 0; t < k; ++t)
-    threads.emplace_back([&rate, t, seconds] {
+    threads.emplace_back([&rate, seconds, t, open] {
+      volatile double x = 1.0;
+      auto spin = [&x] {
+        for (int i = 0; i < 10000; ++i) x = x * 1.0000001 + 1e-9;
+      };
+      while (std::chrono::steady_clock::now() < open) spin();
       timespec cpu0, cpu1;
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
       auto start = std::chrono::steady_clock::now();
-      volatile double x = 1.0;
       double wall = 0;
       while (wall < seconds) {
-        for (int i = 0; i < 10000; ++i) x = x * 1.0000001 + 1e-9;
+        spin();
         wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);

@@ -33,13 +33,44 @@ constexpr const char* kUsage =
     "backward and optimizer ops are measured too. --blas-threads should match the run to\n"
     "predict: 1 for 'pipeweave run --nproc' ranks, the core count for a reference run.\n"
     "Before every timed run the caches are put in the state a step leaves them in: the op's\n"
-    "activations just written, its weights in L3 unless a stage's parameters, gradients and\n"
-    "optimizer state are many times L3, then in memory (--cache auto; or force one).\n"
+    "activations just written, its weights in L3 when a rank's parameters fit in it, else in\n"
+    "memory (--cache auto; or force one).\n"
     "It also calibrates the per-op overhead of the executor and of the reference runner on\n"
     "a tiny GPT (--no-calibrate skips it). --merge folds the results into an existing COSTS\n"
     "(repeat-weighted). --comm also measures Gloo all-reduce (the modules' group sizes and 2)\n"
-    "and send/recv over 4 KiB..4 MiB and the sizes the modules move, with 0, 1, ... every\n"
-    "core kept busy by other threads, and stores the samples, alpha-beta fits and residuals.";
+    "and send/recv at 4 KiB, 64 KiB, 1 MiB and the sizes the modules move, in as many rank\n"
+    "processes as the largest module has, each computing between two operations as long as\n"
+    "the plan does (its duty cycle, from the op costs just measured); it stores the samples,\n"
+    "alpha-beta fits, residuals and the CPU each operation costs its rank.";
+
+// What --comm measures for `modules`: their group sizes, the sizes they move, as many ranks
+// as the largest has, and their duty cycle priced with the op costs just measured.
+StatusOr<cost::CommProfileOptions> CommOptionsFor(const std::vector<Module>& modules,
+                                                  const cost::OpCostTable& table) {
+  cost::CommProfileOptions o;
+  if (modules.empty()) return o;
+  PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
+                      cost::Estimator::Create(table.proto().device_spec(), table));
+  std::set<int> groups = {2};
+  std::set<int64_t> allreduce, p2p;
+  double gap = 0;
+  for (const Module& module : modules) {
+    PW_ASSIGN_OR_RETURN(cost::SimGraph graph,
+                        cost::BuildSimGraph(module, *estimator, ops::Registry()));
+    cost::CommSizes sizes = cost::CommSizesOf(graph, estimator->device().op_overhead());
+    groups.insert(sizes.allreduce_groups.begin(), sizes.allreduce_groups.end());
+    allreduce.insert(sizes.allreduce_bytes.begin(), sizes.allreduce_bytes.end());
+    p2p.insert(sizes.p2p_bytes.begin(), sizes.p2p_bytes.end());
+    o.ranks =
+        std::max(o.ranks, std::min(module.mesh.world_size(), estimator->device().ranks_per_node()));
+    gap += sizes.compute_gap / modules.size();
+  }
+  o.allreduce_groups.assign(groups.begin(), groups.end());
+  o.extra_allreduce_sizes.assign(allreduce.begin(), allreduce.end());
+  o.extra_p2p_sizes.assign(p2p.begin(), p2p.end());
+  o.compute_gap = gap;
+  return o;
+}
 
 StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   Flags flags;
@@ -72,37 +103,32 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     PW_ASSIGN_OR_RETURN(options.cache, cost::ParseCacheState(cache));
   }
   const cost::CacheSizes cache_sizes = cost::ReadCacheSizes();
-  int64_t persistent_bytes = 0;
+  int64_t parameter_bytes = 0;
 
   std::vector<cost::CostedOp> ops;
   std::set<std::string> seen;
-  cost::CommProfileOptions comm_options;
-  std::set<int> groups = {2};
-  std::set<int64_t> allreduce_bytes, p2p_bytes;
-  int world = 2;
+  std::vector<Module> communicating;  // modules with more than one rank, for --comm
   for (const std::string& path : flags.positional()) {
     PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
     StatusOr<std::vector<cost::CostedOp>> distinct = cost::DistinctOps(module, ops::Registry());
     if (!distinct.ok()) return distinct.status().WithContext(path);
     for (cost::CostedOp& c : *distinct)
       if (seen.insert(c.sig.key).second) ops.push_back(std::move(c));
-    persistent_bytes = std::max(persistent_bytes, cost::PersistentBytes(module));
+    parameter_bytes = std::max(parameter_bytes, cost::RankParameterBytes(module));
     if (!flags.Has("comm") || module.mesh.world_size() == 1) continue;
-    // The sizes this module communicates, from its lowered plan.
     if (module.plan.empty()) {
-      PW_ASSIGN_OR_RETURN(module, WithSequentialPlan(module, 1));
+      StatusOr<Module> planned = WithSequentialPlan(module, 1);
+      if (!planned.ok()) return planned.status().WithContext(path);
+      module = std::move(planned).value();
     }
+    // Lowered once here, so that a plan the simulator refuses fails before measuring.
     PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> roofline, MakeEstimator("cpu", ""));
     StatusOr<cost::SimGraph> graph = cost::BuildSimGraph(module, *roofline, ops::Registry());
     if (!graph.ok()) return graph.status().WithContext(path);
-    cost::CommSizes sizes = cost::CommSizesOf(*graph);
-    world = std::max(world, module.mesh.world_size());
-    groups.insert(sizes.allreduce_groups.begin(), sizes.allreduce_groups.end());
-    allreduce_bytes.insert(sizes.allreduce_bytes.begin(), sizes.allreduce_bytes.end());
-    p2p_bytes.insert(sizes.p2p_bytes.begin(), sizes.p2p_bytes.end());
+    communicating.push_back(std::move(module));
   }
 
-  if (cache == "auto") options.cache = cost::CacheStateFor(persistent_bytes, cache_sizes);
+  if (cache == "auto") options.cache = cost::CacheStateFor(parameter_bytes, cache_sizes);
   auto start = std::chrono::steady_clock::now();
   ProgressBar bar("profiling");
   options.progress = [&](size_t done, size_t total, const std::string& key) {
@@ -123,29 +149,24 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   }
 
   if (flags.Has("comm")) {
+    PW_ASSIGN_OR_RETURN(cost::CommProfileOptions comm_options,
+                        CommOptionsFor(communicating, result.table));
     std::unique_ptr<cost::CommBenchmark> bench = MakeGlooCommBenchmark();
-    comm_options.allreduce_groups.assign(groups.begin(), groups.end());
-    comm_options.ranks = std::min(world, spec.ranks_per_node());
-    comm_options.extra_allreduce_sizes.assign(allreduce_bytes.begin(), allreduce_bytes.end());
-    comm_options.extra_p2p_sizes.assign(p2p_bytes.begin(), p2p_bytes.end());
-    comm_options.busy_cores.clear();
-    for (int b = 0; b <= spec.cores_per_node(); ++b) comm_options.busy_cores.push_back(b);
     ProgressBar comm_bar("communication");
     size_t step = 0;
     comm_options.progress = [&](const std::string& what) {
-      comm_bar.Update(step++,
-                      comm_options.busy_cores.size() * (comm_options.allreduce_groups.size() + 1),
-                      what);
+      comm_bar.Update(step++, comm_options.allreduce_groups.size() + 1, what);
     };
     PW_ASSIGN_OR_RETURN(std::vector<cost::CommFit> fits, cost::ProfileComm(*bench, comm_options));
     comm_bar.Finish();
     for (const cost::CommFit& f : fits) {
       result.table.AddComm(f);
       std::fprintf(stderr,
-                   "%s over %d ranks (%d at once), %d busy cores: %.1f us + %.3f us/KiB "
-                   "(residual %.1f %%)\n",
-                   f.kind().c_str(), f.group_size(), f.ranks(), f.busy_cores(), f.alpha() * 1e6,
-                   f.beta() * 1024 * 1e6, 100 * f.residual());
+                   "%s over %d ranks (%d at once, %.3f ms compute between): %.1f us + %.3f "
+                   "us/KiB (residual %.1f %%), %.1f us CPU per operation\n",
+                   f.kind().c_str(), f.group_size(), f.ranks(), f.compute_gap() * 1e3,
+                   f.alpha() * 1e6, f.beta() * 1024 * 1e6, 100 * f.residual(),
+                   f.cpu_per_op() * 1e6);
     }
   }
 

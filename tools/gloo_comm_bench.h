@@ -1,8 +1,10 @@
 #pragma once
-// The comm model's measurements over the executor's Gloo communicator: every rank is a
-// thread of this process with its own Gloo context over TCP on loopback, rendezvous through
-// a file store in a temporary directory — the same transport and code path `pipeweave run`
-// uses between rank processes.
+// The comm model's measurements over the executor's Gloo communicator, in rank processes
+// as `pipeweave run --nproc N` starts them (the launcher, a file store, TCP on loopback):
+// every rank is this executable again running `pipeweave comm-bench-rank`, which computes
+// for the run's compute gap before every operation and reports when each operation
+// started and ended (one monotonic clock for the whole machine) and the CPU its process
+// spent besides computing. The launching side pairs up the members of each operation.
 
 #include <memory>
 

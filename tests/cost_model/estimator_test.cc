@@ -170,14 +170,14 @@ TEST(DeviceSpec, ThreadRateSharesTheCores) {
   EXPECT_FALSE(ValidateDeviceSpec(d).ok());
 }
 
-TEST(CacheState, ParsesAndPicksByPersistentBytes) {
+TEST(CacheState, ParsesAndPicksByParameterBytes) {
   EXPECT_EQ(*ParseCacheState("dram"), CacheState::kDram);
   EXPECT_FALSE(ParseCacheState("l4").ok());
   CacheSizes sizes;
   sizes.l3 = 32 << 20;
   EXPECT_EQ(CacheStateFor(4 << 20, sizes), CacheState::kL3);
-  EXPECT_EQ(CacheStateFor(100 << 20, sizes), CacheState::kL3);
-  EXPECT_EQ(CacheStateFor(int64_t{2} << 30, sizes), CacheState::kDram);
+  EXPECT_EQ(CacheStateFor(32 << 20, sizes), CacheState::kL3);
+  EXPECT_EQ(CacheStateFor(100 << 20, sizes), CacheState::kDram);
 }
 
 TEST(DeviceSpec, ValidationNamesTheBadField) {
