@@ -21,9 +21,11 @@ Status CheckEntry(const OpCostEntry& e, int index) {
     return InvalidArgument("cost table entry '", e.key(),
                            "': costs must be finite and >= 0 (median ", e.median(), ", spread ",
                            e.spread(), ")");
-  if (e.median() == 0 || e.repeats() <= 0)
-    return InvalidArgument("cost table entry '", e.key(),
-                           "' has no measurement (median 0 or repeats ", e.repeats(), ")");
+  if (e.median() == 0)
+    return InvalidArgument("cost table entry '", e.key(), "' has no measurement (no median)");
+  if (e.repeats() <= 0)
+    return InvalidArgument("cost table entry '", e.key(), "' has no measurement (repeats ",
+                           e.repeats(), ")");
   if (!Valid(e.flops()) || !Valid(e.bytes()))
     return InvalidArgument("cost table entry '", e.key(), "': flops and bytes must be >= 0");
   return OkStatus();

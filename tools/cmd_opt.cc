@@ -10,6 +10,7 @@
 #include "passes/pass_registry.h"
 #include "passes/pipeline_parser.h"
 #include "tools/command.h"
+#include "tools/cost_inputs.h"
 #include "tools/flags.h"
 
 namespace pw::tools {
@@ -70,6 +71,7 @@ StatusOr<int> RunOpt(const std::vector<std::string>& args) {
   Flags flags;
   flags.Value("pipeline").Alias("p", "pipeline").Value("output").Alias("o", "output");
   flags.Value("print-after").Switch("time-passes").Switch("stats").Switch("no-verify");
+  flags.Value("device").Value("costs");
   flags.Switch("list-passes");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("list-passes")) {
@@ -93,9 +95,16 @@ StatusOr<int> RunOpt(const std::vector<std::string>& args) {
   }
   if (flags.Has("time-passes")) manager.EnableTiming(std::cerr);
   if (flags.Has("stats")) manager.EnableStatistics(std::cerr);
+  // The cost model, for passes that price their rewrites (they work without it too).
+  PassContext context(ops::Registry());
+  if (flags.Has("device") || flags.Has("costs")) {
+    PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
+                        MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
+    AttachCostModel(std::move(estimator), context);
+  }
 
   PW_ASSIGN_OR_RETURN(Module module, LoadModule(input));
-  PW_RETURN_IF_ERROR(manager.Run(module).status());
+  PW_RETURN_IF_ERROR(manager.Run(module, context).status());
 
   if (output.empty()) {
     PW_ASSIGN_OR_RETURN(std::string text, SerializeModule(module, ModuleFormat::kText));
@@ -111,10 +120,15 @@ StatusOr<int> RunOpt(const std::vector<std::string>& args) {
 PW_REGISTER_COMMAND(opt, "opt", "run a pass pipeline over a module",
                     "pipeweave opt IN -p PIPELINE [-o OUT] [--print-after=PASS[,PASS...]|all] "
                     "[--time-passes] [--stats] [--no-verify]\n"
+                    "                 [--device cpu|h100|a100|SPEC_FILE] [--costs COSTS]\n"
                     "       pipeweave opt --list-passes\n"
                     "  IN and OUT are .pbtxt (text) or .pb (binary). Without -o the result is "
                     "printed as text.\n"
-                    "  Instrumentation (--print-after, --time-passes, --stats) goes to stderr.",
+                    "  Instrumentation (--print-after, --time-passes, --stats) goes to stderr.\n"
+                    "  --device and --costs (a table from 'pipeweave profile') give the passes "
+                    "the cost model\n"
+                    "  and the simulator, to price candidate rewrites (as 'pipeweave sim' "
+                    "does).",
                     RunOpt);
 
 }  // namespace pw::tools

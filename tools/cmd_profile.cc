@@ -11,6 +11,7 @@
 #include "cost_model/profiler.h"
 #include "cost_model/sim_graph.h"
 #include "executor/sequential_plan.h"
+#include "ir/proto_io.h"
 #include "ops/registry.h"
 #include "tools/command.h"
 #include "tools/cost_inputs.h"
@@ -92,10 +93,21 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   options.warmup = static_cast<int>(warmup);
   options.blas_threads = static_cast<int>(threads);
 
+  // Everything that can fail without measuring fails first: the output's format, the
+  // table to merge into, the modules and their plans.
+  PW_RETURN_IF_ERROR(FormatFromPath(output).status());
   cost::OpCostTable merged;
   const bool merge = flags.Has("merge") && std::filesystem::exists(output);
   if (merge) {
     PW_ASSIGN_OR_RETURN(merged, cost::OpCostTable::Load(output));
+    if (!merged.device().empty() && merged.device() != "cpu")
+      return InvalidArgument(output,
+                             ": cannot merge measurements of this CPU into a table of "
+                             "device '",
+                             merged.device(), "'");
+    if (merged.proto().blas_threads() && merged.proto().blas_threads() != threads)
+      return InvalidArgument(output, ": measured with ", merged.proto().blas_threads(),
+                             " BLAS threads, cannot merge measurements with ", threads);
   }
 
   const std::string cache = flags.Get("cache", "auto");

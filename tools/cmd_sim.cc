@@ -58,6 +58,9 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 1));
   if (micro_batches < 1) return InvalidArgument("flag --micro-batches must be >= 1");
 
+  // The device and the table are checked before the module is loaded (and passes run).
+  PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
+                      MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
   const std::string path = flags.positional()[0];
   PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
   if (module.plan.empty()) {
@@ -65,8 +68,6 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
     if (!sequential.ok()) return sequential.status().WithContext(path);
     module = std::move(sequential).value();
   }
-  PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
-                      MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
   cost::SimOptions options;
   options.rendezvous_p2p = p2p == "rendezvous";
   options.record_timeline = flags.Has("trace") || flags.Has("svg");

@@ -1,6 +1,8 @@
 #include "tools/cost_inputs.h"
 
+#include "cost_model/simulator.h"
 #include "ir/proto_io.h"
+#include "ops/registry.h"
 #include "passes/pass_manager.h"
 
 namespace pw::tools {
@@ -36,6 +38,11 @@ StatusOr<std::shared_ptr<cost::Estimator>> MakeEstimator(const std::string& devi
     PW_ASSIGN_OR_RETURN(table, cost::OpCostTable::Load(costs));
   }
   return cost::Estimator::Create(std::move(spec), std::move(table));
+}
+
+void AttachCostModel(std::shared_ptr<cost::Estimator> estimator, PassContext& context) {
+  context.Attach(std::make_shared<cost::Simulator>(estimator, ops::Registry()));
+  context.Attach(std::move(estimator));
 }
 
 }  // namespace pw::tools

@@ -1,13 +1,14 @@
 #pragma once
-// What `pipeweave profile` and `pipeweave sim` share: loading a module ready to train
-// (the --pipeline passes, or append-backward on a forward-only module) and the estimator
-// from --device and --costs.
+// What `pipeweave profile`, `sim` and `opt` share: loading a module ready to train (the
+// --pipeline passes, or append-backward on a forward-only module), the estimator from
+// --device and --costs, and handing it to passes.
 
 #include <memory>
 #include <string>
 
 #include "cost_model/estimator.h"
 #include "ir/module.h"
+#include "passes/pass_context.h"
 
 namespace pw::tools {
 
@@ -18,5 +19,9 @@ StatusOr<Module> LoadTrainingModule(const std::string& path, const std::string& 
 // `device`: cpu, h100, a100 or a DeviceSpec file; `costs`: a cost table file or empty.
 StatusOr<std::shared_ptr<cost::Estimator>> MakeEstimator(const std::string& device,
                                                          const std::string& costs);
+
+// Attaches the estimator and a simulator over it to `context`, so that passes can price a
+// candidate rewrite (context.Find<cost::Estimator>(), context.Find<cost::Simulator>()).
+void AttachCostModel(std::shared_ptr<cost::Estimator> estimator, PassContext& context);
 
 }  // namespace pw::tools
