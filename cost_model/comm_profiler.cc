@@ -29,6 +29,7 @@ StatusOr<CommFit> MeasureAndFit(CommBenchmark& bench, CommKind kind, int group,
   run.compute_gap = o.compute_gap;
   run.warmup = o.warmup;
   run.repeats = o.repeats;
+  run.seconds = o.seconds;
   PW_ASSIGN_OR_RETURN(CommRunResult result, bench.Measure(run));
   if (result.seconds.size() != run.sizes.size())
     return Internal("comm benchmark returned ", result.seconds.size(), " sizes, asked for ",

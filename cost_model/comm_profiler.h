@@ -25,7 +25,9 @@
 namespace pw::cost {
 
 // One measurement: `ranks` rank processes, every group (all-reduce) or pipeline pair
-// (send/recv) doing the same at once, `warmup` then `repeats` rounds over `sizes`.
+// (send/recv) doing the same at once, `warmup` rounds over `sizes`, then at least `repeats`
+// measured ones and more until they took `seconds` (a load that comes and goes is met
+// in its proportions, not as it was in one instant).
 struct CommRun {
   CommKind kind = CommKind::kAllReduce;
   int group_size = 2;
@@ -34,6 +36,7 @@ struct CommRun {
   double compute_gap = 0;  // CPU seconds computed before each operation
   int warmup = 3;
   int repeats = 10;
+  double seconds = 0;
 };
 
 struct CommRunResult {
@@ -61,6 +64,7 @@ struct CommProfileOptions {
   double compute_gap = 0;  // the run's compute between two communications of a rank
   int warmup = 3;
   int repeats = 12;
+  double seconds = 2;                                // per kind
   std::function<void(const std::string&)> progress;  // "all_reduce over 2 ranks", ...
 };
 

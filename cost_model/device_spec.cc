@@ -33,7 +33,7 @@ DeviceSpec CpuSpec() {
   s.set_ranks_per_node(64);
   s.set_cores_per_node(2);
   s.set_overlap_slowdown(0);  // the core-sharing model covers it
-  s.set_comm_threads(0);      // Gloo over loopback sleeps in the kernel between messages
+  s.set_comm_threads(0);      // the measured CPU per operation replaces it (CommFit)
   s.set_op_overhead(1e-6);
   s.set_reference_op_overhead(2e-6);
   s.set_busy_wake_latency(1e-3);

@@ -12,11 +12,15 @@
 // Sharing: work progresses at a rate. Compute slows by the device's overlap_slowdown while
 // communication of the same rank runs beside it (overlap is not free). On a device with
 // cores_per_node > 0 (the CPU), the ranks of a node share its cores: with D runnable
-// threads on C cores (a compute instruction counts one, a GEMM its BLAS threads, a running transfer
-// or collective comm_threads per member rank) everything on the node runs at min(1, C/D). Blocked
-// threads must be woken: while every core is busy, an instruction that waited on another stream or
-// rank starts busy_wake_latency later, and communication is priced with the fits measured under
-// that many busy cores (the scheduler makes a woken thread wait for the running one's slice).
+// threads (a compute instruction counts one, a GEMM its BLAS threads, a running transfer or
+// collective what it keeps of a core on each member: its measured CPU per operation over
+// its time, else the device's comm_threads), compute runs at the rate the device measured
+// for D busy threads (thread_rate, which holds other users' share of the machine; else
+// min(1, C/D)). Communication takes the time measured for it at the plan's duty cycle
+// (pipeweave profile --comm), which holds the wake-ups and the spinning of the transport
+// on busy cores. Blocked threads must be woken: while every core is busy, an instruction
+// that waited on another stream or rank starts busy_wake_latency later, and communication
+// measured under a number of busy cores is priced with the fits nearest that load.
 //
 // Reports the step time, per-rank and per-stream busy time, exposed communication
 // (communication of a rank while none of its compute runs), bubble (time a rank's compute

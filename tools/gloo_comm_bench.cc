@@ -93,9 +93,13 @@ struct RankJob {
   std::vector<int64_t> sizes;
   double gap;
   int warmup;
-  int repeats;
+  int repeats;     // rounds at least
+  double seconds;  // and more until the measured rounds took this long
   int report_fd;
 };
+
+// Enough rounds to last through a few changes of the machine's load, not forever.
+constexpr int kMaxRounds = 400;
 
 void Report(int fd, const std::string& line) {
   std::string l = line + "\n";
@@ -124,7 +128,9 @@ Status RunRankJob(const RankJob& job, CommFactory& factory) {
     float token = 0;
     PW_RETURN_IF_ERROR(comm->AllReduceSum("mp", &token, 1));  // connects the group
     cpu0 = ProcessCpu();
-    for (int i = 0; i < job.warmup + job.repeats; ++i)
+    const double start = Now();
+    const bool leader = layout.Coord(job.rank).mp == 0;
+    for (int i = 0;; ++i) {
       for (size_t k = 0; k < job.sizes.size(); ++k) {
         burned += Burn(job.gap);
         const double arrived = Now();
@@ -134,21 +140,36 @@ Status RunRankJob(const RankJob& job, CommFactory& factory) {
         if (i >= job.warmup)
           Report(job.report_fd, StrCat("a ", k, " ", i, " ", Fmt(arrived), " ", Fmt(done)));
       }
+      if (i + 1 < job.warmup + job.repeats) continue;
+      // The group's first rank decides when to stop, and the group stops together.
+      float stop = leader && (Now() - start >= job.seconds || i + 1 >= kMaxRounds) ? 1 : 0;
+      PW_RETURN_IF_ERROR(comm->AllReduceSum("mp", &stop, 1));
+      if (stop > 0) break;
+    }
   } else {
     PW_ASSIGN_OR_RETURN(std::unique_ptr<StreamComm> send, factory.Create(StreamType::kPpSend));
     PW_ASSIGN_OR_RETURN(std::unique_ptr<StreamComm> recv, factory.Create(StreamType::kPpRecv));
     const bool first = layout.Coord(job.rank).pp == 0;
     const int peer = layout.PipelinePeer(job.rank, first ? 1 : 0);
     cpu0 = ProcessCpu();
+    const double start = Now();
     uint64_t tag = 1;
-    for (int i = 0; i < job.warmup + job.repeats; ++i) {
+    bool stop = false;
+    for (int i = 0; !stop; ++i) {
       for (size_t k = 0; k < job.sizes.size(); ++k, tag += 2) {
         Tensor& t = buffers[k];
         const bool keep = i >= job.warmup;
+        const bool last = k + 1 == job.sizes.size();
         // The first stage computes and sends (direction 0), then waits for the answer; the
-        // second receives, computes and answers (direction 1).
+        // second receives, computes and answers (direction 1). The first stage decides when
+        // to stop and says so in the round's last transfer.
         auto send_one = [&](int dir, uint64_t at) -> Status {
           burned += Burn(job.gap);
+          if (first && last) {
+            stop = i + 1 >= job.warmup + job.repeats &&
+                   (Now() - start >= job.seconds || i + 1 >= kMaxRounds);
+            t.f32()[0] = stop ? 1.0f : 0.0f;
+          }
           const double posted = Now();
           PW_RETURN_IF_ERROR(send->Send(peer, at, t));
           if (keep) Report(job.report_fd, StrCat("s ", k, " ", i, " ", dir, " ", Fmt(posted)));
@@ -158,6 +179,7 @@ Status RunRankJob(const RankJob& job, CommFactory& factory) {
           const double posted = Now();
           PW_RETURN_IF_ERROR(recv->Recv(peer, at, t));
           const double done = Now();
+          if (!first && last && dir == 0) stop = t.f32()[0] > 0;
           if (keep)
             Report(job.report_fd,
                    StrCat("r ", k, " ", i, " ", dir, " ", Fmt(posted), " ", Fmt(done)));
@@ -182,7 +204,7 @@ Status RunRankJob(const RankJob& job, CommFactory& factory) {
 
 StatusOr<int> RunCommBenchRank(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name : {"kind", "group", "sizes", "gap", "warmup", "repeats", "rank",
+  for (const char* name : {"kind", "group", "sizes", "gap", "warmup", "repeats", "seconds", "rank",
                            "world-size", "store", "report-fd"})
     flags.Value(name);
   PW_RETURN_IF_ERROR(flags.Parse(args));
@@ -199,6 +221,7 @@ StatusOr<int> RunCommBenchRank(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(job.gap, flags.GetDouble("gap", 0));
   PW_ASSIGN_OR_RETURN(int64_t warmup, flags.GetInt("warmup", 3));
   PW_ASSIGN_OR_RETURN(int64_t repeats, flags.GetInt("repeats", 10));
+  PW_ASSIGN_OR_RETURN(job.seconds, flags.GetDouble("seconds", 0));
   PW_ASSIGN_OR_RETURN(std::string store_spec, flags.Require("store"));
   if (group < 2 || world < group || rank < 0 || rank >= world || job.gap < 0 || warmup < 0 ||
       repeats < 1)
@@ -244,7 +267,9 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
                    "--warmup",
                    std::to_string(run.warmup),
                    "--repeats",
-                   std::to_string(run.repeats)};
+                   std::to_string(run.repeats),
+                   "--seconds",
+                   Fmt(run.seconds)};
     std::vector<std::vector<std::string>> lines(n);
     launch.on_report = [&](int rank, const std::string& line) { lines[rank].push_back(line); };
     StatusOr<LaunchResult> launched = LaunchRanks(launch);
@@ -337,7 +362,8 @@ std::unique_ptr<cost::CommBenchmark> MakeGlooCommBenchmark() {
 PW_REGISTER_COMMAND(comm_bench_rank, "comm-bench-rank",
                     "(internal) one rank process of 'pipeweave profile --comm'",
                     "pipeweave comm-bench-rank --kind all_reduce|send_recv --group G --sizes "
-                    "B,B,... --gap SECONDS --warmup N --repeats N --rank R --world-size N "
+                    "B,B,... --gap SECONDS --warmup N --repeats N --seconds S --rank R "
+                    "--world-size N "
                     "--store DIR --report-fd FD\n"
                     "Started by 'pipeweave profile --comm' through the launcher, once per rank.",
                     RunCommBenchRank);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cost_model/comm_profiler.h"
+
 namespace pw::cost {
 namespace {
 
@@ -69,6 +71,72 @@ TEST(CommModel, PricesUnderTheLoadItMeets) {
   EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 2).seconds, 0.2e-3, 1e-12);
   EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 1).seconds, 2.1e-3, 1e-12);
   EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 5).seconds, 0.2e-3, 1e-12);  // beyond
+}
+
+// Stands in for the rank processes: every operation takes 1 ms + 1 ns per byte.
+class FakeBench final : public CommBenchmark {
+ public:
+  StatusOr<CommRunResult> Measure(const CommRun& run) override {
+    runs.push_back(run);
+    CommRunResult r;
+    for (int64_t bytes : run.sizes) r.seconds.push_back({1e-3 + bytes * 1e-9, 1e-3 + bytes * 1e-9});
+    r.cpu_per_op = 0.4e-3;
+    return r;
+  }
+  std::vector<CommRun> runs;
+};
+
+TEST(CommProfiler, MeasuresAtTheRunsDutyCycleAndKeepsTheCpuCost) {
+  FakeBench bench;
+  CommProfileOptions o;
+  o.sizes = {4096};
+  o.extra_allreduce_sizes = {8192};
+  o.ranks = 4;
+  o.compute_gap = 2e-3;
+  auto fits = ProfileComm(bench, o);
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  ASSERT_EQ(fits->size(), 2u);  // all-reduce over 2, send/recv
+  ASSERT_EQ(bench.runs.size(), 2u);
+  EXPECT_EQ(bench.runs[0].ranks, 4);  // both mp groups of the 4 ranks at once
+  EXPECT_EQ(bench.runs[0].sizes, (std::vector<int64_t>{4096, 8192}));
+  EXPECT_EQ(bench.runs[1].sizes, (std::vector<int64_t>{4096}));
+  EXPECT_DOUBLE_EQ(bench.runs[0].compute_gap, 2e-3);
+  const CommFit& ar = (*fits)[0];
+  EXPECT_EQ(ar.kind(), "all_reduce");
+  EXPECT_DOUBLE_EQ(ar.compute_gap(), 2e-3);
+  EXPECT_DOUBLE_EQ(ar.cpu_per_op(), 0.4e-3);
+  EXPECT_NEAR(ar.alpha(), 1e-3, 1e-12);
+  CommModel m(*BuiltinDeviceSpec("cpu"), *fits);
+  CommEstimate e = m.Time(CommKind::kAllReduce, 4096, 2, false);
+  EXPECT_NEAR(e.seconds, 1e-3 + 4096e-9, 1e-12);
+  EXPECT_DOUBLE_EQ(e.cpu, 0.4e-3);
+  o.compute_gap = -1;
+  EXPECT_FALSE(ProfileComm(bench, o).ok());
+}
+
+TEST(CommProfiler, TheDutyCycleIsComputePerCommunication) {
+  // Rank 0: 3 ms of compute and 2 collectives; rank 1: 1 ms and 1 collective and 1 send.
+  SimGraph g;
+  g.world_size = 2;
+  auto add = [&](int rank, InstrKind kind, double seconds) {
+    SimInstr in;
+    in.rank = rank;
+    in.kind = kind;
+    in.seconds = seconds;
+    in.group_size = 2;
+    in.bytes = 1024;
+    g.instrs.push_back(in);
+  };
+  add(0, InstrKind::kCompute, 3e-3);
+  add(0, InstrKind::kCollective, 0);
+  add(0, InstrKind::kCollective, 0);
+  add(1, InstrKind::kCompute, 1e-3);
+  add(1, InstrKind::kCollective, 0);
+  add(1, InstrKind::kSend, 0);
+  CommSizes sizes = CommSizesOf(g, 1e-3);  // 1 ms of runtime per compute op
+  EXPECT_NEAR(sizes.compute_gap, (4e-3 / 2 + 2e-3 / 2) / 2, 1e-12);
+  EXPECT_EQ(sizes.allreduce_bytes, (std::vector<int64_t>{1024}));
+  EXPECT_EQ(sizes.p2p_bytes, (std::vector<int64_t>{1024}));
 }
 
 }  // namespace

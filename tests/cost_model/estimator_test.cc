@@ -64,6 +64,19 @@ TEST(Estimator, PricesAnExactHitWithItsMeanWhenMeasured) {
   EXPECT_DOUBLE_EQ(est->OpTime(q).seconds, 2.5e-3);
 }
 
+TEST(Estimator, PricesAnExactHitWithItsCpuTimeWhenMeasured) {
+  // The wall time holds other users' turns on the core; the CPU time is the op's work.
+  OpCostTable t;
+  OpCostEntry e = Point("trans_x=0", 1e6, 2e-3);
+  e.set_mean(2.5e-3);
+  e.set_cpu(1.5e-3);
+  t.Add(e);
+  auto est = MakeEstimator(t);
+  OpSignature q = Query(1e6);
+  q.key = e.key();
+  EXPECT_DOUBLE_EQ(est->OpTime(q).seconds, 1.5e-3);
+}
+
 TEST(Estimator, ExactHitComesFromTheTable) {
   OpCostTable t;
   t.Add(Point("trans_x=0", 1e6, 2e-3));

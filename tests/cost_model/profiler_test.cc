@@ -90,10 +90,17 @@ TEST(Profiler, MeasuresEverySignature) {
     EXPECT_LE(e.min(), e.median()) << e.key();
     EXPECT_GE(e.max(), e.median()) << e.key();
     EXPECT_EQ(e.repeats(), 5) << e.key();
+    // One BLAS thread: the kernel's CPU time is measured too (its work at full speed).
+    EXPECT_GT(e.cpu(), 0) << e.key();
   }
   EXPECT_EQ(result->table.device(), "cpu");
   // The table is a valid one.
   EXPECT_TRUE(OpCostTable::FromProto(result->table.proto()).ok());
+}
+
+TEST(Profiler, CountsTheParametersARankHolds) {
+  // w is the only parameter (16 x 16 f32); its gradient and activations are not.
+  EXPECT_EQ(RankParameterBytes(SmallModule()), 16 * 16 * 4);
 }
 
 TEST(Profiler, SummarizeGivesMedianAndInterQuartileRange) {

@@ -172,6 +172,36 @@ TEST(SimulatorEngine, PricesACollectiveUnderTheLoadOfItsNode) {
   EXPECT_NEAR(plain->timeline[0].end, 1.0, 1e-9);
 }
 
+TEST(SimulatorEngine, CommunicationKeepsWhatItMeasuredOfTheCores) {
+  // Ranks 0 and 1 all-reduce for 1 s, spending 0.5 s of CPU each (the transport's threads);
+  // rank 2 computes 1 s meanwhile on the node's only core. Demand 1 + 0.5 + 0.5: the
+  // compute runs at half speed while the collective lasts, then alone.
+  CommFit fit = FitCommSamples("all_reduce", 2, {{1e3, 1.0, 0}, {1e6, 1.0, 0}});
+  fit.set_cpu_per_op(0.5);
+  CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
+  GraphBuilder b(3);
+  SimGraph& g = b.graph();
+  int a0 = b.Add(0, SimStream::kCompute, InstrKind::kCollective, 1.0);
+  int a1 = b.Add(1, SimStream::kCompute, InstrKind::kCollective, 1.0);
+  for (int id : {a0, a1}) {
+    g.instrs[id].collective = 0;
+    g.instrs[id].group_size = 2;
+    g.instrs[id].bytes = 1e4;
+  }
+  g.collectives.push_back(SimCollective{{a0, a1}, 1.0});
+  int work = b.Compute(2, 1.0);
+  auto r = Simulate(g, Cores(1), {}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->timeline[a0].end, 1.0, 1e-9);    // priced as measured
+  EXPECT_NEAR(r->timeline[work].end, 1.5, 1e-9);  // 0.5 s of work done by 1 s, then alone
+  // Without a measured CPU cost, communication sleeps (the CPU spec's comm_threads is 0).
+  fit.set_cpu_per_op(0);
+  CommModel sleeping(*BuiltinDeviceSpec("cpu"), {fit});
+  auto s = Simulate(g, Cores(1), {}, &sleeping);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NEAR(s->timeline[work].end, 1.0, 1e-9);
+}
+
 TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
   // Rank 0: a 1 s op on the compute stream, then an op on mp_comm that waits for it;
   // rank 1 keeps the node's only core busy for 3 s.
