@@ -54,5 +54,32 @@ done
   --format trace -o "$out/zb-h1.trace.json"
 echo "schedule picture: $out/zb-h1.svg   Chrome trace (chrome://tracing, Perfetto): $out/zb-h1.trace.json"
 
+# ---- Cost model: the GPT profiled, its plans simulated, predicted against measured ----
+step "Cost model: profile the mp=2 x pp=2 GPT (op costs, and Gloo in 4 rank processes)"
+"$pw" opt "$out/gpt_mp2pp2.pbtxt" -o "$out/gpt_mp2pp2_fthenb.pb" \
+  -p 'append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=fthenb,micro-batches=8},insert-p2p'
+"$pw" profile "$out/gpt_mp2pp2_1f1b.pb" "$out/gpt_mp2pp2_fthenb.pb" -o "$out/costs.pbtxt" \
+  --comm --repeat 5
+
+step "Simulate both schedules and run them: predicted against measured step time"
+# The median of a run's step times after the first, from its --report json line.
+median_ms() {
+  sed -n 's/.*"step_time_ms": \[\([^]]*\)\].*/\1/p' | tr ',' '\n' | tail -n +2 | sort -g |
+    awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
+}
+for kind in 1f1b fthenb; do
+  "$pw" sim "$out/gpt_mp2pp2_$kind.pb" --costs "$out/costs.pbtxt" \
+    --trace "$out/gpt_$kind.sim.trace.json" | sed -n '1,4p'
+  predicted=$("$pw" sim "$out/gpt_mp2pp2_$kind.pb" --costs "$out/costs.pbtxt" --format json |
+    sed -n 's/.*"step_time_ms": \([0-9.e+-]*\).*/\1/p')
+  measured=$("$pw" run "$out/gpt_mp2pp2_$kind.pb" --nproc 4 --steps 6 --report json | median_ms)
+  awk -v k="$kind" -v p="$predicted" -v m="$measured" 'BEGIN {
+    printf "%-7s predicted %8.1f ms   measured %8.1f ms (median of 5 steps)   error %+5.1f %%\n",
+      k, p, m, (p - m) / m * 100 }'
+done
+echo "simulated steps as Chrome traces: $out/gpt_1f1b.sim.trace.json, $out/gpt_fthenb.sim.trace.json"
+echo "(one run each: on a machine shared with other work both move with its load;"
+echo " benchmarks/cost_model_accuracy.sh compares medians over rounds, with a larger GPT too)"
+
 echo
 echo "Outputs are in $out"
