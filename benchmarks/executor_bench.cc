@@ -128,6 +128,7 @@ struct GptCase {
   int64_t layers, hidden, heads;
   int vpp;
   bool split_backward;
+  models::ChunkPlacement placement = models::ChunkPlacement::kLoop;
 };
 
 void BM_GptStep(benchmark::State& state, GptCase c) {
@@ -142,6 +143,7 @@ void BM_GptStep(benchmark::State& state, GptCase c) {
   g.mp = 2;
   g.pp = 2;
   g.vpp = c.vpp;
+  g.placement = c.placement;
   auto module = models::BuildGpt(g);
   PassManager pm;
   Status added = pm.AddPipeline(
@@ -176,6 +178,7 @@ void RegisterGptSteps() {
       {"small", "eager-1f1b", 4, 64, 4, 1, false},
       {"small", "interleaved-1f1b", 4, 64, 4, 2, false},
       {"small", "zb-h1", 4, 64, 4, 1, true},
+      {"small", "zb-v", 4, 64, 4, 2, true, models::ChunkPlacement::kV},
       {"large", "1f1b", 8, 512, 8, 1, false},
       {"large", "fthenb", 8, 512, 8, 1, false},
   };
