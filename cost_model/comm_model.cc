@@ -132,7 +132,8 @@ CommEstimate CommModel::Time(CommKind kind, double bytes, int group_size, bool i
     int span = above->busy_cores() - below->busy_cores();
     double t = span > 0 ? static_cast<double>(busy_cores - below->busy_cores()) / span : 0;
     double cpu = below->cpu_per_op() + t * (above->cpu_per_op() - below->cpu_per_op());
-    return {lo + t * (hi - lo), true, cpu};
+    double straggle = below->straggle() + t * (above->straggle() - below->straggle());
+    return {lo + t * (hi - lo), true, cpu, straggle};
   }
   double bw = inter_node ? device_.inter_node_bandwidth() : device_.intra_node_bandwidth();
   double lat = inter_node ? device_.inter_node_latency() : device_.intra_node_latency();

@@ -33,6 +33,7 @@ struct CommEstimate {
   double seconds = 0;
   bool from_fit = false;  // false: from the DeviceSpec's links
   double cpu = 0;         // CPU seconds each member spends on it (CommFit.cpu_per_op)
+  double straggle = 0;    // expected wait for a group's last member (CommFit.straggle)
 };
 
 class CommModel {

@@ -47,6 +47,7 @@ StatusOr<CommFit> MeasureAndFit(CommBenchmark& bench, CommKind kind, int group,
   fit.set_ranks(run.ranks);
   fit.set_compute_gap(run.compute_gap);
   fit.set_cpu_per_op(std::max(0.0, result.cpu_per_op));
+  fit.set_straggle(std::max(0.0, result.straggle));
   return fit;
 }
 

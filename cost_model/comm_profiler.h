@@ -46,6 +46,8 @@ struct CommRunResult {
   // CPU seconds a rank process spent per operation besides its compute gaps: the issuing
   // thread's share and the transport's threads (their spinning included).
   double cpu_per_op = 0;
+  // All-reduce: mean seconds from the members' mean arrival to the last one's.
+  double straggle = 0;
 };
 
 class CommBenchmark {

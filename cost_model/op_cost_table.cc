@@ -40,10 +40,11 @@ Status CheckComm(const CommFit& f) {
     return InvalidArgument("comm fit ", f.kind(), ": group_size must be >= 2, got ",
                            f.group_size());
   if (!Valid(f.alpha()) || !Valid(f.beta()) || !Valid(f.residual()) || !Valid(f.compute_gap()) ||
-      !Valid(f.cpu_per_op()))
-    return InvalidArgument("comm fit ", f.kind(), " over ", f.group_size(),
-                           " ranks: alpha, beta, residual, compute_gap and cpu_per_op must be "
-                           "finite and >= 0");
+      !Valid(f.cpu_per_op()) || !Valid(f.straggle()))
+    return InvalidArgument(
+        "comm fit ", f.kind(), " over ", f.group_size(),
+        " ranks: alpha, beta, residual, compute_gap, cpu_per_op and straggle must be "
+        "finite and >= 0");
   for (const auto& s : f.samples())
     if (!Valid(s.bytes()) || !Valid(s.median()) || !Valid(s.spread()) || !Valid(s.mean()))
       return InvalidArgument("comm fit ", f.kind(), " over ", f.group_size(),
@@ -83,6 +84,7 @@ CommFit MergeFits(const CommFit& a, const CommFit& b) {
   out.set_ranks(std::max(a.ranks(), b.ranks()));
   out.set_compute_gap((a.compute_gap() + b.compute_gap()) / 2);
   out.set_cpu_per_op((a.cpu_per_op() + b.cpu_per_op()) / 2);
+  out.set_straggle((a.straggle() + b.straggle()) / 2);
   return out;
 }
 

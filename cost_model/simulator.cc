@@ -274,6 +274,8 @@ void Engine::ComputeRates() {
   for (Activity& a : active_) {
     if (a.compute) continue;
     CommEstimate price = CommPrice(*a.comm, a.seconds, a.ranks);
+    // Ranks on shared cores arrive apart: the collective waits for the last one.
+    if (a.comm->kind == InstrKind::kCollective) price.seconds += price.straggle;
     a.rate = price.seconds > 0 ? 1.0 / price.seconds : 1e30;
     a.comm_threads = price.cpu > 0 && price.seconds > 0 ? std::min(1.0, price.cpu / price.seconds)
                                                         : dev_.comm_threads();

@@ -175,10 +175,11 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
       result.table.AddComm(f);
       std::fprintf(stderr,
                    "%s over %d ranks (%d at once, %.3f ms compute between): %.1f us + %.3f "
-                   "us/KiB (residual %.1f %%), %.1f us CPU per operation\n",
+                   "us/KiB (residual %.1f %%), %.1f us CPU per operation, last member %.1f us "
+                   "behind\n",
                    f.kind().c_str(), f.group_size(), f.ranks(), f.compute_gap() * 1e3,
-                   f.alpha() * 1e6, f.beta() * 1024 * 1e6, 100 * f.residual(),
-                   f.cpu_per_op() * 1e6);
+                   f.alpha() * 1e6, f.beta() * 1024 * 1e6, 100 * f.residual(), f.cpu_per_op() * 1e6,
+                   f.straggle() * 1e6);
     }
   }
 

@@ -319,12 +319,15 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
     if (cpu_ranks < n) return Internal("communication benchmark: a rank reported no CPU time");
     out.cpu_per_op = cpu / n;
     if (run.kind == cost::CommKind::kAllReduce) {
-      // Each group once (its first member), from the last arrival to the members' mean end.
+      // Each group once (its first member), from the last arrival to the members' mean end;
+      // and how far the last arrival was behind the mean one.
+      double straggle = 0;
+      int counted = 0;
       for (int r = 0; r < n; ++r) {
         std::vector<int> group = layout.Group("mp", r);
         if (group.front() != r) continue;
         for (const auto& [key, first] : ops[r]) {
-          double arrived = 0, done = 0;
+          double last = 0, mean = 0, done = 0;
           bool all = true;
           for (int m : group) {
             auto it = ops[m].find(key);
@@ -332,12 +335,17 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
               all = false;
               break;
             }
-            arrived = std::max(arrived, it->second.first);
+            last = std::max(last, it->second.first);
+            mean += it->second.first / group.size();
             done += it->second.second / group.size();
           }
-          if (all) out.seconds[std::get<0>(key)].push_back(std::max(0.0, done - arrived));
+          if (!all) continue;
+          out.seconds[std::get<0>(key)].push_back(std::max(0.0, done - last));
+          straggle += last - mean;
+          ++counted;
         }
       }
+      out.straggle = counted > 0 ? straggle / counted : 0;
     } else {
       // A transfer: from the later of send and recv being posted until the recv returned.
       for (int r = 0; r < n; ++r)

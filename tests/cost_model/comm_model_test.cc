@@ -81,6 +81,7 @@ class FakeBench final : public CommBenchmark {
     CommRunResult r;
     for (int64_t bytes : run.sizes) r.seconds.push_back({1e-3 + bytes * 1e-9, 1e-3 + bytes * 1e-9});
     r.cpu_per_op = 0.4e-3;
+    r.straggle = 0.1e-3;
     return r;
   }
   std::vector<CommRun> runs;
@@ -110,6 +111,7 @@ TEST(CommProfiler, MeasuresAtTheRunsDutyCycleAndKeepsTheCpuCost) {
   CommEstimate e = m.Time(CommKind::kAllReduce, 4096, 2, false);
   EXPECT_NEAR(e.seconds, 1e-3 + 4096e-9, 1e-12);
   EXPECT_DOUBLE_EQ(e.cpu, 0.4e-3);
+  EXPECT_DOUBLE_EQ(e.straggle, 0.1e-3);
   o.compute_gap = -1;
   EXPECT_FALSE(ProfileComm(bench, o).ok());
 }

@@ -202,6 +202,27 @@ TEST(SimulatorEngine, CommunicationKeepsWhatItMeasuredOfTheCores) {
   EXPECT_NEAR(s->timeline[work].end, 1.0, 1e-9);
 }
 
+TEST(SimulatorEngine, ACollectiveWaitsForItsStragglers) {
+  // Equal ranks reach it together in the simulation; on shared cores the last one came
+  // 0.25 s after the others on average, and the collective waits for it.
+  CommFit fit = FitCommSamples("all_reduce", 2, {{1e3, 1.0, 0}, {1e6, 1.0, 0}});
+  fit.set_straggle(0.25);
+  CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
+  GraphBuilder b(2);
+  SimGraph& g = b.graph();
+  int a0 = b.Add(0, SimStream::kCompute, InstrKind::kCollective, 1.0);
+  int a1 = b.Add(1, SimStream::kCompute, InstrKind::kCollective, 1.0);
+  for (int id : {a0, a1}) {
+    g.instrs[id].collective = 0;
+    g.instrs[id].group_size = 2;
+    g.instrs[id].bytes = 1e4;
+  }
+  g.collectives.push_back(SimCollective{{a0, a1}, 1.0});
+  auto r = Simulate(g, Cores(2), {}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->timeline[a1].end, 1.25, 1e-9);
+}
+
 TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
   // Rank 0: a 1 s op on the compute stream, then an op on mp_comm that waits for it;
   // rank 1 keeps the node's only core busy for 3 s.
