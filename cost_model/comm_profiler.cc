@@ -7,61 +7,18 @@
 #include "cost_model/profiler.h"
 
 namespace pw::cost {
-namespace {
-
-std::vector<int64_t> Union(std::vector<int64_t> a, const std::vector<int64_t>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  std::sort(a.begin(), a.end());
-  a.erase(std::unique(a.begin(), a.end()), a.end());
-  return a;
-}
-
-StatusOr<CommFit> MeasureAndFit(CommBenchmark& bench, CommKind kind, int group,
-                                const CommProfileOptions& o) {
-  if (o.progress) o.progress(StrCat(CommKindName(kind), " over ", group, " ranks"));
-  CommRun run;
-  run.kind = kind;
-  run.group_size = group;
-  run.sizes =
-      Union(o.sizes, kind == CommKind::kAllReduce ? o.extra_allreduce_sizes : o.extra_p2p_sizes);
-  // Every group (or pair) of the run's ranks communicates at once.
-  run.ranks = std::max(group, o.ranks - o.ranks % group);
-  run.compute_gap = o.compute_gap;
-  run.warmup = o.warmup;
-  run.repeats = o.repeats;
-  run.seconds = o.seconds;
-  PW_ASSIGN_OR_RETURN(CommRunResult result, bench.Measure(run));
-  if (result.seconds.size() != run.sizes.size())
-    return Internal("comm benchmark returned ", result.seconds.size(), " sizes, asked for ",
-                    run.sizes.size());
-  std::vector<CommSampleValue> samples;
-  for (size_t k = 0; k < run.sizes.size(); ++k) {
-    const std::vector<double>& t = result.seconds[k];
-    if (t.empty()) return Internal("comm benchmark measured nothing at ", run.sizes[k], " bytes");
-    SampleStats st = Summarize(t);
-    double mean = 0;
-    for (double x : t) mean += x;
-    samples.push_back({static_cast<double>(run.sizes[k]), st.median, st.spread, mean / t.size()});
-  }
-  CommFit fit = FitCommSamples(CommKindName(kind), group, samples);
-  fit.set_ranks(run.ranks);
-  fit.set_compute_gap(run.compute_gap);
-  fit.set_cpu_per_op(std::max(0.0, result.cpu_per_op));
-  fit.set_straggle(std::max(0.0, result.straggle));
-  return fit;
-}
-
-}  // namespace
 
 CommSizes CommSizesOf(const SimGraph& graph, double op_overhead) {
   std::set<int> groups;
   std::set<int64_t> allreduce, p2p;
   std::map<int, double> compute;
   std::map<int, int> comms;
+  double all_compute = 0;
   for (const SimInstr& in : graph.instrs) {
     switch (in.kind) {
       case InstrKind::kCompute:
         compute[in.rank] += in.seconds + op_overhead;
+        all_compute += in.seconds + op_overhead;
         break;
       case InstrKind::kCollective:
         groups.insert(in.group_size);
@@ -81,27 +38,59 @@ CommSizes CommSizesOf(const SimGraph& graph, double op_overhead) {
                   {allreduce.begin(), allreduce.end()},
                   {p2p.begin(), p2p.end()}};
   double gap = 0;
-  int ranks = 0;
-  for (const auto& [rank, n] : comms) {
-    gap += compute[rank] / n;
-    ++ranks;
-  }
-  sizes.compute_gap = ranks > 0 ? gap / ranks : 0;
+  for (const auto& [rank, n] : comms) gap += compute[rank] / n;
+  sizes.compute_gap = comms.empty() ? 0 : gap / comms.size();
+  sizes.compute_seconds = all_compute;
   return sizes;
 }
 
-StatusOr<std::vector<CommFit>> ProfileComm(CommBenchmark& bench, const CommProfileOptions& o) {
-  if (o.sizes.empty()) return InvalidArgument("comm profile needs at least one message size");
-  if (o.compute_gap < 0) return InvalidArgument("compute gap must be >= 0, got ", o.compute_gap);
+std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfileOptions& o) {
+  // (kind, group size) -> bytes -> times; and the straggles of each kind and group size.
+  std::map<std::pair<CommKind, int>, std::map<int64_t, std::vector<double>>> times;
+  std::map<std::pair<CommKind, int>, std::vector<double>> straggles;
+  int ops_per_rank = 0;  // operations a rank took part in, summed over ranks
+  for (const MeasuredComm& m : run.ops) {
+    const auto key = std::make_pair(m.kind, m.group_size);
+    times[key][m.bytes].push_back(m.seconds);
+    if (m.kind == CommKind::kAllReduce) straggles[key].push_back(m.straggle);
+    ops_per_rank += m.group_size;
+  }
+  const double cpu_per_op =
+      ops_per_rank > 0
+          ? std::max(0.0, run.process_cpu - o.compute_seconds * run.measured_steps) / ops_per_rank
+          : 0;
   std::vector<CommFit> fits;
-  for (int group : o.allreduce_groups) {
-    if (group < 2) return InvalidArgument("all-reduce group size must be >= 2, got ", group);
-    PW_ASSIGN_OR_RETURN(CommFit fit, MeasureAndFit(bench, CommKind::kAllReduce, group, o));
+  for (const auto& [key, by_size] : times) {
+    std::vector<CommSampleValue> samples;
+    for (const auto& [bytes, t] : by_size) {
+      SampleStats st = Summarize(t);
+      double mean = 0;
+      for (double x : t) mean += x;
+      samples.push_back({static_cast<double>(bytes), st.median, st.spread, mean / t.size()});
+    }
+    CommFit fit = FitCommSamples(CommKindName(key.first), key.second, samples);
+    fit.set_ranks(run.ranks);
+    fit.set_compute_gap(o.compute_gap);
+    fit.set_cpu_per_op(cpu_per_op);
+    double straggle = 0;
+    for (double s : straggles[key]) straggle += s;
+    if (!straggles[key].empty()) fit.set_straggle(straggle / straggles[key].size());
     fits.push_back(std::move(fit));
   }
-  PW_ASSIGN_OR_RETURN(CommFit p2p, MeasureAndFit(bench, CommKind::kSendRecv, 2, o));
-  fits.push_back(std::move(p2p));
   return fits;
+}
+
+StatusOr<std::vector<CommFit>> ProfileComm(CommBenchmark& bench, const Module& plan,
+                                           const CommProfileOptions& o) {
+  if (o.steps < 2)
+    return InvalidArgument("comm profile needs at least 2 steps (the first warms up), got ",
+                           o.steps);
+  if (o.compute_seconds < 0)
+    return InvalidArgument("compute seconds must be >= 0, got ", o.compute_seconds);
+  PW_ASSIGN_OR_RETURN(CommRunResult run, bench.Run(plan, o.steps));
+  if (run.ops.empty())
+    return FailedPrecondition("module '", plan.name, "' communicates nothing in its steps");
+  return FitMeasuredComm(run, o);
 }
 
 }  // namespace pw::cost

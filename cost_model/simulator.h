@@ -16,11 +16,13 @@
 // collective what it keeps of a core on each member: its measured CPU per operation over
 // its time, else the device's comm_threads), compute runs at the rate the device measured
 // for D busy threads (thread_rate, which holds other users' share of the machine; else
-// min(1, C/D)). Communication takes the time measured for it at the plan's duty cycle
+// min(1, C/D)). Communication takes the time measured for it inside a short run of a plan
 // (pipeweave profile --comm), which holds the wake-ups and the spinning of the transport
-// on busy cores. Blocked threads must be woken: while every core is busy, an instruction
-// that waited on another stream or rank starts busy_wake_latency later, and communication
-// measured under a number of busy cores is priced with the fits nearest that load.
+// on busy cores; a collective also waits for its measured straggle (ranks on shared
+// cores reach it apart, which equal simulated ranks never do). Blocked threads must be
+// woken: while every core is busy, an instruction that waited on another stream or rank
+// starts busy_wake_latency later, and communication measured under a number of busy
+// cores is priced with the fits nearest that load.
 //
 // Reports the step time, per-rank and per-stream busy time, exposed communication
 // (communication of a rank while none of its compute runs), bubble (time a rank's compute

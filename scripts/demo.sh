@@ -55,13 +55,12 @@ done
 echo "schedule picture: $out/zb-h1.svg   Chrome trace (chrome://tracing, Perfetto): $out/zb-h1.trace.json"
 
 # ---- Cost model: the GPT profiled, its plans simulated, predicted against measured ----
-step "Cost model: profile the mp=2 x pp=2 GPT (op costs, and Gloo in 4 rank processes)"
+step "Cost model: profile the mp=2 x pp=2 GPT (its ops, and its communication in a short 1f1b run)"
 "$pw" opt "$out/gpt_mp2pp2.pbtxt" -o "$out/gpt_mp2pp2_fthenb.pb" \
   -p 'append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=fthenb,micro-batches=8},insert-p2p'
-"$pw" profile "$out/gpt_mp2pp2_1f1b.pb" "$out/gpt_mp2pp2_fthenb.pb" -o "$out/costs.pbtxt" \
-  --comm --repeat 5
+"$pw" profile "$out/gpt_mp2pp2_1f1b.pb" -o "$out/costs.pbtxt" --comm --repeat 5
 
-step "Simulate both schedules and run them: predicted against measured step time"
+step "Simulate both schedules (fthenb with what 1f1b measured) and run them: predicted against measured"
 # The median of a run's step times after the first, from its --report json line.
 median_ms() {
   sed -n 's/.*"step_time_ms": \[\([^]]*\)\].*/\1/p' | tr ',' '\n' | tail -n +2 | sort -g |

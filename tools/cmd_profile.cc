@@ -26,6 +26,7 @@ namespace {
 constexpr const char* kUsage =
     "pipeweave profile FILE [FILE...] -o COSTS [--repeat N (20)] [--warmup N (3)]\n"
     "           [--blas-threads N (1)] [--pipeline PASSES] [--merge] [--comm]\n"
+    "           [--comm-steps N (6)]\n"
     "           [--cache auto|hot|l3|dram] [--no-calibrate]\n"
     "Runs every distinct (op type, input shapes, dtype, attributes) of the modules on the\n"
     "CPU kernels, warm-up then N repetitions (more for tiny ops), and writes the median and\n"
@@ -38,45 +39,34 @@ constexpr const char* kUsage =
     "memory (--cache auto; or force one).\n"
     "It also calibrates the per-op overhead of the executor and of the reference runner on\n"
     "a tiny GPT (--no-calibrate skips it). --merge folds the results into an existing COSTS\n"
-    "(repeat-weighted). --comm also measures Gloo all-reduce (the modules' group sizes and 2)\n"
-    "and send/recv at 4 KiB, 64 KiB, 1 MiB and the sizes the modules move, in as many rank\n"
-    "processes as the largest module has, each computing between two operations as long as\n"
-    "the plan does (its duty cycle, from the op costs just measured); it stores the samples,\n"
-    "alpha-beta fits, residuals and the CPU each operation costs its rank.";
+    "(repeat-weighted). --comm also measures the communication of every module that has\n"
+    "more than one rank: its plan trains for --comm-steps steps (6) on as many rank processes\n"
+    "(Gloo, as pipeweave run starts them) with a clock around every all-reduce, send and\n"
+    "recv; the table gets per kind and group size the samples at the sizes it moved, an\n"
+    "alpha-beta fit and its residual, the CPU each operation cost its rank and how far the\n"
+    "last member of a group arrived behind the others.";
 
-// What --comm measures for `modules`: their group sizes, the sizes they move, as many ranks
-// as the largest has, and their duty cycle priced with the op costs just measured.
-StatusOr<cost::CommProfileOptions> CommOptionsFor(const std::vector<Module>& modules,
-                                                  const cost::OpCostTable& table) {
-  cost::CommProfileOptions o;
-  if (modules.empty()) return o;
+// The communication of `module`, from a short run of it; what its ranks spend beyond the
+// compute the op costs just measured price is charged to communication.
+StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
+                                                 const cost::OpCostTable& table, int steps) {
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       cost::Estimator::Create(table.proto().device_spec(), table));
-  std::set<int> groups = {2};
-  std::set<int64_t> allreduce, p2p;
-  double gap = 0;
-  for (const Module& module : modules) {
-    PW_ASSIGN_OR_RETURN(cost::SimGraph graph,
-                        cost::BuildSimGraph(module, *estimator, ops::Registry()));
-    cost::CommSizes sizes = cost::CommSizesOf(graph, estimator->device().op_overhead());
-    groups.insert(sizes.allreduce_groups.begin(), sizes.allreduce_groups.end());
-    allreduce.insert(sizes.allreduce_bytes.begin(), sizes.allreduce_bytes.end());
-    p2p.insert(sizes.p2p_bytes.begin(), sizes.p2p_bytes.end());
-    o.ranks =
-        std::max(o.ranks, std::min(module.mesh.world_size(), estimator->device().ranks_per_node()));
-    gap += sizes.compute_gap / modules.size();
-  }
-  o.allreduce_groups.assign(groups.begin(), groups.end());
-  o.extra_allreduce_sizes.assign(allreduce.begin(), allreduce.end());
-  o.extra_p2p_sizes.assign(p2p.begin(), p2p.end());
-  o.compute_gap = gap;
-  return o;
+  PW_ASSIGN_OR_RETURN(cost::SimGraph graph,
+                      cost::BuildSimGraph(module, *estimator, ops::Registry()));
+  cost::CommSizes sizes = cost::CommSizesOf(graph, estimator->device().op_overhead());
+  cost::CommProfileOptions options;
+  options.steps = steps;
+  options.compute_seconds = sizes.compute_seconds;
+  options.compute_gap = sizes.compute_gap;
+  std::unique_ptr<cost::CommBenchmark> bench = MakeGlooCommBenchmark();
+  return cost::ProfileComm(*bench, module, options);
 }
 
 StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   Flags flags;
   flags.Value("output").Alias("o", "output");
-  for (const char* name : {"repeat", "warmup", "blas-threads", "pipeline", "cache"})
+  for (const char* name : {"repeat", "warmup", "blas-threads", "pipeline", "cache", "comm-steps"})
     flags.Value(name);
   flags.Switch("merge").Switch("comm").Switch("no-calibrate");
   PW_RETURN_IF_ERROR(flags.Parse(args));
@@ -86,6 +76,8 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(int64_t repeats, flags.GetInt("repeat", 20));
   PW_ASSIGN_OR_RETURN(int64_t warmup, flags.GetInt("warmup", 3));
   PW_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("blas-threads", 1));
+  PW_ASSIGN_OR_RETURN(int64_t comm_steps, flags.GetInt("comm-steps", 6));
+  if (comm_steps < 2) return InvalidArgument("flag --comm-steps must be >= 2, got ", comm_steps);
   if (repeats < 1) return InvalidArgument("flag --repeat must be >= 1, got ", repeats);
   if (warmup < 0) return InvalidArgument("flag --warmup must be >= 0, got ", warmup);
   if (threads < 1) return InvalidArgument("flag --blas-threads must be >= 1, got ", threads);
@@ -161,26 +153,27 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   }
 
   if (flags.Has("comm")) {
-    PW_ASSIGN_OR_RETURN(cost::CommProfileOptions comm_options,
-                        CommOptionsFor(communicating, result.table));
-    std::unique_ptr<cost::CommBenchmark> bench = MakeGlooCommBenchmark();
     ProgressBar comm_bar("communication");
-    size_t step = 0;
-    comm_options.progress = [&](const std::string& what) {
-      comm_bar.Update(step++, comm_options.allreduce_groups.size() + 1, what);
-    };
-    PW_ASSIGN_OR_RETURN(std::vector<cost::CommFit> fits, cost::ProfileComm(*bench, comm_options));
-    comm_bar.Finish();
-    for (const cost::CommFit& f : fits) {
-      result.table.AddComm(f);
-      std::fprintf(stderr,
-                   "%s over %d ranks (%d at once, %.3f ms compute between): %.1f us + %.3f "
-                   "us/KiB (residual %.1f %%), %.1f us CPU per operation, last member %.1f us "
-                   "behind\n",
-                   f.kind().c_str(), f.group_size(), f.ranks(), f.compute_gap() * 1e3,
-                   f.alpha() * 1e6, f.beta() * 1024 * 1e6, 100 * f.residual(), f.cpu_per_op() * 1e6,
-                   f.straggle() * 1e6);
+    for (size_t m = 0; m < communicating.size(); ++m) {
+      const Module& module = communicating[m];
+      comm_bar.Update(m, communicating.size(),
+                      StrCat("a ", comm_steps, "-step run of ", module.name, " on ",
+                             module.mesh.world_size(), " ranks"));
+      StatusOr<std::vector<cost::CommFit>> fits =
+          MeasureComm(module, result.table, static_cast<int>(comm_steps));
+      if (!fits.ok()) return fits.status().WithContext(module.name);
+      for (const cost::CommFit& f : *fits) {
+        result.table.AddComm(f);
+        std::fprintf(stderr,
+                     "%s over %d ranks (%d in the run, %.3f ms compute between): %.1f us + %.3f "
+                     "us/KiB (residual %.1f %%), %.1f us CPU per operation, last member %.1f us "
+                     "behind\n",
+                     f.kind().c_str(), f.group_size(), f.ranks(), f.compute_gap() * 1e3,
+                     f.alpha() * 1e6, f.beta() * 1024 * 1e6, 100 * f.residual(),
+                     f.cpu_per_op() * 1e6, f.straggle() * 1e6);
+      }
     }
+    comm_bar.Finish();
   }
 
   if (merge) {

@@ -73,47 +73,52 @@ TEST(CommModel, PricesUnderTheLoadItMeets) {
   EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 5).seconds, 0.2e-3, 1e-12);  // beyond
 }
 
-// Stands in for the rank processes: every operation takes 1 ms + 1 ns per byte.
+// Stands in for the measuring run: two all-reduces and a transfer after the first step.
 class FakeBench final : public CommBenchmark {
  public:
-  StatusOr<CommRunResult> Measure(const CommRun& run) override {
-    runs.push_back(run);
+  StatusOr<CommRunResult> Run(const Module& plan, int steps) override {
+    ++runs;
+    last_steps = steps;
     CommRunResult r;
-    for (int64_t bytes : run.sizes) r.seconds.push_back({1e-3 + bytes * 1e-9, 1e-3 + bytes * 1e-9});
-    r.cpu_per_op = 0.4e-3;
-    r.straggle = 0.1e-3;
+    r.ranks = 4;
+    r.measured_steps = steps - 1;
+    r.ops = {{CommKind::kAllReduce, 2, 4096, 1.0e-3, 0.1e-3},
+             {CommKind::kAllReduce, 2, 4096, 1.2e-3, 0.3e-3},
+             {CommKind::kSendRecv, 2, 8192, 0.5e-3, 0}};
+    r.process_cpu = 10e-3;
     return r;
   }
-  std::vector<CommRun> runs;
+  int runs = 0;
+  int last_steps = 0;
 };
 
-TEST(CommProfiler, MeasuresAtTheRunsDutyCycleAndKeepsTheCpuCost) {
+TEST(CommProfiler, FitsWhatTheRunMeasured) {
   FakeBench bench;
   CommProfileOptions o;
-  o.sizes = {4096};
-  o.extra_allreduce_sizes = {8192};
-  o.ranks = 4;
-  o.compute_gap = 2e-3;
-  auto fits = ProfileComm(bench, o);
+  o.steps = 3;               // two measured steps
+  o.compute_seconds = 2e-3;  // per step, over all ranks
+  o.compute_gap = 0.5e-3;
+  Module plan;
+  plan.name = "plan";
+  auto fits = ProfileComm(bench, plan, o);
   ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(bench.last_steps, 3);
   ASSERT_EQ(fits->size(), 2u);  // all-reduce over 2, send/recv
-  ASSERT_EQ(bench.runs.size(), 2u);
-  EXPECT_EQ(bench.runs[0].ranks, 4);  // both mp groups of the 4 ranks at once
-  EXPECT_EQ(bench.runs[0].sizes, (std::vector<int64_t>{4096, 8192}));
-  EXPECT_EQ(bench.runs[1].sizes, (std::vector<int64_t>{4096}));
-  EXPECT_DOUBLE_EQ(bench.runs[0].compute_gap, 2e-3);
   const CommFit& ar = (*fits)[0];
   EXPECT_EQ(ar.kind(), "all_reduce");
-  EXPECT_DOUBLE_EQ(ar.compute_gap(), 2e-3);
-  EXPECT_DOUBLE_EQ(ar.cpu_per_op(), 0.4e-3);
-  EXPECT_NEAR(ar.alpha(), 1e-3, 1e-12);
+  EXPECT_EQ(ar.ranks(), 4);
+  EXPECT_DOUBLE_EQ(ar.compute_gap(), 0.5e-3);
+  EXPECT_NEAR(ar.straggle(), 0.2e-3, 1e-12);
+  // 10 ms of process CPU less 2 x 2 ms of compute, over 6 rank-operations (2 per op).
+  EXPECT_NEAR(ar.cpu_per_op(), 1e-3, 1e-12);
   CommModel m(*BuiltinDeviceSpec("cpu"), *fits);
   CommEstimate e = m.Time(CommKind::kAllReduce, 4096, 2, false);
-  EXPECT_NEAR(e.seconds, 1e-3 + 4096e-9, 1e-12);
-  EXPECT_DOUBLE_EQ(e.cpu, 0.4e-3);
-  EXPECT_DOUBLE_EQ(e.straggle, 0.1e-3);
-  o.compute_gap = -1;
-  EXPECT_FALSE(ProfileComm(bench, o).ok());
+  EXPECT_NEAR(e.seconds, 1.1e-3, 1e-12);  // the mean of the two
+  EXPECT_NEAR(e.cpu, 1e-3, 1e-12);
+  EXPECT_NEAR(e.straggle, 0.2e-3, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 8192, 2, false).seconds, 0.5e-3, 1e-12);
+  o.steps = 1;  // nothing left to measure after the warm-up step
+  EXPECT_FALSE(ProfileComm(bench, plan, o).ok());
 }
 
 TEST(CommProfiler, TheDutyCycleIsComputePerCommunication) {
@@ -137,6 +142,7 @@ TEST(CommProfiler, TheDutyCycleIsComputePerCommunication) {
   add(1, InstrKind::kSend, 0);
   CommSizes sizes = CommSizesOf(g, 1e-3);  // 1 ms of runtime per compute op
   EXPECT_NEAR(sizes.compute_gap, (4e-3 / 2 + 2e-3 / 2) / 2, 1e-12);
+  EXPECT_NEAR(sizes.compute_seconds, 6e-3, 1e-12);
   EXPECT_EQ(sizes.allreduce_bytes, (std::vector<int64_t>{1024}));
   EXPECT_EQ(sizes.p2p_bytes, (std::vector<int64_t>{1024}));
 }
