@@ -61,6 +61,9 @@ enum class Await : int32_t {
   kSendB,
   kRecvFPosted,  // rendezvous: RECV_F on edge e posted
   kRecvBPosted,
+  // The action names a stage, micro-batch, edge or fused group the schedule does not have.
+  // Nothing produces it: the rank stops there, and Run reports the action.
+  kMalformed,
 };
 
 struct Key {
@@ -88,14 +91,27 @@ class Replay {
         rank_of_(schedule.stage_to_rank) {
     for (int t = 0; t <= static_cast<int>(ActionType::kBatchP2P); ++t)
       unit_cost_[t] = timed ? costs_.Of(static_cast<ActionType>(t), -1) : 0;
-    for (int s = 0; s + 1 < S_; ++s) chain_latency_.push_back(Cross(s, s + 1));
   }
 
+  // Safe on a schedule the structure rules have not checked yet (the checker runs them
+  // beside the replay): an action outside the schedule's frame stops its rank with an
+  // error instead of indexing out of bounds.
   Status Run() {
+    PW_RETURN_IF_ERROR(CheckScheduleShape(s_));
+    for (int s = 0; s + 1 < S_; ++s) chain_latency_.push_back(Cross(s, s + 1));
+    // Chain edge s-1 -> s is implicit without comm actions; with them, only a same-rank
+    // hand-over (the V turn) is. Only implicit edges read the F and B end times.
+    implicit_in_.assign(S_ + 1, 0);
+    for (int s = 1; s < S_; ++s) {
+      implicit_in_[s] = !comm_mode_ || rank_of_[s - 1] == rank_of_[s];
+      any_implicit_ |= implicit_in_[s] != 0;
+    }
     const size_t stage_slots = static_cast<size_t>(S_) * M_;
     const size_t edge_slots = static_cast<size_t>(edges_.num_edges()) * M_;
-    f_end_.Reset(stage_slots);
-    b_end_.Reset(stage_slots);
+    if (any_implicit_) {
+      f_end_.Reset(stage_slots);
+      b_end_.Reset(stage_slots);
+    }
     if (comm_mode_) {
       send_f_.Reset(edge_slots);
       send_b_.Reset(edge_slots);
@@ -115,6 +131,11 @@ class Replay {
     for (int r = 0; r < R_; ++r) work_[r] = R_ - 1 - r;
     work_size_ = R_;
     while (work_size_ > 0) Advance(work_[--work_size_]);
+    for (int r = 0; r < R_; ++r)
+      if (ranks_[r].pos < s_.ranks[r].size() && ranks_[r].blocked.what == Await::kMalformed)
+        return InvalidArgument("rank ", r, ", action ", ranks_[r].pos,
+                               ": names a stage, micro-batch, edge or fused group the schedule "
+                               "does not have");
     for (int r = 0; r < R_; ++r)
       if (ranks_[r].pos < s_.ranks[r].size()) return DeadlockError(r);
     if (timed_) Summarize();
@@ -169,7 +190,7 @@ class Replay {
       __builtin_prefetch(&actions[std::min(pos + 24, n - 1)]);
       const double before = clock;
       double start = before;
-      if (!Step(r, a, rank.stats, clock, start, wait)) break;
+      if (!Step(a, rank.stats, clock, start, wait)) break;
       if (times) times[pos] = {IsComm(a.type) ? before : start, clock};
     }
     rank.pos = pos;
@@ -179,22 +200,22 @@ class Replay {
 
   // Runs one action, or returns false with the key it awaits. Single compute actions and
   // eager sends/recvs between adjacent stages, nearly all actions, take the short paths.
-  [[gnu::always_inline]] bool Step(int r, const Action& a, Stats& stats, double& clock,
-                                   double& start, Key& wait) {
+  [[gnu::always_inline]] bool Step(const Action& a, Stats& stats, double& clock, double& start,
+                                   Key& wait) {
     switch (a.type) {
       case ActionType::kForward:
       case ActionType::kBackward:
       case ActionType::kBackwardInput:
       case ActionType::kBackwardWeight:
-        if (!InputsReady(r, a, start, wait)) return false;
+        if (!InFrame(a)) return Malformed(wait);
+        if (!InputsReady(a, start, wait)) return false;
         clock = Run(stats, start, Cost(a));
         Finish(stats, a, clock);
         return true;
       case ActionType::kSendF:
       case ActionType::kSendB:
         if (a.peer >= 0 || rendezvous_) break;
-        PostChainSend(a, clock);
-        return true;
+        return PostChainSend(a, clock, wait);
       case ActionType::kRecvF:
       case ActionType::kRecvB:
         if (a.peer >= 0 || rendezvous_) break;
@@ -202,7 +223,7 @@ class Replay {
       case ActionType::kIdle:
         return true;
       case ActionType::kOverlapFB:
-        return ComputeFused(r, a, stats, clock, start, wait);
+        return ComputeFused(a, stats, clock, start, wait);
       case ActionType::kBatchP2P:
         break;
     }
@@ -210,15 +231,13 @@ class Replay {
   }
 
   // Earliest start of compute part p given its inputs (`ready` starts as the rank's clock),
-  // or false with the key it awaits.
-  [[gnu::always_inline]] bool InputsReady(int r, const Action& p, double& ready, Key& wait) const {
+  // or false with the key it awaits. A part's own stage runs on its rank, so the list
+  // order (checked by the structure rules) already puts F before B or I, and I before W.
+  [[gnu::always_inline]] bool InputsReady(const Action& p, double& ready, Key& wait) const {
     const int s = p.stage, m = p.micro_batch;
     switch (p.type) {
       case ActionType::kForward: {
-        if (s == 0) return true;
-        // Without comm actions, data edges are implicit; with them, only a same-rank
-        // hand-over (the V turn) is.
-        if (comm_mode_ && rank_of_[s - 1] != r) return true;
+        if (!implicit_in_[s]) return true;
         const size_t slot = Slot(s - 1, m);
         if (!f_end_.has(slot)) {
           wait = {Await::kForwardDone, static_cast<int64_t>(slot)};
@@ -229,12 +248,7 @@ class Replay {
       }
       case ActionType::kBackward:
       case ActionType::kBackwardInput: {
-        if (!f_end_.has(Slot(s, m))) {
-          wait = {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))};
-          return false;
-        }
-        if (s == S_ - 1) return true;
-        if (comm_mode_ && rank_of_[s + 1] != r) return true;
+        if (!implicit_in_[s + 1]) return true;
         const size_t slot = Slot(s + 1, m);
         if (!b_end_.has(slot)) {
           wait = {Await::kBackwardDone, static_cast<int64_t>(slot)};
@@ -243,12 +257,6 @@ class Replay {
         ready = std::max(ready, b_end_[slot] + chain_latency_[s]);
         return true;
       }
-      case ActionType::kBackwardWeight:
-        if (!b_end_.has(Slot(s, m))) {
-          wait = {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))};
-          return false;
-        }
-        return true;
       default:
         return true;
     }
@@ -270,10 +278,26 @@ class Replay {
     return end;
   }
 
+  static bool Malformed(Key& wait) {
+    wait = {Await::kMalformed, 0};
+    return false;
+  }
+  bool InFrame(const Action& p) const {
+    return static_cast<unsigned>(p.stage) < static_cast<unsigned>(S_) &&
+           static_cast<unsigned>(p.micro_batch) < static_cast<unsigned>(M_);
+  }
+  // Whether a fused action names a group (the shape check vouched for the groups).
+  bool HasGroup(const Action& a) const {
+    return static_cast<unsigned>(a.micro_batch) + 1 < s_.group_begin.size();
+  }
+
   // A fused OVERLAP_F_B: its parts start together once all their inputs are ready.
-  bool ComputeFused(int r, const Action& a, Stats& stats, double& clock, double& start, Key& wait) {
+  bool ComputeFused(const Action& a, Stats& stats, double& clock, double& start, Key& wait) {
+    if (!HasGroup(a)) return Malformed(wait);
     for (const Action& p : s_.Parts(a))
-      if (!InputsReady(r, p, start, wait)) return false;
+      if (!IsCompute(p.type) || !InFrame(p)) return Malformed(wait);
+    for (const Action& p : s_.Parts(a))
+      if (!InputsReady(p, start, wait)) return false;
     double duration = 0;
     for (const Action& p : s_.Parts(a)) duration += Cost(p);
     clock = Run(stats, start, duration);
@@ -286,18 +310,20 @@ class Replay {
     const int s = p.stage, m = p.micro_batch;
     switch (p.type) {
       case ActionType::kForward:
-        f_end_.Set(Slot(s, m), end);
         rank.mem += 1;
         rank.peak = std::max(rank.peak, rank.mem);
-        if (s + 1 < S_)
+        if (implicit_in_[s + 1]) {
+          f_end_.Set(Slot(s, m), end);
           Produce(rank_of_[s + 1], {Await::kForwardDone, static_cast<int64_t>(Slot(s, m))});
+        }
         break;
       case ActionType::kBackward:
       case ActionType::kBackwardInput:
-        b_end_.Set(Slot(s, m), end);
         rank.mem -= p.type == ActionType::kBackward ? 1 : 1 - costs_.w_mem;
-        if (s > 0)
+        if (implicit_in_[s]) {
+          b_end_.Set(Slot(s, m), end);
           Produce(rank_of_[s - 1], {Await::kBackwardDone, static_cast<int64_t>(Slot(s, m))});
+        }
         break;
       case ActionType::kBackwardWeight:
         rank.mem -= costs_.w_mem;
@@ -308,21 +334,28 @@ class Replay {
   }
 
   // Post and Completion for an eager SEND_F/SEND_B to the adjacent stage.
-  void PostChainSend(const Action& a, double now) {
+  bool PostChainSend(const Action& a, double now, Key& wait) {
     const bool forward = a.type == ActionType::kSendF;
     const int e = forward ? a.stage : a.stage - 1;
+    if (!ChainInFrame(e, a.micro_batch)) return Malformed(wait);
     const size_t slot = Slot(e, a.micro_batch);
     TimeTable& sent = forward ? send_f_ : send_b_;
-    if (sent.has(slot)) return;
+    if (sent.has(slot)) return true;
     sent.Set(slot, now);
     Produce(rank_of_[forward ? a.stage + 1 : a.stage - 1],
             {forward ? Await::kSendF : Await::kSendB, static_cast<int64_t>(slot)});
+    return true;
+  }
+  bool ChainInFrame(int e, int m) const {
+    return static_cast<unsigned>(e) < static_cast<unsigned>(S_ - 1) &&
+           static_cast<unsigned>(m) < static_cast<unsigned>(M_);
   }
 
   // Post and Completion for an eager RECV_F/RECV_B from the adjacent stage.
   bool ReceiveChain(const Action& a, double& clock, Key& wait) const {
     const bool forward = a.type == ActionType::kRecvF;
     const int e = forward ? a.stage - 1 : a.stage;
+    if (!ChainInFrame(e, a.micro_batch)) return Malformed(wait);
     const size_t slot = Slot(e, a.micro_batch);
     const TimeTable& sent = forward ? send_f_ : send_b_;
     if (!sent.has(slot)) {
@@ -334,10 +367,12 @@ class Replay {
   }
 
   // The edge of a send/recv: the chain edge directly when the peer is adjacent.
+  // -1 when it names no edge.
   int ChainOrFind(const Action& a) const {
     if (a.peer < 0) {
       bool from_lower = a.type == ActionType::kRecvF || a.type == ActionType::kSendB;
-      return from_lower ? a.stage - 1 : a.stage;
+      const int e = from_lower ? a.stage - 1 : a.stage;
+      return e >= 0 && e < S_ - 1 ? e : -1;
     }
     return edges_.OfComm(a);
   }
@@ -421,6 +456,11 @@ class Replay {
 
   // Any send/recv or BATCH_P2P group: posts every part, then waits for all of them.
   bool Communicate(const Action& a, double& clock, Key& wait) {
+    if (IsFused(a.type) && !HasGroup(a)) return Malformed(wait);
+    for (const Action& p : s_.Parts(a)) {
+      const int e = ChainOrFind(p);
+      if (!IsComm(p.type) || e < 0 || !InFrame(p)) return Malformed(wait);
+    }
     for (const Action& p : s_.Parts(a)) Post(p, ChainOrFind(p), clock);
     double done = clock;
     for (const Action& p : s_.Parts(a)) {
@@ -486,7 +526,8 @@ class Replay {
   // Whether rank q still has `wanted` (a B also matches an I) at or after its position.
   bool StillAhead(int q, const Action& wanted) const {
     const auto& actions = s_.ranks[q];
-    for (size_t i = ranks_[q].pos; i < actions.size(); ++i)
+    for (size_t i = ranks_[q].pos; i < actions.size(); ++i) {
+      if (IsFused(actions[i].type) && !HasGroup(actions[i])) continue;
       for (const Action& p : s_.Parts(actions[i])) {
         bool same_type = p.type == wanted.type ||
                          (wanted.type == ActionType::kBackward && IsInputBackward(p.type));
@@ -494,6 +535,7 @@ class Replay {
             (!IsComm(p.type) || p.peer == wanted.peer))
           return true;
       }
+    }
     return false;
   }
 
@@ -540,6 +582,8 @@ class Replay {
   const bool comm_mode_;
   const std::vector<int> rank_of_;
   std::vector<double> chain_latency_;  // comm cost of chain edge s -> s + 1 (0 on one rank)
+  std::vector<uint8_t> implicit_in_;   // per stage (and one past): edge s-1 -> s is implicit
+  bool any_implicit_ = false;
   TimeTable f_end_, b_end_, send_f_, send_b_, recv_f_, recv_b_;
   double unit_cost_[static_cast<int>(ActionType::kBatchP2P) + 1] = {};
   std::vector<RankState> ranks_;

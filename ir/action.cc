@@ -1,5 +1,6 @@
 #include "ir/action.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,28 @@ Action ActionSchedule::AddGroup(ActionType type, std::span<const Action> parts) 
   group_parts.insert(group_parts.end(), parts.begin(), parts.end());
   group_begin.push_back(static_cast<uint32_t>(group_parts.size()));
   return a;
+}
+
+Status CheckScheduleShape(const ActionSchedule& s) {
+  const int S = s.num_stages;
+  if (S < 1 || s.num_micro_batches < 1)
+    return InvalidArgument("schedule has no stages or micro-batches");
+  if (static_cast<int>(s.stage_to_rank.size()) != S)
+    return InvalidArgument("placement lists ", s.stage_to_rank.size(), " stages, schedule has ", S);
+  for (int stage = 0; stage < S; ++stage)
+    if (s.stage_to_rank[stage] < 0 || s.stage_to_rank[stage] >= s.num_ranks())
+      return InvalidArgument("stage ", stage, " is placed on rank ", s.stage_to_rank[stage],
+                             " but there are ", s.num_ranks(), " ranks");
+  for (const StageEdge& e : s.skip_edges)
+    if (e.src < 0 || e.dst >= S || e.dst <= e.src + 1)
+      return InvalidArgument("bad skip edge ", e.src, "->", e.dst);
+  if (s.group_begin.empty() || s.group_begin.front() != 0 ||
+      s.group_begin.back() != s.group_parts.size() ||
+      !std::is_sorted(s.group_begin.begin(), s.group_begin.end()))
+    return InvalidArgument("fused groups do not index their ", s.group_parts.size(), " parts");
+  for (const Action& p : s.group_parts)
+    if (IsFused(p.type)) return InvalidArgument("a fused action inside a fused action");
+  return OkStatus();
 }
 
 bool ActionSchedule::HasComms() const {

@@ -107,6 +107,11 @@ struct ActionSchedule {
   bool operator==(const ActionSchedule&) const;
 };
 
+// The schedule's frame, before any action is looked at: stages and micro-batches exist,
+// every stage is placed on a rank, skip edges join real stages, and the fused groups
+// index their parts consistently (no group inside a group). O(stages + groups).
+Status CheckScheduleShape(const ActionSchedule& schedule);
+
 // Which rank runs each of `num_stages` stages: `loop` puts stage s on rank s mod R, `v`
 // zig-zags (0..R-1, R-1..0, 0..R-1, ...), so adjacent chunks meet on the same rank.
 std::vector<int> LoopPlacement(int num_stages, int num_ranks);

@@ -1,8 +1,10 @@
 #include "passes/pipeline/p2p_insertion.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "ir/action_edges.h"
+#include "ir/parallel.h"
 
 namespace pw::pipeline {
 
@@ -64,32 +66,38 @@ class GapPlacer {
  public:
   GapPlacer(const ActionSchedule& s, const EdgeIndex& edges) : s_(s), edges_(edges) {}
 
-  void PlaceRank(int r, std::vector<Action>& out) {
+  // Returns false, with `out` incomplete, when the rank already has a send or recv.
+  bool PlaceRank(int r, std::vector<Action>& out) {
     const auto& actions = s_.ranks[r];
     out.reserve(actions.size() * 3);
     if (!edges_.has_skips()) return PlaceChainRank(r, out);
     gap_.clear();
     for (const Action& a : actions) {
       if (a.type == ActionType::kIdle) continue;
+      if (IsLowered(a.type)) return false;
       for (const Action& p : s_.Parts(a)) AddComms(r, p, /*recvs=*/true);
       Flush(out);
       out.push_back(a);
       for (const Action& p : s_.Parts(a)) AddComms(r, p, /*recvs=*/false);
     }
     Flush(out);
+    return true;
   }
 
  private:
+  static bool IsLowered(ActionType t) { return IsComm(t) || t == ActionType::kBatchP2P; }
+
   int RankOf(int s) const { return s_.stage_to_rank[s]; }
 
   // Without skip edges and fused actions a compute action has at most one recv and one
   // send, so a gap is the previous action's send then the next one's recv: already in the
   // naive order.
-  void PlaceChainRank(int r, std::vector<Action>& out) {
+  bool PlaceChainRank(int r, std::vector<Action>& out) {
     const int S = s_.num_stages;
     Action pending{};  // a send owed by the previous compute action (kIdle: none)
     for (const Action& a : s_.ranks[r]) {
       if (a.type == ActionType::kIdle) continue;
+      if (IsLowered(a.type)) return false;
       if (IsFused(a.type)) {
         if (pending.type != ActionType::kIdle) gap_.push_back(pending);
         pending = Action{};
@@ -116,6 +124,7 @@ class GapPlacer {
     }
     if (pending.type != ActionType::kIdle) gap_.push_back(pending);
     Flush(out);
+    return true;
   }
 
   // The recvs a compute part needs before it, or the sends it owes after it.
@@ -264,12 +273,15 @@ StatusOr<ActionSchedule> OrderByTime(ActionSchedule naive, P2POrder order) {
   return naive;
 }
 
+Status AlreadyLowered() { return FailedPrecondition("the schedule already has send/recv actions"); }
+
 }  // namespace
 
 StatusOr<ActionSchedule> InsertP2P(const ActionSchedule& compute, const P2POptions& options) {
-  if (compute.HasComms()) return FailedPrecondition("the schedule already has send/recv actions");
-  if (options.order == P2POrder::kTorch)
+  if (options.order == P2POrder::kTorch) {
+    if (compute.HasComms()) return AlreadyLowered();
     return InsertP2PTorchOrder(options.merge_backward ? MergeBackward(compute) : compute);
+  }
   ActionSchedule out;
   out.num_stages = compute.num_stages;
   out.num_micro_batches = compute.num_micro_batches;
@@ -279,8 +291,15 @@ StatusOr<ActionSchedule> InsertP2P(const ActionSchedule& compute, const P2POptio
   out.group_begin = compute.group_begin;
   out.ranks.resize(compute.ranks.size());
   EdgeIndex edges(compute);
-  GapPlacer placer(compute, edges);
-  for (int r = 0; r < compute.num_ranks(); ++r) placer.PlaceRank(r, out.ranks[r]);
+  // Ranks are lowered independently, so they split over the cores. The placer meets every
+  // action, so it finds an already lowered one without a scan of its own.
+  std::atomic<bool> lowered{false};
+  ParallelFor(compute.ranks.size(), compute.num_actions(), [&](size_t begin, size_t end) {
+    GapPlacer placer(compute, edges);
+    for (size_t r = begin; r < end; ++r)
+      if (!placer.PlaceRank(static_cast<int>(r), out.ranks[r])) lowered = true;
+  });
+  if (lowered) return AlreadyLowered();
   if (options.order == P2POrder::kNaive) return out;
   return OrderByTime(std::move(out), options.order);
 }

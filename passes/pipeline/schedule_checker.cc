@@ -1,8 +1,10 @@
 #include "passes/pipeline/schedule_checker.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "ir/action_edges.h"
+#include "ir/parallel.h"
 
 namespace pw::pipeline {
 
@@ -22,7 +24,7 @@ class StructureCheck {
         skips_(!s.skip_edges.empty()) {}
 
   Status Run() {
-    PW_RETURN_IF_ERROR(CheckShape());
+    PW_RETURN_IF_ERROR(CheckScheduleShape(s_));
     stage_.assign(static_cast<size_t>(S_) * M_, 0);
     edge_.assign(static_cast<size_t>(edges_.num_edges()) * M_, 0);
     for (int r = 0; r < s_.num_ranks(); ++r) {
@@ -127,21 +129,6 @@ class StructureCheck {
       edge_bits |= bit;
     }
     return n;
-  }
-
-  Status CheckShape() const {
-    if (S_ < 1 || M_ < 1) return InvalidArgument("schedule has no stages or micro-batches");
-    if (static_cast<int>(s_.stage_to_rank.size()) != S_)
-      return InvalidArgument("placement lists ", s_.stage_to_rank.size(), " stages, schedule has ",
-                             S_);
-    for (int s = 0; s < S_; ++s)
-      if (RankOf(s) < 0 || RankOf(s) >= s_.num_ranks())
-        return InvalidArgument("stage ", s, " is placed on rank ", RankOf(s), " but there are ",
-                               s_.num_ranks(), " ranks");
-    for (const StageEdge& e : s_.skip_edges)
-      if (e.src < 0 || e.dst >= S_ || e.dst <= e.src + 1)
-        return InvalidArgument("bad skip edge ", e.src, "->", e.dst);
-    return OkStatus();
   }
 
   Status CheckPart(int r, const Action& p) {
@@ -301,18 +288,41 @@ Status CheckMemory(const ActionSchedule& schedule, const CheckOptions& options) 
 
 }  // namespace
 
+namespace {
+
+// The structure and memory rules beside a replay (which is safe on an unchecked schedule);
+// a broken rule wins over what the replay found, since the replay assumed the rules.
+template <typename T>
+StatusOr<T> WithStructure(const ActionSchedule& schedule, const CheckOptions& options,
+                          const std::function<StatusOr<T>()>& replay) {
+  Status structure;
+  StatusOr<T> replayed = InvalidArgument("not replayed");
+  RunConcurrently(
+      schedule.num_actions(), [&] { replayed = replay(); },
+      [&] {
+        structure = CheckStructure(schedule);
+        if (structure.ok()) structure = CheckMemory(schedule, options);
+      });
+  if (!structure.ok()) return structure;
+  return replayed;
+}
+
+}  // namespace
+
 Status CheckSchedule(const ActionSchedule& schedule, const CheckOptions& options) {
-  PW_RETURN_IF_ERROR(CheckStructure(schedule));
-  PW_RETURN_IF_ERROR(CheckMemory(schedule, options));
-  return CheckDeadlockFree(schedule, options.semantics);
+  return WithStructure<bool>(schedule, options,
+                             [&]() -> StatusOr<bool> {
+                               PW_RETURN_IF_ERROR(CheckDeadlockFree(schedule, options.semantics));
+                               return true;
+                             })
+      .status();
 }
 
 StatusOr<TimedResult> CheckAndSimulate(const ActionSchedule& schedule, const CheckOptions& options,
                                        SimulationOptions simulation) {
-  PW_RETURN_IF_ERROR(CheckStructure(schedule));
-  PW_RETURN_IF_ERROR(CheckMemory(schedule, options));
   simulation.semantics = options.semantics;
-  return SimulateTimed(schedule, simulation);
+  return WithStructure<TimedResult>(schedule, options,
+                                    [&] { return SimulateTimed(schedule, simulation); });
 }
 
 }  // namespace pw::pipeline

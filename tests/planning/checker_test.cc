@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "ir/schedule_csv.h"
+#include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
+#include "planning_test_util.h"
 
 namespace pw::pipeline {
 namespace {
@@ -79,6 +81,40 @@ TEST(Checker, MemoryLimit) {
   options.mem_limit = 2;
   EXPECT_EQ(CheckSchedule(*s, options).message(),
             "rank 0 holds up to 3 M_B of activations, over the memory limit 2");
+}
+
+// Large schedules run the structure rules beside the replay: the result is the one the
+// rules and the replay give one after the other, and a broken rule still wins.
+TEST(Checker, LargeScheduleChecksBesideTheReplay) {
+  StatusOr<ActionSchedule> compute = GenerateSchedule(testing::Spec(ScheduleKind::k1F1B, 16, 2048));
+  ASSERT_TRUE(compute.ok());
+  StatusOr<ActionSchedule> lowered = InsertP2P(*compute, {P2POrder::kNaive});
+  ASSERT_TRUE(lowered.ok());
+  ASSERT_GT(lowered->num_actions(), 100000u);
+  StatusOr<TimedResult> both = CheckAndSimulate(*lowered, {}, {});
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  ASSERT_TRUE(CheckStructure(*lowered).ok());
+  StatusOr<TimedResult> alone = SimulateTimed(*lowered, {});
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(both->makespan, alone->makespan);
+  EXPECT_EQ(both->bubble_rate, alone->bubble_rate);
+  EXPECT_TRUE(CheckSchedule(*lowered).ok());
+
+  // A second forward late on the last rank; the replay alone would only see a recv gone.
+  ActionSchedule broken = *lowered;
+  auto& last = broken.ranks.back();
+  last[last.size() - 2] = MakeAction(ActionType::kForward, 15, 7);
+  const std::string expected = CheckStructure(broken).message();
+  EXPECT_NE(expected.find("second forward of stage 15 micro-batch 7"), std::string::npos);
+  EXPECT_EQ(CheckAndSimulate(broken, {}, {}).status().message(), expected);
+  EXPECT_EQ(CheckSchedule(broken).message(), expected);
+
+  // Out of every table: the replay stops at it instead of reading past its tables.
+  broken = *lowered;
+  broken.ranks[3][1000] = MakeAction(ActionType::kSendF, 3, 5000);
+  EXPECT_EQ(CheckAndSimulate(broken, {}, {}).status().message(), CheckStructure(broken).message());
+  EXPECT_NE(CheckSchedule(broken).message().find("micro-batch 5000 out of range"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -74,6 +74,12 @@ TEST(P2PInsertion, RejectsALoweredSchedule) {
   StatusOr<ActionSchedule> lowered = InsertP2P(s, {P2POrder::kNaive});
   EXPECT_FALSE(InsertP2P(*lowered, {P2POrder::kNaive}).ok());
   EXPECT_FALSE(ParseP2POrder("random").ok());
+  // Large enough that ranks are lowered on several threads.
+  s = Generate(Spec(ScheduleKind::k1F1B, 16, 4096));
+  lowered = InsertP2P(s, {P2POrder::kNaive});
+  ASSERT_TRUE(lowered.ok());
+  EXPECT_EQ(InsertP2P(*lowered, {P2POrder::kNaive}).status().message(),
+            "the schedule already has send/recv actions");
 }
 
 }  // namespace

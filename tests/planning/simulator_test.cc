@@ -11,6 +11,43 @@ namespace {
 using pipeline::testing::Generate;
 using pipeline::testing::Spec;
 
+// The replay may run before the structure rules (the checker runs them side by side), so
+// an action outside the schedule's frame is an error, not a read past a table.
+TEST(Timed, StopsAtActionsOutsideTheSchedule) {
+  StatusOr<ActionSchedule> base =
+      ParseScheduleCsv("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
+  ASSERT_TRUE(base.ok());
+  const std::string outside =
+      "names a stage, micro-batch, edge or fused group the schedule does not have";
+  auto replay = [&](int rank, int index, Action a) {
+    ActionSchedule s = *base;
+    s.ranks[rank][index] = a;
+    for (CommSemantics semantics : {CommSemantics::kEager, CommSemantics::kRendezvous}) {
+      SimulationOptions options;
+      options.semantics = semantics;
+      StatusOr<TimedResult> timed = SimulateTimed(s, options);
+      EXPECT_FALSE(timed.ok());
+      EXPECT_EQ(timed.status().message(), CheckDeadlockFree(s, semantics).message());
+      if (!timed.ok())
+        EXPECT_NE(timed.status().message().find(outside), std::string::npos)
+            << timed.status().message();
+    }
+  };
+  replay(0, 0, MakeAction(ActionType::kForward, 2, 0));   // no stage 2
+  replay(0, 0, MakeAction(ActionType::kForward, -1, 0));  // negative stage
+  replay(0, 0, MakeAction(ActionType::kForward, 0, 1));   // no micro-batch 1
+  replay(1, 3, MakeAction(ActionType::kSendB, 0, 0));     // stage 0 has no previous stage
+  replay(0, 1, MakeAction(ActionType::kSendF, 1, 0));     // the last stage has no next one
+  replay(0, 1, MakeAction(ActionType::kSendF, 0, 0, 7));  // no edge 0 -> 7
+  Action fused = MakeAction(ActionType::kOverlapFB, 0, 0);
+  fused.micro_batch = 3;  // no fused group 3
+  replay(0, 0, fused);
+  ActionSchedule misplaced = *base;
+  misplaced.stage_to_rank = {0, 5};
+  EXPECT_EQ(SimulateTimed(misplaced, {}).status().message(),
+            "stage 1 is placed on rank 5 but there are 2 ranks");
+}
+
 TEST(UnitSteps, PrintsPyTorchsTable) {
   StatusOr<ActionSchedule> s =
       ParseScheduleCsv("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");

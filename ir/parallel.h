@@ -1,0 +1,24 @@
+#pragma once
+// Independent pieces of work on the machine's cores. Planning a large schedule splits into
+// pieces that read the same input and write only their own results (one rank's lowering,
+// the structure check beside the replay). Starting a thread costs tens of microseconds,
+// so small inputs run on the calling thread. PW_THREADS=N caps the threads (1: none).
+
+#include <cstddef>
+#include <functional>
+
+namespace pw {
+
+// Whether `work` elementary steps (about one action each) pay for another thread.
+bool WorthParallel(size_t work);
+
+// Runs `first` on the calling thread and `second` beside it when `work` is worth it, else
+// one after the other. Returns when both are done.
+void RunConcurrently(size_t work, const std::function<void()>& first,
+                     const std::function<void()>& second);
+
+// Calls fn(begin, end) on contiguous ranges that cover [0, n), one range per core when
+// `work` is worth it, else fn(0, n) on the calling thread.
+void ParallelFor(size_t n, size_t work, const std::function<void(size_t, size_t)>& fn);
+
+}  // namespace pw
