@@ -89,19 +89,25 @@ bool ActionSchedule::operator==(const ActionSchedule& o) const {
   return true;
 }
 
-std::vector<int> LoopPlacement(int num_stages, int num_ranks) {
-  std::vector<int> placement(num_stages);
-  for (int s = 0; s < num_stages; ++s) placement[s] = s % num_ranks;
-  return placement;
+StatusOr<StagePlacement> ParseStagePlacement(std::string_view name) {
+  if (name == "loop") return StagePlacement::kLoop;
+  if (name == "v") return StagePlacement::kV;
+  return InvalidArgument("unknown placement '", name, "' (use loop or v)");
 }
 
-std::vector<int> VPlacement(int num_stages, int num_ranks) {
-  std::vector<int> placement(num_stages);
-  for (int s = 0; s < num_stages; ++s) {
-    int chunk = s / num_ranks, pos = s % num_ranks;
-    placement[s] = chunk % 2 == 0 ? pos : num_ranks - 1 - pos;
-  }
-  return placement;
+const char* StagePlacementName(StagePlacement placement) {
+  return placement == StagePlacement::kV ? "v" : "loop";
+}
+
+int RankOfStage(StagePlacement placement, int stage, int num_ranks) {
+  const int chunk = stage / num_ranks, pos = stage % num_ranks;
+  return placement == StagePlacement::kV && chunk % 2 == 1 ? num_ranks - 1 - pos : pos;
+}
+
+std::vector<int> PlaceStages(StagePlacement placement, int num_stages, int num_ranks) {
+  std::vector<int> ranks(num_stages);
+  for (int s = 0; s < num_stages; ++s) ranks[s] = RankOfStage(placement, s, num_ranks);
+  return ranks;
 }
 
 const char* ActionTypeToken(ActionType type) {

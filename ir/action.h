@@ -112,10 +112,20 @@ struct ActionSchedule {
 // index their parts consistently (no group inside a group). O(stages + groups).
 Status CheckScheduleShape(const ActionSchedule& schedule);
 
-// Which rank runs each of `num_stages` stages: `loop` puts stage s on rank s mod R, `v`
-// zig-zags (0..R-1, R-1..0, 0..R-1, ...), so adjacent chunks meet on the same rank.
-std::vector<int> LoopPlacement(int num_stages, int num_ranks);
-std::vector<int> VPlacement(int num_stages, int num_ranks);
+// Which rank runs each virtual stage: `loop` puts stage s on rank s mod R (Megatron's
+// interleaved order), `v` zig-zags (0..R-1, R-1..0, 0..R-1, ...), so adjacent chunks meet
+// on the same rank (the zero-bubble V schedules).
+enum class StagePlacement { kLoop, kV };
+StatusOr<StagePlacement> ParseStagePlacement(std::string_view name);  // "loop" or "v"
+const char* StagePlacementName(StagePlacement placement);
+int RankOfStage(StagePlacement placement, int stage, int num_ranks);
+std::vector<int> PlaceStages(StagePlacement placement, int num_stages, int num_ranks);
+inline std::vector<int> LoopPlacement(int num_stages, int num_ranks) {
+  return PlaceStages(StagePlacement::kLoop, num_stages, num_ranks);
+}
+inline std::vector<int> VPlacement(int num_stages, int num_ranks) {
+  return PlaceStages(StagePlacement::kV, num_stages, num_ranks);
+}
 
 // Appends the notation of `a` ("2F0", "(0F7;7B3)OVERLAP_F_B").
 void AppendAction(std::string& out, const Action& a, const ActionSchedule& schedule);

@@ -192,7 +192,7 @@ void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set("mp", int64_t{c.mp});
   meta.Set("pp", int64_t{c.pp});
   meta.Set("vpp", int64_t{c.vpp});
-  meta.Set("placement", std::string(ChunkPlacementName(c.placement)));
+  meta.Set("placement", std::string(StagePlacementName(c.placement)));
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "ir/action.h"
 #include "ir/module.h"
 #include "ir/status.h"
 #include "ir/var.h"
@@ -55,11 +56,11 @@ inline Shape ShardAlong(Initializer& init, Shape full_shape, int axis, int num_s
   return shard;
 }
 
-// Where model chunk c of pp*vpp runs. kLoop is Megatron's interleaved order: stage c % pp
-// as that stage's virtual chunk c / pp. kV is the V shape of zero-bubble V schedules
-// (vpp = 2): chunks 0..pp-1 go down the ranks, chunks pp..2pp-1 come back up, so the first
-// and the last chunk share rank 0.
-enum class ChunkPlacement { kLoop, kV };
+// Where model chunk c of pp*vpp runs: as virtual chunk c / pp of the stage (rank) the
+// placement gives virtual stage c (ir/action.h). kLoop is Megatron's interleaved order; kV
+// (vpp = 2) sends chunks 0..pp-1 down the ranks and pp..2pp-1 back up, so the first and the
+// last chunk share rank 0.
+using ChunkPlacement = StagePlacement;
 
 struct Placement {
   int stage = 0;
@@ -67,15 +68,8 @@ struct Placement {
 };
 inline Placement PlaceModelChunk(int model_chunk, int pp,
                                  ChunkPlacement order = ChunkPlacement::kLoop) {
-  const int chunk = model_chunk / pp;
-  const int within = model_chunk % pp;
-  if (order == ChunkPlacement::kV && chunk % 2 == 1) return Placement{pp - 1 - within, chunk};
-  return Placement{within, chunk};
+  return Placement{RankOfStage(order, model_chunk, pp), model_chunk / pp};
 }
-
-// "loop" / "v"; an error names the accepted values.
-StatusOr<ChunkPlacement> ParseChunkPlacement(std::string_view name);
-const char* ChunkPlacementName(ChunkPlacement placement);
 
 // Module metadata keys every model builder sets.
 inline constexpr const char* kMetaModel = "model";    // "gpt", "unet"

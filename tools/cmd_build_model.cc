@@ -45,7 +45,7 @@ StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   PW_ASSIGN_OR_RETURN(c.mp, GetSmallInt(flags, "mp", 1));
   PW_ASSIGN_OR_RETURN(c.pp, GetSmallInt(flags, "pp", 1));
   PW_ASSIGN_OR_RETURN(c.vpp, GetSmallInt(flags, "vpp", 1));
-  PW_ASSIGN_OR_RETURN(c.placement, models::ParseChunkPlacement(flags.Get("placement", "loop")));
+  PW_ASSIGN_OR_RETURN(c.placement, ParseStagePlacement(flags.Get("placement", "loop")));
   PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
   c.seed = static_cast<uint64_t>(seed);
   return models::BuildGpt(c);

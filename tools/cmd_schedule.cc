@@ -111,7 +111,7 @@ StatusOr<Request> ParseRequest(const Flags& flags) {
     spec.num_micro_batches = static_cast<int>(mbs);
     spec.placement = pipeline::DefaultPlacement(spec.kind);
     if (flags.Has("placement")) {
-      PW_ASSIGN_OR_RETURN(spec.placement, pipeline::ParsePlacement(flags.Get("placement")));
+      PW_ASSIGN_OR_RETURN(spec.placement, ParseStagePlacement(flags.Get("placement")));
     }
   }
   req.with_comms = flags.Has("with-comms") || flags.Has("order");

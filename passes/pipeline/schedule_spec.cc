@@ -45,20 +45,13 @@ std::string ScheduleKindList() {
   return out;
 }
 
-StatusOr<Placement> ParsePlacement(std::string_view name) {
-  if (name == "loop") return Placement::kLoop;
-  if (name == "v") return Placement::kV;
-  return InvalidArgument("unknown placement '", name, "' (known: loop, v)");
-}
-
 Placement DefaultPlacement(ScheduleKind kind) {
   return kind == ScheduleKind::kZbV || kind == ScheduleKind::kDualPipeV ? Placement::kV
                                                                         : Placement::kLoop;
 }
 
 std::vector<int> ScheduleSpec::StageToRank() const {
-  return placement == Placement::kV ? VPlacement(num_stages, num_ranks)
-                                    : LoopPlacement(num_stages, num_ranks);
+  return PlaceStages(placement, num_stages, num_ranks);
 }
 
 Status Validate(const ScheduleSpec& s) {

@@ -29,8 +29,7 @@ StatusOr<ScheduleKind> ParseScheduleKind(std::string_view name);
 const char* ScheduleKindName(ScheduleKind kind);
 std::string ScheduleKindList();  // "fthenb, 1f1b, ..." for error messages
 
-enum class Placement { kLoop, kV };
-StatusOr<Placement> ParsePlacement(std::string_view name);
+using Placement = StagePlacement;
 
 struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::k1F1B;
