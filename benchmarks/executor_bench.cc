@@ -179,6 +179,7 @@ void RegisterGptSteps() {
       {"small", "interleaved-1f1b", 4, 64, 4, 2, false},
       {"small", "zb-h1", 4, 64, 4, 1, true},
       {"small", "zb-v", 4, 64, 4, 2, true, models::ChunkPlacement::kV},
+      {"small", "dualpipe-v", 4, 64, 4, 2, true, models::ChunkPlacement::kV},
       {"large", "1f1b", 8, 512, 8, 1, false},
       {"large", "fthenb", 8, 512, 8, 1, false},
   };

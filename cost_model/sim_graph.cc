@@ -56,18 +56,6 @@ struct Matching {
   std::map<CollectiveKey, std::vector<int>> group_members;
 };
 
-void Flatten(const std::vector<Job>& jobs, std::vector<const Job*>& out) {
-  for (const Job& j : jobs) {
-    bool fused =
-        (j.kind == JobKind::kOverlapFB && j.program.empty()) || j.kind == JobKind::kBatchP2P;
-    if (fused) {
-      Flatten(j.sub_jobs, out);
-    } else {
-      out.push_back(&j);
-    }
-  }
-}
-
 template <typename T>
 void AppendDistinct(std::vector<T>& v, T x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
@@ -148,7 +136,7 @@ Status RankLowerer::CollectJobs() {
     if (r.rank == coord_.pp) mine = &r;
   if (!mine && plan.ranks.size() == 1 && module_.mesh.pp == 1) mine = &plan.ranks.front();
   if (!mine) return FailedPrecondition("the plan has no jobs for pipeline rank ", coord_.pp);
-  Flatten(mine->jobs, jobs_);
+  FlattenJobs(mine->jobs, jobs_);
   for (const Job* job : jobs_) g_.job_names[rank_].push_back(JobToString(*job));
   return OkStatus();
 }

@@ -11,9 +11,7 @@ namespace {
 
 // How many leaf jobs a job flattens into (as the simulator lowers fused jobs).
 int Leaves(const Job& job) {
-  bool fused =
-      (job.kind == JobKind::kOverlapFB && job.program.empty()) || job.kind == JobKind::kBatchP2P;
-  if (!fused) return 1;
+  if (!RunsSubJobs(job)) return 1;
   int n = 0;
   for (const Job& sub : job.sub_jobs) n += Leaves(sub);
   return n;

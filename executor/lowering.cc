@@ -45,15 +45,6 @@ struct Access {
   Access() { readers.fill(-1); }
 };
 
-void Flatten(const std::vector<Job>& jobs, std::vector<const Job*>& out) {
-  for (const Job& j : jobs) {
-    if ((j.kind == JobKind::kOverlapFB || j.kind == JobKind::kBatchP2P) && j.program.empty())
-      Flatten(j.sub_jobs, out);
-    else
-      out.push_back(&j);
-  }
-}
-
 template <typename T>
 void AppendDistinct(std::vector<T>& v, T x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
@@ -136,7 +127,7 @@ Status Lowerer::CollectJobs() {
     if (r.rank == coord_.pp) mine = &r;
   if (!mine && plan.ranks.size() == 1 && module_.mesh.pp == 1) mine = &plan.ranks.front();
   if (!mine) return FailedPrecondition("plan has no jobs for pipeline rank ", coord_.pp);
-  Flatten(mine->jobs, jobs_);
+  FlattenJobs(mine->jobs, jobs_);
   return OkStatus();
 }
 

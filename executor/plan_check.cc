@@ -18,15 +18,6 @@ struct Transfer {
   std::string example;  // a job naming it, for the message
 };
 
-void Flatten(const std::vector<Job>& jobs, std::vector<const Job*>& out) {
-  for (const Job& j : jobs) {
-    if ((j.kind == JobKind::kOverlapFB || j.kind == JobKind::kBatchP2P) && j.program.empty())
-      Flatten(j.sub_jobs, out);
-    else
-      out.push_back(&j);
-  }
-}
-
 }  // namespace
 
 Status CheckPlan(const Module& module) {
@@ -37,7 +28,7 @@ Status CheckPlan(const Module& module) {
   std::map<TransferKey, Transfer> transfers;
   for (const RankPlan& rank_plan : plan.ranks) {
     std::vector<const Job*> jobs;
-    Flatten(rank_plan.jobs, jobs);
+    FlattenJobs(rank_plan.jobs, jobs);
     for (const Job* job : jobs) {
       std::string where = StrCat("plan: pipeline rank ", rank_plan.rank, " job ", JobName(*job));
       bool step_level = job->kind == JobKind::kOptimizer;

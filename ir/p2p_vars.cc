@@ -68,6 +68,7 @@ bool IsDirection(JobKind kind, bool backward) {
 void CollectPrograms(const Module& module, const std::vector<Job>& jobs, int stage, bool backward,
                      std::set<const Program*>& out) {
   for (const Job& j : jobs) {
+    // A split B names no program: its I and W sub-jobs do.
     if (!j.sub_jobs.empty()) CollectPrograms(module, j.sub_jobs, stage, backward, out);
     if (j.stage != stage || !IsDirection(j.kind, backward) || j.program.empty()) continue;
     if (const Program* p = module.FindProgram(j.program)) out.insert(p);

@@ -24,6 +24,11 @@ enum class JobKind {
   kBatchP2P,   // fused: sub_jobs (sends and recvs) posted as one batched exchange
 };
 
+// A full backward B on a module whose backward is split (no `backward` program, only
+// `backward_input` and `backward_weight`) names no program: its sub_jobs are the stage's
+// I then its W of the same micro-batch, run back to back in its place. It keeps its stage
+// and micro-batch and prints and plans as B.
+
 struct Job {
   JobKind kind = JobKind::kUnknown;
   int stage = 0;
@@ -36,6 +41,22 @@ struct Job {
   std::vector<Job> sub_jobs;
   bool operator==(const Job&) const = default;
 };
+
+// Whether `job`'s sub_jobs run in its place, in order: a fused job (OVERLAP_F_B,
+// BATCH_P2P) or a split full backward, none of which names a program of its own. Everything
+// that walks a plan's jobs (lowering, checks, simulation) goes through this.
+inline bool RunsSubJobs(const Job& job) { return job.program.empty() && !job.sub_jobs.empty(); }
+
+// The jobs that run, in plan order: every job whose sub_jobs run in its place replaced by
+// them (recursively).
+inline void FlattenJobs(const std::vector<Job>& jobs, std::vector<const Job*>& out) {
+  for (const Job& job : jobs) {
+    if (RunsSubJobs(job))
+      FlattenJobs(job.sub_jobs, out);
+    else
+      out.push_back(&job);
+  }
+}
 
 struct RankPlan {
   int rank = 0;

@@ -85,6 +85,15 @@ Job MakeJob(const Action& a, const ActionSchedule& schedule, const PlanNaming& n
     int peer = PeerStage(a);
     job.peer = peer >= 0 && peer < schedule.num_stages ? schedule.stage_to_rank[peer] : -1;
     job.peer_stage = a.peer;
+  } else if (job.kind == JobKind::kBackward && naming.split_backward) {
+    for (JobKind part : {JobKind::kBackwardInput, JobKind::kBackwardWeight}) {
+      Job sub;
+      sub.kind = part;
+      sub.stage = a.stage;
+      sub.micro_batch = a.micro_batch;
+      if (naming.program) sub.program = naming.program(part, a.stage);
+      job.sub_jobs.push_back(std::move(sub));
+    }
   } else if (naming.program) {
     job.program = naming.program(job.kind, a.stage);
   }
@@ -95,6 +104,7 @@ StatusOr<Action> ToAction(const Job& job, ActionSchedule& schedule) {
   ActionType type = ActionTypeOf(job.kind);
   if (type == ActionType::kIdle)
     return InvalidArgument("job kind ", static_cast<int>(job.kind), " has no action");
+  PW_RETURN_IF_ERROR(CheckSubJobs(job));
   if (!IsFused(type)) {
     if (job.stage < 0 || job.micro_batch < 0 || job.micro_batch > kMaxActionMicroBatch)
       return InvalidArgument("job ", JobToString(job),
@@ -113,6 +123,25 @@ StatusOr<Action> ToAction(const Job& job, ActionSchedule& schedule) {
 }
 
 }  // namespace
+
+Status CheckSubJobs(const Job& job) {
+  if (job.sub_jobs.empty()) return OkStatus();
+  if (job.kind == JobKind::kOverlapFB || job.kind == JobKind::kBatchP2P) return OkStatus();
+  const std::string name = JobToString(job);
+  if (job.kind != JobKind::kBackward)
+    return InvalidArgument("job ", name, " has sub-jobs; only fused jobs and a split B have them");
+  if (!job.program.empty())
+    return InvalidArgument("job ", name, " has sub-jobs and names program '", job.program,
+                           "'; a split B runs its sub-jobs instead");
+  const bool shaped = job.sub_jobs.size() == 2 && job.sub_jobs[0].kind == JobKind::kBackwardInput &&
+                      job.sub_jobs[1].kind == JobKind::kBackwardWeight;
+  if (!shaped) return InvalidArgument("job ", name, " has sub-jobs other than an I and then a W");
+  for (const Job& sub : job.sub_jobs)
+    if (sub.stage != job.stage || sub.micro_batch != job.micro_batch || !sub.sub_jobs.empty())
+      return InvalidArgument("job ", name, ": sub-job ", JobToString(sub),
+                             " is not a plain job of its stage and micro-batch");
+  return OkStatus();
+}
 
 Plan ActionScheduleToPlan(const ActionSchedule& schedule, const std::string& kind,
                           const PlanNaming& naming) {

@@ -21,13 +21,22 @@ struct PlanNaming {
   // Appends one optimizer job per stage at the end of its rank's list, for the stages
   // whose optimizer program `program` names.
   bool optimizer_jobs = false;
+  // The module's backward is split: a full backward B names no program and runs the
+  // stage's I program then its W program as its sub_jobs (see RunsSubJobs in ir/plan.h).
+  bool split_backward = false;
 };
+
+// The structure a job's sub_jobs must have: fused jobs (OVERLAP_F_B, BATCH_P2P) have
+// them; a B with sub_jobs names no program and has exactly I then W of its own stage and
+// micro-batch, without sub_jobs of their own; no other job has any.
+Status CheckSubJobs(const Job& job);
 
 // Idle actions are dropped. Send/recv jobs get their peer rank (and peer stage when it
 // is not the adjacent one).
 Plan ActionScheduleToPlan(const ActionSchedule& schedule, const std::string& kind,
                           const PlanNaming& naming = {});
-// Optimizer jobs are dropped. An empty stage_to_rank is inferred from the jobs.
+// Optimizer jobs are dropped; a split B (I and W as sub_jobs) converts back to B. An empty
+// stage_to_rank is inferred from the jobs.
 StatusOr<ActionSchedule> PlanToActionSchedule(const Plan& plan);
 
 // "0F1", "1RECV_F0", "(0F7;7B3)OVERLAP_F_B", "0OPT".

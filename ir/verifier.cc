@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "ir/graph.h"
+#include "ir/plan_actions.h"
 #include "ir/var_refs.h"
 
 namespace pw {
@@ -154,6 +155,19 @@ Status CheckProgram(const Program& program, const OpRegistry& registry,
   return OkStatus();
 }
 
+// A plan job names programs that exist, at every level, and its sub-jobs have the shape
+// ir/plan_actions.h describes.
+Status VerifyJob(const Module& module, const Job& job) {
+  if (!job.program.empty() && !module.FindProgram(job.program))
+    return InvalidArgument("program '", job.program, "' does not exist");
+  PW_RETURN_IF_ERROR(CheckSubJobs(job));
+  for (size_t k = 0; k < job.sub_jobs.size(); ++k) {
+    Status sub = VerifyJob(module, job.sub_jobs[k]);
+    if (!sub.ok()) return sub.WithContext(StrCat("sub-job ", k));
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status VerifyProgram(const Program& program, const OpRegistry& registry) {
@@ -188,10 +202,8 @@ Status VerifyModule(const Module& module, const OpRegistry& registry) {
 
   for (const RankPlan& rp : module.plan.ranks) {
     for (size_t j = 0; j < rp.jobs.size(); ++j) {
-      const Job& job = rp.jobs[j];
-      if (!job.program.empty() && !module.FindProgram(job.program))
-        return InvalidArgument("plan of rank ", rp.rank, ", job ", j, ": program '", job.program,
-                               "' does not exist");
+      Status job = VerifyJob(module, rp.jobs[j]);
+      if (!job.ok()) return job.WithContext(StrCat("plan of rank ", rp.rank, ", job ", j));
     }
   }
   return OkStatus();

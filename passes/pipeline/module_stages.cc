@@ -12,9 +12,9 @@ std::string StageProgramName(int virtual_stage, const std::string& kind) {
 PlanNaming ModuleStages::Naming() const {
   PlanNaming naming;
   naming.optimizer_jobs = true;
+  naming.split_backward = split_backward;
   auto programs_copy = programs;
-  bool split = split_backward;
-  naming.program = [programs_copy, split](JobKind kind, int stage) -> std::string {
+  naming.program = [programs_copy](JobKind kind, int stage) -> std::string {
     const char* k = nullptr;
     switch (kind) {
       case JobKind::kForward:

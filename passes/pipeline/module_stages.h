@@ -33,7 +33,8 @@ struct ModuleStages {
   std::map<std::pair<int, std::string>, std::string> programs;  // (stage, kind) -> name
 
   int num_stages() const { return static_cast<int>(stage_to_rank.size()); }
-  // Names programs for ActionScheduleToPlan (with optimizer jobs).
+  // Names programs for ActionScheduleToPlan (with optimizer jobs; on a split backward a
+  // full backward B runs the stage's I and W programs).
   PlanNaming Naming() const;
 };
 

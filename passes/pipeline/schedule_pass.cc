@@ -1,6 +1,13 @@
 // schedule{kind=K,micro-batches=M[,mem-limit=X][,file=PATH]...}: builds the module's Plan
 // from the per-stage programs split-program made: one ordered job list per rank, each job
 // naming the program it runs, and an optimizer job per stage at the end.
+//
+// Backward kinds: a schedule with I and W needs split-program{split-backward=true}. A full
+// backward B runs on either module: its `backward` program, or on a split module the
+// stage's I program then its W program back to back (one B job with those two as
+// sub-jobs). So dualpipe-v, which mixes B (in its overlapped F&B pairs) with I/W pairs in
+// the cool-down, runs on a split module; so does a B-only kind such as 1f1b, computing the
+// same gradients in two programs instead of one.
 
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
@@ -22,23 +29,16 @@ bool SplitsBackward(const ActionSchedule& s) {
   return false;
 }
 
-bool UsesFullBackward(const ActionSchedule& s) {
-  for (const auto& rank : s.ranks)
-    for (const Action& a : rank)
-      for (const Action& p : s.Parts(a))
-        if (p.type == ActionType::kBackward) return true;
-  return false;
-}
-
 class SchedulePass : public Pass {
  public:
   std::string_view name() const override { return "schedule"; }
   std::string_view description() const override {
     return "Builds the plan: for every rank the ordered jobs of a pipeline schedule over the "
            "stage programs of split-program. kind: fthenb, 1f1b, eager-1f1b, "
-           "interleaved-1f1b, zb-h1, zb-h2, zb-v, dualpipe-v, zb-auto, csv (file=). Zero-bubble "
-           "kinds need split-program{split-backward=true}. The plan is checked (placement, "
-           "order, memory, deadlock) before it is stored.";
+           "interleaved-1f1b, zb-h1, zb-h2, zb-v, dualpipe-v, zb-auto, csv (file=). Kinds with "
+           "I and W (zero-bubble, dualpipe-v) need split-program{split-backward=true}; there a "
+           "full backward B runs the stage's I and W programs back to back. The plan is checked "
+           "(placement, order, memory, deadlock) before it is stored.";
   }
 
   Status ValidateOptions() const override {
@@ -84,9 +84,6 @@ class SchedulePass : public Pass {
     if (SplitsBackward(schedule) && !stages.split_backward)
       return FailedPrecondition("kind ", kind.value(), " splits backwards into I and W; run ",
                                 "split-program{split-backward=true} first");
-    if (UsesFullBackward(schedule) && stages.split_backward)
-      return FailedPrecondition("kind ", kind.value(), " runs full backwards but the module's ",
-                                "backward is split; run split-program without split-backward");
     schedule.skip_edges = stages.skip_edges;
     pipeline::CheckOptions check;
     check.mem_limit = spec.kind == ScheduleKind::kZbAuto ? 0 : spec.mem_limit;

@@ -181,7 +181,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ScheduleCase{"eager-1f1b", 1, false},
                       ScheduleCase{"interleaved-1f1b", 2, false}, ScheduleCase{"zb-h1", 1, true},
                       ScheduleCase{"zb-h1", 1, true, 1}, ScheduleCase{"zb-h2", 1, true},
-                      ScheduleCase{"zb-v", 2, true, 2, kV}),
+                      ScheduleCase{"zb-v", 2, true, 2, kV},
+                      ScheduleCase{"dualpipe-v", 2, true, 2, kV}),
     [](const auto& info) {
       std::string name = StrCat(info.param.kind, "_mp", info.param.mp);
       for (char& ch : name)

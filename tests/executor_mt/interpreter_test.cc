@@ -9,8 +9,8 @@
 
 #include <cmath>
 
-#include "ir/event_ref.h"
 #include "executor/stream_type.h"
+#include "ir/event_ref.h"
 #include "test_plans.h"
 
 namespace pw::testing {
@@ -212,6 +212,43 @@ TEST(InterpreterTest, KeepsValuesALaterJobNeeds) {
   EXPECT_THAT(stats->losses, ElementsAre(2048.0, 4096.0, 6144.0));
   EXPECT_GE(stats->peak_bytes, 3 * 1024 * 4);  // three h alive after the forwards
   EXPECT_EQ((*interp)->memory().current(), 0);
+}
+
+// A full backward on a split module names no program: it runs its stage's I then its W.
+// The W reads what the forward (h) and the I (a) left, so both stay alive into it.
+TEST(InterpreterTest, SplitBackwardRunsIThenWAndKeepsWhatWReads) {
+  const Shape big = {1024};
+  Module m;
+  m.AddProgram(MakeProgram("fwd", "forward", 0, {F32("x", big), F32("h", big)},
+                           {{"t_double", {{"X", {"x"}}}, {{"Out", {"h"}}}}}));
+  m.AddProgram(MakeProgram("bwd_i", "backward_input", 0, {F32("h", big), F32("a", big)},
+                           {{"t_double", {{"X", {"h"}}}, {{"Out", {"a"}}}}}));
+  m.AddProgram(MakeProgram("bwd_w", "backward_weight", 0,
+                           {F32("h", big), F32("a", big), F32("s", big), F32("loss")},
+                           {{"t_add", {{"X", {"a"}}, {"Y", {"h"}}}, {{"Out", {"s"}}}},
+                            {"t_sum", {{"X", {"s"}}}, {{"Out", {"loss"}}}}}));
+  m.plan.num_micro_batches = 2;
+  m.plan.stage_to_rank = {0};
+  RankPlan r;
+  for (int mb = 0; mb < 2; ++mb) r.jobs.push_back(MakeJob(JobKind::kForward, 0, mb, "fwd"));
+  for (int mb = 0; mb < 2; ++mb) {
+    Job b = MakeJob(JobKind::kBackward, 0, mb, "");
+    b.sub_jobs = {MakeJob(JobKind::kBackwardInput, 0, mb, "bwd_i"),
+                  MakeJob(JobKind::kBackwardWeight, 0, mb, "bwd_w")};
+    r.jobs.push_back(b);
+  }
+  m.plan.ranks.push_back(r);
+  cpu::CpuBackend backend(TestBackendOptions());
+  auto interp = Interpreter::Create(m, 0, backend, Options({"x"}, "loss"));
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  for (int step = 0; step < 2; ++step) {
+    auto stats = (*interp)->RunStep(FeedValue([](int mb) { return mb + 1.0f; }, big));
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    // h = 2x, a = 2h, loss = sum(a + h) = 6x per element.
+    EXPECT_THAT(stats->losses, ElementsAre(6144.0, 12288.0));
+    EXPECT_GE(stats->peak_bytes, 2 * 1024 * 4);  // both h alive after the forwards
+    EXPECT_EQ((*interp)->memory().current(), 0);
+  }
 }
 
 // loss = x·w + w, g = x·w per micro-batch; the optimizer sees the mean of g:

@@ -217,18 +217,17 @@ TEST_P(PipelineOverGlooTest, MatchesTheReference) {
   EXPECT_THAT(par.out, HasSubstr(StrCat("\"schedule\": \"", c.kind, "\"")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, PipelineOverGlooTest,
-                         ::testing::Values(GlooSchedule{"fthenb"}, GlooSchedule{"1f1b"},
-                                           GlooSchedule{"eager-1f1b"},
-                                           GlooSchedule{"interleaved-1f1b", 2},
-                                           GlooSchedule{"zb-h1", 1, true},
-                                           GlooSchedule{"zb-v", 2, true, "v"}),
-                         [](const auto& info) {
-                           std::string name = info.param.kind;
-                           for (char& ch : name)
-                             if (ch == '-') ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, PipelineOverGlooTest,
+    ::testing::Values(GlooSchedule{"fthenb"}, GlooSchedule{"1f1b"}, GlooSchedule{"eager-1f1b"},
+                      GlooSchedule{"interleaved-1f1b", 2}, GlooSchedule{"zb-h1", 1, true},
+                      GlooSchedule{"zb-v", 2, true, "v"}, GlooSchedule{"dualpipe-v", 2, true, "v"}),
+    [](const auto& info) {
+      std::string name = info.param.kind;
+      for (char& ch : name)
+        if (ch == '-') ch = '_';
+      return name;
+    });
 
 // A rank killed mid-run: the others stop, and the run exits non-zero naming it, within 60 s.
 TEST_F(LauncherTest, AKilledRankStopsTheRunNamingIt) {

@@ -58,8 +58,17 @@ Module SampleModule() {
   m.plan.stage_to_rank = {0, 1};
   Job overlap{JobKind::kOverlapFB, 0, 0, "", -1, {}};
   overlap.sub_jobs = {Job{JobKind::kForward, 0, 7, "main"}, Job{JobKind::kBackward, 1, 3, "main"}};
+  // A full backward on a split module: no program, its I and W as sub-jobs (also inside a
+  // fused job).
+  Job split_b{JobKind::kBackward, 1, 2, ""};
+  split_b.sub_jobs = {Job{JobKind::kBackwardInput, 1, 2, "main"},
+                      Job{JobKind::kBackwardWeight, 1, 2, "main"}};
+  Job overlap_split{JobKind::kOverlapFB, -1, -1, ""};
+  overlap_split.sub_jobs = {Job{JobKind::kForward, 1, 3, "main"}, split_b};
+  overlap_split.sub_jobs[1].micro_batch = 1;
+  for (Job& sub : overlap_split.sub_jobs[1].sub_jobs) sub.micro_batch = 1;
   m.plan.ranks = {RankPlan{0, {Job{JobKind::kForward, 0, 0, "main"}, overlap}},
-                  RankPlan{1, {Job{JobKind::kRecvF, 1, 0, "", 0}}}};
+                  RankPlan{1, {Job{JobKind::kRecvF, 1, 0, "", 0}, split_b, overlap_split}}};
   return m;
 }
 
@@ -78,6 +87,22 @@ TEST(ProtoIoTest, TextRoundTripPreservesEverythingAndIsStable) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_TRUE(*parsed == m);
   EXPECT_EQ(*SerializeModule(*parsed, ModuleFormat::kText), text);
+}
+
+TEST(ProtoIoTest, SplitBackwardJobKeepsItsSubJobs) {
+  Module m = SampleModule();
+  for (ModuleFormat format : {ModuleFormat::kText, ModuleFormat::kBinary}) {
+    auto parsed = ParseModule(*SerializeModule(m, format), format);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    const Job& b = parsed->plan.ranks[1].jobs[1];
+    EXPECT_EQ(b.kind, JobKind::kBackward);
+    EXPECT_EQ(b.program, "");
+    EXPECT_EQ(b.micro_batch, 2);
+    ASSERT_EQ(b.sub_jobs.size(), 2u);
+    EXPECT_EQ(b.sub_jobs[0].kind, JobKind::kBackwardInput);
+    EXPECT_EQ(b.sub_jobs[1].kind, JobKind::kBackwardWeight);
+    EXPECT_TRUE(parsed->plan.ranks[1].jobs[2] == m.plan.ranks[1].jobs[2]);
+  }
 }
 
 TEST(ProtoIoTest, BinaryRoundTripIsByteIdentical) {

@@ -143,6 +143,42 @@ TEST(VerifierTest, ModuleChecksFedInputsMeshAndPlan) {
   EXPECT_NE(VerifyModule(m, TestRegistry()).message().find("mesh degrees"), std::string::npos);
 }
 
+// A full backward on a split module runs its I and W as sub-jobs; the loader checks their
+// programs and their shape.
+TEST(VerifierTest, PlanChecksASplitBackwardsSubJobs) {
+  Module m;
+  m.AddProgram(ValidProgram());
+  m.metadata.Set("inputs", std::vector<std::string>{"x"});
+  const std::string main = m.programs().front().name();
+  Job b{JobKind::kBackward, 0, 1, ""};
+  b.sub_jobs = {Job{JobKind::kBackwardInput, 0, 1, main},
+                Job{JobKind::kBackwardWeight, 0, 1, main}};
+  m.plan.ranks = {RankPlan{0, {b}}};
+  EXPECT_TRUE(VerifyModule(m, TestRegistry()).ok()) << VerifyModule(m, TestRegistry()).message();
+
+  m.plan.ranks[0].jobs[0].sub_jobs[1].program = "stage0_backward_weight";
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
+            "plan of rank 0, job 0: sub-job 1: program 'stage0_backward_weight' does not exist");
+  m.plan.ranks[0].jobs[0] = b;
+  std::swap(m.plan.ranks[0].jobs[0].sub_jobs[0], m.plan.ranks[0].jobs[0].sub_jobs[1]);
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
+            "plan of rank 0, job 0: job 0B1 has sub-jobs other than an I and then a W");
+  m.plan.ranks[0].jobs[0] = b;
+  m.plan.ranks[0].jobs[0].sub_jobs[1].micro_batch = 2;
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
+            "plan of rank 0, job 0: job 0B1: sub-job 0W2 is not a plain job of its stage and "
+            "micro-batch");
+  m.plan.ranks[0].jobs[0] = b;
+  m.plan.ranks[0].jobs[0].program = main;
+  EXPECT_NE(VerifyModule(m, TestRegistry()).message().find("has sub-jobs and names program"),
+            std::string::npos);
+  Job f{JobKind::kForward, 0, 1, ""};
+  f.sub_jobs = b.sub_jobs;
+  m.plan.ranks[0].jobs[0] = f;
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
+            "plan of rank 0, job 0: job 0F1 has sub-jobs; only fused jobs and a split B have them");
+}
+
 TEST(BuilderTest, DeclaresInferredOutputsAndDefersErrors) {
   Program p("main");
   ProgramBuilder b(p, TestRegistry());

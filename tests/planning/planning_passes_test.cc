@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -135,6 +136,71 @@ TEST(PlanningPasses, GptInAVPlacementRunsZeroBubbleV) {
   // The V turn (stages 1 -> 2 on rank 1) hands over without a send.
   for (const Job& job : m.plan.ranks[1].jobs)
     EXPECT_FALSE(job.kind == JobKind::kSendF && job.stage == 1) << JobToString(job);
+}
+
+// DualPipeV mixes full backwards (alone and in OVERLAP_F_B) with I/W pairs: on a split
+// module every B runs its stage's I program then its W program.
+TEST(PlanningPasses, GptInAVPlacementRunsDualPipeVOnASplitBackward) {
+  Module m = Gpt(2, 2, 1, models::ChunkPlacement::kV);
+  Status st = RunPipeline(m,
+                          "append-backward,split-program{split-backward=true},"
+                          "schedule{kind=dualpipe-v,micro-batches=4},insert-p2p");
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(m.plan.schedule, "dualpipe-v");
+  int split_b = 0, overlaps = 0, plain_i = 0;
+  std::function<void(const Job&)> visit = [&](const Job& job) {
+    if (job.kind == JobKind::kOverlapFB) ++overlaps;
+    if (job.kind == JobKind::kBackward) {
+      ++split_b;
+      EXPECT_TRUE(job.program.empty()) << JobToString(job);
+      ASSERT_EQ(job.sub_jobs.size(), 2u) << JobToString(job);
+      EXPECT_EQ(job.sub_jobs[0].program,
+                pipeline::StageProgramName(job.stage, pipeline::kBackwardInputKind));
+      EXPECT_EQ(job.sub_jobs[1].program,
+                pipeline::StageProgramName(job.stage, pipeline::kBackwardWeightKind));
+      return;
+    }
+    if (job.kind == JobKind::kBackwardInput) ++plain_i;
+    for (const Job& sub : job.sub_jobs) visit(sub);
+  };
+  for (const RankPlan& rank : m.plan.ranks)
+    for (const Job& job : rank.jobs) visit(job);
+  EXPECT_GT(split_b, 0);
+  EXPECT_GT(overlaps, 0);
+  EXPECT_GT(plain_i, 0);
+  // 4 stages x 4 micro-batches, each backward once: as B or as I.
+  EXPECT_EQ(split_b + plain_i, 16);
+  StatusOr<ActionSchedule> s = PlanToActionSchedule(m.plan);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(pipeline::CheckSchedule(*s).ok());
+}
+
+// Backward kinds against the module's split: I and W need a split module; a B-only kind on
+// a split module runs its B's as I then W.
+TEST(PlanningPasses, ScheduleMatchesBackwardKindsToTheSplit) {
+  Module unsplit = Gpt(2, 2, 1, models::ChunkPlacement::kV);
+  Status st = RunPipeline(
+      unsplit, "append-backward,split-program,schedule{kind=dualpipe-v,micro-batches=4}");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("kind dualpipe-v splits backwards into I and W; run "
+                              "split-program{split-backward=true} first"),
+            std::string::npos)
+      << st.message();
+
+  Module split = Gpt(2, 1);
+  st = RunPipeline(split,
+                   "append-backward,split-program{split-backward=true},"
+                   "schedule{kind=1f1b,micro-batches=4},insert-p2p");
+  ASSERT_TRUE(st.ok()) << st.message();
+  int b = 0;
+  for (const RankPlan& rank : split.plan.ranks)
+    for (const Job& job : rank.jobs) {
+      EXPECT_NE(job.kind, JobKind::kBackwardInput) << JobToString(job);
+      if (job.kind != JobKind::kBackward) continue;
+      ++b;
+      EXPECT_TRUE(RunsSubJobs(job)) << JobToString(job);
+    }
+  EXPECT_EQ(b, 8);
 }
 
 TEST(PlanningPasses, VPlacementNeedsTwoChunks) {
