@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "ir/parallel.h"
 #include "passes/pipeline/schedule_generators.h"
 
 namespace pw::pipeline {
@@ -103,12 +104,18 @@ ActionSchedule GenerateOneFOneB(const ScheduleSpec& spec) {
   const int total = M * V;
   std::vector<int> next_f(V), next_b(V), next_w(V);
   std::vector<int> backward_chunks;  // chunk of each backward step, for the deferred W's
+  if (V == 1) {
+    // Ranks are independent here, so they are written on all cores.
+    ParallelFor(P, static_cast<size_t>(P) * M, [&](size_t begin, size_t end) {
+      for (size_t r = begin; r < end; ++r) {
+        const int rank = static_cast<int>(r);
+        WriteOneChunk(ShapeOf(spec, rank), rank, M, schedule.ranks[r]);
+      }
+    });
+    return schedule;
+  }
   for (int r = 0; r < P; ++r) {
     const RankShape shape = ShapeOf(spec, r);
-    if (V == 1) {
-      WriteOneChunk(shape, r, M, schedule.ranks[r]);
-      continue;
-    }
     std::fill(next_f.begin(), next_f.end(), 0);
     std::fill(next_b.begin(), next_b.end(), 0);
     std::fill(next_w.begin(), next_w.end(), 0);
