@@ -16,6 +16,9 @@ struct Command {
   // args excludes the program and command names. Returns the process exit code; an
   // error Status is printed as one line and exits 1 (usage errors: 2).
   StatusOr<int> (*run)(const std::vector<std::string>& args);
+  // Started by pipeweave itself (a rank of a measuring run), not by a user: left out of
+  // `pipeweave --help`, still runnable and documented by `pipeweave NAME --help`.
+  bool internal = false;
 };
 
 class CommandRegistry {

@@ -301,6 +301,6 @@ PW_REGISTER_COMMAND(comm_bench, "comm-bench",
                     "Started by 'pipeweave profile --comm' through the launcher, once per rank: "
                     "trains PLAN\nand reports the time of every communication after the first "
                     "step.",
-                    RunCommBench);
+                    RunCommBench, /*internal=*/true);
 
 }  // namespace pw::tools

@@ -25,7 +25,7 @@ namespace {
 void PrintHelp() {
   std::cout << "usage: pipeweave COMMAND [ARGS...]\n\ncommands:\n";
   for (const Command& c : CommandRegistry::Global().commands()) {
-    std::printf("  %-14s %s\n", c.name.c_str(), c.summary.c_str());
+    if (!c.internal) std::printf("  %-14s %s\n", c.name.c_str(), c.summary.c_str());
   }
   std::cout << "\nRun 'pipeweave COMMAND --help' for a command's flags.\n";
 }

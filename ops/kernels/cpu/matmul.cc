@@ -1,13 +1,20 @@
-// matmul and matmul_weight_grad on OpenBLAS. Batches run one after another, so the
-// result never depends on the thread count.
+// matmul and matmul_weight_grad on OpenBLAS, as the GEMMs ops/defs/matmul_gemm.h plans.
+// Batches run one after another, so the result never depends on the thread count.
 
 #include <algorithm>
 
-#include "ops/defs/matmul_dims.h"
+#include "ops/defs/matmul_gemm.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 
 namespace pw::ops::cpu {
 namespace {
+
+void RunGemm(const StridedGemm& g) {
+  if (g.batch == 0 && g.accumulate) std::fill_n(g.c, g.m * g.ldc, 0.f);
+  for (int64_t i = 0; i < g.batch; ++i)
+    Gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1, g.a + i * g.a_step, g.lda, g.b + i * g.b_step,
+         g.ldb, g.accumulate && i > 0 ? 1.f : 0.f, g.c + i * g.c_step, g.ldc);
+}
 
 Status Matmul(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
@@ -16,19 +23,7 @@ Status Matmul(KernelContext& ctx) {
   bool tx = ctx.attrs().GetBool("trans_x");
   bool ty = ctx.attrs().GetBool("trans_y");
   PW_ASSIGN_OR_RETURN(MatmulDims d, ComputeMatmulDims("matmul", x.shape(), y.shape(), tx, ty));
-  int64_t lda = tx ? d.m : d.k;
-  int64_t ldb = ty ? d.k : d.n;
-  if (d.x_batched && !d.y_batched && !tx) {
-    // A shared Y: fold the batch into M for one large GEMM.
-    Gemm(false, ty, d.batch * d.m, d.n, d.k, 1, x.f32(), lda, y.f32(), ldb, 0, out.f32(), d.n);
-    return OkStatus();
-  }
-  int64_t x_step = d.x_batched ? d.m * d.k : 0;
-  int64_t y_step = d.y_batched ? d.k * d.n : 0;
-  for (int64_t b = 0; b < d.batch; ++b) {
-    Gemm(tx, ty, d.m, d.n, d.k, 1, x.f32() + b * x_step, lda, y.f32() + b * y_step, ldb, 0,
-         out.f32() + b * d.m * d.n, d.n);
-  }
+  RunGemm(MatmulGemm(d, tx, ty, x.f32(), y.f32(), out.f32()));
   return OkStatus();
 }
 
@@ -39,31 +34,7 @@ Status MatmulWeightGrad(KernelContext& ctx) {
   Tensor& dy = *ctx.Out(GradVarName("Y"));
   bool tx = ctx.attrs().GetBool("trans_x");
   bool ty = ctx.attrs().GetBool("trans_y");
-  int64_t m = tx ? x.dim(-1) : x.dim(-2);
-  int64_t k = tx ? x.dim(-2) : x.dim(-1);
-  int64_t n = g.dim(-1);
-  int64_t batch = x.numel() / std::max<int64_t>(1, m * k);
-  if (!tx) {
-    // X rows are contiguous: one GEMM over all B·M rows.
-    int64_t rows = batch * m;
-    if (!ty) {
-      Gemm(true, false, k, n, rows, 1, x.f32(), k, g.f32(), n, 0, dy.f32(), n);
-    } else {
-      Gemm(true, false, n, k, rows, 1, g.f32(), n, x.f32(), k, 0, dy.f32(), k);
-    }
-    return OkStatus();
-  }
-  if (batch == 0) dy.Fill(0);
-  for (int64_t b = 0; b < batch; ++b) {
-    const float* xb = x.f32() + b * k * m;  // [K, M]
-    const float* gb = g.f32() + b * m * n;  // [M, N]
-    float beta = b == 0 ? 0.f : 1.f;
-    if (!ty) {
-      Gemm(false, false, k, n, m, 1, xb, m, gb, n, beta, dy.f32(), n);
-    } else {
-      Gemm(true, true, n, k, m, 1, gb, n, xb, m, beta, dy.f32(), k);
-    }
-  }
+  RunGemm(MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), dy.f32()));
   return OkStatus();
 }
 
