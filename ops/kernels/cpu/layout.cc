@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/layout_copies.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -60,53 +61,20 @@ Status Transpose(KernelContext& ctx) {
   return OkStatus();
 }
 
-// Bytes per step along `axis` (the inner block) and the number of outer blocks.
-void AxisBlocks(const Shape& shape, int axis, int64_t elem, int64_t* outer, int64_t* inner) {
-  *outer = 1;
-  *inner = elem;
-  for (int i = 0; i < axis; ++i) *outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i) *inner *= shape[i];
-}
-
-int Axis(const KernelContext& ctx, int rank) {
-  int64_t axis = ctx.attrs().GetInt("axis");
-  return static_cast<int>(axis < 0 ? axis + rank : axis);  // validated by inference
+void Copy(const std::vector<StridedCopy>& copies) {
+  for (const StridedCopy& c : copies)
+    for (int64_t r = 0; r < c.rows; ++r)
+      std::memcpy(c.dst + r * c.dst_pitch, c.src + r * c.src_pitch, c.width);
 }
 
 Status Split(KernelContext& ctx) {
-  const Tensor& x = *ctx.In("X");
-  int axis = Axis(ctx, x.rank());
-  int64_t outer, inner;
-  AxisBlocks(x.shape(), axis, DataTypeSize(x.dtype()), &outer, &inner);
-  const auto* src = static_cast<const char*>(x.raw());
-  int64_t row = x.dim(axis) * inner;
-  int64_t offset = 0;
-  for (size_t k = 0; k < ctx.op.FindOutput("Out")->size(); ++k) {
-    Tensor& out = *ctx.Out("Out", k);
-    int64_t chunk = out.dim(axis) * inner;
-    auto* dst = static_cast<char*>(out.raw());
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * chunk, src + o * row + offset, chunk);
-    offset += chunk;
-  }
+  Copy(SplitCopies(ctx));
   return OkStatus();
 }
 
 Status Concat(KernelContext& ctx) {
-  Tensor& out = *ctx.Out("Out");
-  int axis = Axis(ctx, out.rank());
-  int64_t outer, inner;
-  AxisBlocks(out.shape(), axis, DataTypeSize(out.dtype()), &outer, &inner);
-  auto* dst = static_cast<char*>(out.raw());
-  int64_t row = out.dim(axis) * inner;
-  int64_t offset = 0;
-  for (size_t k = 0; k < ctx.InCount("X"); ++k) {
-    const Tensor& x = *ctx.In("X", k);
-    if (x.SharesStorage(out)) return InvalidArgument("concat: Out must not alias X");
-    int64_t chunk = x.dim(axis) * inner;
-    const auto* src = static_cast<const char*>(x.raw());
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * row + offset, src + o * chunk, chunk);
-    offset += chunk;
-  }
+  PW_ASSIGN_OR_RETURN(std::vector<StridedCopy> copies, ConcatCopies(ctx));
+  Copy(copies);
   return OkStatus();
 }
 

@@ -5,6 +5,7 @@
 
 #include "ops/kernels/cuda/cuda_kernels.h"
 #include "ops/kernels/cuda/launchers.h"
+#include "ops/layout_copies.h"
 
 namespace pw::ops::cuda {
 namespace {
@@ -36,61 +37,22 @@ Status Transpose(KernelContext& ctx) {
   return OkStatus();
 }
 
-// Bytes per step along `axis` (the inner block) and the number of outer blocks.
-void AxisBlocks(const Shape& shape, int axis, int64_t elem, int64_t* outer, int64_t* inner) {
-  *outer = 1;
-  *inner = elem;
-  for (int i = 0; i < axis; ++i) *outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i) *inner *= shape[i];
-}
-
-int Axis(const KernelContext& ctx, int rank) {
-  int64_t axis = ctx.attrs().GetInt("axis");
-  return static_cast<int>(axis < 0 ? axis + rank : axis);  // validated by inference
-}
-
-// `height` rows of `width` bytes from src (row pitch spitch) to dst (row pitch dpitch).
-Status Copy2D(void* dst, int64_t dpitch, const void* src, int64_t spitch, int64_t width,
-              int64_t height, const char* what) {
-  if (width == 0 || height == 0) return OkStatus();
-  return CudaCheck(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height,
-                                     cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
-                   what);
-}
-
-Status Split(KernelContext& ctx) {
-  const Tensor& x = *ctx.In("X");
-  int axis = Axis(ctx, x.rank());
-  int64_t outer, inner;
-  AxisBlocks(x.shape(), axis, DataTypeSize(x.dtype()), &outer, &inner);
-  const auto* src = static_cast<const char*>(x.raw());
-  int64_t row = x.dim(axis) * inner;
-  int64_t offset = 0;
-  for (size_t k = 0; k < ctx.op.FindOutput("Out")->size(); ++k) {
-    Tensor& out = *ctx.Out("Out", k);
-    int64_t chunk = out.dim(axis) * inner;
-    PW_RETURN_IF_ERROR(Copy2D(out.raw(), chunk, src + offset, row, chunk, outer, "split"));
-    offset += chunk;
+Status Copy(const std::vector<StridedCopy>& copies, const char* what) {
+  for (const StridedCopy& c : copies) {
+    if (c.width == 0 || c.rows == 0) continue;
+    PW_RETURN_IF_ERROR(
+        CudaCheck(cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.rows,
+                                    cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+                  what));
   }
   return OkStatus();
 }
+
+Status Split(KernelContext& ctx) { return Copy(SplitCopies(ctx), "split"); }
 
 Status Concat(KernelContext& ctx) {
-  Tensor& out = *ctx.Out("Out");
-  int axis = Axis(ctx, out.rank());
-  int64_t outer, inner;
-  AxisBlocks(out.shape(), axis, DataTypeSize(out.dtype()), &outer, &inner);
-  auto* dst = static_cast<char*>(out.raw());
-  int64_t row = out.dim(axis) * inner;
-  int64_t offset = 0;
-  for (size_t k = 0; k < ctx.InCount("X"); ++k) {
-    const Tensor& x = *ctx.In("X", k);
-    if (x.SharesStorage(out)) return InvalidArgument("concat: Out must not alias X");
-    int64_t chunk = x.dim(axis) * inner;
-    PW_RETURN_IF_ERROR(Copy2D(dst + offset, row, x.raw(), chunk, chunk, outer, "concat"));
-    offset += chunk;
-  }
-  return OkStatus();
+  PW_ASSIGN_OR_RETURN(std::vector<StridedCopy> copies, ConcatCopies(ctx));
+  return Copy(copies, "concat");
 }
 
 }  // namespace
