@@ -43,6 +43,13 @@ for kind in fthenb 1f1b zb-h1; do
   "$pw" check "$out/gpt_pp4_$kind.pb"
 done
 
+step "Zero-bubble V: the GPT's 4 chunks down 2 ranks and back up, trained under dualpipe-v beside the reference"
+"$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
+  --micro-batch-size 2 --mp 1 --pp 2 --vpp 2 --placement v --seed 1 -o "$out/gpt_v.pbtxt"
+"$pw" opt "$out/gpt_v.pbtxt" -o "$out/gpt_v_dualpipe-v.pb" \
+  -p 'append-backward{optimizer=adam,lr=0.01},split-program{split-backward=true},schedule{kind=dualpipe-v,micro-batches=8},insert-p2p'
+"$pw" run "$out/gpt_v_dualpipe-v.pb" --nproc 2 --steps 5 --compare-reference "$out/gpt_train.pb"
+
 step "Simulated bubble side by side (F, B, W priced as the GFLOPs of the busiest stage)"
 for kind in fthenb 1f1b zb-h1 zb-auto; do
   "$pw" schedule --kind "$kind" --stages 4 --micro-batches 8 --model "$out/gpt_pp4_train.pb" \
