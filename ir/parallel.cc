@@ -1,6 +1,7 @@
 #include "ir/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -12,19 +13,23 @@ namespace {
 // About half a millisecond of planning: thread start-up stays within a few percent.
 constexpr size_t kMinParallelWork = size_t{1} << 16;
 
-// The cores to use: the machine's, or PW_THREADS when set (PW_THREADS=1 keeps planning on
-// the calling thread).
+std::atomic<size_t> g_max_threads{0};
+
+// The cores to use: SetMaxThreads's cap, else PW_THREADS, else the machine's.
 size_t Cores() {
-  static const size_t cores = [] {
+  static const size_t machine = [] {
     size_t n = std::max(1u, std::thread::hardware_concurrency());
     if (const char* v = std::getenv("PW_THREADS"); v && std::atoi(v) > 0)
       n = static_cast<size_t>(std::atoi(v));
     return n;
   }();
-  return cores;
+  const size_t cap = g_max_threads.load(std::memory_order_relaxed);
+  return cap > 0 ? cap : machine;
 }
 
 }  // namespace
+
+void SetMaxThreads(size_t n) { g_max_threads.store(n, std::memory_order_relaxed); }
 
 bool WorthParallel(size_t work) { return work >= kMinParallelWork && Cores() > 1; }
 

@@ -9,6 +9,10 @@
 
 namespace pw {
 
+// Caps the threads at `n` from now on (1: everything on the calling thread); 0 goes back
+// to the machine's cores, or PW_THREADS when set.
+void SetMaxThreads(size_t n);
+
 // Whether `work` elementary steps (about one action each) pay for another thread.
 bool WorthParallel(size_t work);
 
