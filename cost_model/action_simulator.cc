@@ -294,6 +294,7 @@ class Replay {
   // A fused OVERLAP_F_B: its parts start together once all their inputs are ready.
   bool ComputeFused(const Action& a, Stats& stats, double& clock, double& start, Key& wait) {
     if (!HasGroup(a)) return Malformed(wait);
+    // Every part is checked before any waits, so a bad part is reported, not a deadlock.
     for (const Action& p : s_.Parts(a))
       if (!IsCompute(p.type) || !InFrame(p)) return Malformed(wait);
     for (const Action& p : s_.Parts(a))
@@ -460,8 +461,8 @@ class Replay {
     for (const Action& p : s_.Parts(a)) {
       const int e = ChainOrFind(p);
       if (!IsComm(p.type) || e < 0 || !InFrame(p)) return Malformed(wait);
+      Post(p, e, clock);
     }
-    for (const Action& p : s_.Parts(a)) Post(p, ChainOrFind(p), clock);
     double done = clock;
     for (const Action& p : s_.Parts(a)) {
       double t = 0;

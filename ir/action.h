@@ -120,12 +120,6 @@ StatusOr<StagePlacement> ParseStagePlacement(std::string_view name);  // "loop" 
 const char* StagePlacementName(StagePlacement placement);
 int RankOfStage(StagePlacement placement, int stage, int num_ranks);
 std::vector<int> PlaceStages(StagePlacement placement, int num_stages, int num_ranks);
-inline std::vector<int> LoopPlacement(int num_stages, int num_ranks) {
-  return PlaceStages(StagePlacement::kLoop, num_stages, num_ranks);
-}
-inline std::vector<int> VPlacement(int num_stages, int num_ranks) {
-  return PlaceStages(StagePlacement::kV, num_stages, num_ranks);
-}
 
 // Appends the notation of `a` ("2F0", "(0F7;7B3)OVERLAP_F_B").
 void AppendAction(std::string& out, const Action& a, const ActionSchedule& schedule);

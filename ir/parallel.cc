@@ -27,11 +27,12 @@ size_t Cores() {
   return cap > 0 ? cap : machine;
 }
 
+// Whether `work` elementary steps pay for another thread.
+bool WorthParallel(size_t work) { return work >= kMinParallelWork && Cores() > 1; }
+
 }  // namespace
 
 void SetMaxThreads(size_t n) { g_max_threads.store(n, std::memory_order_relaxed); }
-
-bool WorthParallel(size_t work) { return work >= kMinParallelWork && Cores() > 1; }
 
 void RunConcurrently(size_t work, const std::function<void()>& first,
                      const std::function<void()>& second) {

@@ -13,11 +13,8 @@ namespace pw {
 // to the machine's cores, or PW_THREADS when set.
 void SetMaxThreads(size_t n);
 
-// Whether `work` elementary steps (about one action each) pay for another thread.
-bool WorthParallel(size_t work);
-
-// Runs `first` on the calling thread and `second` beside it when `work` is worth it, else
-// one after the other. Returns when both are done.
+// Runs `first` on the calling thread and `second` beside it when `work` elementary steps
+// (about one action each) pay for a thread, else one after the other. Returns when both are done.
 void RunConcurrently(size_t work, const std::function<void()>& first,
                      const std::function<void()>& second);
 

@@ -24,11 +24,6 @@ enum class JobKind {
   kBatchP2P,   // fused: sub_jobs (sends and recvs) posted as one batched exchange
 };
 
-// A full backward B on a module whose backward is split (no `backward` program, only
-// `backward_input` and `backward_weight`) names no program: its sub_jobs are the stage's
-// I then its W of the same micro-batch, run back to back in its place. It keeps its stage
-// and micro-batch and prints and plans as B.
-
 struct Job {
   JobKind kind = JobKind::kUnknown;
   int stage = 0;
@@ -38,6 +33,10 @@ struct Job {
   // Peer stage of a send/recv between non-adjacent stages (skip connections); -1 means
   // the adjacent stage (stage + 1 for SEND_F/RECV_B, stage - 1 for RECV_F/SEND_B).
   int peer_stage = -1;
+  // The parts of a fused job; or, for a full backward B on a module whose backward is split
+  // (no `backward` program, only `backward_input` and `backward_weight`), the stage's I then
+  // its W of the same micro-batch, run back to back in its place. Such a B names no program,
+  // keeps its stage and micro-batch, and prints and plans as B.
   std::vector<Job> sub_jobs;
   bool operator==(const Job&) const = default;
 };

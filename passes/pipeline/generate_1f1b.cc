@@ -101,9 +101,6 @@ void WriteOneChunk(const RankShape& shape, int r, int M, std::vector<Action>& ac
 ActionSchedule GenerateOneFOneB(const ScheduleSpec& spec) {
   ActionSchedule schedule = EmptySchedule(spec);
   const int P = spec.num_ranks, M = spec.num_micro_batches, V = spec.chunks();
-  const int total = M * V;
-  std::vector<int> next_f(V), next_b(V), next_w(V);
-  std::vector<int> backward_chunks;  // chunk of each backward step, for the deferred W's
   if (V == 1) {
     // Ranks are independent here, so they are written on all cores.
     ParallelFor(P, static_cast<size_t>(P) * M, [&](size_t begin, size_t end) {
@@ -114,6 +111,9 @@ ActionSchedule GenerateOneFOneB(const ScheduleSpec& spec) {
     });
     return schedule;
   }
+  const int total = M * V;
+  std::vector<int> next_f(V), next_b(V), next_w(V);
+  std::vector<int> backward_chunks;  // chunk of each backward step, for the deferred W's
   for (int r = 0; r < P; ++r) {
     const RankShape shape = ShapeOf(spec, r);
     std::fill(next_f.begin(), next_f.end(), 0);

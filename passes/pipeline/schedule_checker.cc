@@ -286,43 +286,36 @@ Status CheckMemory(const ActionSchedule& schedule, const CheckOptions& options) 
   return OkStatus();
 }
 
-}  // namespace
-
-namespace {
-
-// The structure and memory rules beside a replay (which is safe on an unchecked schedule);
-// a broken rule wins over what the replay found, since the replay assumed the rules.
-template <typename T>
-StatusOr<T> WithStructure(const ActionSchedule& schedule, const CheckOptions& options,
-                          const std::function<StatusOr<T>()>& replay) {
-  Status structure;
-  StatusOr<T> replayed = InvalidArgument("not replayed");
+// Runs `replay` beside the structure and memory rules (the replay is safe on an unchecked
+// schedule). A broken rule wins over what the replay found, since the replay assumed them.
+Status WithStructure(const ActionSchedule& schedule, const CheckOptions& options,
+                     const std::function<Status()>& replay) {
+  Status structure, replayed;
   RunConcurrently(
       schedule.num_actions(), [&] { replayed = replay(); },
       [&] {
         structure = CheckStructure(schedule);
         if (structure.ok()) structure = CheckMemory(schedule, options);
       });
-  if (!structure.ok()) return structure;
-  return replayed;
+  return structure.ok() ? replayed : structure;
 }
 
 }  // namespace
 
 Status CheckSchedule(const ActionSchedule& schedule, const CheckOptions& options) {
-  return WithStructure<bool>(schedule, options,
-                             [&]() -> StatusOr<bool> {
-                               PW_RETURN_IF_ERROR(CheckDeadlockFree(schedule, options.semantics));
-                               return true;
-                             })
-      .status();
+  return WithStructure(schedule, options,
+                       [&] { return CheckDeadlockFree(schedule, options.semantics); });
 }
 
 StatusOr<TimedResult> CheckAndSimulate(const ActionSchedule& schedule, const CheckOptions& options,
                                        SimulationOptions simulation) {
   simulation.semantics = options.semantics;
-  return WithStructure<TimedResult>(schedule, options,
-                                    [&] { return SimulateTimed(schedule, simulation); });
+  StatusOr<TimedResult> timed = Internal("not simulated");
+  PW_RETURN_IF_ERROR(WithStructure(schedule, options, [&] {
+    timed = SimulateTimed(schedule, simulation);
+    return timed.status();
+  }));
+  return timed;
 }
 
 }  // namespace pw::pipeline

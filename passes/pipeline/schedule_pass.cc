@@ -66,10 +66,11 @@ class SchedulePass : public Pass {
     spec.costs.w_mem = w_mem.value();
     // The module's placement decides loop or v; a kind that needs the other one fails in
     // Validate with its own message.
-    spec.placement = stages.stage_to_rank == VPlacement(spec.num_stages, spec.num_ranks) &&
-                             spec.num_stages > spec.num_ranks
-                         ? pipeline::Placement::kV
-                         : pipeline::Placement::kLoop;
+    spec.placement =
+        stages.stage_to_rank == PlaceStages(StagePlacement::kV, spec.num_stages, spec.num_ranks) &&
+                spec.num_stages > spec.num_ranks
+            ? pipeline::Placement::kV
+            : pipeline::Placement::kLoop;
     if (spec.kind != ScheduleKind::kCsv && spec.StageToRank() != stages.stage_to_rank)
       return FailedPrecondition("the module's stages are placed neither in a loop nor in a V ",
                                 "over ", spec.num_ranks, " ranks");
