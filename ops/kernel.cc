@@ -3,7 +3,9 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 
+#include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/registry.h"
 
@@ -58,7 +60,18 @@ namespace ops {
 
 void SetBlasThreads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
 
+Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out) {
+  if (!ctx.comm) return OkStatus();
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  Status s = ctx.comm->AllReduceSum(group, out.f32(), out.numel());
+  return s.ok() ? s : s.WithContext(StrCat("c_allreduce_sum over group '", group, "'"));
+}
+
 namespace cpu {
+
+void CopyIfDistinct(const Tensor& src, Tensor& dst) {
+  if (!src.SharesStorage(dst)) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+}
 
 Status ValidateKernelContext(const KernelContext& ctx) {
   const Op& op = ctx.op;

@@ -44,6 +44,11 @@ namespace ops {
 // same bits run after run for a fixed thread count, but OpenBLAS partitions a GEMM by
 // thread count, so its last bits change with it: compare runs at the same setting.
 void SetBlasThreads(int threads);
+
+// c_allreduce_sum's reduction on every backend: sums `out` in place over the op's `group`
+// (mp unless set) through ctx.comm; a null communicator is a group of one. An error names
+// the op and the group.
+Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out);
 }  // namespace ops
 
 }  // namespace pw

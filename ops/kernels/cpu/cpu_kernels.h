@@ -34,6 +34,9 @@ void Add(KernelTable& table, std::string type) {
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// Copies src into dst unless they share storage (an in-place op).
+void CopyIfDistinct(const Tensor& src, Tensor& dst);
+
 void RegisterMatmulKernels(KernelTable& table);
 void RegisterEmbeddingKernels(KernelTable& table);
 void RegisterElementwiseKernels(KernelTable& table);

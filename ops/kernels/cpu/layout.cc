@@ -10,10 +10,6 @@
 namespace pw::ops::cpu {
 namespace {
 
-void CopyIfDistinct(const Tensor& src, Tensor& dst) {
-  if (!src.SharesStorage(dst)) std::memcpy(dst.raw(), src.raw(), src.nbytes());
-}
-
 Status Reshape(KernelContext& ctx) {
   CopyIfDistinct(*ctx.In("X"), *ctx.Out("Out"));
   return OkStatus();
