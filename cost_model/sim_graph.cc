@@ -14,32 +14,6 @@
 
 namespace pw::cost {
 
-const char* SimStreamName(SimStream stream) {
-  switch (stream) {
-    case SimStream::kCompute:
-      return "compute";
-    case SimStream::kMpComm:
-      return "mp_comm";
-    case SimStream::kPpSend:
-      return "pp_send";
-    case SimStream::kPpRecv:
-      return "pp_recv";
-    case SimStream::kDpComm:
-      return "dp_comm";
-  }
-  return "?";
-}
-
-StatusOr<SimStream> ParseSimStream(std::string_view name) {
-  if (name.empty() || name == "compute") return SimStream::kCompute;
-  if (name == "mp_comm") return SimStream::kMpComm;
-  if (name == "pp_send") return SimStream::kPpSend;
-  if (name == "pp_recv") return SimStream::kPpRecv;
-  if (name == "dp_comm") return SimStream::kDpComm;
-  return InvalidArgument("unknown stream '", name,
-                         "' (known: compute, mp_comm, pp_send, pp_recv, dp_comm)");
-}
-
 namespace {
 
 constexpr int kRootTable = -2;  // parameters, optimizer state, gradient accumulators
@@ -91,7 +65,7 @@ class RankLowerer {
  private:
   struct Access {
     int writer = -1;
-    std::array<int, kNumSimStreams> readers;
+    std::array<int, kNumStreamTypes> readers;
     Access() { readers.fill(-1); }
   };
 
@@ -100,8 +74,8 @@ class RankLowerer {
   Status LowerProgramJob(size_t j, const Job& job, const Program& program);
   Status LowerP2pJob(size_t j, const Job& job);
   Status LowerGradFinalize(size_t j, const Job& job, const Program& optimizer);
-  Status EmitOp(const Op& op, SimStream stream, int table, size_t j, int mb, const Program& program,
-                const std::vector<int>& waits);
+  Status EmitOp(const Op& op, StreamType stream, int table, size_t j, int mb,
+                const Program& program, const std::vector<int>& waits);
   StatusOr<int> SlotFor(const std::string& var, int table, const Program& program);
   const Var* FindDecl(const std::string& var, const Program& program) const;
   int Emit(SimInstr instr, const std::vector<int>& reads, const std::vector<int>& writes,
@@ -236,7 +210,7 @@ StatusOr<Estimate> RankLowerer::Cost(const Op& op, const Program& program) {
   return e;
 }
 
-Status RankLowerer::EmitOp(const Op& op, SimStream stream, int table, size_t j, int mb,
+Status RankLowerer::EmitOp(const Op& op, StreamType stream, int table, size_t j, int mb,
                            const Program& program, const std::vector<int>& waits) {
   std::vector<int> reads, writes;
   for (const Slot& s : op.inputs)
@@ -296,10 +270,10 @@ Status RankLowerer::LowerGradFinalize(size_t j, const Job& job, const Program& o
   for (const std::string& g : grads_) {
     if (dp > 1 && !has_dp_allreduce) {
       const Op& reduce = implicit_.emplace_back(DpAllReduceOp(g));
-      PW_RETURN_IF_ERROR(EmitOp(reduce, SimStream::kDpComm, kStepTable, j, -1, optimizer, {}));
+      PW_RETURN_IF_ERROR(EmitOp(reduce, StreamType::kDpComm, kStepTable, j, -1, optimizer, {}));
     }
     const Op& scale = implicit_.emplace_back(GradScaleOp(g, inv));
-    PW_RETURN_IF_ERROR(EmitOp(scale, SimStream::kCompute, kStepTable, j, -1, optimizer, {}));
+    PW_RETURN_IF_ERROR(EmitOp(scale, StreamType::kCompute, kStepTable, j, -1, optimizer, {}));
   }
   // Step-level work belongs to no job's micro-batch.
   (void)job;
@@ -318,7 +292,7 @@ Status RankLowerer::LowerProgramJob(size_t j, const Job& job, const Program& pro
       return StrCat("op ", o, " (", op.type, ") of program '", program.name(), "'",
                     mb >= 0 ? StrCat(" for micro-batch ", mb) : "", " on rank ", rank_);
     };
-    StatusOr<SimStream> stream = ParseSimStream(op.stream);
+    StatusOr<StreamType> stream = ParseStreamType(op.stream);
     if (!stream.ok()) return stream.status().WithContext(where());
     std::vector<int> waits;
     for (const std::string& w : op.wait_events) {
@@ -394,7 +368,7 @@ Status RankLowerer::LowerP2pJob(size_t j, const Job& job) {
     PW_ASSIGN_OR_RETURN(int slot, SlotFor(v, job.micro_batch, *program));
     SimInstr instr;
     instr.kind = send ? InstrKind::kSend : InstrKind::kRecv;
-    instr.stream = send ? SimStream::kPpSend : SimStream::kPpRecv;
+    instr.stream = send ? StreamType::kPpSend : StreamType::kPpRecv;
     instr.job = static_cast<int>(j);
     instr.micro_batch = job.micro_batch;
     instr.name = StrCat(send ? "SEND " : "RECV ", v);
@@ -464,7 +438,7 @@ Status MatchCollectives(SimGraph& g, const Matching& m) {
       size_t n = it == per_rank.end() ? 0 : it->second.size();
       if (n != count)
         return FailedPrecondition("all-reduce group ", key.first, " on stream ",
-                                  SimStreamName(static_cast<SimStream>(key.second)), ": rank ",
+                                  StreamTypeName(static_cast<StreamType>(key.second)), ": rank ",
                                   per_rank.begin()->first, " joins ", count,
                                   " collectives but rank ", r, " joins ", n);
     }

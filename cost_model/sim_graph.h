@@ -16,20 +16,15 @@
 
 #include "cost_model/estimator.h"
 #include "ir/module.h"
+#include "ir/stream_type.h"
 
 namespace pw::cost {
-
-enum class SimStream : uint8_t { kCompute = 0, kMpComm, kPpSend, kPpRecv, kDpComm };
-inline constexpr int kNumSimStreams = 5;
-const char* SimStreamName(SimStream stream);  // "compute", "mp_comm", ...
-// The empty name is "compute"; an unknown one is an error listing the valid names.
-StatusOr<SimStream> ParseSimStream(std::string_view name);
 
 enum class InstrKind : uint8_t { kCompute, kCollective, kSend, kRecv };
 
 struct SimInstr {
   int rank = 0;
-  SimStream stream = SimStream::kCompute;
+  StreamType stream = StreamType::kCompute;
   InstrKind kind = InstrKind::kCompute;
   int job = -1;  // index into SimGraph::job_names[rank]; -1 for step-level work
   int micro_batch = -1;

@@ -7,8 +7,8 @@
 namespace pw::cost {
 namespace {
 
-std::array<bool, kNumSimStreams> StreamsInUse(const SimGraph& g, int rank) {
-  std::array<bool, kNumSimStreams> used{};
+std::array<bool, kNumStreamTypes> StreamsInUse(const SimGraph& g, int rank) {
+  std::array<bool, kNumStreamTypes> used{};
   for (int i : g.rank_order[rank]) used[static_cast<int>(g.instrs[i].stream)] = true;
   return used;
 }
@@ -56,11 +56,11 @@ std::string SimResultToJson(const SimResult& r, const SimGraph& g) {
     Field(out, "exposed_comm_ms", Ms(rr.exposed_comm));
     Field(out, "bubble_ms", Ms(rr.bubble));
     out += ", \"busy_ms\": {";
-    std::array<bool, kNumSimStreams> used = StreamsInUse(g, rr.rank);
+    std::array<bool, kNumStreamTypes> used = StreamsInUse(g, rr.rank);
     bool first = true;
-    for (int s = 0; s < kNumSimStreams; ++s) {
+    for (int s = 0; s < kNumStreamTypes; ++s) {
       if (!used[s]) continue;
-      Field(out, SimStreamName(static_cast<SimStream>(s)), Ms(rr.busy[s]), !first);
+      Field(out, StreamTypeName(static_cast<StreamType>(s)), Ms(rr.busy[s]), !first);
       first = false;
     }
     out += "}}";
@@ -80,10 +80,10 @@ std::string SimResultToTable(const SimResult& r, const SimGraph& g) {
                 "peak MiB");
   out += line;
   for (const RankResult& rr : r.ranks) {
-    std::array<bool, kNumSimStreams> used = StreamsInUse(g, rr.rank);
+    std::array<bool, kNumStreamTypes> used = StreamsInUse(g, rr.rank);
     std::snprintf(line, sizeof(line), "%-5d", rr.rank);
     out += line;
-    for (int s = 0; s < kNumSimStreams; ++s)
+    for (int s = 0; s < kNumStreamTypes; ++s)
       out += used[s] ? Format(" %10.3f", Ms(rr.busy[s])) : std::string("          -");
     out += Format(" %10.3f", Ms(rr.exposed_comm)) + Format(" %10.3f", Ms(rr.bubble)) +
            Format(" %10.3f", Ms(rr.end));

@@ -25,11 +25,11 @@ std::string SimTraceJson(const SimGraph& g, const SimResult& r) {
   ChromeTraceWriter trace;
   for (int rank = 0; rank < g.world_size; ++rank) {
     trace.SetProcessName(rank, StrCat("rank ", rank));
-    std::array<bool, kNumSimStreams> used{};
+    std::array<bool, kNumStreamTypes> used{};
     for (int i : g.rank_order[rank]) used[static_cast<int>(g.instrs[i].stream)] = true;
-    for (int s = 0; s < kNumSimStreams; ++s) {
+    for (int s = 0; s < kNumStreamTypes; ++s) {
       if (!used[s]) continue;
-      trace.SetThreadName(rank, s, SimStreamName(static_cast<SimStream>(s)));
+      trace.SetThreadName(rank, s, StreamTypeName(static_cast<StreamType>(s)));
       trace.SetThreadSortIndex(rank, s, s);
     }
   }

@@ -114,7 +114,7 @@ void Engine::Prepare() {
     }
   // The stream predecessor, and the host's issue time (one launch per instruction).
   for (int r = 0; r < g_.world_size; ++r) {
-    std::array<int, kNumSimStreams> last;
+    std::array<int, kNumStreamTypes> last;
     last.fill(-1);
     const std::vector<int>& order = g_.rank_order[r];
     for (size_t k = 0; k < order.size(); ++k) {
@@ -300,7 +300,7 @@ Status Engine::Deadlock() const {
   std::string blocked;
   int shown = 0;
   for (int r = 0; r < g_.world_size && shown < 4; ++r) {
-    std::array<bool, kNumSimStreams> seen{};
+    std::array<bool, kNumStreamTypes> seen{};
     for (int i : g_.rank_order[r]) {
       const SimInstr& in = g_.instrs[i];
       int s = static_cast<int>(in.stream);
@@ -312,7 +312,7 @@ Status Engine::Deadlock() const {
                         : in.kind == InstrKind::kCollective ? "the rest of its group"
                         : in.kind == InstrKind::kSend       ? "its recv"
                                                             : "its inputs";
-      blocked += StrCat(blocked.empty() ? "" : "; ", "rank ", r, " ", SimStreamName(in.stream),
+      blocked += StrCat(blocked.empty() ? "" : "; ", "rank ", r, " ", StreamTypeName(in.stream),
                         " at ", in.name, " of ", job, " (waits for ", why, ")");
     }
   }

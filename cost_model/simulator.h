@@ -58,7 +58,7 @@ struct InstrTime {
 
 struct RankResult {
   int rank = 0;
-  std::array<double, kNumSimStreams> busy{};  // seconds each stream ran work
+  std::array<double, kNumStreamTypes> busy{};  // seconds each stream ran work
   double compute_busy = 0;                    // union of the rank's compute
   double comm_busy = 0;                       // union of the rank's communication
   double exposed_comm = 0;                    // communication with no compute of the rank beside it

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string_view>
 
-#include "executor/stream_type.h"
+#include "ir/stream_type.h"
 #include "ir/status.h"
 #include "ops/tensor.h"
 

@@ -11,7 +11,7 @@
 
 #include "executor/backend.h"
 #include "executor/memory_tracker.h"
-#include "executor/stream_type.h"
+#include "ir/stream_type.h"
 #include "executor/value_slot.h"
 #include "ops/kernel.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "executor/stream_type.h"
+#include "ir/stream_type.h"
 #include "ir/status.h"
 #include "ops/kernel.h"
 #include "ops/tensor.h"

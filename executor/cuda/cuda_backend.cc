@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+
 #include "executor/cuda/cuda_event.h"
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/cuda_stream.h"
@@ -18,8 +20,6 @@ namespace {
 // The copy stream's slot in the allocator, after the stream types.
 constexpr int kHostStreamIndex = kNumStreamTypes;
 static_assert(kHostStreamIndex < DeviceAllocator::kMaxStreams);
-
-bool IsCommStream(StreamType type) { return type != StreamType::kCompute; }
 
 }  // namespace
 
@@ -72,11 +72,12 @@ StatusOr<Stream*> CudaBackend::GetStream(StreamType type) {
     o.allocator = allocator_;
     o.host = host_.get();
     o.failed_round = &failed_round_;
-    if (options_.high_priority_comm && IsCommStream(type)) {
+    if (options_.stream_priorities && StreamPriority(type) > 0) {
+      // CUDA counts down from `least` (0) to `greatest` (e.g. -5): one step per level.
       int least = 0, greatest = 0;
       PW_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetStreamPriorityRange(&least, &greatest),
                                     "cudaDeviceGetStreamPriorityRange"));
-      o.priority = greatest;
+      o.priority = std::max(greatest, least - StreamPriority(type));
     }
     PW_ASSIGN_OR_RETURN(streams_[i], CudaStream::Create(std::move(o)));
   }

@@ -26,7 +26,8 @@ struct CudaBackendOptions {
   // Not owned; may be null (a single rank: collectives are the identity, no p2p). Must
   // make DeviceComms (executor/comm/nccl_comm.h).
   CommFactory* comm = nullptr;
-  bool high_priority_comm = true;  // mp_comm, pp_send, pp_recv, dp_comm before compute
+  // Streams get the CUDA priority of their type's StreamPriority (communication first).
+  bool stream_priorities = true;
 };
 
 class CudaBackend final : public Backend {

@@ -16,7 +16,7 @@ class GraphBuilder {
     g_.rank_order.resize(world);
     g_.job_names.assign(world, {"job"});
   }
-  int Add(int rank, SimStream stream, InstrKind kind, double seconds, std::vector<int> deps = {}) {
+  int Add(int rank, StreamType stream, InstrKind kind, double seconds, std::vector<int> deps = {}) {
     SimInstr in;
     in.rank = rank;
     in.stream = stream;
@@ -31,13 +31,13 @@ class GraphBuilder {
     return id;
   }
   int Compute(int rank, double s, std::vector<int> deps = {}) {
-    return Add(rank, SimStream::kCompute, InstrKind::kCompute, s, std::move(deps));
+    return Add(rank, StreamType::kCompute, InstrKind::kCompute, s, std::move(deps));
   }
   // A transfer from `from` to `to` taking `s`; returns {send, recv}.
   std::pair<int, int> Transfer(int from, int to, double s, std::vector<int> send_deps = {},
                                std::vector<int> recv_deps = {}) {
-    int send = Add(from, SimStream::kPpSend, InstrKind::kSend, s, std::move(send_deps));
-    int recv = Add(to, SimStream::kPpRecv, InstrKind::kRecv, s, std::move(recv_deps));
+    int send = Add(from, StreamType::kPpSend, InstrKind::kSend, s, std::move(send_deps));
+    int recv = Add(to, StreamType::kPpRecv, InstrKind::kRecv, s, std::move(recv_deps));
     g_.instrs[send].partner = recv;
     g_.instrs[recv].partner = send;
     return {send, recv};
@@ -125,12 +125,12 @@ TEST(SimulatorEngine, ReportsADeadlockWithTheWaitingStreams) {
   // Each rank computes on data from the other before sending its own.
   GraphBuilder b(2);
   SimGraph& g = b.graph();
-  int recv0 = b.Add(0, SimStream::kPpRecv, InstrKind::kRecv, 0.1);
+  int recv0 = b.Add(0, StreamType::kPpRecv, InstrKind::kRecv, 0.1);
   int c0 = b.Compute(0, 1.0, {recv0});
-  int send0 = b.Add(0, SimStream::kPpSend, InstrKind::kSend, 0.1, {c0});
-  int recv1 = b.Add(1, SimStream::kPpRecv, InstrKind::kRecv, 0.1);
+  int send0 = b.Add(0, StreamType::kPpSend, InstrKind::kSend, 0.1, {c0});
+  int recv1 = b.Add(1, StreamType::kPpRecv, InstrKind::kRecv, 0.1);
   int c1 = b.Compute(1, 1.0, {recv1});
-  int send1 = b.Add(1, SimStream::kPpSend, InstrKind::kSend, 0.1, {c1});
+  int send1 = b.Add(1, StreamType::kPpSend, InstrKind::kSend, 0.1, {c1});
   g.instrs[send0].partner = recv1;
   g.instrs[recv1].partner = send0;
   g.instrs[send1].partner = recv0;
@@ -149,8 +149,8 @@ TEST(SimulatorEngine, PricesACollectiveUnderTheLoadOfItsNode) {
   auto graph = [](double other_compute) {
     GraphBuilder b(3);
     SimGraph& g = b.graph();
-    int a0 = b.Add(0, SimStream::kCompute, InstrKind::kCollective, 1.0);
-    int a1 = b.Add(1, SimStream::kCompute, InstrKind::kCollective, 1.0);
+    int a0 = b.Add(0, StreamType::kCompute, InstrKind::kCollective, 1.0);
+    int a1 = b.Add(1, StreamType::kCompute, InstrKind::kCollective, 1.0);
     for (int id : {a0, a1}) {
       g.instrs[id].collective = 0;
       g.instrs[id].group_size = 2;
@@ -181,8 +181,8 @@ TEST(SimulatorEngine, CommunicationKeepsWhatItMeasuredOfTheCores) {
   CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
   GraphBuilder b(3);
   SimGraph& g = b.graph();
-  int a0 = b.Add(0, SimStream::kCompute, InstrKind::kCollective, 1.0);
-  int a1 = b.Add(1, SimStream::kCompute, InstrKind::kCollective, 1.0);
+  int a0 = b.Add(0, StreamType::kCompute, InstrKind::kCollective, 1.0);
+  int a1 = b.Add(1, StreamType::kCompute, InstrKind::kCollective, 1.0);
   for (int id : {a0, a1}) {
     g.instrs[id].collective = 0;
     g.instrs[id].group_size = 2;
@@ -210,8 +210,8 @@ TEST(SimulatorEngine, ACollectiveWaitsForItsStragglers) {
   CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
   GraphBuilder b(2);
   SimGraph& g = b.graph();
-  int a0 = b.Add(0, SimStream::kCompute, InstrKind::kCollective, 1.0);
-  int a1 = b.Add(1, SimStream::kCompute, InstrKind::kCollective, 1.0);
+  int a0 = b.Add(0, StreamType::kCompute, InstrKind::kCollective, 1.0);
+  int a1 = b.Add(1, StreamType::kCompute, InstrKind::kCollective, 1.0);
   for (int id : {a0, a1}) {
     g.instrs[id].collective = 0;
     g.instrs[id].group_size = 2;
@@ -228,7 +228,7 @@ TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
   // rank 1 keeps the node's only core busy for 3 s.
   GraphBuilder b(2);
   int first = b.Compute(0, 1.0);
-  int waiter = b.Add(0, SimStream::kMpComm, InstrKind::kCompute, 1.0, {first});
+  int waiter = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 1.0, {first});
   b.Compute(1, 3.0);
   DeviceSpec d = Cores(0);
   d.set_busy_wake_latency(0.25);

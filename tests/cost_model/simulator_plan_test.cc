@@ -45,8 +45,8 @@ TEST(SimulatorPlan, TwoStreamsWithAnEvent) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NEAR(r->step_time, 5 * kMs, 1e-12);
   const RankResult& rank = r->ranks[0];
-  EXPECT_NEAR(rank.busy[static_cast<int>(SimStream::kCompute)], 3 * kMs, 1e-12);
-  EXPECT_NEAR(rank.busy[static_cast<int>(SimStream::kMpComm)], 3 * kMs, 1e-12);
+  EXPECT_NEAR(rank.busy[static_cast<int>(StreamType::kCompute)], 3 * kMs, 1e-12);
+  EXPECT_NEAR(rank.busy[static_cast<int>(StreamType::kMpComm)], 3 * kMs, 1e-12);
   int b = Find(g, 0, "scale", 0);
   ASSERT_GE(b, 0);
   EXPECT_NEAR(r->timeline[b + 1].active, 2 * kMs, 1e-12);  // B starts when e is recorded
@@ -190,7 +190,7 @@ TEST(SimulatorPlan, BadPlansGiveClearErrors) {
   bad_stream.programs()[0].ops()[0].stream = "tpu_stream";
   r = SimulateModule(bad_stream);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("unknown stream 'tpu_stream'"), std::string::npos)
+  EXPECT_NE(r.status().message().find("unknown stream type 'tpu_stream'"), std::string::npos)
       << r.status().message();
 
   Module unrecorded = OneRank({p}, {MakeJob(JobKind::kForward, 0, 0, "p")});

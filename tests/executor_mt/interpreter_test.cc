@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "executor/stream_type.h"
+#include "ir/stream_type.h"
 #include "ir/event_ref.h"
 #include "test_plans.h"
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/module.h"
+#include "ir/stream_type.h"
 
 namespace pw {
 namespace {
@@ -48,3 +49,18 @@ TEST(OpTest, SlotsAndRenames) {
 
 }  // namespace
 }  // namespace pw
+
+TEST(StreamTypeTest, NamesRoundTripAndCommunicationRanksAboveCompute) {
+  for (pw::StreamType type : pw::kAllStreamTypes) {
+    auto parsed = pw::ParseStreamType(pw::StreamTypeName(type));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, type);
+    EXPECT_LE(pw::StreamPriority(type), pw::kMaxStreamPriority);
+    if (pw::IsCommStream(type))
+      EXPECT_GT(pw::StreamPriority(type), pw::StreamPriority(pw::StreamType::kCompute));
+  }
+  EXPECT_EQ(*pw::ParseStreamType(""), pw::StreamType::kCompute);
+  auto bad = pw::ParseStreamType("gpu_copy");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("mp_comm"), std::string::npos);
+}

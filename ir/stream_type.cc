@@ -1,4 +1,4 @@
-#include "executor/stream_type.h"
+#include "ir/stream_type.h"
 
 namespace pw {
 
@@ -25,5 +25,7 @@ StatusOr<StreamType> ParseStreamType(std::string_view name) {
   return InvalidArgument("unknown stream type '", name,
                          "' (expected compute, mp_comm, pp_send, pp_recv or dp_comm)");
 }
+
+int StreamPriority(StreamType type) { return IsCommStream(type) ? 1 : 0; }
 
 }  // namespace pw
