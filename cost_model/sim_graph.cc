@@ -14,6 +14,24 @@
 
 namespace pw::cost {
 
+const char* CommClassName(CommClass c) {
+  switch (c) {
+    case CommClass::kNone:
+      return "none";
+    case CommClass::kMpForward:
+      return "mp_forward";
+    case CommClass::kMpBackward:
+      return "mp_backward";
+    case CommClass::kPpSend:
+      return "pp_send";
+    case CommClass::kPpRecv:
+      return "pp_recv";
+    case CommClass::kDp:
+      return "dp";
+  }
+  return "?";
+}
+
 namespace {
 
 constexpr int kRootTable = -2;  // parameters, optimizer state, gradient accumulators
@@ -238,6 +256,10 @@ Status RankLowerer::EmitOp(const Op& op, StreamType stream, int table, size_t j,
   if (group.size() > 1) {
     const Var* x = FindDecl(op.Input("X"), program);
     instr.kind = InstrKind::kCollective;
+    instr.comm_class = op.attrs.GetString("group", "mp") == "dp" ? CommClass::kDp
+                       : j < jobs_.size() && jobs_[j]->kind == JobKind::kForward
+                           ? CommClass::kMpForward
+                           : CommClass::kMpBackward;
     instr.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
     instr.group_size = static_cast<int>(group.size());
     instr.inter_node = InterNode(est_.device(), group);
@@ -368,6 +390,7 @@ Status RankLowerer::LowerP2pJob(size_t j, const Job& job) {
     PW_ASSIGN_OR_RETURN(int slot, SlotFor(v, job.micro_batch, *program));
     SimInstr instr;
     instr.kind = send ? InstrKind::kSend : InstrKind::kRecv;
+    instr.comm_class = send ? CommClass::kPpSend : CommClass::kPpRecv;
     instr.stream = send ? StreamType::kPpSend : StreamType::kPpRecv;
     instr.job = static_cast<int>(j);
     instr.micro_batch = job.micro_batch;

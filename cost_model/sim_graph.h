@@ -22,10 +22,19 @@ namespace pw::cost {
 
 enum class InstrKind : uint8_t { kCompute, kCollective, kSend, kRecv };
 
+// What a piece of communication is for, whatever stream it runs on: the report splits
+// exposed communication by it. Tensor-parallel all-reduces count as forward or backward by
+// the role of the job they run in (a forward job, or any other).
+enum class CommClass : uint8_t { kNone = 0, kMpForward, kMpBackward, kPpSend, kPpRecv, kDp };
+inline constexpr int kNumCommClasses = 6;
+// "none", "mp_forward", "mp_backward", "pp_send", "pp_recv", "dp".
+const char* CommClassName(CommClass c);
+
 struct SimInstr {
   int rank = 0;
   StreamType stream = StreamType::kCompute;
   InstrKind kind = InstrKind::kCompute;
+  CommClass comm_class = CommClass::kNone;  // kNone for compute
   int job = -1;  // index into SimGraph::job_names[rank]; -1 for step-level work
   int micro_batch = -1;
   std::string name;    // the op type, or "SEND x" / "RECV x"

@@ -323,6 +323,7 @@ Status Engine::Deadlock() const {
 void Engine::Report(SimResult& out) const {
   out.ranks.assign(g_.world_size, RankResult{});
   std::vector<IntervalSet> compute(g_.world_size), comm(g_.world_size);
+  std::vector<std::array<IntervalSet, kNumCommClasses>> by_class(g_.world_size);
   for (int i = 0; i < n_; ++i) {
     const SimInstr& in = g_.instrs[i];
     RankResult& rr = out.ranks[in.rank];
@@ -337,6 +338,7 @@ void Engine::Report(SimResult& out) const {
       compute[in.rank].Add(active, end);
     } else {
       comm[in.rank].Add(active, end);
+      by_class[in.rank][static_cast<int>(in.comm_class)].Add(active, end);
       if (in.kind == InstrKind::kSend) comm[g_.instrs[in.partner].rank].Add(active, end);
     }
   }
@@ -350,6 +352,13 @@ void Engine::Report(SimResult& out) const {
     rr.bubble = out.step_time - rr.compute_busy;
     idle += rr.bubble;
     out.exposed_comm = std::max(out.exposed_comm, rr.exposed_comm);
+    for (int c = 1; c < kNumCommClasses; ++c) {
+      const IntervalSet& set = by_class[r][c];
+      rr.exposed_by_class[c] = set.Length() - set.OverlapWith(compute[r]);
+      out.exposed_by_class[c] = std::max(out.exposed_by_class[c], rr.exposed_by_class[c]);
+    }
+    for (int s = 0; s < kNumStreamTypes; ++s)
+      out.busy_by_stream[s] = std::max(out.busy_by_stream[s], rr.busy[s]);
   }
   for (const SimSlot& s : g_.slots)
     if (s.persistent) out.ranks[s.rank].persistent_bytes += s.bytes;

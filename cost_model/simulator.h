@@ -59,11 +59,14 @@ struct InstrTime {
 struct RankResult {
   int rank = 0;
   std::array<double, kNumStreamTypes> busy{};  // seconds each stream ran work
-  double compute_busy = 0;                    // union of the rank's compute
-  double comm_busy = 0;                       // union of the rank's communication
-  double exposed_comm = 0;                    // communication with no compute of the rank beside it
-  double bubble = 0;                          // step time minus compute_busy
-  double end = 0;                             // when its last instruction finished
+  double compute_busy = 0;                     // union of the rank's compute
+  double comm_busy = 0;                        // union of the rank's communication
+  double exposed_comm = 0;  // communication with no compute of the rank beside it
+  // Exposed communication split by what it is for (CommClass; kNone stays 0). The classes
+  // may overlap each other, so they can add up to more than exposed_comm.
+  std::array<double, kNumCommClasses> exposed_by_class{};
+  double bubble = 0;  // step time minus compute_busy
+  double end = 0;     // when its last instruction finished
   int64_t peak_bytes = 0;
   int64_t persistent_bytes = 0;
 };
@@ -73,6 +76,9 @@ struct SimResult {
   // Idle compute time over all ranks: sum(bubble) / (ranks * step_time).
   double bubble_rate = 0;
   double exposed_comm = 0;  // the largest of the ranks'
+  // The largest of the ranks', key by key (each key may come from another rank).
+  std::array<double, kNumStreamTypes> busy_by_stream{};
+  std::array<double, kNumCommClasses> exposed_by_class{};
   std::vector<RankResult> ranks;
   // Estimated seconds of work by estimate path (table, interpolated, roofline, comm), over
   // every instruction of every rank: how much of the prediction rests on measurements.
