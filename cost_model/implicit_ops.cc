@@ -15,29 +15,4 @@ std::set<std::string> OptimizerGradients(
   return grads;
 }
 
-Op GradAccumulateOp(const std::string& grad) {
-  Op add;
-  add.type = "add";
-  add.role = OpRole::kBackward;
-  add.SetInput("X", {grad}).SetInput("Y", {grad}).SetOutput("Out", {grad});
-  return add;
-}
-
-Op GradScaleOp(const std::string& grad, double scale) {
-  Op op;
-  op.type = "scale";
-  op.role = OpRole::kOptimize;
-  op.SetInput("X", {grad}).SetOutput("Out", {grad});
-  op.SetAttr("scale", scale).SetAttr("bias", 0.0);
-  return op;
-}
-
-Op DpAllReduceOp(const std::string& grad) {
-  Op op;
-  op.type = "c_allreduce_sum";
-  op.role = OpRole::kCommunication;
-  op.SetInput("X", {grad}).SetOutput("Out", {grad}).SetAttr("group", std::string("dp"));
-  return op;
-}
-
 }  // namespace pw::cost

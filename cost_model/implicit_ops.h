@@ -1,9 +1,7 @@
 #pragma once
-// The work the executor adds to a plan beyond the programs' own ops (executor/lowering.h),
-// which the profiler measures and the simulator replays: per gradient the optimizer
-// reads, an accumulation `add` after the op that finishes it in each micro-batch, and
-// before the optimizer a `scale` by 1/(M·dp), after a dp all-reduce when dp > 1 and the
-// optimizer program has none.
+// Which gradients the executor's own work (ir/rank_sequence.h: accumulation after the op
+// that finishes a micro-batch's gradient, scaling before the optimizer) touches, for the
+// profiler to measure that work on a module with or without a plan.
 
 #include <functional>
 #include <set>
@@ -20,9 +18,5 @@ namespace pw::cost {
 std::set<std::string> OptimizerGradients(
     const std::vector<const Op*>& optimizer_ops, const std::vector<const Op*>& other_ops,
     const std::function<bool(const std::string&)>& is_persistable);
-
-Op GradAccumulateOp(const std::string& grad);  // grad += micro-batch grad
-Op GradScaleOp(const std::string& grad, double scale);
-Op DpAllReduceOp(const std::string& grad);
 
 }  // namespace pw::cost

@@ -13,6 +13,7 @@
 #include "cost_model/implicit_ops.h"
 #include "cost_model/wake_latency.h"
 #include "ir/p2p_vars.h"
+#include "ir/rank_sequence.h"
 #include "ops/kernel.h"
 #include "ops/registry.h"
 
@@ -110,8 +111,10 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
         return decl && decl->persistable;
       });
   for (const std::string& g : grads) {
-    PW_RETURN_IF_ERROR(AddDistinct(GradAccumulateOp(g), registry, lookup, seen, out));
-    PW_RETURN_IF_ERROR(AddDistinct(GradScaleOp(g, 1.0), registry, lookup, seen, out));
+    PW_RETURN_IF_ERROR(
+        AddDistinct(AddedWorkOp(WorkKind::kAccumulate, g), registry, lookup, seen, out));
+    PW_RETURN_IF_ERROR(
+        AddDistinct(AddedWorkOp(WorkKind::kGradScale, g), registry, lookup, seen, out));
   }
   return out;
 }

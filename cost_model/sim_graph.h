@@ -1,12 +1,13 @@
 #pragma once
 // The op-level simulator's input: every rank's plan lowered into instructions on named
-// streams, with their estimated durations and the dependencies that order them. It
-// follows the executor's lowering (executor/lowering.h) rule for rule: jobs in plan order;
-// each op of a job's program on its stream; one transfer per var a send/recv job moves;
-// the work the executor adds (implicit_ops.h); and, besides the plan's own events (keyed
-// by name and micro-batch, within a rank), a dependency for every cross-stream
-// read-after-write, write-after-read and write-after-write, which the executor covers with
-// events of its own. Sends are matched to recvs and collectives across their group here.
+// streams, with their estimated durations and the dependencies that order them. The work
+// is the rank's sequence (ir/rank_sequence.h), the one the executor lowers: jobs in plan
+// order, each op of a job's program on its stream, one transfer per var a send/recv job
+// moves, and the work the executor adds. Dependencies are the plan's own events (keyed by
+// name and micro-batch, within a rank) and, where they leave a cross-stream read-after-
+// write, write-after-read or write-after-write open (ir/stream_order.h), one edge each, as
+// the executor covers those with events of its own. Sends are matched to recvs and
+// collectives across their group here.
 
 #include <array>
 #include <cstdint>
@@ -76,6 +77,9 @@ struct SimGraph {
   std::vector<std::vector<std::string>> job_names;  // per rank: "0F1", "1RECV_F0", ...
   std::vector<SimSlot> slots;
   std::vector<SimCollective> collectives;
+  // Dependencies between pieces of the plan's work that its events left open (the executor
+  // covers each with an event of its own): 0 once insert-events has run.
+  int auto_events = 0;
 };
 
 // Lowers `module`'s plan (it must have one) for every rank of its mesh. Errors: no plan, a

@@ -1,19 +1,19 @@
 #pragma once
 // Lowers one rank's part of a plan into the flat instruction list every step replays.
 //
-// Walking the rank's jobs in plan order, each op of a job's program becomes a kernel
-// instruction on its stream, each SEND/RECV job one transfer per var that crosses, and the
-// executor adds what the plan leaves implicit: gradient accumulation after the job that
-// produces a micro-batch's gradient (summed in job order, then scaled by 1/(M·dp) before
-// the optimizer, after a dp all-reduce unless the optimizer program has one), and a fetch
-// of the loss. Var names resolve to slots here, events to backend events, kernels through
-// the backend, so nothing is looked up while a step runs.
+// The work and its order come from the rank's sequence (ir/rank_sequence.h): each op of a
+// job's program a kernel instruction on its stream, each send/recv job one transfer per var
+// it moves, and the work the executor adds (gradient accumulation and the loss fetch after
+// the op they follow, the gradient sums' dp all-reduce and scaling before the optimizer).
+// Var names resolve to slots here, events to backend events, kernels through the backend,
+// so nothing is looked up while a step runs.
 //
 // Ordering: a stream runs its instructions in order; across streams only events order
-// work. The lowering replays the schedule with vector clocks (one entry per stream) and
-// checks every cross-stream read-after-write, write-after-read and write-after-write. A
-// dependency that the plan's events do not cover gets an internal event (or is an error
-// with `strict_events`); instructions the executor adds always get them.
+// work. Every cross-stream read-after-write, write-after-read and write-after-write that
+// the plan's events do not imply (ir/stream_order.h) gets an event of the executor's own:
+// counted in `auto_events` when both sides are the plan's work (ops, transfers and what is
+// attached to an op), an error with `strict_events`; in `internal_events` when one side is
+// the step-level gradient work, which the plan cannot name.
 
 #include <deque>
 #include <map>
@@ -51,7 +51,8 @@ struct LoweredPlan {
   bool computes_loss = false;
   std::set<StreamType> streams;  // in use
   int plan_events = 0;           // distinct (name, micro-batch) events the plan records
-  int auto_events = 0;           // events the lowering added
+  int auto_events = 0;           // events the lowering added between pieces of the plan's work
+  int internal_events = 0;       // events it added around the step-level gradient work
 };
 
 // `rank` is a global rank of module.mesh; the module must have a plan and outlive the

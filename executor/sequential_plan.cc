@@ -39,8 +39,8 @@ StatusOr<Module> WithSequentialPlan(const Module& module, int micro_batches) {
   plan.stage_to_rank = {0};
   RankPlan rank;
   for (int mb = 0; mb < micro_batches; ++mb)
-    rank.jobs.push_back(Job{JobKind::kForward, 0, mb, "train", -1, -1, {}});
-  if (has_optimizer) rank.jobs.push_back(Job{JobKind::kOptimizer, 0, 0, "optimizer", -1, -1, {}});
+    rank.jobs.push_back(Job{JobKind::kForward, 0, mb, "train", -1, -1, {}, {}, {}});
+  if (has_optimizer) rank.jobs.push_back(Job{JobKind::kOptimizer, 0, 0, "optimizer", -1, -1, {}, {}, {}});
   plan.ranks.push_back(std::move(rank));
   return out;
 }

@@ -2,15 +2,6 @@
 
 namespace pw {
 
-std::vector<std::string> ModuleInputs(const Module& module) {
-  const Attribute* inputs = module.metadata.Find("inputs");
-  if (inputs && TypeOf(*inputs) == AttrType::kStrings)
-    return std::get<std::vector<std::string>>(*inputs);
-  return {"tokens", "labels"};
-}
-
-std::string ModuleLoss(const Module& module) { return module.metadata.GetString("loss", "loss"); }
-
 StatusOr<std::unique_ptr<TrainingFeed>> TrainingFeed::Open(const Module& module, int dp_index,
                                                            int micro_batches,
                                                            const TrainingFeedOptions& options) {

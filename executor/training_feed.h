@@ -20,10 +20,6 @@ struct TrainingFeedOptions {
   std::string data_file;  // empty: synthetic tokens
 };
 
-// The vars fed per micro-batch and the scalar loss, from the module's metadata.
-std::vector<std::string> ModuleInputs(const Module& module);
-std::string ModuleLoss(const Module& module);
-
 class TrainingFeed {
  public:
   // `micro_batches` is M, the micro-batches one replica runs per step.

@@ -14,4 +14,13 @@ const Program* Module::FindProgram(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<std::string> ModuleInputs(const Module& module) {
+  const Attribute* inputs = module.metadata.Find("inputs");
+  if (inputs && TypeOf(*inputs) == AttrType::kStrings)
+    return std::get<std::vector<std::string>>(*inputs);
+  return {"tokens", "labels"};
+}
+
+std::string ModuleLoss(const Module& module) { return module.metadata.GetString("loss", "loss"); }
+
 }  // namespace pw

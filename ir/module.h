@@ -48,4 +48,9 @@ class Module {
   std::vector<Program> programs_;
 };
 
+// The vars fed per micro-batch (metadata "inputs"; tokens and labels when absent) and the
+// scalar loss (metadata "loss"; "loss" when absent).
+std::vector<std::string> ModuleInputs(const Module& module);
+std::string ModuleLoss(const Module& module);
+
 }  // namespace pw

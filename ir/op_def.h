@@ -111,6 +111,9 @@ struct OpDef {
   // Outputs that name the same var as an input (in-place update, e.g. sgd's ParamOut).
   std::vector<std::pair<std::string, std::string>> inplace;  // (output slot, input slot)
   bool is_communication = false;                             // c_identity, c_allreduce_sum, ...
+  // Runs a collective over its `group` whenever it runs (c_allreduce_sum); c_identity
+  // communicates only in its gradient.
+  bool collective = false;
   std::function<Status(InferContext&)> infer;
   std::function<OpCost(const InferContext&)> cost;  // null: counted as zero
   std::function<Status(GradContext&)> grad;         // null: not differentiable

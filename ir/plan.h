@@ -38,6 +38,10 @@ struct Job {
   // its W of the same micro-batch, run back to back in its place. Such a B names no program,
   // keeps its stage and micro-batch, and prints and plans as B.
   std::vector<Job> sub_jobs;
+  // A send/recv job's events (an op of a program carries its own; ir/event_ref.h): waited on
+  // before its first transfer and recorded after its last, on its stream.
+  std::vector<std::string> wait_events;
+  std::vector<std::string> record_events;
   bool operator==(const Job&) const = default;
 };
 

@@ -129,6 +129,8 @@ void JobToProto(const Job& job, pb::JobDesc* out) {
   out->set_peer(job.peer);
   out->set_peer_stage(job.peer_stage);
   for (const Job& sub : job.sub_jobs) JobToProto(sub, out->add_sub_jobs());
+  for (const std::string& e : job.wait_events) out->add_wait_events(e);
+  for (const std::string& e : job.record_events) out->add_record_events(e);
 }
 
 }  // namespace
@@ -299,6 +301,8 @@ StatusOr<Job> JobFromProto(const pb::JobDesc& desc) {
     PW_ASSIGN_OR_RETURN(Job s, JobFromProto(sub));
     job.sub_jobs.push_back(std::move(s));
   }
+  job.wait_events.assign(desc.wait_events().begin(), desc.wait_events().end());
+  job.record_events.assign(desc.record_events().begin(), desc.record_events().end());
   return job;
 }
 

@@ -4,7 +4,9 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "ir/event_ref.h"
 #include "ir/graph.h"
+#include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
 #include "ir/var_refs.h"
 
@@ -161,6 +163,11 @@ Status VerifyJob(const Module& module, const Job& job) {
   if (!job.program.empty() && !module.FindProgram(job.program))
     return InvalidArgument("program '", job.program, "' does not exist");
   PW_RETURN_IF_ERROR(CheckSubJobs(job));
+  if ((!job.wait_events.empty() || !job.record_events.empty()) && !IsP2pJob(job.kind))
+    return InvalidArgument(JobToString(job),
+                           ": only send/recv jobs carry events (put them on the program's ops)");
+  for (const auto* list : {&job.wait_events, &job.record_events})
+    for (const std::string& e : *list) PW_RETURN_IF_ERROR(ParseEventRef(e).status());
   for (size_t k = 0; k < job.sub_jobs.size(); ++k) {
     Status sub = VerifyJob(module, job.sub_jobs[k]);
     if (!sub.ok()) return sub.WithContext(StrCat("sub-job ", k));

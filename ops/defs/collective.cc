@@ -59,6 +59,7 @@ void RegisterCollectiveOps(OpRegistry& registry) {
       .outputs = {{"Out"}},
       .attrs = attrs,
       .is_communication = true,
+      .collective = true,
       .infer = InferCollective,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
       .grad = AllReduceGrad,

@@ -1,0 +1,447 @@
+#include "ir/rank_sequence.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "ir/event_ref.h"
+#include "ir/p2p_vars.h"
+#include "ir/rank_layout.h"
+
+namespace pw {
+namespace {
+
+template <typename T>
+void AppendDistinct(std::vector<T>& v, T x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+bool HasOwnDpAllReduce(const Program& optimizer) {
+  for (const Op& op : optimizer.ops())
+    if (op.type == "c_allreduce_sum" && op.attrs.GetString("group") == "dp") return true;
+  return false;
+}
+
+}  // namespace
+
+int RankSequence::SlotOf(const WorkItem& item, const std::string& var) const {
+  const bool optimizer = jobs[item.job]->kind == JobKind::kOptimizer;
+  const int table = optimizer || item.micro_batch < 0 ? kStepTable : item.micro_batch;
+  auto it = slot_index_.find({table, var});
+  if (it == slot_index_.end()) it = slot_index_.find({kRankTable, var});
+  return it == slot_index_.end() ? -1 : it->second;
+}
+
+std::string RankSequence::Describe(int i) const {
+  const WorkItem& item = items[i];
+  const Job& job = *jobs[item.job];
+  const std::string mb = item.micro_batch >= 0 ? StrCat(" of micro-batch ", item.micro_batch) : "";
+  const std::string& var = item.slot >= 0 ? slots[item.slot].var : std::string();
+  switch (item.kind) {
+    case WorkKind::kOp:
+      return StrCat("op ", item.op, " (", op(item).type, ") of program '", program(item).name(),
+                    "'",
+                    item.micro_batch >= 0 ? StrCat(" for micro-batch ", item.micro_batch) : "");
+    case WorkKind::kSend:
+    case WorkKind::kRecv:
+      return StrCat(JobName(job), " of '", var, "' ", item.kind == WorkKind::kSend ? "to" : "from",
+                    " pipeline rank ", job.peer);
+    case WorkKind::kAccumulate:
+      return StrCat("accumulation of gradient '", var, "'", mb);
+    case WorkKind::kFetch:
+      return StrCat("fetch of '", var, "'", mb);
+    case WorkKind::kGradAllReduce:
+      return StrCat("c_allreduce_sum of gradient '", var, "' before ", JobName(job));
+    case WorkKind::kGradScale:
+      return StrCat("scale of gradient '", var, "' before ", JobName(job));
+  }
+  return "?";
+}
+
+class RankSequenceBuilder {
+ public:
+  RankSequenceBuilder(const Module& module, int rank, const RankSequenceOptions& options)
+      : module_(module), options_(options) {
+    seq_.rank = rank;
+    seq_.pipeline_rank = RankLayout(module.mesh).Coord(rank).pp;
+    seq_.dp = module.mesh.dp;
+  }
+
+  StatusOr<RankSequence> Run();
+
+ private:
+  Status CollectJobs();
+  void FindGradients();
+  void FindLastWrites();
+  const Var* FindDecl(const std::string& var, const Program& program) const;
+  StatusOr<int> SlotFor(const std::string& var, int table, const Program& program);
+  int Add(WorkItem item);
+  Status LowerProgramJob(int j);
+  Status LowerP2pJob(int j);
+  Status LowerGradFinalize(int j);
+  StatusOr<int> WaitTarget(const std::string& ref, int micro_batch, const std::string& where);
+  Status Record(const std::string& ref, int micro_batch, int after, const std::string& where);
+  StatusOr<const std::vector<std::string>*> TransferVars(const Job& job);
+
+  const Module& module_;
+  const RankSequenceOptions& options_;
+  RankSequence seq_;
+  std::set<std::string> grads_;
+  std::set<std::string> feeds_;
+  // (var, micro-batch) -> (job, op) of its last write: where attached work goes.
+  std::map<std::pair<std::string, int>, std::pair<int, int>> last_write_;
+  std::map<std::pair<std::string, int>, int> event_index_;  // (name, micro-batch)
+  std::vector<int> writer_;  // per slot: has an item written it (for check_reads)
+  std::map<std::tuple<JobKind, int, int, int, std::string>, std::vector<std::string>> vars_;
+};
+
+Status RankSequenceBuilder::CollectJobs() {
+  const Plan& plan = module_.plan;
+  if (plan.empty()) return FailedPrecondition("module has no plan");
+  seq_.num_micro_batches = plan.num_micro_batches;
+  const RankPlan* mine = nullptr;
+  for (const RankPlan& r : plan.ranks)
+    if (r.rank == seq_.pipeline_rank) mine = &r;
+  if (!mine && plan.ranks.size() == 1 && module_.mesh.pp == 1) mine = &plan.ranks.front();
+  if (!mine) return FailedPrecondition("plan has no jobs for pipeline rank ", seq_.pipeline_rank);
+  FlattenJobs(mine->jobs, seq_.jobs);
+  seq_.programs.assign(seq_.jobs.size(), nullptr);
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    const Job& job = *seq_.jobs[j];
+    const Program* program = module_.FindProgram(job.program);
+    if (IsP2pJob(job.kind)) {
+      if (!program)
+        for (const Program& p : module_.programs())
+          if (ProgramPipelineRank(module_, p) == seq_.pipeline_rank) program = &p;
+      if (!program)
+        return NotFound(JobName(job), ": pipeline rank ", seq_.pipeline_rank, " has no program");
+    } else {
+      if (!program) return NotFound(JobName(job), ": no program named '", job.program, "'");
+      if (job.kind != JobKind::kOptimizer &&
+          (job.micro_batch < 0 || job.micro_batch >= seq_.num_micro_batches))
+        return FailedPrecondition(JobName(job), ": micro-batch ", job.micro_batch,
+                                  " is outside [0, ", seq_.num_micro_batches, ")");
+    }
+    seq_.programs[j] = program;
+  }
+  return OkStatus();
+}
+
+// Gradients: vars the optimizer programs read that the rank's other programs write,
+// except persistable ones.
+void RankSequenceBuilder::FindGradients() {
+  std::set<std::string> written;
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    const Job& job = *seq_.jobs[j];
+    if (job.kind == JobKind::kOptimizer || IsP2pJob(job.kind)) continue;
+    for (const Op& op : seq_.programs[j]->ops())
+      op.ForEachOutput([&](const std::string& v) { written.insert(v); });
+  }
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
+    const Program& p = *seq_.programs[j];
+    for (const Op& op : p.ops())
+      op.ForEachInput([&](const std::string& v) {
+        const Var* decl = FindDecl(v, p);
+        if (written.count(v) && !(decl && decl->persistable)) grads_.insert(v);
+      });
+  }
+  seq_.grads.assign(grads_.begin(), grads_.end());
+}
+
+void RankSequenceBuilder::FindLastWrites() {
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    const Job& job = *seq_.jobs[j];
+    if (job.kind == JobKind::kOptimizer || IsP2pJob(job.kind)) continue;
+    const std::vector<Op>& ops = seq_.programs[j]->ops();
+    for (size_t o = 0; o < ops.size(); ++o)
+      ops[o].ForEachOutput([&](const std::string& v) {
+        if (grads_.count(v) || v == options_.loss)
+          last_write_[{v, job.micro_batch}] = {static_cast<int>(j), static_cast<int>(o)};
+      });
+  }
+}
+
+const Var* RankSequenceBuilder::FindDecl(const std::string& var, const Program& program) const {
+  if (const Var* v = program.FindVar(var)) return v;
+  for (const Program& p : module_.programs())
+    if (const Var* v = p.FindVar(var)) return v;
+  return nullptr;
+}
+
+StatusOr<int> RankSequenceBuilder::SlotFor(const std::string& var, int table,
+                                           const Program& program) {
+  const Var* decl = FindDecl(var, program);
+  if (!decl) return NotFound("var '", var, "' is not declared in program '", program.name(), "'");
+  const bool accumulator = table == kStepTable && grads_.count(var);
+  const bool persistable = decl->persistable;
+  const int key_table = persistable || accumulator ? kRankTable : table;
+  auto [it, inserted] = seq_.slot_index_.try_emplace({key_table, var}, -1);
+  if (!inserted) return it->second;
+  SeqSlot slot;
+  slot.var = var;
+  slot.table = key_table;
+  slot.decl = decl;
+  slot.persistable = persistable;
+  slot.accumulator = accumulator;
+  slot.fed = feeds_.count(var) && key_table >= 0;
+  it->second = static_cast<int>(seq_.slots.size());
+  seq_.slots.push_back(std::move(slot));
+  writer_.push_back(0);
+  return it->second;
+}
+
+int RankSequenceBuilder::Add(WorkItem item) {
+  const int id = static_cast<int>(seq_.items.size());
+  if (item.carrier == -2) item.carrier = id;
+  for (int s : item.writes) writer_[s] = 1;
+  seq_.items.push_back(std::move(item));
+  return id;
+}
+
+StatusOr<int> RankSequenceBuilder::WaitTarget(const std::string& text, int micro_batch,
+                                              const std::string& where) {
+  PW_ASSIGN_OR_RETURN(EventRef ref, ParseEventRef(text));
+  const int mb = ref.MicroBatch(micro_batch);
+  if (mb < 0 || mb >= seq_.num_micro_batches) {
+    if (ref.relative) return -1;  // nothing before the first micro-batch to wait for
+    return InvalidArgument(where, ": waits on '", text, "', micro-batch ", mb, " out of range");
+  }
+  auto it = event_index_.find({ref.name, mb});
+  if (it == event_index_.end())
+    return FailedPrecondition(where, ": waits on event '", ref.name, "' of micro-batch ", mb,
+                              ", which no earlier job of pipeline rank ", seq_.pipeline_rank,
+                              " records");
+  return it->second;
+}
+
+Status RankSequenceBuilder::Record(const std::string& text, int micro_batch, int after,
+                                   const std::string& where) {
+  PW_ASSIGN_OR_RETURN(EventRef ref, ParseEventRef(text));
+  const int mb = ref.MicroBatch(micro_batch);
+  if (mb < 0 || mb >= seq_.num_micro_batches)
+    return InvalidArgument(where, ": records '", text, "' for micro-batch ", mb, ", outside [0, ",
+                           seq_.num_micro_batches, ")");
+  auto [it, inserted] =
+      event_index_.try_emplace({ref.name, mb}, static_cast<int>(seq_.events.size()));
+  if (!inserted)
+    return FailedPrecondition(where, ": event '", ref.name, "' of micro-batch ", mb,
+                              " is recorded twice in one step");
+  seq_.events.push_back(SeqEvent{ref.name, mb, after});
+  seq_.items[after].record_events.push_back(it->second);
+  return OkStatus();
+}
+
+Status RankSequenceBuilder::LowerGradFinalize(int j) {
+  const Program& optimizer = *seq_.programs[j];
+  const bool reduce = module_.mesh.dp > 1 && !HasOwnDpAllReduce(optimizer);
+  std::set<std::string> reads;  // this program's gradients (a rank may hold several stages)
+  for (const Op& op : optimizer.ops())
+    op.ForEachInput([&](const std::string& v) {
+      if (grads_.count(v)) reads.insert(v);
+    });
+  for (const std::string& g : reads) {
+    PW_ASSIGN_OR_RETURN(int acc, SlotFor(g, kStepTable, optimizer));
+    for (WorkKind kind : {WorkKind::kGradAllReduce, WorkKind::kGradScale}) {
+      if (kind == WorkKind::kGradAllReduce && !reduce) continue;
+      WorkItem item;
+      item.kind = kind;
+      item.stream = kind == WorkKind::kGradAllReduce ? StreamType::kDpComm : StreamType::kCompute;
+      item.job = j;
+      item.slot = acc;
+      item.reads = {acc};
+      item.writes = {acc};
+      Add(std::move(item));
+    }
+  }
+  return OkStatus();
+}
+
+Status RankSequenceBuilder::LowerProgramJob(int j) {
+  const Job& job = *seq_.jobs[j];
+  const Program& program = *seq_.programs[j];
+  const bool optimizer = job.kind == JobKind::kOptimizer;
+  const int table = optimizer ? kStepTable : job.micro_batch;
+  const int mb = optimizer ? -1 : job.micro_batch;
+  if (optimizer) PW_RETURN_IF_ERROR(LowerGradFinalize(j));
+
+  const std::vector<Op>& ops = program.ops();
+  for (size_t o = 0; o < ops.size(); ++o) {
+    const Op& op = ops[o];
+    auto where = [&] {
+      return StrCat("op ", o, " (", op.type, ") of program '", program.name(), "'",
+                    mb >= 0 ? StrCat(" for micro-batch ", mb) : "");
+    };
+    StatusOr<StreamType> stream = ParseStreamType(op.stream);
+    if (!stream.ok()) return stream.status().WithContext(where());
+    WorkItem item;
+    item.kind = WorkKind::kOp;
+    item.stream = *stream;
+    item.job = j;
+    item.op = static_cast<int>(o);
+    item.micro_batch = mb;
+    item.carrier = -2;  // itself
+    for (const Slot& s : op.inputs)
+      for (const std::string& v : s.vars) {
+        StatusOr<int> slot = SlotFor(v, table, program);
+        if (!slot.ok()) return slot.status().WithContext(where());
+        if (options_.check_reads && !writer_[*slot] && !seq_.slots[*slot].persistable &&
+            !seq_.slots[*slot].accumulator && !seq_.slots[*slot].fed)
+          return FailedPrecondition(
+              where(), " reads '", v, "'", mb >= 0 ? StrCat(" of micro-batch ", mb) : "",
+              " before any job of pipeline rank ", seq_.pipeline_rank, " produces it");
+        AppendDistinct(item.reads, *slot);
+        if (seq_.slots[*slot].fed && !writer_[*slot]) {
+          AppendDistinct(item.feeds, *slot);
+          writer_[*slot] = 1;  // the feed writes it once
+        }
+      }
+    for (const Slot& s : op.outputs)
+      for (const std::string& v : s.vars) {
+        StatusOr<int> slot = SlotFor(v, table, program);
+        if (!slot.ok()) return slot.status().WithContext(where());
+        AppendDistinct(item.writes, *slot);
+      }
+    for (const std::string& w : op.wait_events) {
+      PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where()));
+      if (e >= 0) AppendDistinct(item.wait_events, e);
+    }
+    const int id = Add(std::move(item));
+    int last = id;
+
+    // Attached work, on the op's stream: accumulation of each gradient this op finishes
+    // for its micro-batch, and the loss fetch.
+    if (!optimizer) {
+      std::vector<std::string> finished;
+      op.ForEachOutput([&](const std::string& v) {
+        auto it = last_write_.find({v, mb});
+        if (it != last_write_.end() && it->second == std::make_pair(j, static_cast<int>(o)))
+          AppendDistinct(finished, v);
+      });
+      for (const std::string& v : finished) {
+        PW_ASSIGN_OR_RETURN(int value, SlotFor(v, table, program));
+        if (grads_.count(v)) {
+          PW_ASSIGN_OR_RETURN(int acc, SlotFor(v, kStepTable, program));
+          WorkItem sum;
+          sum.kind = WorkKind::kAccumulate;
+          sum.stream = *stream;
+          sum.job = j;
+          sum.op = static_cast<int>(o);
+          sum.micro_batch = mb;
+          sum.slot = value;
+          sum.carrier = id;
+          sum.reads = {acc, value};
+          sum.writes = {acc};
+          last = Add(std::move(sum));
+        }
+        if (v == options_.loss) {
+          WorkItem fetch;
+          fetch.kind = WorkKind::kFetch;
+          fetch.stream = *stream;
+          fetch.job = j;
+          fetch.op = static_cast<int>(o);
+          fetch.micro_batch = mb;
+          fetch.slot = value;
+          fetch.carrier = id;
+          fetch.reads = {value};
+          last = Add(std::move(fetch));
+        }
+      }
+    }
+    for (const std::string& r : op.record_events)
+      PW_RETURN_IF_ERROR(Record(r, job.micro_batch, last, where()));
+  }
+  return OkStatus();
+}
+
+StatusOr<const std::vector<std::string>*> RankSequenceBuilder::TransferVars(const Job& job) {
+  auto key = std::make_tuple(job.kind, job.stage, job.peer, job.peer_stage, job.program);
+  auto it = vars_.find(key);
+  if (it == vars_.end()) {
+    PW_ASSIGN_OR_RETURN(std::vector<std::string> vars, P2pVars(module_, seq_.pipeline_rank, job));
+    it = vars_.emplace(key, std::move(vars)).first;
+  }
+  return &it->second;
+}
+
+Status RankSequenceBuilder::LowerP2pJob(int j) {
+  const Job& job = *seq_.jobs[j];
+  const std::string where = JobName(job);
+  if (job.peer < 0 || job.peer >= module_.mesh.pp)
+    return InvalidArgument(where, " on pipeline rank ", seq_.pipeline_rank, ": peer ", job.peer,
+                           " is not a pipeline rank (pp = ", module_.mesh.pp, ")");
+  PW_ASSIGN_OR_RETURN(const std::vector<std::string>* vars, TransferVars(job));
+  const bool send = IsSendJob(job.kind);
+  std::vector<int> waits;
+  for (const std::string& w : job.wait_events) {
+    PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where));
+    if (e >= 0) AppendDistinct(waits, e);
+  }
+  int last = -1;
+  for (const std::string& v : *vars) {
+    PW_ASSIGN_OR_RETURN(int slot, SlotFor(v, job.micro_batch, *seq_.programs[j]));
+    WorkItem item;
+    item.kind = send ? WorkKind::kSend : WorkKind::kRecv;
+    item.stream = send ? StreamType::kPpSend : StreamType::kPpRecv;
+    item.job = j;
+    item.micro_batch = job.micro_batch;
+    item.slot = slot;
+    item.carrier = -2;
+    (send ? item.reads : item.writes) = {slot};
+    if (last < 0) item.wait_events = waits;
+    last = Add(std::move(item));
+  }
+  for (const std::string& r : job.record_events)
+    PW_RETURN_IF_ERROR(Record(r, job.micro_batch, last, where));
+  return OkStatus();
+}
+
+StatusOr<RankSequence> RankSequenceBuilder::Run() {
+  if (seq_.rank < 0 || seq_.rank >= module_.mesh.world_size())
+    return InvalidArgument("rank ", seq_.rank, " is outside the mesh's world of ",
+                           module_.mesh.world_size());
+  feeds_.insert(options_.feeds.begin(), options_.feeds.end());
+  PW_RETURN_IF_ERROR(CollectJobs());
+  FindGradients();
+  FindLastWrites();
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    const int jj = static_cast<int>(j);
+    PW_RETURN_IF_ERROR(IsP2pJob(seq_.jobs[j]->kind) ? LowerP2pJob(jj) : LowerProgramJob(jj));
+  }
+  return std::move(seq_);
+}
+
+StatusOr<RankSequence> BuildRankSequence(const Module& module, int rank,
+                                         const RankSequenceOptions& options) {
+  RankSequenceBuilder builder(module, rank, options);
+  return builder.Run();
+}
+
+Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale) {
+  Op op;
+  switch (kind) {
+    case WorkKind::kAccumulate:
+      op.type = "add";
+      op.role = OpRole::kBackward;
+      op.SetInput("X", {grad}).SetInput("Y", {grad}).SetOutput("Out", {grad});
+      break;
+    case WorkKind::kGradAllReduce:
+      op.type = "c_allreduce_sum";
+      op.role = OpRole::kCommunication;
+      op.SetInput("X", {grad}).SetOutput("Out", {grad}).SetAttr("group", std::string("dp"));
+      break;
+    default:
+      op.type = "scale";
+      op.role = OpRole::kOptimize;
+      op.SetInput("X", {grad}).SetOutput("Out", {grad});
+      op.SetAttr("scale", scale).SetAttr("bias", 0.0);
+      break;
+  }
+  return op;
+}
+
+double GradScale(const RankSequence& seq) {
+  return static_cast<double>(1.0f / static_cast<float>(seq.num_micro_batches * seq.dp));
+}
+
+}  // namespace pw

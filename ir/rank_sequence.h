@@ -1,0 +1,126 @@
+#pragma once
+// One rank's step as its host issues it: every piece of work of the rank's plan, in plan
+// order, on its stream, with the tensors it reads and writes. The executor's lowering, the
+// op-level simulator and the insert-events pass all start from this one sequence, so what
+// the executor runs, what the simulator prices and what the pass orders are the same work.
+//
+// Walking the rank's jobs in plan order (fused jobs replaced by their parts):
+//   - each op of a job's program is one item on the op's stream;
+//   - each send/recv job is one transfer per var it moves (ir/p2p_vars.h), on pp_send or
+//     pp_recv;
+//   - work the executor adds to the plan, attached to the op it follows on that op's stream:
+//     per gradient the optimizer reads, an accumulation into the step's sum after the op
+//     that finishes the micro-batch's gradient, and a fetch of the loss after the op that
+//     produces it;
+//   - before an optimizer job, step-level work on each gradient sum its program reads: an
+//     all-reduce over the dp group (when dp > 1 and the program has none of its own) and a
+//     scale by 1/(M·dp).
+//
+// Events: an op or a send/recv job records its events after its last item (an op's
+// attached work included, so that a wait on an op's event also covers the accumulation and
+// fetch the executor adds after it) and waits on its events before its first item.
+//
+// Tensors are slots: a var of one micro-batch, of the step (the optimizer job's own
+// intermediates) or of the rank (parameters, optimizer state, gradient sums).
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/module.h"
+#include "ir/stream_type.h"
+
+namespace pw {
+
+enum class WorkKind : uint8_t {
+  kOp,             // an op of a job's program
+  kSend,           // one var a send job moves
+  kRecv,           // one var a recv job moves
+  kAccumulate,     // gradient sum += the micro-batch's gradient (attached to an op)
+  kFetch,          // the micro-batch's loss copied out (attached to an op)
+  kGradAllReduce,  // the gradient sum all-reduced over dp (step-level)
+  kGradScale,      // the gradient sum scaled by 1/(M·dp) (step-level)
+};
+
+inline constexpr int kRankTable = -2;  // parameters, optimizer state, gradient sums
+inline constexpr int kStepTable = -1;  // the optimizer job's own intermediates
+
+struct SeqSlot {
+  std::string var;
+  int table = 0;  // a micro-batch, kStepTable or kRankTable
+  const Var* decl = nullptr;
+  bool persistable = false;  // parameters, optimizer state
+  bool accumulator = false;  // a gradient sum: zeroed by the host at the start of a step
+  bool fed = false;          // an input fed from outside for every micro-batch
+};
+
+struct SeqEvent {
+  std::string name;
+  int micro_batch = 0;
+  int recorded_after = -1;  // item
+};
+
+struct WorkItem {
+  WorkKind kind = WorkKind::kOp;
+  StreamType stream = StreamType::kCompute;
+  int job = -1;          // index into RankSequence::jobs
+  int op = -1;           // kOp: the op's index in the job's program; attached work: its op's
+  int micro_batch = -1;  // -1: step-level work and the optimizer job's ops
+  int slot = -1;         // transfers, attached and step-level work: the var's slot
+  // The item whose events cover this one: itself for ops and transfers, its op for attached
+  // work, -1 for step-level work (which the executor orders by itself).
+  int carrier = -1;
+  std::vector<int> reads, writes;  // distinct slots
+  std::vector<int> feeds;          // fed slots read here for the first time
+  std::vector<int> wait_events;    // SeqEvents waited on before it runs
+  std::vector<int> record_events;  // SeqEvents recorded after it
+};
+
+struct RankSequenceOptions {
+  std::vector<std::string> feeds;  // vars fed from outside for every micro-batch
+  std::string loss;                // the var fetched per micro-batch; empty: none
+  // A read of a tensor no earlier item writes (and that is not fed, a parameter or a
+  // gradient sum) is an error.
+  bool check_reads = false;
+};
+
+struct RankSequence {
+  int rank = 0;           // global rank
+  int pipeline_rank = 0;  // its plan
+  int num_micro_batches = 0;
+  int dp = 1;
+  std::vector<const Job*> jobs;          // flattened, in plan order
+  std::vector<const Program*> programs;  // per job: the program it runs (p2p: its stage's)
+  std::vector<WorkItem> items;
+  std::vector<SeqSlot> slots;
+  std::vector<SeqEvent> events;
+  std::vector<std::string> grads;  // gradients the optimizer reads, sorted
+
+  const Op& op(const WorkItem& item) const { return programs[item.job]->ops()[item.op]; }
+  const Program& program(const WorkItem& item) const { return *programs[item.job]; }
+  // The slot of `var` as `item` sees it; -1 when it touches no such var.
+  int SlotOf(const WorkItem& item, const std::string& var) const;
+  // One line naming the work, for errors: "op 3 (matmul) of program 'stage0_forward' for
+  // micro-batch 2", "1SEND_F2 of 'x' to pipeline rank 2", "accumulation of gradient 'w@GRAD'
+  // of micro-batch 0".
+  std::string Describe(int item) const;
+
+ private:
+  friend class RankSequenceBuilder;
+  std::map<std::pair<int, std::string>, int> slot_index_;  // (table, var)
+};
+
+// The sequence of global rank `rank` of `module`, which must have a plan. Errors name the
+// job or op: an unknown program or stream, a job's micro-batch outside the plan, an event
+// waited on before it is recorded or recorded twice, a send/recv that moves nothing.
+StatusOr<RankSequence> BuildRankSequence(const Module& module, int rank,
+                                         const RankSequenceOptions& options = {});
+
+// The op the executor runs for a piece of its own work: `add` (X = Y = Out = grad) for
+// kAccumulate, `c_allreduce_sum` over dp for kGradAllReduce, `scale` by `scale` otherwise.
+Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale = 1.0);
+// The gradient sums' scale, 1/(M·dp), rounded to float as the kernel applies it.
+double GradScale(const RankSequence& seq);
+
+}  // namespace pw

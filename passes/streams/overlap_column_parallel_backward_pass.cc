@@ -1,0 +1,189 @@
+// overlap-column-parallel-backward: the input-gradient all-reduce of a column-parallel
+// linear runs on mp_comm while the compute stream goes on with the weight gradient.
+//
+// In the backward of Y = X·W with X replicated over the mp group (Megatron's column
+// parallel linear: c_identity, then the sharded matmul), dX = dY·Wᵀ is a partial sum that
+// the gradient of c_identity all-reduces. Append-backward emits dX, then dW = Xᵀ·dY, then
+// the all-reduce, so the all-reduce waits for dW and everything after it waits for the
+// all-reduce. This pass issues the all-reduce right after dX, on mp_comm, and moves work
+// that does not need the reduced dX ahead of its first reader, so that the reduction runs
+// under dW (and that work) and is awaited only where dX is read.
+//
+// The pattern is found by data flow: an mp all-reduce whose input is written by a matmul
+// that reads a parameter. Only ops move; none changes, so results are bit-identical.
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/stream_type.h"
+#include "passes/pass.h"
+#include "passes/pass_registry.h"
+
+namespace pw {
+namespace {
+
+struct OpVars {
+  std::vector<std::string> reads, writes;
+};
+
+std::vector<OpVars> CollectVars(const std::vector<Op>& ops) {
+  std::vector<OpVars> out(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ops[i].ForEachInput([&](const std::string& v) { out[i].reads.push_back(v); });
+    ops[i].ForEachOutput([&](const std::string& v) { out[i].writes.push_back(v); });
+  }
+  return out;
+}
+
+bool Touches(const std::vector<std::string>& vars, const std::unordered_set<std::string>& set) {
+  for (const std::string& v : vars)
+    if (set.count(v)) return true;
+  return false;
+}
+
+// What a group of ops reads and writes.
+struct VarSets {
+  std::unordered_set<std::string> reads, writes;
+  void Add(const OpVars& v) {
+    reads.insert(v.reads.begin(), v.reads.end());
+    writes.insert(v.writes.begin(), v.writes.end());
+  }
+};
+
+// Whether `later` must stay after ops that touched `earlier`: it reads what they write,
+// or writes what they read or write.
+bool DependsOn(const OpVars& later, const VarSets& earlier) {
+  return Touches(later.reads, earlier.writes) || Touches(later.writes, earlier.writes) ||
+         Touches(later.writes, earlier.reads);
+}
+
+bool DependsOn(const OpVars& later, const OpVars& earlier) {
+  VarSets sets;
+  sets.Add(earlier);
+  return DependsOn(later, sets);
+}
+
+bool IsProgramToRewrite(const Program& program) {
+  const std::string& kind = program.info().kind;
+  return kind == "backward" || kind == "backward_input";
+}
+
+class OverlapColumnParallelBackwardPass : public Pass {
+ public:
+  std::string_view name() const override { return "overlap-column-parallel-backward"; }
+  std::string_view description() const override {
+    return "In every backward and backward_input program (after split-program), issues the "
+           "mp all-reduce of a column-parallel linear's input gradient right after the matmul "
+           "that computes it, on mp_comm, and moves the work that does not read the reduced "
+           "gradient (the weight-gradient matmul, and any other independent op) ahead of its "
+           "first reader; the pattern is found by data flow. Only reorders ops and moves the "
+           "all-reduce to mp_comm: results are bit-identical. Run insert-events afterwards so "
+           "that the reader waits on the all-reduce with an event.";
+  }
+
+  StatusOr<bool> Run(Module& module, PassContext& context) override {
+    bool split = false;
+    for (const Program& p : module.programs()) split = split || !p.info().kind.empty();
+    if (!split)
+      return FailedPrecondition(
+          "overlap-column-parallel-backward rewrites backward programs: run split-program "
+          "before it");
+    bool changed = false;
+    for (Program& program : module.programs()) {
+      if (!IsProgramToRewrite(program)) continue;
+      // Until nothing moves: hoisting may carry an all-reduce past the sweep's position.
+      int rewritten = 0;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (size_t i = 0; i < program.ops().size(); ++i)
+          if (RewriteAt(program, i, context)) {
+            ++rewritten;
+            moved = true;
+          }
+      }
+      if (rewritten) {
+        context.AddStatistic("linears-rewritten", rewritten);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+ private:
+  // The op that last writes `var` before op `before`, or -1.
+  static int LastWriter(const std::vector<OpVars>& vars, size_t before, const std::string& var) {
+    for (size_t k = before; k-- > 0;)
+      for (const std::string& w : vars[k].writes)
+        if (w == var) return static_cast<int>(k);
+    return -1;
+  }
+
+  static bool IsWeightInputMatmul(const Op& op, const Program& program) {
+    if (op.type != "matmul") return false;
+    bool weight = false;
+    op.ForEachInput([&](const std::string& v) {
+      const Var* decl = program.FindVar(v);
+      weight = weight || (decl && decl->is_parameter);
+    });
+    return weight;
+  }
+
+  // Rewrites the all-reduce at `at` if it is a column-parallel input-gradient reduction
+  // not yet issued right after its matmul. Returns whether it did.
+  bool RewriteAt(Program& program, size_t at, PassContext& context) {
+    std::vector<Op>& ops = program.ops();
+    const Op& reduce = ops[at];
+    const OpDef* def = context.ops().Find(reduce.type);
+    if (!def || !def->collective || reduce.attrs.GetString("group", "mp") != "mp") return false;
+    std::vector<OpVars> vars = CollectVars(ops);
+    const int producer = LastWriter(vars, at, reduce.Input("X"));
+    if (producer < 0 || !IsWeightInputMatmul(ops[producer], program)) return false;
+    const bool on_mp_comm = reduce.stream == StreamTypeName(StreamType::kMpComm);
+    if (static_cast<size_t>(producer) + 1 == at && on_mp_comm) return false;  // done already
+
+    // The all-reduce moves up to right after its matmul past ops it does not depend on and
+    // that do not depend on it.
+    for (size_t k = producer + 1; k < at; ++k)
+      if (DependsOn(vars[at], vars[k]) || DependsOn(vars[k], vars[at])) return false;
+    Op moved = std::move(ops[at]);
+    moved.stream = StreamTypeName(StreamType::kMpComm);
+    ops.erase(ops.begin() + static_cast<long>(at));
+    ops.insert(ops.begin() + producer + 1, std::move(moved));
+    HoistIndependentWork(ops, producer + 1);
+    return true;
+  }
+
+  // Ops after the first reader of the all-reduce at `reduce` that neither read its result
+  // nor depend on an op that does move ahead of that reader, keeping their order.
+  static void HoistIndependentWork(std::vector<Op>& ops, size_t reduce) {
+    std::vector<OpVars> vars = CollectVars(ops);
+    size_t first = reduce + 1;
+    while (first < ops.size() && !DependsOn(vars[first], vars[reduce])) ++first;
+    if (first >= ops.size()) return;
+    std::vector<size_t> stay = {first}, hoist;
+    VarSets staying;
+    staying.Add(vars[reduce]);
+    staying.Add(vars[first]);
+    for (size_t k = first + 1; k < ops.size(); ++k) {
+      if (DependsOn(vars[k], staying)) {
+        stay.push_back(k);
+        staying.Add(vars[k]);
+      } else {
+        hoist.push_back(k);
+      }
+    }
+    if (hoist.empty()) return;
+    std::vector<Op> tail;
+    tail.reserve(ops.size() - first);
+    for (size_t k : hoist) tail.push_back(std::move(ops[k]));
+    for (size_t k : stay) tail.push_back(std::move(ops[k]));
+    ops.resize(first);
+    for (Op& op : tail) ops.push_back(std::move(op));
+  }
+};
+
+}  // namespace
+
+PW_REGISTER_PASS(OverlapColumnParallelBackwardPass)
+
+}  // namespace pw
