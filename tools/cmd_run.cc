@@ -86,7 +86,7 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
         "{\"mode\": \"reference\", \"steps\": %lld, \"micro_batches\": %lld, \"seed\": %llu, ",
         static_cast<long long>(options.steps), static_cast<long long>(options.micro_batches),
         static_cast<unsigned long long>(options.data_seed));
-    PrintJsonArray("losses", result.losses, "%.9g");
+    PrintJsonArray("losses", result.losses, "%.17g");
     std::printf(", ");
     PrintJsonArray("step_time_ms", result.step_time_ms, "%.3f");
     std::printf("}\n");

@@ -258,14 +258,14 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     std::printf("{\"mode\": \"parallel\", \"world_size\": %lld, \"schedule\": \"%s\", ",
                 static_cast<long long>(nproc),
                 module.plan.empty() ? "sequential" : module.plan.schedule.c_str());
-    PrintJsonArray("losses", losses, "%.9g");
+    PrintJsonArray("losses", losses, "%.17g");
     std::printf(", ");
     PrintJsonArray("step_time_ms", times, "%.3f");
     std::printf(", ");
     PrintJsonArray("peak_bytes", peak, "%.0f");
     if (!reference.empty()) {
       std::printf(", ");
-      PrintJsonArray("reference_losses", reference, "%.9g");
+      PrintJsonArray("reference_losses", reference, "%.17g");
     }
     std::printf("}\n");
   }

@@ -229,6 +229,78 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The stream passes over Gloo processes: the same plan with its collectives on mp_comm,
+// the column-parallel backward overlapped and events inserted trains bit-identically,
+// and the executor adds no event of its own (--strict-events).
+class OverlapOverGlooTest : public LauncherTest,
+                            public ::testing::WithParamInterface<GlooSchedule> {};
+
+TEST_P(OverlapOverGlooTest, BitIdenticalToThePlanWithoutThePasses) {
+  const GlooSchedule& c = GetParam();
+  std::string path = (dir_ / "gpt.pb").string();
+  Finished built = RunTool({"build-model",
+                            "gpt",
+                            "--layers",
+                            "4",
+                            "--hidden",
+                            "64",
+                            "--heads",
+                            "4",
+                            "--seq",
+                            "16",
+                            "--vocab",
+                            "128",
+                            "--micro-batch-size",
+                            "2",
+                            "--mp",
+                            "2",
+                            "--pp",
+                            "2",
+                            "--vpp",
+                            std::to_string(c.vpp),
+                            "--placement",
+                            c.placement,
+                            "-o",
+                            path},
+                           dir_, "build");
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const std::string plain = StrCat("append-backward{optimizer=adam},split-program",
+                                   c.split_backward ? "{split-backward=true}" : "",
+                                   ",schedule{kind=", c.kind, ",micro-batches=4},insert-p2p");
+  const std::string overlapped =
+      plain + ",assign-streams,overlap-column-parallel-backward,insert-events";
+  std::vector<std::vector<double>> losses;
+  for (bool strict : {false, true}) {
+    const std::string& pipeline = strict ? overlapped : plain;
+    std::vector<std::string> args = {
+        "run-parallel", path,     "--nproc",       "4",
+        "--steps",      "2",      "--report",      "json",
+        "--pipeline",   pipeline, "--save-params", (dir_ / (strict ? "b" : "a")).string()};
+    if (strict) args.push_back("--strict-events");
+    Finished run = RunTool(args, dir_, strict ? "overlapped" : "plain");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    losses.push_back(JsonLosses(run.out));
+    ASSERT_EQ(losses.back().size(), 2u) << run.out;
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string a = ReadFile((dir_ / "a" / StrCat("rank", rank, ".params")).string());
+    std::string b = ReadFile((dir_ / "b" / StrCat("rank", rank, ".params")).string());
+    EXPECT_FALSE(a.empty()) << "rank " << rank;
+    EXPECT_TRUE(a == b) << "rank " << rank << ": parameters differ";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, OverlapOverGlooTest,
+                         ::testing::Values(GlooSchedule{"1f1b"},
+                                           GlooSchedule{"zb-v", 2, true, "v"}),
+                         [](const auto& info) {
+                           std::string name = info.param.kind;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
 // A rank killed mid-run: the others stop, and the run exits non-zero naming it, within 60 s.
 TEST_F(LauncherTest, AKilledRankStopsTheRunNamingIt) {
   std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);
