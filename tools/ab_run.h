@@ -1,0 +1,59 @@
+#pragma once
+// The measured half of `pipeweave ab`: plans A and B trained for real on N local rank
+// processes in interleaved rounds (A, B, A, B, ...), each round a fresh set of processes
+// (executor/launcher.h). Every round drops its first step as warm-up; the rest give the
+// step-time samples of the plan. Losses of every step and the final parameters of every
+// round are compared between A and B.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "tools/ab_compare.h"
+#include "tools/ab_stats.h"
+
+namespace pw::tools {
+
+struct AbRunSettings {
+  std::string module_a, module_b;  // prepared module files the ranks load
+  int nproc = 1;
+  int64_t steps = 2;  // per round, the first of them warm-up
+  int rounds = 5;
+  uint64_t seed = 1;
+  int micro_batches = 1;  // for a module without a plan
+  std::string backend = "cpu";
+  bool strict_events = false;
+  // A round in which no rank finishes a step for this long is stopped as deadlocked.
+  std::chrono::seconds stall_timeout{120};
+  std::string run_dir;       // each round's store, logs and saved parameters go under it
+  bool keep_rounds = false;  // else a round pair's directories go once compared
+};
+
+struct MeasuredRound {
+  std::vector<double> step_ms;      // per step, the slowest rank's time
+  std::vector<double> losses;       // per step, the mean loss over the micro-batches
+  std::vector<int64_t> peak_bytes;  // per rank, the largest of its steps
+};
+
+struct MeasuredPlan {
+  std::vector<MeasuredRound> rounds;
+  std::vector<double> timed_steps_ms;  // every round's steps but the first
+  double median_step_ms = 0;
+  std::vector<int64_t> peak_bytes;  // per rank, the largest of all rounds
+  int64_t max_peak_bytes = 0;
+};
+
+struct MeasuredAB {
+  MeasuredPlan a, b;
+  RatioInterval step_ratio;  // median B / median A
+  LossComparison losses;
+  ParamComparison params;
+};
+
+// Runs the rounds. A round that fails (a rank dies, or no rank finishes a step within the
+// stall timeout) is an error naming the plan, the round and the rank.
+StatusOr<MeasuredAB> RunAB(const AbRunSettings& settings);
+
+}  // namespace pw::tools

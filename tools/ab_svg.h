@@ -1,0 +1,21 @@
+#pragma once
+// `pipeweave ab --svg`: the simulated timelines of plans A and B, one above the other.
+
+#include <string>
+
+#include "tools/ab_sim.h"
+
+namespace pw::tools {
+
+// One rank's simulated timeline, its time axis running to `time_scale_end` seconds.
+// Today this draws the pipeline schedule of the whole plan (cost::SimScheduleSvg, scaled
+// to its own step, which ignores `rank` and `time_scale_end`); cost::SimRankLanesSvg, one
+// lane per stream of the rank on the given axis, replaces it in this one place.
+StatusOr<std::string> RankTimelineSvg(const Module& module, const SimulatedPlan& plan, int rank,
+                                      const std::string& title, double time_scale_end);
+
+// One SVG document holding `top` above `bottom` (each a whole <svg> document) as nested
+// <svg> elements, the second offset by the height of the first.
+StatusOr<std::string> StackSvgs(const std::string& top, const std::string& bottom);
+
+}  // namespace pw::tools

@@ -1,0 +1,286 @@
+// `pipeweave ab MODULE -a PIPELINE -b PIPELINE`: two plans of one module side by side,
+// simulated (--sim) and measured on rank processes (--run), with the ratio B/A of every
+// figure, a confidence interval on the measured step time, and a check that both plans
+// train alike.
+
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "executor/backend_factory.h"
+#include "executor/plan_check.h"
+#include "executor/training_feed.h"
+#include "ir/file_util.h"
+#include "ir/proto_io.h"
+#include "ops/registry.h"
+#include "passes/pass_manager.h"
+#include "tools/ab_report.h"
+#include "tools/ab_run.h"
+#include "tools/ab_sim.h"
+#include "tools/ab_svg.h"
+#include "tools/command.h"
+#include "tools/cost_inputs.h"
+#include "tools/flags.h"
+
+namespace pw::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "pipeweave ab MODULE -a PIPELINE -b PIPELINE [--sim] [--run] [--format table|json]\n"
+    "           [-o OUT] [--svg OUT.svg [--svg-rank R]]\n"
+    "   --sim:  [--device cpu|h100|a100|SPEC_FILE (cpu)] [--costs COSTS]\n"
+    "   --run:  --nproc N [--steps K (10)] [--rounds R (5)] [--seed S] [--backend cpu|cuda]\n"
+    "           [--loss-tolerance T (1e-6)] [--stall-timeout SECONDS (120)] [--run-dir DIR]\n"
+    "           [--strict-events]\n"
+    "           [--micro-batches M (1), for a module without a plan]\n"
+    "Compares two plans of one module: MODULE is loaded once and each pass pipeline (as\n"
+    "'pipeweave opt -p' takes it) runs on its own copy. --device/--costs also reach the passes.\n"
+    "--sim simulates both plans (pipeweave sim): step time, bubble rate, exposed\n"
+    "communication (total and by class: mp_forward, mp_backward, pp_send, pp_recv, dp) and\n"
+    "busy time per stream, each the worst rank's, and peak memory per rank; with B/A of each.\n"
+    "--run trains both plans on N rank processes of this machine in R interleaved rounds\n"
+    "(A, B, A, B, ...), each round a fresh set of processes running K steps; the first step of\n"
+    "every round is dropped as warm-up (K >= 2), a step's time is its slowest rank's. It\n"
+    "prints the median step time of each plan and the ratio of the medians B/A with a 95 %\n"
+    "confidence interval: a percentile bootstrap (10000 resamples of the timed steps of each\n"
+    "plan, drawn independently with replacement, fixed seed, so the same samples print the\n"
+    "same interval), and a verdict: 'B faster by X % [lo, hi]' (the time B saves, 1 - B/A)\n"
+    "or 'B slower by X % [lo, hi]' when the interval excludes 1, else 'no difference found'.\n"
+    "It compares the losses of A and B at every step of every round: a relative difference\n"
+    "above --loss-tolerance (0: bit-identical required) is an error; it says whether they\n"
+    "are bit-identical, and whether the final parameters (saved by every rank) are.\n"
+    "A round stops when a rank dies or when no rank finishes a step for --stall-timeout\n"
+    "seconds; the error names the plan, the round and the rank, and no output is written.\n"
+    "With both, the simulated and measured ratios print side by side.\n"
+    "--svg draws both simulated schedules one above the other (--svg-rank picks the rank,\n"
+    "default the one with the most exposed communication in A). -o writes the report to OUT\n"
+    "instead of stdout. JSON: {\"module\", \"pipelines\": {\"a\", \"b\"}, \"sim\": {\"device\",\n"
+    "\"a\", \"b\", \"ratio\"}, \"run\": {\"nproc\", \"rounds\", \"steps_per_round\",\n"
+    "\"warmup_steps_per_round\", \"a\", \"b\", \"ratio\", \"losses\", \"params\"}}; sim's a and b\n"
+    "hold step_time_ms, bubble_rate, exposed_comm_ms {total, mp_forward, mp_backward,\n"
+    "pp_send, pp_recv, dp}, busy_ms_by_stream {compute, mp_comm, pp_send, pp_recv, dp_comm},\n"
+    "peak_bytes [per rank], max_peak_bytes, and its ratio the same keys as B/A (1 for 0/0,\n"
+    "null for x/0); run's a and b hold median_step_ms, step_ms and losses [[per round]],\n"
+    "peak_bytes, max_peak_bytes; its ratio median_step_ms, ci95 [low, high], max_peak_bytes,\n"
+    "verdict; losses {bit_identical, max_rel_diff, tolerance, compared}; params\n"
+    "{bit_identical, max_rel_diff, tensors, mismatch}.";
+
+struct Plan {
+  char side;  // 'A' or 'B'
+  std::string pipeline;
+  Module module;
+};
+
+// Runs one side's pipeline on its own copy of the module.
+StatusOr<Plan> MakePlan(char side, const std::string& pipeline, const Module& module,
+                        const std::shared_ptr<cost::Estimator>& estimator) {
+  Plan plan{side, pipeline, module};
+  const std::string where = StrCat("pipeline ", side);
+  PassManager pm;
+  Status parsed = pm.AddPipeline(pipeline);
+  if (!parsed.ok()) return parsed.WithContext(where);
+  PassContext context(ops::Registry());
+  if (estimator) AttachCostModel(estimator, context);
+  Status ran = pm.Run(plan.module, context).status();
+  if (!ran.ok()) return ran.WithContext(where);
+  return plan;
+}
+
+// What a launcher checks before any process starts, so a plan that cannot run is refused
+// here, naming its side.
+Status CheckRunnable(const Plan& plan, bool strict_events) {
+  if (plan.module.plan.empty()) return OkStatus();
+  LoweringOptions lowering;
+  lowering.feeds = ModuleInputs(plan.module);
+  lowering.loss = ModuleLoss(plan.module);
+  lowering.strict_events = strict_events;
+  return CheckPlanForAllRanks(plan.module, lowering).WithContext(StrCat("plan ", plan.side));
+}
+
+struct Settings {
+  bool sim = false, run = false;
+  std::string format;
+  int micro_batches = 1;
+  double loss_tolerance = 0;
+};
+
+StatusOr<Settings> ReadSettings(const Flags& flags) {
+  Settings s;
+  if (flags.positional().size() != 1)
+    return InvalidArgument("expected one module file, got ", flags.positional().size(),
+                           " positional arguments");
+  if (!flags.Has("a") || !flags.Has("b"))
+    return InvalidArgument("pass both pipelines: -a PIPELINE -b PIPELINE");
+  s.sim = flags.Has("sim");
+  s.run = flags.Has("run");
+  if (!s.sim && !s.run) return InvalidArgument("pass --sim, --run or both");
+  s.format = flags.Get("format", "table");
+  if (s.format != "table" && s.format != "json")
+    return InvalidArgument("flag --format: unknown format '", s.format, "' (table, json)");
+  if (flags.Has("svg") && !s.sim) return InvalidArgument("--svg draws the simulation: add --sim");
+  if (s.run && !flags.Has("nproc"))
+    return InvalidArgument("--run needs --nproc N (the module's number of ranks)");
+  PW_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("micro-batches", 1));
+  if (mb < 1) return InvalidArgument("flag --micro-batches must be >= 1");
+  s.micro_batches = static_cast<int>(mb);
+  PW_ASSIGN_OR_RETURN(s.loss_tolerance, flags.GetDouble("loss-tolerance", 1e-6));
+  if (!(s.loss_tolerance >= 0)) return InvalidArgument("flag --loss-tolerance must be >= 0");
+  return s;
+}
+
+StatusOr<AbRunSettings> ReadRunSettings(const Flags& flags, const Module& module) {
+  AbRunSettings r;
+  PW_ASSIGN_OR_RETURN(int64_t nproc, flags.RequireInt("nproc"));
+  if (nproc != module.mesh.world_size())
+    return InvalidArgument(
+        "--nproc ", nproc, " does not match the module's mesh (dp=", module.mesh.dp,
+        " pp=", module.mesh.pp, " mp=", module.mesh.mp, ": ", module.mesh.world_size(), " ranks)");
+  r.nproc = static_cast<int>(nproc);
+  PW_ASSIGN_OR_RETURN(r.steps, flags.GetInt("steps", 10));
+  if (r.steps < 2) return InvalidArgument("flag --steps must be >= 2 (the first is warm-up)");
+  PW_ASSIGN_OR_RETURN(int64_t rounds, flags.GetInt("rounds", 5));
+  if (rounds < 1) return InvalidArgument("flag --rounds must be >= 1");
+  r.rounds = static_cast<int>(rounds);
+  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1)));
+  r.seed = static_cast<uint64_t>(seed);
+  PW_ASSIGN_OR_RETURN(int64_t stall, flags.GetInt("stall-timeout", 120));
+  if (stall < 1) return InvalidArgument("flag --stall-timeout must be >= 1");
+  r.stall_timeout = std::chrono::seconds(stall);
+  r.backend = flags.Get("backend", "cpu");
+  PW_ASSIGN_OR_RETURN(BackendKind backend, ParseBackendKind(r.backend));
+  PW_RETURN_IF_ERROR(CheckBackendAvailable(backend));
+  r.strict_events = flags.Has("strict-events");
+  return r;
+}
+
+// Trains both plans; the run directory is a temporary one unless --run-dir names it.
+StatusOr<MeasuredAB> Measure(const Flags& flags, AbRunSettings settings, const Plan& a,
+                             const Plan& b) {
+  namespace fs = std::filesystem;
+  settings.run_dir = flags.Get("run-dir");
+  settings.keep_rounds = !settings.run_dir.empty();
+  if (settings.run_dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "pipeweave-ab-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return Internal("cannot create a run directory in /tmp");
+    settings.run_dir = tmpl;
+  }
+  std::error_code ec;
+  fs::create_directories(settings.run_dir, ec);
+  if (ec) return Internal("cannot create ", settings.run_dir, ": ", ec.message());
+  // Ranks load the prepared modules, so the passes run once.
+  settings.module_a = (fs::path(settings.run_dir) / "a.pb").string();
+  settings.module_b = (fs::path(settings.run_dir) / "b.pb").string();
+  PW_RETURN_IF_ERROR(SaveModule(a.module, settings.module_a));
+  PW_RETURN_IF_ERROR(SaveModule(b.module, settings.module_b));
+  PW_ASSIGN_OR_RETURN(MeasuredAB measured, RunAB(settings));
+  if (!settings.keep_rounds) fs::remove_all(settings.run_dir, ec);
+  return measured;
+}
+
+Status CheckLosses(const LossComparison& l, double tolerance) {
+  if (l.bit_identical || l.max_rel_diff <= tolerance) return OkStatus();
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "plans A and B train differently: round %d step %d loss A %.9g, B %.9g "
+                "(relative difference %.3g > --loss-tolerance %g)",
+                l.worst_round + 1, l.worst_step + 1, l.worst_a, l.worst_b, l.max_rel_diff,
+                tolerance);
+  return FailedPrecondition(buf);
+}
+
+StatusOr<std::string> DrawBoth(const Flags& flags, const Plan& a, const SimulatedPlan& sa,
+                               const Plan& b, const SimulatedPlan& sb, const std::string& device) {
+  PW_ASSIGN_OR_RETURN(int64_t rank, flags.GetInt("svg-rank", sa.figures.worst_exposed_rank));
+  if (rank < 0 || rank >= static_cast<int64_t>(sa.figures.peak_bytes.size()))
+    return InvalidArgument("flag --svg-rank: rank ", rank, " is outside [0, ",
+                           sa.figures.peak_bytes.size(), ")");
+  const double end = std::max(sa.result.step_time, sb.result.step_time);
+  auto title = [&](const Plan& p, const SimulatedPlan& s) {
+    char step[32];
+    std::snprintf(step, sizeof(step), "%.3f", s.figures.step_ms);
+    return StrCat(p.side, ": ", p.pipeline, " (rank ", rank, ", ", step, " ms on ", device, ")");
+  };
+  PW_ASSIGN_OR_RETURN(std::string top, RankTimelineSvg(a.module, sa, rank, title(a, sa), end));
+  PW_ASSIGN_OR_RETURN(std::string bottom, RankTimelineSvg(b.module, sb, rank, title(b, sb), end));
+  return StackSvgs(top, bottom);
+}
+
+StatusOr<int> RunAb(const std::vector<std::string>& args) {
+  Flags flags;
+  for (const char* name :
+       {"a", "b", "format", "output", "svg", "svg-rank", "device", "costs", "nproc", "steps",
+        "rounds", "seed", "backend", "loss-tolerance", "stall-timeout", "run-dir", "micro-batches"})
+    flags.Value(name);
+  flags.Alias("o", "output");
+  for (const char* name : {"sim", "run", "strict-events"}) flags.Switch(name);
+  PW_RETURN_IF_ERROR(flags.Parse(args));
+  PW_ASSIGN_OR_RETURN(Settings settings, ReadSettings(flags));
+
+  // The device and the table are checked before the module is loaded (and passes run).
+  std::shared_ptr<cost::Estimator> estimator;
+  if (settings.sim || flags.Has("device") || flags.Has("costs")) {
+    PW_ASSIGN_OR_RETURN(estimator, MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
+  }
+  const std::string path = flags.positional()[0];
+  PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
+  const bool cost_passes = flags.Has("device") || flags.Has("costs");
+  PW_ASSIGN_OR_RETURN(Plan a,
+                      MakePlan('A', flags.Get("a"), module, cost_passes ? estimator : nullptr));
+  PW_ASSIGN_OR_RETURN(Plan b,
+                      MakePlan('B', flags.Get("b"), module, cost_passes ? estimator : nullptr));
+
+  // A run that cannot start is refused before anything is simulated.
+  std::optional<AbRunSettings> run;
+  if (settings.run) {
+    PW_ASSIGN_OR_RETURN(run, ReadRunSettings(flags, module));
+    run->micro_batches = settings.micro_batches;
+    PW_RETURN_IF_ERROR(CheckRunnable(a, run->strict_events));
+    PW_RETURN_IF_ERROR(CheckRunnable(b, run->strict_events));
+  }
+
+  AbReport report;
+  report.module_path = path;
+  report.pipeline_a = a.pipeline;
+  report.pipeline_b = b.pipeline;
+  std::string svg;
+  if (settings.sim) {
+    const bool timeline = flags.Has("svg");
+    StatusOr<SimulatedPlan> sa =
+        SimulatePlan(a.module, estimator, settings.micro_batches, timeline);
+    if (!sa.ok()) return sa.status().WithContext("plan A");
+    StatusOr<SimulatedPlan> sb =
+        SimulatePlan(b.module, estimator, settings.micro_batches, timeline);
+    if (!sb.ok()) return sb.status().WithContext("plan B");
+    const std::string device = estimator->device().name();
+    report.sim = AbReport::Sim{device, sa->figures, sb->figures};
+    if (timeline) {
+      PW_ASSIGN_OR_RETURN(svg, DrawBoth(flags, a, *sa, b, *sb, device));
+    }
+  }
+  if (run) {
+    PW_ASSIGN_OR_RETURN(MeasuredAB measured, Measure(flags, *run, a, b));
+    PW_RETURN_IF_ERROR(CheckLosses(measured.losses, settings.loss_tolerance));
+    report.run = AbReport::Run{
+        run->nproc,         run->rounds, run->steps, run->backend, settings.loss_tolerance,
+        std::move(measured)};
+  }
+
+  // Every check has passed: only now is anything written.
+  if (!svg.empty()) PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("svg"), svg));
+  std::string text = settings.format == "json" ? AbReportJson(report) : AbReportTable(report);
+  if (flags.Has("output")) {
+    PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("output"), text));
+    return 0;
+  }
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+PW_REGISTER_COMMAND(ab, "ab", "compare two pass pipelines on one module (simulated and measured)",
+                    kUsage, RunAb);
+
+}  // namespace pw::tools
