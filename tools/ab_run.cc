@@ -207,6 +207,7 @@ StatusOr<MeasuredRound> RunRound(const AbRunSettings& s, const RoundPlace& place
                                  const std::function<void()>& on_step) {
   const fs::path logs = place.dir / "logs", params = place.dir / "params";
   std::error_code ec;
+  fs::remove_all(place.dir, ec);  // a fresh store: an old abort notice would stop the ranks
   fs::create_directories(logs, ec);
   fs::create_directories(params, ec);
   if (ec) return Internal("cannot create ", place.dir.string(), ": ", ec.message());

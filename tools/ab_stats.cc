@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "ir/status.h"
+
 namespace pw::tools {
 namespace {
 
@@ -65,6 +67,7 @@ RatioInterval BootstrapMedianRatio(const std::vector<double>& a, const std::vect
                                    const BootstrapOptions& options) {
   RatioInterval out;
   out.ratio = Median(b) / Median(a);
+  out.samples = std::min(a.size(), b.size());
   SplitMix64 rng(options.seed);
   std::vector<double> ratios, scratch;
   ratios.reserve(options.resamples);
@@ -85,6 +88,9 @@ RatioInterval BootstrapMedianRatio(const std::vector<double>& a, const std::vect
 }
 
 std::string Verdict(const RatioInterval& r) {
+  if (r.samples < kMinSamplesForVerdict)
+    return StrCat("no verdict from ", r.samples, " timed steps per plan (", kMinSamplesForVerdict,
+                  " needed)");
   if (r.high < 1)
     return Format("B faster by %.1f %% [%.1f, %.1f]", 100 * (1 - r.ratio), 100 * (1 - r.high),
                   100 * (1 - r.low));

@@ -17,7 +17,12 @@ struct RatioInterval {
   double ratio = 0;  // median(b) / median(a)
   double low = 0;    // the interval's bounds on the ratio
   double high = 0;
+  size_t samples = 0;  // the smaller sample's size
 };
+
+// Fewer timed steps per plan than this give no verdict: a bootstrap of a handful of values
+// is overconfident.
+inline constexpr size_t kMinSamplesForVerdict = 6;
 
 struct BootstrapOptions {
   int resamples = 10000;
@@ -36,7 +41,8 @@ RatioInterval BootstrapMedianRatio(const std::vector<double>& a, const std::vect
 
 // "B faster by 4.1 % [2.0, 6.3]" when the whole interval lies below 1 (the percentages are
 // the time B saves, 1 - ratio), "B slower by 3.0 % [0.5, 5.2]" when it lies above 1 (ratio
-// - 1), else "no difference found (B/A 1.004 [0.981, 1.027])".
+// - 1), else "no difference found (B/A 1.004 [0.981, 1.027])"; with fewer than
+// kMinSamplesForVerdict samples, "no verdict from 2 timed steps per plan (6 needed)".
 std::string Verdict(const RatioInterval& interval);
 
 }  // namespace pw::tools
