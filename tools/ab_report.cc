@@ -79,23 +79,23 @@ void SimJson(std::string& out, const SimFigures& f, const SimFigures* ratio_of) 
   out += "}";
 }
 
+// `"key": [[round 1's values], [round 2's], ...]`.
+void PerRound(std::string& out, const char* key, const MeasuredPlan& p,
+              std::vector<double> MeasuredRound::*values) {
+  Key(out, key);
+  out += "[";
+  for (const MeasuredRound& r : p.rounds) {
+    if (out.back() != '[') out += ", ";
+    Array(out, r.*values);
+  }
+  out += "]";
+}
+
 void RunPlanJson(std::string& out, const MeasuredPlan& p) {
   out += "{";
   Number(out, "median_step_ms", p.median_step_ms);
-  Key(out, "step_ms");
-  out += "[";
-  for (const MeasuredRound& r : p.rounds) {
-    if (out.back() != '[') out += ", ";
-    Array(out, r.step_ms);
-  }
-  out += "]";
-  Key(out, "losses");
-  out += "[";
-  for (const MeasuredRound& r : p.rounds) {
-    if (out.back() != '[') out += ", ";
-    Array(out, r.losses);
-  }
-  out += "]";
+  PerRound(out, "step_ms", p, &MeasuredRound::step_ms);
+  PerRound(out, "losses", p, &MeasuredRound::losses);
   Key(out, "peak_bytes");
   Array(out, p.peak_bytes);
   Number(out, "max_peak_bytes", static_cast<double>(p.max_peak_bytes));

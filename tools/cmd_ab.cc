@@ -214,9 +214,9 @@ StatusOr<std::string> DrawBoth(const Flags& flags, const Plan& a, const Simulate
 
 StatusOr<int> RunAb(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name :
-       {"a", "b", "format", "output", "svg", "svg-rank", "device", "costs", "nproc", "steps",
-        "rounds", "seed", "backend", "loss-tolerance", "stall-timeout", "run-dir", "micro-batches"})
+  for (const char* name : {"a", "b", "format", "output", "json", "svg", "svg-rank", "device",
+                           "costs", "nproc", "steps", "rounds", "seed", "backend", "loss-tolerance",
+                           "stall-timeout", "run-dir", "micro-batches"})
     flags.Value(name);
   flags.Alias("o", "output");
   for (const char* name : {"sim", "run", "strict-events"}) flags.Switch(name);
@@ -267,9 +267,13 @@ StatusOr<int> RunAb(const std::vector<std::string>& args) {
   if (run) {
     PW_ASSIGN_OR_RETURN(MeasuredAB measured, Measure(flags, *run, a, b));
     PW_RETURN_IF_ERROR(CheckLosses(measured.losses, settings.loss_tolerance));
-    report.run = AbReport::Run{
-        run->nproc,         run->rounds, run->steps, run->backend, settings.loss_tolerance,
-        std::move(measured)};
+    AbReport::Run& shown = report.run.emplace();
+    shown.nproc = run->nproc;
+    shown.rounds = run->rounds;
+    shown.steps = run->steps;
+    shown.backend = run->backend;
+    shown.loss_tolerance = settings.loss_tolerance;
+    shown.measured = std::move(measured);
   }
 
   // Every check has passed: only now is anything written.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `pipeweave ab` end to end on the small GPT (mp 2 x pp 2):
 #   ab_cli_test.sh PIPEWEAVE MODULE WORK_DIR sim|run
-# sim: A == B simulates to ratios of 1, the JSON has its stable keys, the table, -o and
-#      the stacked SVG are written.
+# sim: A == B simulates to ratios of 1, the JSON has its stable keys, the table, -o, --json
+#      and the stacked SVG are written.
 # run: fthenb against 1f1b on 4 rank processes, 2 rounds x 2 steps: bit-identical losses
 #      and parameters, a verdict, and the simulated and measured ratios side by side.
 set -u
@@ -32,8 +32,10 @@ if [[ $mode == sim ]]; then
   grep -qF '"run"' "$f" && fail "a --sim report has a run object"
   [[ $(grep -c '<svg' "$work/same.svg") == 3 ]] || fail "the SVG does not nest two drawings"
 
-  "$pw" ab "$module" -a "$(plan fthenb)" -b "$(plan 1f1b)" --sim >"$work/table.txt" ||
-    fail "ab --sim (table) exited $?"
+  rm -f "$work/table.json"
+  "$pw" ab "$module" -a "$(plan fthenb)" -b "$(plan 1f1b)" --sim --json "$work/table.json" \
+    >"$work/table.txt" || fail "ab --sim (table) exited $?"
+  has "$work/table.json" '"sim": {"device": "cpu", "a": {"step_time_ms": '
   for row in 'simulated on cpu' 'step time ms' 'bubble rate %' 'exposed comm ms (worst)' \
     '  mp_backward' 'busy compute ms (worst)' 'peak MiB rank 3'; do
     has "$work/table.txt" "$row"
