@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -283,6 +284,17 @@ std::vector<std::vector<double>> Losses(const MeasuredPlan& plan) {
 
 }  // namespace
 
+Status CheckLosses(const LossComparison& l, double tolerance) {
+  if (l.bit_identical || l.max_rel_diff <= tolerance) return OkStatus();
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "plans A and B train differently: round %d step %d loss A %.9g, B %.9g "
+                "(relative difference %.3g > --loss-tolerance %g)",
+                l.worst_round + 1, l.worst_step + 1, l.worst_a, l.worst_b, l.max_rel_diff,
+                tolerance);
+  return FailedPrecondition(buf);
+}
+
 StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
   if (s.steps < 2) return InvalidArgument("--steps must be >= 2 (the first is warm-up)");
   if (s.rounds < 1) return InvalidArgument("--rounds must be >= 1");
@@ -300,9 +312,14 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
                           RunRound(s, place, [&] { bar.Update(++done, total, detail); }));
       (place.plan == 'A' ? out.a : out.b).rounds.push_back(std::move(measured));
     }
-    PW_ASSIGN_OR_RETURN(ParamComparison params,
-                        CompareRoundParams(places[0].dir, places[1].dir, s.nproc, round));
-    out.params.Merge(params);
+    // Losses that part are an error at once, not after the remaining rounds.
+    out.losses = CompareLosses(Losses(out.a), Losses(out.b));
+    PW_RETURN_IF_ERROR(CheckLosses(out.losses, s.loss_tolerance));
+    StatusOr<ParamComparison> params =
+        CompareRoundParams(places[0].dir, places[1].dir, s.nproc, round);
+    if (!params.ok())
+      return params.status().WithContext(StrCat("round ", round + 1, " parameters"));
+    out.params.Merge(*params);
     if (!s.keep_rounds) {
       std::error_code ignored;  // a directory left behind costs disk, not the answer
       for (const RoundPlace& place : places) fs::remove_all(place.dir, ignored);
@@ -312,7 +329,6 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
   Summarize(out.a);
   Summarize(out.b);
   out.step_ratio = BootstrapMedianRatio(out.a.timed_steps_ms, out.b.timed_steps_ms);
-  out.losses = CompareLosses(Losses(out.a), Losses(out.b));
   return out;
 }
 

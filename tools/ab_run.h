@@ -25,6 +25,8 @@ struct AbRunSettings {
   int micro_batches = 1;  // for a module without a plan
   std::string backend = "cpu";
   bool strict_events = false;
+  // Losses of A and B further apart than this (relative) are an error; 0: bit-identical.
+  double loss_tolerance = 1e-6;
   // A round in which no rank finishes a step for this long is stopped as deadlocked.
   std::chrono::seconds stall_timeout{120};
   std::string run_dir;       // each round's store, logs and saved parameters go under it
@@ -53,7 +55,11 @@ struct MeasuredAB {
 };
 
 // Runs the rounds. A round that fails (a rank dies, or no rank finishes a step within the
-// stall timeout) is an error naming the plan, the round and the rank.
+// stall timeout) is an error naming the plan, the round and the rank; so are losses that
+// part beyond the tolerance, after the round pair in which they do.
 StatusOr<MeasuredAB> RunAB(const AbRunSettings& settings);
+
+// OK when the losses are bit-identical or within `tolerance`; else the error names the step.
+Status CheckLosses(const LossComparison& losses, double tolerance);
 
 }  // namespace pw::tools
