@@ -142,7 +142,7 @@ class StallWatch {
     }
     if (!absent.empty())
       return StrCat("no step finished for ", timeout_.count(), " s: ", RankList(absent),
-                    " never joined the round; the round was stopped");
+                    " did not join the round; the round was stopped");
     std::vector<int> done = state_.steps_done();
     int least = *std::min_element(done.begin(), done.end());
     std::vector<int> behind;
