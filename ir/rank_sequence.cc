@@ -318,34 +318,27 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
         if (it != last_write_.end() && it->second == std::make_pair(j, static_cast<int>(o)))
           AppendDistinct(finished, v);
       });
+      // Attached to op `id`: same stream, job and micro-batch, carried by the op.
+      auto attach = [&](WorkKind kind, int value, std::vector<int> reads, std::vector<int> writes) {
+        WorkItem work;
+        work.kind = kind;
+        work.stream = *stream;
+        work.job = j;
+        work.op = static_cast<int>(o);
+        work.micro_batch = mb;
+        work.slot = value;
+        work.carrier = id;
+        work.reads = std::move(reads);
+        work.writes = std::move(writes);
+        last = Add(std::move(work));
+      };
       for (const std::string& v : finished) {
         PW_ASSIGN_OR_RETURN(int value, SlotFor(v, table, program));
         if (grads_.count(v)) {
           PW_ASSIGN_OR_RETURN(int acc, SlotFor(v, kStepTable, program));
-          WorkItem sum;
-          sum.kind = WorkKind::kAccumulate;
-          sum.stream = *stream;
-          sum.job = j;
-          sum.op = static_cast<int>(o);
-          sum.micro_batch = mb;
-          sum.slot = value;
-          sum.carrier = id;
-          sum.reads = {acc, value};
-          sum.writes = {acc};
-          last = Add(std::move(sum));
+          attach(WorkKind::kAccumulate, value, {acc, value}, {acc});
         }
-        if (v == options_.loss) {
-          WorkItem fetch;
-          fetch.kind = WorkKind::kFetch;
-          fetch.stream = *stream;
-          fetch.job = j;
-          fetch.op = static_cast<int>(o);
-          fetch.micro_batch = mb;
-          fetch.slot = value;
-          fetch.carrier = id;
-          fetch.reads = {value};
-          last = Add(std::move(fetch));
-        }
+        if (v == options_.loss) attach(WorkKind::kFetch, value, {value}, {});
       }
     }
     for (const std::string& r : op.record_events)

@@ -13,6 +13,7 @@
 #include "models/gpt.h"
 #include "models/unet.h"
 #include "ops/kernel.h"
+#include "tests/small_gpt.h"
 
 namespace pw::testing {
 namespace {
@@ -23,15 +24,7 @@ constexpr uint64_t kSeed = 1;
 constexpr double kTolerance = 1e-5;
 
 Module Gpt(int mp, int pp = 1, int dp = 1) {
-  models::GptConfig c;
-  c.layers = 4;
-  c.hidden = 64;
-  c.heads = 4;
-  c.seq = 16;
-  c.vocab = 128;
-  c.micro_batch_size = 2;
-  c.mp = mp;
-  c.pp = pp;
+  models::GptConfig c = SmallGptConfig(mp, pp);
   auto built = models::BuildGpt(c);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   Module m = std::move(built).value();
@@ -137,17 +130,7 @@ void PrintTo(const ScheduleCase& c, std::ostream* out) {
 class PipelineEquivalenceTest : public ::testing::TestWithParam<ScheduleCase> {};
 
 Module PlannedGpt(const ScheduleCase& c) {
-  models::GptConfig g;
-  g.layers = 4;
-  g.hidden = 64;
-  g.heads = 4;
-  g.seq = 16;
-  g.vocab = 128;
-  g.micro_batch_size = 2;
-  g.mp = c.mp;
-  g.pp = 2;
-  g.vpp = c.vpp;
-  g.placement = c.placement;
+  models::GptConfig g = SmallGptConfig(c.mp, 2, c.vpp, c.placement);
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   std::string pipeline =
@@ -244,14 +227,7 @@ namespace {
 // replicas before the optimizer. The sum order changes (per replica, then across): within
 // the tolerance.
 TEST(DataPipelineEquivalenceTest, TwoReplicasOfATwoStagePipelineMatchOneRank) {
-  models::GptConfig g;
-  g.layers = 4;
-  g.hidden = 64;
-  g.heads = 4;
-  g.seq = 16;
-  g.vocab = 128;
-  g.micro_batch_size = 2;
-  g.pp = 2;
+  models::GptConfig g = SmallGptConfig(1, 2);
   auto built = models::BuildGpt(g);
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   built->mesh.dp = 2;

@@ -9,8 +9,8 @@
 
 #include <cmath>
 
-#include "ir/stream_type.h"
 #include "ir/event_ref.h"
+#include "ir/stream_type.h"
 #include "test_plans.h"
 
 namespace pw::testing {

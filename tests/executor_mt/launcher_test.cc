@@ -120,12 +120,34 @@ std::vector<double> JsonLosses(const std::string& json) {
   return out;
 }
 
-std::string BuildGpt(const fs::path& dir, const std::string& name, int mp) {
+std::string BuildGpt(const fs::path& dir, const std::string& name, int mp, int pp = 1, int vpp = 1,
+                     const std::string& placement = "loop") {
   std::string path = (dir / name).string();
-  Finished f = RunTool(
-      {"build-model", "gpt", "--layers", "4", "--hidden", "64", "--heads", "4", "--seq", "16",
-       "--vocab", "128", "--micro-batch-size", "2", "--mp", std::to_string(mp), "-o", path},
-      dir, "build_" + name);
+  Finished f = RunTool({"build-model",
+                        "gpt",
+                        "--layers",
+                        "4",
+                        "--hidden",
+                        "64",
+                        "--heads",
+                        "4",
+                        "--seq",
+                        "16",
+                        "--vocab",
+                        "128",
+                        "--micro-batch-size",
+                        "2",
+                        "--mp",
+                        std::to_string(mp),
+                        "--pp",
+                        std::to_string(pp),
+                        "--vpp",
+                        std::to_string(vpp),
+                        "--placement",
+                        placement,
+                        "-o",
+                        path},
+                       dir, "build_" + name);
   EXPECT_EQ(f.exit_code, 0) << f.err;
   return path;
 }
@@ -172,33 +194,7 @@ class PipelineOverGlooTest : public LauncherTest,
 TEST_P(PipelineOverGlooTest, MatchesTheReference) {
   const GlooSchedule& c = GetParam();
   std::string mp1 = BuildGpt(dir_, "gpt1.pb", 1);
-  std::string path = (dir_ / "gpt_mp2_pp2.pb").string();
-  Finished built = RunTool({"build-model",
-                            "gpt",
-                            "--layers",
-                            "4",
-                            "--hidden",
-                            "64",
-                            "--heads",
-                            "4",
-                            "--seq",
-                            "16",
-                            "--vocab",
-                            "128",
-                            "--micro-batch-size",
-                            "2",
-                            "--mp",
-                            "2",
-                            "--pp",
-                            "2",
-                            "--vpp",
-                            std::to_string(c.vpp),
-                            "--placement",
-                            c.placement,
-                            "-o",
-                            path},
-                           dir_, "build_pp");
-  ASSERT_EQ(built.exit_code, 0) << built.err;
+  std::string path = BuildGpt(dir_, "gpt_mp2_pp2.pb", 2, 2, c.vpp, c.placement);
   Finished ref = RunTool({"run", mp1, "--reference", "--steps", "3", "--micro-batches", "8",
                           "--seed", "1", "--report", "json"},
                          dir_, "reference");
@@ -237,33 +233,7 @@ class OverlapOverGlooTest : public LauncherTest,
 
 TEST_P(OverlapOverGlooTest, BitIdenticalToThePlanWithoutThePasses) {
   const GlooSchedule& c = GetParam();
-  std::string path = (dir_ / "gpt.pb").string();
-  Finished built = RunTool({"build-model",
-                            "gpt",
-                            "--layers",
-                            "4",
-                            "--hidden",
-                            "64",
-                            "--heads",
-                            "4",
-                            "--seq",
-                            "16",
-                            "--vocab",
-                            "128",
-                            "--micro-batch-size",
-                            "2",
-                            "--mp",
-                            "2",
-                            "--pp",
-                            "2",
-                            "--vpp",
-                            std::to_string(c.vpp),
-                            "--placement",
-                            c.placement,
-                            "-o",
-                            path},
-                           dir_, "build");
-  ASSERT_EQ(built.exit_code, 0) << built.err;
+  std::string path = BuildGpt(dir_, "gpt.pb", 2, 2, c.vpp, c.placement);
   const std::string plain = StrCat("append-backward{optimizer=adam},split-program",
                                    c.split_backward ? "{split-backward=true}" : "",
                                    ",schedule{kind=", c.kind, ",micro-batches=4},insert-p2p");

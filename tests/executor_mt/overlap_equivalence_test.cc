@@ -11,6 +11,7 @@
 #include "equivalence_util.h"
 #include "executor/plan_check.h"
 #include "models/gpt.h"
+#include "tests/small_gpt.h"
 
 namespace pw::testing {
 namespace {
@@ -30,17 +31,7 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* out) { *out << c.kind << " dp=" << c.dp; }
 
 Module PlannedGpt(const Case& c) {
-  models::GptConfig g;
-  g.layers = 4;
-  g.hidden = 64;
-  g.heads = 4;
-  g.seq = 16;
-  g.vocab = 128;
-  g.micro_batch_size = 2;
-  g.mp = 2;
-  g.pp = 2;
-  g.vpp = c.vpp;
-  g.placement = c.placement;
+  models::GptConfig g = SmallGptConfig(2, 2, c.vpp, c.placement);
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   built->mesh.dp = c.dp;

@@ -16,6 +16,7 @@
 #include "models/gpt.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
+#include "tests/small_gpt.h"
 
 namespace pw::testing {
 namespace {
@@ -52,17 +53,7 @@ PipelineRun RunCounting(Module& module, const std::string& pipeline, bool verify
 
 Module PlannedGpt(const std::string& schedule, int vpp = 1, bool split = false,
                   models::ChunkPlacement placement = models::ChunkPlacement::kLoop) {
-  models::GptConfig g;
-  g.layers = 4;
-  g.hidden = 64;
-  g.heads = 4;
-  g.seq = 16;
-  g.vocab = 128;
-  g.micro_batch_size = 2;
-  g.mp = 2;
-  g.pp = 2;
-  g.vpp = vpp;
-  g.placement = placement;
+  models::GptConfig g = SmallGptConfig(2, 2, vpp, placement);
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   Module m = std::move(built).value();
