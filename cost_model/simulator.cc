@@ -28,6 +28,7 @@ struct Activity {
   double seconds = 0;  // its time without a CommModel
   double rate = 1;
   double comm_threads = 0;  // communication: the cores it keeps busy on each member's node
+  bool done = false;        // completed; removed from the running set after the sweep
 };
 
 class Engine {
@@ -49,10 +50,18 @@ class Engine {
   void Start(int i);
   void Finish(int i);
   void Launch(Activity a);
-  void CompleteActivity(size_t k);
+  void CompleteActivity(Activity& a);
+  // Starts every instruction whose issue time has come; whether it started any.
+  bool StartReadyInstructions();
+  // Completes every activity with no work left; whether it completed any.
+  bool CompleteFinishedActivities();
+  // Moves time to the next event: the earliest issue time or activity end. The activities
+  // that end there complete, whatever rounding left of their work, so every step of the
+  // loop starts an instruction or completes an activity.
+  Status AdvanceToNextEvent();
   void ComputeRates();
   // Compute threads running on `rank`'s node, and whether they fill its cores.
-  double NodeComputeDemand(int rank) const;
+  double NodeComputeDemand(int rank) const { return node_compute_threads_[Node(rank)]; }
   bool NodeBusy(int rank) const {
     return dev_.cores_per_node() > 0 && NodeComputeDemand(rank) >= dev_.cores_per_node();
   }
@@ -88,7 +97,8 @@ class Engine {
   std::vector<int> slot_uses_;
   std::vector<std::vector<std::pair<double, int64_t>>> memory_;  // per rank: (time, delta)
   std::vector<Activity> active_;
-  std::vector<int> comm_active_;  // per rank: running transfers and collectives
+  std::vector<int> comm_active_;              // per rank: running transfers and collectives
+  std::vector<double> node_compute_threads_;  // per node: threads running compute
   using Timed = std::pair<double, int>;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> heap_;
 };
@@ -104,6 +114,7 @@ void Engine::Prepare() {
   arrived_.assign(n_, false);
   joined_.assign(g_.collectives.size(), 0);
   comm_active_.assign(g_.world_size, 0);
+  node_compute_threads_.assign(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
   memory_.assign(g_.world_size, {});
   slot_uses_.resize(g_.slots.size());
   for (size_t s = 0; s < g_.slots.size(); ++s) slot_uses_[s] = g_.slots[s].uses;
@@ -135,8 +146,11 @@ void Engine::Ready(int i) { heap_.push({earliest_[i], i}); }
 void Engine::Launch(Activity a) {
   a.total = a.work;
   a.began = now_;
-  if (!a.compute)
+  if (a.compute) {
+    node_compute_threads_[Node(a.ranks[0])] += a.threads;
+  } else {
     for (int r : a.ranks) ++comm_active_[r];
+  }
   active_.push_back(std::move(a));
 }
 
@@ -231,11 +245,13 @@ void Engine::Finish(int i) {
   }
 }
 
-void Engine::CompleteActivity(size_t k) {
-  Activity a = std::move(active_[k]);
-  active_.erase(active_.begin() + static_cast<long>(k));
-  if (!a.compute)
+void Engine::CompleteActivity(Activity& a) {
+  a.done = true;
+  if (a.compute) {
+    node_compute_threads_[Node(a.ranks[0])] -= a.threads;
+  } else {
     for (int r : a.ranks) --comm_active_[r];
+  }
   if (a.recv >= 0) {  // an eager transfer arrived
     int send = g_.instrs[a.recv].partner;
     transfer_end_[send] = now_;
@@ -247,13 +263,6 @@ void Engine::CompleteActivity(size_t k) {
     }
   }
   for (int i : a.finish) Finish(i);
-}
-
-double Engine::NodeComputeDemand(int rank) const {
-  double demand = 0;
-  for (const Activity& a : active_)
-    if (a.compute && Node(a.ranks[0]) == Node(rank)) demand += a.threads;
-  return demand;
 }
 
 CommEstimate Engine::CommPrice(const SimInstr& in, double fallback,
@@ -381,34 +390,61 @@ void Engine::Report(SimResult& out) const {
   }
 }
 
+bool Engine::StartReadyInstructions() {
+  bool started = false;
+  while (!heap_.empty() && heap_.top().first <= now_) {
+    int i = heap_.top().second;
+    heap_.pop();
+    Start(i);
+    started = true;
+  }
+  return started;
+}
+
+bool Engine::CompleteFinishedActivities() {
+  // In launch order, each seeing the ones after it still running (as their successors'
+  // wake-up on busy cores does); the finished ones leave the vector together afterwards.
+  bool completed = false;
+  for (Activity& a : active_) {
+    if (a.work > 1e-12 * (1 + a.total)) continue;
+    CompleteActivity(a);
+    completed = true;
+  }
+  if (completed)
+    active_.erase(
+        std::remove_if(active_.begin(), active_.end(), [](const Activity& a) { return a.done; }),
+        active_.end());
+  return completed;
+}
+
+Status Engine::AdvanceToNextEvent() {
+  ComputeRates();
+  double next = heap_.empty() ? kInf : heap_.top().first;
+  std::vector<double> ends(active_.size());
+  for (size_t k = 0; k < active_.size(); ++k) {
+    ends[k] = now_ + active_[k].work / active_[k].rate;
+    next = std::min(next, ends[k]);
+  }
+  if (!std::isfinite(next))
+    return Internal("the simulation stopped at ", now_, " s: no running work can progress");
+  const double dt = next - now_;
+  for (size_t k = 0; k < active_.size(); ++k) {
+    Activity& a = active_[k];
+    a.work = ends[k] <= next ? 0.0 : std::max(0.0, a.work - a.rate * dt);
+  }
+  now_ = next;
+  return OkStatus();
+}
+
 StatusOr<SimResult> Engine::Run() {
   Prepare();
   for (int i = 0; i < n_; ++i)
     if (pending_[i] == 0) Ready(i);
   while (done_ < n_) {
-    bool progressed = false;
-    while (!heap_.empty() && heap_.top().first <= now_) {
-      int i = heap_.top().second;
-      heap_.pop();
-      Start(i);
-      progressed = true;
-    }
-    for (size_t k = 0; k < active_.size();) {
-      if (active_[k].work <= 1e-12 * (1 + active_[k].total)) {
-        CompleteActivity(k);
-        progressed = true;
-      } else {
-        ++k;
-      }
-    }
-    if (progressed) continue;
+    const bool started = StartReadyInstructions();
+    if (CompleteFinishedActivities() || started) continue;
     if (active_.empty() && heap_.empty()) return Deadlock();
-    ComputeRates();
-    double next = heap_.empty() ? kInf : heap_.top().first;
-    for (const Activity& a : active_) next = std::min(next, now_ + a.work / a.rate);
-    double dt = next - now_;
-    for (Activity& a : active_) a.work = std::max(0.0, a.work - a.rate * dt);
-    now_ = next;
+    PW_RETURN_IF_ERROR(AdvanceToNextEvent());
   }
   SimResult out;
   Report(out);
