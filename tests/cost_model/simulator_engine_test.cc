@@ -243,6 +243,33 @@ TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
   EXPECT_NEAR(busy->timeline[waiter].start, 2.25, 1e-9);
 }
 
+TEST(SimulatorEngine, ShortTransfersLateInALongStepFinish) {
+  // After 1e5 s of compute a double resolves about 1.5e-11 s, and a microsecond transfer's
+  // end rounds: what is left of its work lasts less than that resolution. Transfers of many
+  // lengths overlap, and the receivers' compute beside them changes rates as they end. The
+  // simulation must finish (the test's time limit catches a loop that stops progressing).
+  constexpr double kLong = 1e5;
+  constexpr int kTransfers = 200;
+  GraphBuilder b(4);
+  const int head[2] = {b.Compute(0, kLong), b.Compute(2, kLong)};
+  std::vector<std::pair<int, double>> recvs;
+  for (int k = 0; k < kTransfers; ++k) {
+    const int pair = k % 2;
+    const double seconds = 1e-6 * (1 + 0.37 * (k % 7) + 0.013 * k);
+    auto [send, recv] = b.Transfer(2 * pair, 2 * pair + 1, seconds, {head[pair]});
+    b.Compute(2 * pair + 1, 3.1e-7 * (1 + k % 5), {recv});
+    recvs.push_back({recv, seconds});
+    (void)send;
+  }
+  auto r = Simulate(b.graph(), Cores(0, 0.3));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->step_time, kLong);
+  EXPECT_LT(r->step_time, kLong + 1e-3);
+  // Every send posts when its head ends; its data arrives its own time later.
+  for (const auto& [recv, seconds] : recvs)
+    EXPECT_NEAR(r->timeline[b.graph().instrs[recv].partner].end, kLong + seconds, 1e-10);
+}
+
 TEST(SimulatorEngine, RejectsNegativeCosts) {
   GraphBuilder b(1);
   b.Compute(0, -1.0);
