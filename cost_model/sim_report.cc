@@ -28,7 +28,69 @@ std::string Format(const char* fmt, double v) {
   return buf;
 }
 
+std::string Format(const char* fmt, const char* s) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, s);
+  return buf;
+}
+
 std::string MiB(int64_t bytes) { return Format("%.2f", bytes / (1024.0 * 1024.0)); }
+
+const char* ClassName(int c) { return CommClassName(static_cast<CommClass>(c)); }
+const char* StreamName(int s) { return StreamTypeName(static_cast<StreamType>(s)); }
+
+// `, "key": {`
+void OpenObject(std::string& out, const char* key) {
+  out += ", ";
+  AppendJsonString(out, key);
+  out += ": {";
+}
+
+// "exposed_comm_ms": every class (kNone aside), then their union.
+void ExposedCommJson(std::string& out, const std::array<double, kNumCommClasses>& by_class,
+                     double total) {
+  OpenObject(out, "exposed_comm_ms");
+  for (int c = 1; c < kNumCommClasses; ++c) Field(out, ClassName(c), Ms(by_class[c]), c > 1);
+  Field(out, "total", Ms(total));
+  out += "}";
+}
+
+// "busy_ms_by_stream": every stream type, 0 where unused.
+void BusyByStreamJson(std::string& out, const std::array<double, kNumStreamTypes>& busy) {
+  OpenObject(out, "busy_ms_by_stream");
+  for (int s = 0; s < kNumStreamTypes; ++s) Field(out, StreamName(s), Ms(busy[s]), s > 0);
+  out += "}";
+}
+
+// Per rank: each stream's busy time ("-" where unused), exposed, bubble, end, peak memory.
+std::string BusyByStreamTable(const SimResult& r, const SimGraph& g) {
+  std::string out = Format("%-5s", "rank");
+  for (int s = 0; s < kNumStreamTypes; ++s) out += Format(" %11s", StreamName(s));
+  out += Format(" %11s", "exposed") + Format(" %11s", "bubble") + Format(" %11s", "end") +
+         Format(" %10s\n", "peak MiB");
+  for (const RankResult& rr : r.ranks) {
+    std::array<bool, kNumStreamTypes> used = StreamsInUse(g, rr.rank);
+    out += Format("%-5s", std::to_string(rr.rank).c_str());
+    for (int s = 0; s < kNumStreamTypes; ++s)
+      out += used[s] ? Format(" %11.3f", Ms(rr.busy[s])) : Format(" %11s", "-");
+    out += Format(" %11.3f", Ms(rr.exposed_comm)) + Format(" %11.3f", Ms(rr.bubble)) +
+           Format(" %11.3f", Ms(rr.end)) + Format(" %10s\n", MiB(rr.peak_bytes).c_str());
+  }
+  return out;
+}
+
+// Per rank: exposed communication of each class, then their union.
+std::string ExposedByClassTable(const SimResult& r) {
+  std::string out = Format("%-5s", "rank");
+  for (int c = 1; c < kNumCommClasses; ++c) out += Format(" %11s", ClassName(c));
+  out += Format(" %11s\n", "total");
+  for (const RankResult& rr : r.ranks) {
+    out += Format("%-5s", std::to_string(rr.rank).c_str());
+    for (int c = 1; c < kNumCommClasses; ++c) out += Format(" %11.3f", Ms(rr.exposed_by_class[c]));
+    out += Format(" %11.3f\n", Ms(rr.exposed_comm));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -36,7 +98,8 @@ std::string SimResultToJson(const SimResult& r, const SimGraph& g) {
   std::string out = "{";
   Field(out, "step_time_ms", Ms(r.step_time), false);
   Field(out, "bubble_rate", r.bubble_rate);
-  Field(out, "exposed_comm_ms", Ms(r.exposed_comm));
+  ExposedCommJson(out, r.exposed_by_class, r.exposed_comm);
+  BusyByStreamJson(out, r.busy_by_stream);
   Field(out, "world_size", g.world_size);
   Field(out, "micro_batches", g.num_micro_batches);
   out += ", \"coverage\": {";
@@ -53,17 +116,19 @@ std::string SimResultToJson(const SimResult& r, const SimGraph& g) {
     Field(out, "peak_bytes", static_cast<double>(rr.peak_bytes));
     Field(out, "persistent_bytes", static_cast<double>(rr.persistent_bytes));
     Field(out, "compute_busy_ms", Ms(rr.compute_busy));
-    Field(out, "exposed_comm_ms", Ms(rr.exposed_comm));
+    ExposedCommJson(out, rr.exposed_by_class, rr.exposed_comm);
     Field(out, "bubble_ms", Ms(rr.bubble));
-    out += ", \"busy_ms\": {";
+    OpenObject(out, "busy_ms");
     std::array<bool, kNumStreamTypes> used = StreamsInUse(g, rr.rank);
     bool first = true;
     for (int s = 0; s < kNumStreamTypes; ++s) {
       if (!used[s]) continue;
-      Field(out, StreamTypeName(static_cast<StreamType>(s)), Ms(rr.busy[s]), !first);
+      Field(out, StreamName(s), Ms(rr.busy[s]), !first);
       first = false;
     }
-    out += "}}";
+    out += "}";
+    BusyByStreamJson(out, rr.busy);
+    out += "}";
   }
   out += "]}\n";
   return out;
@@ -73,24 +138,15 @@ std::string SimResultToTable(const SimResult& r, const SimGraph& g) {
   std::string out;
   out += "step time     " + Format("%.3f", Ms(r.step_time)) + " ms\n";
   out += "bubble rate   " + Format("%.1f", 100 * r.bubble_rate) + " %\n";
-  out += "exposed comm  " + Format("%.3f", Ms(r.exposed_comm)) + " ms (worst rank)\n\n";
-  char line[256];
-  std::snprintf(line, sizeof(line), "%-5s %10s %10s %10s %10s %10s %10s %10s %10s %9s\n", "rank",
-                "compute", "mp_comm", "pp_send", "pp_recv", "dp_comm", "exposed", "bubble", "end",
-                "peak MiB");
-  out += line;
-  for (const RankResult& rr : r.ranks) {
-    std::array<bool, kNumStreamTypes> used = StreamsInUse(g, rr.rank);
-    std::snprintf(line, sizeof(line), "%-5d", rr.rank);
-    out += line;
-    for (int s = 0; s < kNumStreamTypes; ++s)
-      out += used[s] ? Format(" %10.3f", Ms(rr.busy[s])) : std::string("          -");
-    out += Format(" %10.3f", Ms(rr.exposed_comm)) + Format(" %10.3f", Ms(rr.bubble)) +
-           Format(" %10.3f", Ms(rr.end));
-    std::snprintf(line, sizeof(line), " %9s\n", MiB(rr.peak_bytes).c_str());
-    out += line;
-  }
-  out += "(busy, exposed, bubble and end in ms)\n";
+  out += "exposed comm  " + Format("%.3f", Ms(r.exposed_comm)) + " ms (worst rank)\n";
+  out += "  by kind     ";
+  for (int c = 1; c < kNumCommClasses; ++c)
+    out +=
+        Format(c > 1 ? ", %s " : "%s ", ClassName(c)) + Format("%.3f", Ms(r.exposed_by_class[c]));
+  out += " ms (worst rank each)\n\n";
+  out += "busy time per stream\n" + BusyByStreamTable(r, g) + "\n";
+  out += "exposed communication by kind\n" + ExposedByClassTable(r);
+  out += "(times in ms; total: the union of the kinds, which may overlap)\n";
   return out;
 }
 

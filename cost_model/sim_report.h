@@ -8,10 +8,18 @@
 
 namespace pw::cost {
 
-// {"step_time_ms", "bubble_rate", "exposed_comm_ms", "world_size", "micro_batches",
-//  "coverage": {"table": share, ...}, "ranks": [{"rank", "peak_bytes", "persistent_bytes",
-//  "compute_busy_ms", "exposed_comm_ms", "bubble_ms", "busy_ms": {"compute": ..., ...}}]}
-// Streams a rank never uses are left out of its busy_ms.
+// {"step_time_ms", "bubble_rate", "exposed_comm_ms": EXPOSED, "busy_ms_by_stream": BUSY,
+//  "world_size", "micro_batches", "coverage": {"table": share, ...},
+//  "ranks": [{"rank", "peak_bytes", "persistent_bytes", "compute_busy_ms",
+//             "exposed_comm_ms": EXPOSED, "bubble_ms", "busy_ms": {"compute": ..., ...},
+//             "busy_ms_by_stream": BUSY}]}
+// EXPOSED: {"mp_forward", "mp_backward", "pp_send", "pp_recv", "dp", "total"}, the time
+// communication of each kind runs while none of the rank's compute does, on whatever stream
+// (total: of all kinds together; the kinds may overlap, so they can add up to more).
+// BUSY: {"compute", "mp_comm", "pp_send", "pp_recv", "dp_comm"}, the time each stream runs
+// work. Every key is always there (0 when none). At the top level each key is the largest
+// over the ranks (keys may come from different ranks). busy_ms keeps only the streams the
+// rank uses.
 std::string SimResultToJson(const SimResult& result, const SimGraph& graph);
 std::string SimResultToTable(const SimResult& result, const SimGraph& graph);
 std::string CoverageTable(const SimResult& result);

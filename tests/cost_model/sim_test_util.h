@@ -105,6 +105,65 @@ inline std::shared_ptr<Estimator> ScaleCostEstimator(const Module& module,
   return *Estimator::Create(std::move(device), std::move(table));
 }
 
+// A SimGraph built by hand, every instruction in one job of its rank.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int world) {
+    g_.world_size = world;
+    g_.num_micro_batches = 1;
+    g_.rank_order.resize(world);
+    g_.job_names.assign(world, {"job"});
+  }
+  int Add(int rank, StreamType stream, InstrKind kind, double seconds, std::vector<int> deps = {}) {
+    SimInstr in;
+    in.rank = rank;
+    in.stream = stream;
+    in.kind = kind;
+    in.seconds = seconds;
+    in.deps = std::move(deps);
+    in.name = "op" + std::to_string(g_.instrs.size());
+    in.job = 0;
+    g_.instrs.push_back(in);
+    int id = static_cast<int>(g_.instrs.size()) - 1;
+    g_.rank_order[rank].push_back(id);
+    return id;
+  }
+  int Compute(int rank, double s, std::vector<int> deps = {}) {
+    return Add(rank, StreamType::kCompute, InstrKind::kCompute, s, std::move(deps));
+  }
+  // A transfer from `from` to `to` taking `s`; returns {send, recv}.
+  std::pair<int, int> Transfer(int from, int to, double s, std::vector<int> send_deps = {},
+                               std::vector<int> recv_deps = {}) {
+    int send = Add(from, StreamType::kPpSend, InstrKind::kSend, s, std::move(send_deps));
+    int recv = Add(to, StreamType::kPpRecv, InstrKind::kRecv, s, std::move(recv_deps));
+    g_.instrs[send].partner = recv;
+    g_.instrs[recv].partner = send;
+    return {send, recv};
+  }
+  // An all-reduce over `ranks` taking `seconds` (bytes for a CommModel to price); returns
+  // its member instructions, one per rank.
+  std::vector<int> Collective(const std::vector<int>& ranks, double seconds,
+                              StreamType stream = StreamType::kCompute,
+                              CommClass comm_class = CommClass::kNone, double bytes = 1e4) {
+    std::vector<int> members;
+    for (int rank : ranks) {
+      int id = Add(rank, stream, InstrKind::kCollective, seconds);
+      SimInstr& in = g_.instrs[id];
+      in.collective = static_cast<int>(g_.collectives.size());
+      in.group_size = static_cast<int>(ranks.size());
+      in.bytes = bytes;
+      in.comm_class = comm_class;
+      members.push_back(id);
+    }
+    g_.collectives.push_back(SimCollective{members, seconds});
+    return members;
+  }
+  SimGraph& graph() { return g_; }
+
+ private:
+  SimGraph g_;
+};
+
 inline StatusOr<SimResult> SimulateModule(const Module& module, SimGraph* graph = nullptr,
                                           SimOptions options = {}) {
   Simulator sim(ScaleCostEstimator(module), ops::Registry(), options);

@@ -8,45 +8,7 @@
 namespace pw::cost {
 namespace {
 
-class GraphBuilder {
- public:
-  explicit GraphBuilder(int world) {
-    g_.world_size = world;
-    g_.num_micro_batches = 1;
-    g_.rank_order.resize(world);
-    g_.job_names.assign(world, {"job"});
-  }
-  int Add(int rank, StreamType stream, InstrKind kind, double seconds, std::vector<int> deps = {}) {
-    SimInstr in;
-    in.rank = rank;
-    in.stream = stream;
-    in.kind = kind;
-    in.seconds = seconds;
-    in.deps = std::move(deps);
-    in.name = "op" + std::to_string(g_.instrs.size());
-    in.job = 0;
-    g_.instrs.push_back(in);
-    int id = static_cast<int>(g_.instrs.size()) - 1;
-    g_.rank_order[rank].push_back(id);
-    return id;
-  }
-  int Compute(int rank, double s, std::vector<int> deps = {}) {
-    return Add(rank, StreamType::kCompute, InstrKind::kCompute, s, std::move(deps));
-  }
-  // A transfer from `from` to `to` taking `s`; returns {send, recv}.
-  std::pair<int, int> Transfer(int from, int to, double s, std::vector<int> send_deps = {},
-                               std::vector<int> recv_deps = {}) {
-    int send = Add(from, StreamType::kPpSend, InstrKind::kSend, s, std::move(send_deps));
-    int recv = Add(to, StreamType::kPpRecv, InstrKind::kRecv, s, std::move(recv_deps));
-    g_.instrs[send].partner = recv;
-    g_.instrs[recv].partner = send;
-    return {send, recv};
-  }
-  SimGraph& graph() { return g_; }
-
- private:
-  SimGraph g_;
-};
+using namespace testing;
 
 DeviceSpec Cores(int cores, double slowdown = 0, double comm_threads = 0) {
   DeviceSpec d = testing::TestDevice();
@@ -148,17 +110,9 @@ TEST(SimulatorEngine, PricesACollectiveUnderTheLoadOfItsNode) {
   CommModel comm(*BuiltinDeviceSpec("cpu"), {idle, busy});
   auto graph = [](double other_compute) {
     GraphBuilder b(3);
-    SimGraph& g = b.graph();
-    int a0 = b.Add(0, StreamType::kCompute, InstrKind::kCollective, 1.0);
-    int a1 = b.Add(1, StreamType::kCompute, InstrKind::kCollective, 1.0);
-    for (int id : {a0, a1}) {
-      g.instrs[id].collective = 0;
-      g.instrs[id].group_size = 2;
-      g.instrs[id].bytes = 1e4;
-    }
-    g.collectives.push_back(SimCollective{{a0, a1}, 1.0});
+    b.Collective({0, 1}, 1.0);
     if (other_compute > 0) b.Compute(2, other_compute);  // rank 2 computes meanwhile
-    return g;
+    return b.graph();
   };
   SimGraph quiet = graph(0), loaded = graph(1.0);
   auto r = Simulate(quiet, Cores(1), {}, &comm);
@@ -181,14 +135,7 @@ TEST(SimulatorEngine, CommunicationKeepsWhatItMeasuredOfTheCores) {
   CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
   GraphBuilder b(3);
   SimGraph& g = b.graph();
-  int a0 = b.Add(0, StreamType::kCompute, InstrKind::kCollective, 1.0);
-  int a1 = b.Add(1, StreamType::kCompute, InstrKind::kCollective, 1.0);
-  for (int id : {a0, a1}) {
-    g.instrs[id].collective = 0;
-    g.instrs[id].group_size = 2;
-    g.instrs[id].bytes = 1e4;
-  }
-  g.collectives.push_back(SimCollective{{a0, a1}, 1.0});
+  const int a0 = b.Collective({0, 1}, 1.0)[0];
   int work = b.Compute(2, 1.0);
   auto r = Simulate(g, Cores(1), {}, &comm);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -209,16 +156,8 @@ TEST(SimulatorEngine, ACollectiveWaitsForItsStragglers) {
   fit.set_straggle(0.25);
   CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
   GraphBuilder b(2);
-  SimGraph& g = b.graph();
-  int a0 = b.Add(0, StreamType::kCompute, InstrKind::kCollective, 1.0);
-  int a1 = b.Add(1, StreamType::kCompute, InstrKind::kCollective, 1.0);
-  for (int id : {a0, a1}) {
-    g.instrs[id].collective = 0;
-    g.instrs[id].group_size = 2;
-    g.instrs[id].bytes = 1e4;
-  }
-  g.collectives.push_back(SimCollective{{a0, a1}, 1.0});
-  auto r = Simulate(g, Cores(2), {}, &comm);
+  const int a1 = b.Collective({0, 1}, 1.0)[1];
+  auto r = Simulate(b.graph(), Cores(2), {}, &comm);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NEAR(r->timeline[a1].end, 1.25, 1e-9);
 }
