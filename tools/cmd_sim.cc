@@ -34,11 +34,13 @@ constexpr const char* kUsage =
     "busy_ms_by_stream {compute, mp_comm, pp_send, pp_recv, dp_comm} (each key the worst\n"
     "rank's), coverage, and ranks with the same keys per rank. --coverage adds the share of\n"
     "estimated time from each estimate path. --trace writes a Chrome trace (one track per\n"
-    "rank and stream), --svg the schedule as simulated. An unplanned pp=1 module is simulated\n"
-    "as the sequential reference (M micro-batches, then the optimizer); --pipeline runs\n"
-    "passes first (e.g. \"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},\n"
-    "insert-p2p\"). --runtime reference prices ops with the sequential reference runner's\n"
-    "per-op overhead (pipeweave run --reference) instead of the executor's.";
+    "rank and stream), --svg a timeline with one lane per stream of every pipeline rank (its\n"
+    "first mp/dp replica): compute coloured by job kind, communication by kind, so overlap\n"
+    "shows. An unplanned pp=1 module is simulated as the sequential reference (M\n"
+    "micro-batches, then the optimizer); --pipeline runs passes first (e.g.\n"
+    "\"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p\").\n"
+    "--runtime reference prices ops with the sequential reference runner's per-op overhead\n"
+    "(pipeweave run --reference) instead of the executor's.";
 
 StatusOr<int> RunSim(const std::vector<std::string>& args) {
   Flags flags;
@@ -86,7 +88,7 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   if (flags.Has("svg")) {
     std::string title =
         StrCat(module.name, ": ", module.plan.schedule, ", ", module.plan.num_micro_batches,
-               " micro-batches on ", estimator->device().name(), " (op-level simulation, µs)");
+               " micro-batches on ", estimator->device().name(), " (op-level simulation)");
     PW_ASSIGN_OR_RETURN(std::string svg, cost::SimScheduleSvg(module, graph, *result, title));
     PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("svg"), svg));
   }
