@@ -6,11 +6,16 @@
 #include <map>
 #include <tuple>
 
+#include "cost_model/svg_util.h"
 #include "ir/action_edges.h"
 
 namespace pw {
 
 namespace {
+
+using svg::Escape;
+using svg::Num;
+using svg::TickStep;
 
 constexpr double kLeft = 72, kTop = 58, kRow = 30, kBlock = 24, kRight = 24;
 
@@ -38,39 +43,6 @@ std::string Shade(const char* hex, int chunk) {
   char buf[8];
   std::snprintf(buf, sizeof(buf), "#%02x%02x%02x", mix(r), mix(g), mix(b));
   return buf;
-}
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", v);
-  std::string s = buf;
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s;
-}
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-// A "nice" tick spacing for an axis of `span` units.
-double TickStep(double span) {
-  double raw = span / 12;
-  double mag = std::pow(10, std::floor(std::log10(std::max(raw, 1e-9))));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (raw <= m * mag) return m * mag;
-  return 10 * mag;
 }
 
 }  // namespace

@@ -1,15 +1,18 @@
 #include "cost_model/sim_svg.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <utility>
 #include <vector>
 
+#include "cost_model/svg_util.h"
 #include "ir/rank_layout.h"
 
 namespace pw::cost {
 namespace {
+
+using svg::Escape;
+using svg::Num;
+using svg::TickStep;
 
 constexpr double kLeft = 184;  // the rank headings and the stream labels
 constexpr double kPlotWidth = 1400, kRight = 24;
@@ -55,32 +58,6 @@ const char* CommColour(CommClass c) {
   }
 }
 
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", v);
-  std::string s = buf;
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s == "-0" ? "0" : s;
-}
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
-
 // The unit a time axis running to `seconds` reads best in.
 struct TimeUnit {
   double per_second;
@@ -90,15 +67,6 @@ TimeUnit UnitFor(double seconds) {
   if (seconds >= 1) return {1, "s"};
   if (seconds >= 1e-3) return {1e3, "ms"};
   return {1e6, "µs"};
-}
-
-// A "nice" tick spacing for an axis of `span` units.
-double TickStep(double span) {
-  double raw = span / 12;
-  double mag = std::pow(10, std::floor(std::log10(std::max(raw, 1e-12))));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (raw <= m * mag) return m * mag;
-  return 10 * mag;
 }
 
 // The kinds of global rank `rank`'s jobs, indexed as SimInstr::job (the plan's jobs of its

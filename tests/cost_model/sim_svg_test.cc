@@ -43,27 +43,27 @@ std::optional<std::vector<DrawnBox>> Lane(const std::string& svg, int rank,
 // mp = 2, one pipeline stage, one forward job: a (2 ms) then c (3 ms) on compute, and the
 // all-reduce of a's output (1 ms) on mp_comm beside c.
 Module ForwardWithAnMpAllReduce() {
-  Module m;
-  m.name = "mp2";
+  Module m = OneRank(
+      {MakeProgram("fwd", "forward", 0, {F32("a", 2), F32("b", 2), F32("c", 3), F32("d", 3)},
+                   {Scale("a", "b"), AllReduce("b", "mp", "mp_comm"), Scale("c", "d")})},
+      {MakeJob(JobKind::kForward, 0, 0, "fwd")});
   m.mesh.mp = 2;
-  m.AddProgram(MakeProgram("fwd", "forward", 0,
-                           {F32("a", 2), F32("b", 2), F32("c", 3), F32("d", 3)},
-                           {Scale("a", "b"), AllReduce("b", "mp", "mp_comm"), Scale("c", "d")}));
-  m.plan.schedule = "hand";
-  m.plan.num_micro_batches = 1;
-  m.plan.num_stages = 1;
-  m.plan.stage_to_rank = {0};
-  m.plan.ranks.push_back(RankPlan{0, {MakeJob(JobKind::kForward, 0, 0, "fwd")}});
   return m;
 }
 
-TEST(SimSvg, DrawsALanePerStreamOfARank) {
-  Module m = ForwardWithAnMpAllReduce();
-  SimGraph g;
-  auto r = SimulateModule(m, &g);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_NEAR(r->step_time, 5e-3, 1e-12);
-  auto svg = SimScheduleSvg(m, g, *r, "mp2 <forward>");
+// Each test draws ForwardWithAnMpAllReduce's simulation (module_, graph_, result_).
+class SimSvg : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(result_.ok()) << result_.status().message(); }
+
+  Module module_ = ForwardWithAnMpAllReduce();
+  SimGraph graph_;
+  StatusOr<SimResult> result_ = SimulateModule(module_, &graph_);
+};
+
+TEST_F(SimSvg, DrawsALanePerStreamOfARank) {
+  ASSERT_NEAR(result_->step_time, 5e-3, 1e-12);
+  auto svg = SimScheduleSvg(module_, graph_, *result_, "mp2 <forward>");
   ASSERT_TRUE(svg.ok()) << svg.status().message();
   EXPECT_NE(svg->find("mp2 &lt;forward&gt;"), std::string::npos);
 
@@ -83,42 +83,32 @@ TEST(SimSvg, DrawsALanePerStreamOfARank) {
   EXPECT_FALSE(Lane(*svg, 1, "compute"));
 }
 
-TEST(SimSvg, MergesOpsTooNarrowToSee) {
+TEST_F(SimSvg, MergesOpsTooNarrowToSee) {
   // 100 chained 1 ms ops in one job.
   std::vector<Var> vars;
   std::vector<Op> ops;
   for (int k = 0; k <= 100; ++k) vars.push_back(F32("v" + std::to_string(k), 1));
   for (int k = 0; k < 100; ++k)
     ops.push_back(Scale("v" + std::to_string(k), "v" + std::to_string(k + 1)));
-  Module m;
-  m.name = "chain";
-  m.AddProgram(MakeProgram("fwd", "forward", 0, vars, ops));
-  m.plan.schedule = "hand";
-  m.plan.num_micro_batches = 1;
-  m.plan.num_stages = 1;
-  m.plan.stage_to_rank = {0};
-  m.plan.ranks.push_back(RankPlan{0, {MakeJob(JobKind::kForward, 0, 0, "fwd")}});
-  SimGraph g;
-  auto r = SimulateModule(m, &g);
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  Module chain = OneRank({MakeProgram("fwd", "forward", 0, vars, ops)},
+                         {MakeJob(JobKind::kForward, 0, 0, "fwd")});
+  SimGraph chain_graph;
+  auto chain_result = SimulateModule(chain, &chain_graph);
+  ASSERT_TRUE(chain_result.ok()) << chain_result.status().message();
 
-  auto wide = SimRankLanesSvg(m, g, *r, 0, "");
+  auto wide = SimRankLanesSvg(chain, chain_graph, *chain_result, 0, "");
   ASSERT_TRUE(wide.ok()) << wide.status().message();
   EXPECT_EQ(Lane(*wide, 0, "compute")->size(), 100u);  // 14 px each: drawn one by one
-  auto narrow = SimRankLanesSvg(m, g, *r, 0, "", 1000.0);
+  auto narrow = SimRankLanesSvg(chain, chain_graph, *chain_result, 0, "", 1000.0);
   ASSERT_TRUE(narrow.ok()) << narrow.status().message();
   auto merged = Lane(*narrow, 0, "compute");
   ASSERT_EQ(merged->size(), 1u) << *narrow;
   EXPECT_NE(merged->front().tip.find("100 ops"), std::string::npos) << merged->front().tip;
 }
 
-TEST(SimSvg, OneRankOnAGivenTimeScale) {
-  Module m = ForwardWithAnMpAllReduce();
-  SimGraph g;
-  auto r = SimulateModule(m, &g);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  auto own = SimRankLanesSvg(m, g, *r, 1, "rank 1");
-  auto twice = SimRankLanesSvg(m, g, *r, 1, "rank 1", 2 * r->step_time);
+TEST_F(SimSvg, OneRankOnAGivenTimeScale) {
+  auto own = SimRankLanesSvg(module_, graph_, *result_, 1, "rank 1");
+  auto twice = SimRankLanesSvg(module_, graph_, *result_, 1, "rank 1", 2 * result_->step_time);
   ASSERT_TRUE(own.ok() && twice.ok());
   auto a = Lane(*own, 1, "compute"), b = Lane(*twice, 1, "compute");
   ASSERT_TRUE(a && b && a->size() == 2 && b->size() == 2) << *twice;
@@ -127,21 +117,17 @@ TEST(SimSvg, OneRankOnAGivenTimeScale) {
   EXPECT_FALSE(Lane(*twice, 0, "compute"));  // only the rank asked for
 }
 
-TEST(SimSvg, Errors) {
-  Module m = ForwardWithAnMpAllReduce();
-  SimGraph g;
-  auto r = SimulateModule(m, &g);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  auto bad_rank = SimRankLanesSvg(m, g, *r, 2, "");
+TEST_F(SimSvg, Errors) {
+  auto bad_rank = SimRankLanesSvg(module_, graph_, *result_, 2, "");
   ASSERT_FALSE(bad_rank.ok());
   EXPECT_NE(bad_rank.status().message().find("rank 2 is not one of the plan's 2 ranks"),
             std::string::npos)
       << bad_rank.status().message();
   SimOptions no_timeline;
   no_timeline.record_timeline = false;
-  auto bare = SimulateModule(m, &g, no_timeline);
+  auto bare = SimulateModule(module_, &graph_, no_timeline);
   ASSERT_TRUE(bare.ok());
-  auto svg = SimScheduleSvg(m, g, *bare, "");
+  auto svg = SimScheduleSvg(module_, graph_, *bare, "");
   ASSERT_FALSE(svg.ok());
   EXPECT_NE(svg.status().message().find("no timeline"), std::string::npos);
 }

@@ -66,6 +66,19 @@ inline Job MakeJob(JobKind kind, int stage, int mb, const std::string& program, 
   return j;
 }
 
+// A one-stage plan: every program of `programs`, `jobs` on pipeline rank 0.
+inline Module OneRank(std::vector<Program> programs, std::vector<Job> jobs, int micro_batches = 1) {
+  Module m;
+  m.name = "test";
+  for (Program& p : programs) m.AddProgram(std::move(p));
+  m.plan.schedule = "hand";
+  m.plan.num_micro_batches = micro_batches;
+  m.plan.num_stages = 1;
+  m.plan.stage_to_rank = {0};
+  m.plan.ranks.push_back(RankPlan{0, std::move(jobs)});
+  return m;
+}
+
 // No overheads, no core sharing, no overlap slowdown; links: 0.5 ms latency, unlimited
 // bandwidth (a transfer costs 0.5 ms, a two-rank ring all-reduce 1 ms).
 inline DeviceSpec TestDevice() {

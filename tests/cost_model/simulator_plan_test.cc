@@ -13,18 +13,6 @@ using namespace testing;
 
 constexpr double kMs = 1e-3;
 
-Module OneRank(std::vector<Program> programs, std::vector<Job> jobs, int micro_batches = 1) {
-  Module m;
-  m.name = "test";
-  for (Program& p : programs) m.AddProgram(std::move(p));
-  m.plan.schedule = "hand";
-  m.plan.num_micro_batches = micro_batches;
-  m.plan.num_stages = 1;
-  m.plan.stage_to_rank = {0};
-  m.plan.ranks.push_back(RankPlan{0, std::move(jobs)});
-  return m;
-}
-
 int Find(const SimGraph& g, int rank, const std::string& name, int mb = -2) {
   for (size_t i = 0; i < g.instrs.size(); ++i)
     if (g.instrs[i].rank == rank && g.instrs[i].name == name &&
