@@ -28,6 +28,7 @@ struct Activity {
   double seconds = 0;  // its time without a CommModel
   double rate = 1;
   double comm_threads = 0;  // communication: the cores it keeps busy on each member's node
+  double ends = 0;          // when it ends at its current rate (AdvanceToNextEvent)
   bool done = false;        // completed; removed from the running set after the sweep
 };
 
@@ -402,8 +403,9 @@ bool Engine::StartReadyInstructions() {
 }
 
 bool Engine::CompleteFinishedActivities() {
-  // In launch order, each seeing the ones after it still running (as their successors'
-  // wake-up on busy cores does); the finished ones leave the vector together afterwards.
+  // In launch order: the wake-up of a successor on busy cores (NodeBusy) counts the
+  // activities this sweep has not reached yet as running. The finished ones leave the
+  // vector together afterwards (erasing each from the middle costs O(n) apiece).
   bool completed = false;
   for (Activity& a : active_) {
     if (a.work > 1e-12 * (1 + a.total)) continue;
@@ -420,18 +422,14 @@ bool Engine::CompleteFinishedActivities() {
 Status Engine::AdvanceToNextEvent() {
   ComputeRates();
   double next = heap_.empty() ? kInf : heap_.top().first;
-  std::vector<double> ends(active_.size());
-  for (size_t k = 0; k < active_.size(); ++k) {
-    ends[k] = now_ + active_[k].work / active_[k].rate;
-    next = std::min(next, ends[k]);
+  for (Activity& a : active_) {
+    a.ends = now_ + a.work / a.rate;
+    next = std::min(next, a.ends);
   }
   if (!std::isfinite(next))
     return Internal("the simulation stopped at ", now_, " s: no running work can progress");
   const double dt = next - now_;
-  for (size_t k = 0; k < active_.size(); ++k) {
-    Activity& a = active_[k];
-    a.work = ends[k] <= next ? 0.0 : std::max(0.0, a.work - a.rate * dt);
-  }
+  for (Activity& a : active_) a.work = a.ends <= next ? 0.0 : std::max(0.0, a.work - a.rate * dt);
   now_ = next;
   return OkStatus();
 }
