@@ -1,6 +1,7 @@
 #include "cost_model/sim_svg.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -96,7 +97,7 @@ struct Box {
 
   void Add(const char* colour, double seconds) {
     for (auto& [c, s] : seconds_by_colour)
-      if (c == colour) {
+      if (std::string_view(c) == colour) {
         s += seconds;
         return;
       }
