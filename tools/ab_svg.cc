@@ -68,10 +68,8 @@ std::string Num(double v) {
 
 StatusOr<std::string> RankTimelineSvg(const Module& module, const SimulatedPlan& plan, int rank,
                                       const std::string& title, double time_scale_end) {
-  (void)rank;
-  (void)time_scale_end;
-  return cost::SimScheduleSvg(plan.sequential ? *plan.sequential : module, plan.graph, plan.result,
-                              title);
+  return cost::SimRankLanesSvg(plan.sequential ? *plan.sequential : module, plan.graph,
+                               plan.result, rank, title, time_scale_end);
 }
 
 StatusOr<std::string> StackSvgs(const std::string& top, const std::string& bottom) {

@@ -7,10 +7,8 @@
 
 namespace pw::tools {
 
-// One rank's simulated timeline, its time axis running to `time_scale_end` seconds.
-// Today this draws the pipeline schedule of the whole plan (cost::SimScheduleSvg, scaled
-// to its own step, which ignores `rank` and `time_scale_end`); cost::SimRankLanesSvg, one
-// lane per stream of the rank on the given axis, replaces it in this one place.
+// One rank's simulated timeline, one lane per stream it uses, its time axis running to
+// `time_scale_end` seconds (cost::SimRankLanesSvg).
 StatusOr<std::string> RankTimelineSvg(const Module& module, const SimulatedPlan& plan, int rank,
                                       const std::string& title, double time_scale_end);
 
