@@ -1,0 +1,104 @@
+// Time of the stream passes on planned GPT-3 shapes: assign-streams,
+// overlap-column-parallel-backward and insert-events, each on a fresh copy of the planned
+// module (1f1b; the copy is not timed). The counters give insert-events' statistics: the
+// waits it wrote, the waits a step executes against the naive one per cross-stream
+// dependency, and the events.
+//
+//   build/benchmarks/stream_passes_bench --benchmark_repetitions=5 \
+//       --benchmark_report_aggregates_only=true
+//
+// Shapes: 6.7B (32 layers, hidden 4096, mp 2 x pp 4, 16 micro-batches) and 175B (96
+// layers, hidden 12288, mp 8 x pp 16, 64 micro-batches). The 175B figure is the issue's
+// bound: insert-events under 1 s.
+
+#include <benchmark/benchmark.h>
+
+#include <map>
+
+#include "models/gpt.h"
+#include "ops/registry.h"
+#include "passes/pass_manager.h"
+
+namespace pw {
+namespace {
+
+struct Shape {
+  int layers, hidden, heads, mp, pp, micro_batches;
+};
+
+const Shape kShapes[] = {{32, 4096, 32, 2, 4, 16}, {96, 12288, 96, 8, 16, 64}};
+
+Status RunPasses(Module& module, const std::string& pipeline, PassContext* context = nullptr) {
+  PassManager pm;
+  pm.EnableVerifier(false);
+  PW_RETURN_IF_ERROR(pm.AddPipeline(pipeline));
+  PassContext local(ops::Registry());
+  return pm.Run(module, context ? *context : local).status();
+}
+
+// The planned module of a shape, and the same after the passes before `pass`.
+const Module& Planned(int shape, const std::string& before) {
+  static std::map<std::pair<int, std::string>, Module> cache;
+  auto key = std::make_pair(shape, before);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const Shape& s = kShapes[shape];
+  models::GptConfig g;
+  g.layers = s.layers;
+  g.hidden = s.hidden;
+  g.heads = s.heads;
+  g.ffn = 4 * s.hidden;
+  g.seq = 2048;
+  g.vocab = 51200;
+  g.micro_batch_size = 1;
+  g.mp = s.mp;
+  g.pp = s.pp;
+  Module m = *models::BuildGpt(g);
+  std::string pipeline = StrCat(
+      "append-backward{optimizer=adam},split-program,schedule{kind=1f1b,"
+      "micro-batches=",
+      s.micro_batches, "},insert-p2p");
+  if (!before.empty()) pipeline += "," + before;
+  Status ran = RunPasses(m, pipeline);
+  if (!ran.ok()) std::abort();
+  return cache.emplace(key, std::move(m)).first->second;
+}
+
+void BM_Pass(benchmark::State& state, const std::string& pass, const std::string& before) {
+  const Module& planned = Planned(static_cast<int>(state.range(0)), before);
+  for (auto _ : state) {
+    state.PauseTiming();
+    Module m = planned;
+    PassContext fresh(ops::Registry());
+    state.ResumeTiming();
+    Status ran = RunPasses(m, pass, &fresh);
+    if (!ran.ok()) state.SkipWithError(ran.message().c_str());
+    state.PauseTiming();
+    if (fresh.statistics().size() == 1)
+      for (const auto& [name, value] : fresh.statistics().front().counters)
+        state.counters[name] = static_cast<double>(value);
+    state.ResumeTiming();
+  }
+  state.SetLabel(static_cast<int>(state.range(0)) == 0 ? "GPT-3 6.7B mp2 pp4 M=16"
+                                                       : "GPT-3 175B mp8 pp16 M=64");
+}
+
+BENCHMARK_CAPTURE(BM_Pass, assign_streams, std::string("assign-streams"), std::string())
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Pass, overlap_column_parallel_backward,
+                  std::string("overlap-column-parallel-backward"), std::string("assign-streams"))
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Pass, insert_events, std::string("insert-events"),
+                  std::string("assign-streams,overlap-column-parallel-backward"))
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace pw
+
+BENCHMARK_MAIN();
