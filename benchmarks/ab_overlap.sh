@@ -4,7 +4,8 @@
 #      51200, micro-batch 1, mp 2 x pp 4), 16 micro-batches, simulated on an H100, for each
 #      schedule kind in PW_AB_KINDS;
 #   2. the small GPT (4 layers, hidden 64, mp 2 x pp 2), 8 micro-batches under 1f1b,
-#      simulated on the CPU and trained on 4 rank processes in interleaved rounds.
+#      simulated on the CPU with this machine's profile and trained on 4 rank processes
+#      in interleaved rounds.
 # A is the plain plan (append-backward{optimizer=adam},split-program,schedule,insert-p2p);
 # B is A followed by PW_AB_B_SUFFIX. Prints every table; the reports (table and JSON) and
 # the stacked SVG timelines stay in PW_OUT.
@@ -58,6 +59,11 @@ done
 small=$out/gpt_small.pb
 "$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
   --micro-batch-size 2 --mp 2 --pp 2 -o "$small" >/dev/null
-echo "== small GPT, mp 2 x pp 2, 1f1b, 8 micro-batches: simulated on cpu, measured on 4 rank processes"
-ab gpt_small "$small" "$(plan 1f1b 8)" --sim --device cpu --run --nproc 4 --rounds "$rounds" \
-  --steps "$steps" --svg "$out/gpt_small.svg"
+# The simulation prices ops and communication with this machine's measurements (pipeweave
+# profile --comm of plan B, which has every op and collective of A): the CPU spec alone
+# does not know what an all-reduce costs between 4 processes on these cores.
+"$pw" opt "$small" -p "$(plan 1f1b 8)$suffix" -o "$out/gpt_small_b.pb"
+"$pw" profile "$out/gpt_small_b.pb" --comm -o "$out/gpt_small_costs.pbtxt" >/dev/null
+echo "== small GPT, mp 2 x pp 2, 1f1b, 8 micro-batches: simulated on cpu (profiled), measured on 4 rank processes"
+ab gpt_small "$small" "$(plan 1f1b 8)" --sim --device cpu --costs "$out/gpt_small_costs.pbtxt" \
+  --run --nproc 4 --rounds "$rounds" --steps "$steps" --svg "$out/gpt_small.svg"
