@@ -262,7 +262,9 @@ TEST_P(OverlapOverGlooTest, BitIdenticalToThePlanWithoutThePasses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, OverlapOverGlooTest,
-                         ::testing::Values(GlooSchedule{"1f1b"},
+                         ::testing::Values(GlooSchedule{"fthenb"}, GlooSchedule{"1f1b"},
+                                           GlooSchedule{"interleaved-1f1b", 2},
+                                           GlooSchedule{"zb-h1", 1, true},
                                            GlooSchedule{"zb-v", 2, true, "v"}),
                          [](const auto& info) {
                            std::string name = info.param.kind;
