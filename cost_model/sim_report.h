@@ -16,7 +16,7 @@ namespace pw::cost {
 // EXPOSED: {"mp_forward", "mp_backward", "pp_send", "pp_recv", "dp", "total"}, the time
 // communication of each kind runs while none of the rank's compute does, on whatever stream
 // (total: of all kinds together; the kinds may overlap, so they can add up to more).
-// BUSY: {"compute", "mp_comm", "pp_send", "pp_recv", "dp_comm"}, the time each stream runs
+// BUSY: {"compute", "mp_comm", "pp_send", "pp_recv", "dp_comm", "mp_fwd_comm"}, the time each stream runs
 // work. Every key is always there (0 when none). At the top level each key is the largest
 // over the ranks (keys may come from different ranks). busy_ms keeps only the streams the
 // rank uses.

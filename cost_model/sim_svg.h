@@ -1,6 +1,6 @@
 #pragma once
 // The op-level simulation drawn as lanes, so overlap can be seen: for each drawn rank one
-// lane per stream it uses (compute, mp_comm, pp_send, pp_recv, dp_comm), its instructions
+// lane per stream it uses (compute, mp_comm, pp_send, pp_recv, dp_comm, mp_fwd_comm), its instructions
 // as boxes at their simulated times, compute coloured by the kind of its job (F, B, I, W,
 // optimizer) and communication by what it is for (mp_forward, mp_backward, pp_send,
 // pp_recv, dp). Consecutive instructions of one job on a lane that are too narrow to see

@@ -14,6 +14,8 @@ const char* StreamTypeName(StreamType type) {
       return "pp_recv";
     case StreamType::kDpComm:
       return "dp_comm";
+    case StreamType::kMpFwdComm:
+      return "mp_fwd_comm";
   }
   return "?";
 }
@@ -23,9 +25,12 @@ StatusOr<StreamType> ParseStreamType(std::string_view name) {
   for (StreamType type : kAllStreamTypes)
     if (name == StreamTypeName(type)) return type;
   return InvalidArgument("unknown stream type '", name,
-                         "' (expected compute, mp_comm, pp_send, pp_recv or dp_comm)");
+                         "' (expected compute, mp_comm, pp_send, pp_recv, dp_comm or mp_fwd_comm)");
 }
 
-int StreamPriority(StreamType type) { return IsCommStream(type) ? 1 : 0; }
+int StreamPriority(StreamType type) {
+  if (type == StreamType::kCompute) return 0;
+  return type == StreamType::kMpFwdComm ? 1 : 2;
+}
 
 }  // namespace pw

@@ -8,7 +8,7 @@
 //                      "exposed_comm_ms": {"total", "mp_forward", "mp_backward", "pp_send",
 //                                          "pp_recv", "dp"},
 //                      "busy_ms_by_stream": {"compute", "mp_comm", "pp_send", "pp_recv",
-//                                            "dp_comm"},
+//                                            "dp_comm", "mp_fwd_comm"},
 //                      "peak_bytes": [per rank], "max_peak_bytes"},
 //            "ratio": the same keys, each B/A},
 //    "run": {"nproc", "rounds", "steps_per_round", "warmup_steps_per_round",

@@ -62,7 +62,7 @@ constexpr const char* kUsage =
     "JSON: {\"module\", \"pipelines\": {\"a\", \"b\"}, \"sim\", \"run\"} with\n"
     "  \"sim\": {\"device\", \"a\", \"b\", \"ratio\"}: a and b hold step_time_ms, bubble_rate,\n"
     "    exposed_comm_ms {total, mp_forward, mp_backward, pp_send, pp_recv, dp},\n"
-    "    busy_ms_by_stream {compute, mp_comm, pp_send, pp_recv, dp_comm}, peak_bytes [per\n"
+    "    busy_ms_by_stream {compute, mp_comm, ..., mp_fwd_comm}, peak_bytes [per\n"
     "    rank], max_peak_bytes; ratio has the same keys, each B/A (1 for 0/0, null for x/0);\n"
     "  \"run\": {\"nproc\", \"rounds\", \"steps_per_round\", \"warmup_steps_per_round\", \"a\", "
     "\"b\",\n"

@@ -31,7 +31,7 @@ constexpr const char* kUsage =
     "by kind: mp_forward, mp_backward (tensor-parallel, by the role of the job), pp_send,\n"
     "pp_recv, dp. --format json prints one object with step_time_ms, bubble_rate,\n"
     "exposed_comm_ms {mp_forward, mp_backward, pp_send, pp_recv, dp, total},\n"
-    "busy_ms_by_stream {compute, mp_comm, pp_send, pp_recv, dp_comm} (each key the worst\n"
+    "busy_ms_by_stream {compute, mp_comm, ..., mp_fwd_comm} (each key the worst\n"
     "rank's), coverage, and ranks with the same keys per rank. --coverage adds the share of\n"
     "estimated time from each estimate path. --trace writes a Chrome trace (one track per\n"
     "rank and stream), --svg a timeline with one lane per stream of every pipeline rank (its\n"

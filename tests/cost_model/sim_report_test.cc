@@ -61,7 +61,7 @@ TEST(SimReport, JsonHasEveryKindAndStreamAtTheTopAndPerRank) {
       "\"pp_recv\": 0, \"dp\": 0, \"total\": 1000}";
   const std::string busy =
       "\"busy_ms_by_stream\": {\"compute\": 2000, \"mp_comm\": 2000, \"pp_send\": 0, "
-      "\"pp_recv\": 0, \"dp_comm\": 0}";
+      "\"pp_recv\": 0, \"dp_comm\": 0, \"mp_fwd_comm\": 0}";
   EXPECT_EQ(Count(json, exposed), 3) << json;  // the top level and both ranks
   EXPECT_EQ(Count(json, busy), 3) << json;
   EXPECT_LT(json.find(exposed), json.find("\"ranks\"")) << json;
