@@ -1,5 +1,7 @@
 #include "ir/plan_actions.h"
 
+#include <algorithm>
+
 #include "ir/schedule_csv.h"
 
 namespace pw {
@@ -115,7 +117,8 @@ StatusOr<Action> ToAction(const Job& job, ActionSchedule& schedule) {
   for (const Job& sub : job.sub_jobs) {
     PW_ASSIGN_OR_RETURN(Action p, ToAction(sub, schedule));
     if (IsFused(p.type)) return InvalidArgument("nested fused job ", JobToString(job));
-    parts.push_back(p);
+    // The segments of one job interleaved with another's (overlap-1f1b) are one part.
+    if (std::find(parts.begin(), parts.end(), p) == parts.end()) parts.push_back(p);
   }
   if (parts.empty()) return InvalidArgument("fused job without sub-jobs");
   if (!schedule.CanAddGroup()) return InvalidArgument("too many fused jobs in one plan");
@@ -219,11 +222,14 @@ std::string JobToString(const Job& job) {
   if (type == ActionType::kIdle) return "?";
   if (!IsFused(type))
     return ActionToString(MakeAction(type, job.stage, job.micro_batch, job.peer_stage), scratch);
-  std::string out = "(";
-  for (size_t i = 0; i < job.sub_jobs.size(); ++i) {
-    if (i) out += ';';
-    out += JobToString(job.sub_jobs[i]);
+  // A job cut into segments interleaved with another's prints once.
+  std::vector<std::string> parts;
+  for (const Job& sub : job.sub_jobs) {
+    std::string part = JobToString(sub);
+    if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
   }
+  std::string out = "(";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ";" : "") + parts[i];
   return out + ")" + ActionTypeToken(type);
 }
 

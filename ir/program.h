@@ -19,6 +19,10 @@ struct ProgramInfo {
   std::vector<std::string> inputs;      // vars read here but defined by another program
   std::vector<std::string> outputs;     // vars defined here that another program reads
   std::vector<std::string> keep_alive;  // vars a later job still needs
+  // A segment of another program (overlap-1f1b): the program it was cut from, whose kind,
+  // stage and chunk it has; jobs run it in the parent's place. Empty for other programs.
+  std::string segment_of;
+  int segment_begin = 0;  // the parent's index of the segment's first op
   bool operator==(const ProgramInfo&) const = default;
 };
 

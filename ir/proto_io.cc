@@ -119,6 +119,8 @@ void ProgramToProto(const Program& program, pb::ProgramDesc* out) {
   StringsToProto(info.inputs, pi->mutable_inputs());
   StringsToProto(info.outputs, pi->mutable_outputs());
   StringsToProto(info.keep_alive, pi->mutable_keep_alive());
+  pi->set_segment_of(info.segment_of);
+  pi->set_segment_begin(info.segment_begin);
 }
 
 void JobToProto(const Job& job, pb::JobDesc* out) {
@@ -284,6 +286,8 @@ StatusOr<Program> ProgramFromProto(const pb::ProgramDesc& desc) {
     info.inputs.assign(pi.inputs().begin(), pi.inputs().end());
     info.outputs.assign(pi.outputs().begin(), pi.outputs().end());
     info.keep_alive.assign(pi.keep_alive().begin(), pi.keep_alive().end());
+    info.segment_of = pi.segment_of();
+    info.segment_begin = pi.segment_begin();
   }
   return program;
 }

@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "ir/action.h"
 #include "ir/event_ref.h"
@@ -111,8 +112,10 @@ class RankEvents {
   std::vector<int> last_of_carrier_;  // per carrier item: its last item (where it records)
   std::vector<int> first_of_job_, last_of_job_;
   std::map<std::pair<const Program*, int>, std::vector<int>> op_items_;  // per op: its items
-  std::vector<std::vector<int>> job_op_item_;                // per job: op index -> item
-  std::map<const Program*, std::vector<int>> program_jobs_;  // per program: mb -> job
+  // (program, op, micro-batch) -> the op's item; ops of segment programs are keyed by their
+  // parent and their index there, so that a wait names one event wherever its producer
+  // was cut.
+  std::map<std::tuple<const Program*, int, int>, int> op_instances_;
   std::map<RecorderKey, std::map<int, int>> p2p_recorders_;  // pattern -> mb -> last item
   RankDecision decision_;
 };
@@ -122,15 +125,6 @@ void RankEvents::Index() {
   last_of_carrier_.assign(n, -1);
   first_of_job_.assign(seq_.jobs.size(), -1);
   last_of_job_.assign(seq_.jobs.size(), -1);
-  job_op_item_.assign(seq_.jobs.size(), {});
-  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
-    const Job& job = *seq_.jobs[j];
-    if (IsP2pJob(job.kind)) continue;
-    job_op_item_[j].assign(seq_.programs[j]->ops().size(), -1);
-    std::vector<int>& by_mb = program_jobs_[seq_.programs[j]];
-    by_mb.resize(std::max<size_t>(by_mb.size(), seq_.num_micro_batches + 1), -1);
-    by_mb[std::clamp(job.micro_batch, 0, seq_.num_micro_batches)] = static_cast<int>(j);
-  }
   for (int i = 0; i < n; ++i) {
     const WorkItem& item = seq_.items[i];
     if (item.carrier >= 0) last_of_carrier_[item.carrier] = i;
@@ -138,7 +132,8 @@ void RankEvents::Index() {
     last_of_job_[item.job] = i;
     if (item.kind == WorkKind::kOp) {
       op_items_[{seq_.programs[item.job], item.op}].push_back(i);
-      job_op_item_[item.job][item.op] = i;
+      const RecorderKey key = KeyOf(i);
+      op_instances_[{key.program, key.op, JobMicroBatch(i)}] = i;
     }
   }
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
@@ -156,8 +151,12 @@ RecorderKey RankEvents::KeyOf(int carrier) const {
   const WorkItem& item = seq_.items[carrier];
   RecorderKey key;
   if (item.kind == WorkKind::kOp) {
-    key.program = seq_.programs[item.job];
-    key.op = item.op;
+    const Program* program = seq_.programs[item.job];
+    const ProgramInfo& info = program->info();
+    const Program* parent =
+        info.segment_of.empty() ? nullptr : module_.FindProgram(info.segment_of);
+    key.program = parent ? parent : program;
+    key.op = item.op + (parent ? info.segment_begin : 0);
   } else {
     const Job& job = *seq_.jobs[item.job];
     key.kind = job.kind;
@@ -169,11 +168,9 @@ RecorderKey RankEvents::KeyOf(int carrier) const {
 
 int RankEvents::RecorderItem(const RecorderKey& key, int mb) const {
   if (key.program) {
-    // The job of the program for micro-batch mb (the optimizer's job has micro-batch 0).
-    auto it = program_jobs_.find(key.program);
-    if (it == program_jobs_.end() || mb >= static_cast<int>(it->second.size())) return -1;
-    const int job = it->second[mb];
-    return job < 0 ? -1 : last_of_carrier_[job_op_item_[job][key.op]];
+    // The op's instance in the job of micro-batch mb (the optimizer's job has 0).
+    auto it = op_instances_.find({key.program, key.op, mb});
+    return it == op_instances_.end() ? -1 : last_of_carrier_[it->second];
   }
   auto it = p2p_recorders_.find(key);
   if (it == p2p_recorders_.end()) return -1;
@@ -345,7 +342,15 @@ int64_t Apply(Module& module, const std::vector<RankDecision>& decisions) {
   }
   for (const RecorderKey& key : recorded) {
     if (key.program) {
-      const_cast<Program*>(key.program)->ops()[key.op].record_events.push_back(EventName(key));
+      // Every program that holds the op: its parent, and the segments cut from it.
+      for (Program& p : module.programs()) {
+        const ProgramInfo& info = p.info();
+        int local = -1;
+        if (&p == key.program) local = key.op;
+        if (info.segment_of == key.program->name()) local = key.op - info.segment_begin;
+        if (local >= 0 && local < static_cast<int>(p.ops().size()))
+          p.ops()[local].record_events.push_back(EventName(key));
+      }
       continue;
     }
     std::function<void(std::vector<Job>&)> mark = [&](std::vector<Job>& jobs) {

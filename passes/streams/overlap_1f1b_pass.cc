@@ -1,0 +1,509 @@
+// overlap-1f1b: the 1F1B backward-forward overlap. Two independent jobs of a rank run as
+// one fused job whose programs are cut into segments that alternate on the compute stream,
+// so that the tensor-parallel all-reduces of each run on the communication streams under
+// the other's compute.
+//
+//   1. Pairs (fused_pairs.h): B(i) with the F(j) after it in the steady phase, F(i) with
+//      F(i+1) in the warm-up and B with B in the cool-down; dualpipe-v's own fused jobs.
+//      Sends and recvs are placed again around the fused jobs and the plan is checked
+//      deadlock-free.
+//   2. Cuts (interleave.h): for each kind of pair, the two jobs' ops are priced with the
+//      cost model (PassContext's estimator: `opt --device/--costs`) and list-scheduled on
+//      one compute stream and the communication link; every switch between the jobs is a
+//      cut, so each all-reduce is covered by the compute it is paired with. The choice is
+//      checked with the simulator: a pair whose fused job does not beat the two jobs back
+//      to back runs back to back (the statistics say how many).
+//   3. Op splitting (row_split.h): a matmul whose all-reduce no other job hides is cut
+//      into row blocks with the all-reduce, so that each block's runs under the next
+//      block's matmul (bit-identical: offered for two-rank groups only).
+//   4. Streams: forward collectives move to mp_fwd_comm, below the backward's mp_comm.
+//
+// Segment programs are real programs of the module, named after their parent and op range
+// (program_segments.h). Everything only reorders: results are bit-identical. Run it after
+// assign-streams (and overlap-column-parallel-backward) and before insert-events.
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "cost_model/action_simulator.h"
+#include "cost_model/op_price.h"
+#include "cost_model/simulator.h"
+#include "ir/p2p_vars.h"
+#include "ir/plan_actions.h"
+#include "ir/rank_layout.h"
+#include "ir/stream_type.h"
+#include "passes/pass.h"
+#include "passes/pass_registry.h"
+#include "passes/pipeline/module_stages.h"
+#include "passes/streams/fused_pairs.h"
+#include "passes/streams/interleave.h"
+#include "passes/streams/program_segments.h"
+#include "passes/streams/row_split.h"
+
+namespace pw {
+namespace {
+
+constexpr const char* kSupported[] = {"1f1b", "eager-1f1b", "interleaved-1f1b", "dualpipe-v"};
+
+// One side of a fused job: its job and the programs it runs, in order (a split B: its I,
+// then its W).
+struct Part {
+  const Job* job = nullptr;
+  std::vector<const Job*> runs;  // jobs that name the programs
+};
+
+Part PartOf(const Job& job) {
+  Part part{&job, {}};
+  if (RunsSubJobs(job)) {
+    for (const Job& sub : job.sub_jobs) part.runs.push_back(&sub);
+  } else {
+    part.runs.push_back(&job);
+  }
+  return part;
+}
+
+// A run of one part's program in the fused job: ops [begin, end) of part `chain`'s
+// program `program`.
+struct SegmentRun {
+  int chain = 0, program = 0, begin = 0, end = 0;
+};
+
+struct Decision {
+  bool interleave = false;
+  std::vector<SegmentRun> runs;
+  double estimated_fused = 0, estimated_apart = 0;  // the list scheduler's estimates
+  double simulated_fused = 0, simulated_apart = 0;  // the simulator's, when attached
+};
+
+// The key of a kind of pair: the programs of both parts, in order.
+using PairKey = std::vector<std::string>;
+
+class Overlap1F1BPass : public Pass {
+ public:
+  std::string_view name() const override { return "overlap-1f1b"; }
+  std::string_view description() const override {
+    return "1F1B backward-forward overlap: on every rank, B(i) and the F(j) after it (and, "
+           "in the warm-up and cool-down, F with F and B with B) become one fused job whose "
+           "programs are cut into segments that alternate on the compute stream, so that "
+           "each job's tensor-parallel all-reduces run under the other's compute. Cuts come "
+           "from the cost model (needs opt --device, and --costs for measured ops) and are "
+           "checked with the simulator; pairs that would not gain run back to back. "
+           "split-ops=auto cuts a row-parallel matmul and its two-rank all-reduce into row "
+           "blocks so each block's all-reduce runs under the next block (bit-identical), all "
+           "cuts every eligible matmul, off none. Forward "
+           "collectives move to mp_fwd_comm. Plans of 1f1b, eager-1f1b, interleaved-1f1b "
+           "and dualpipe-v; run after assign-streams and before insert-events.";
+  }
+
+  StatusOr<bool> Run(Module& module, PassContext& context) override;
+
+ private:
+  Status CheckModule(const Module& module, PassContext& context) const;
+  int SplitOps(Module& module, PassContext& context);
+  StatusOr<std::vector<ChainOp>> Chain(const Module& module, const Part& part,
+                                       PassContext& context);
+  StatusOr<Decision> Decide(const Module& module, const Part& first, const Part& second,
+                            PassContext& context);
+  StatusOr<double> Simulate(const Module& module, const std::vector<Job>& jobs,
+                            const std::vector<SegmentRange>& segments, PassContext& context);
+  std::vector<Job> Interleaved(const Module& module, const Part& first, const Part& second,
+                               const Decision& d) const;
+  StatusOr<double> ComputeSeconds(const Module& module, const std::string& program,
+                                  PassContext& context);
+  StatusOr<ActionCosts> StageCosts(const Module& module, const pipeline::ModuleStages& stages,
+                                   PassContext& context);
+  int PricingRank(const Module& module, const Program& program) const {
+    return RankLayout(module.mesh).Rank(RankCoord{0, ProgramPipelineRank(module, program), 0});
+  }
+
+  Option<std::string> split_ops{this,
+                                "split-ops",
+                                "cut long matmuls into row blocks: auto, all (every eligible "
+                                "matmul, for tests) or off",
+                                "auto",
+                                {"auto", "all", "off"}};
+  Option<bool> warmup{this, "warmup-cooldown",
+                      "also pair F with F in the warm-up and B with B in the cool-down", true};
+  std::map<PairKey, Decision> decisions_;
+  std::map<std::string, std::vector<ChainOp>> chains_;  // per program
+};
+
+Status Overlap1F1BPass::CheckModule(const Module& module, PassContext& context) const {
+  if (!context.Find<cost::Estimator>())
+    return FailedPrecondition(
+        "overlap-1f1b chooses its cuts with the cost model: pass --device D (and --costs F "
+        "from 'pipeweave profile') to 'pipeweave opt'");
+  if (module.plan.empty())
+    return FailedPrecondition(
+        "overlap-1f1b pairs the jobs of a plan: run split-program,schedule{...},insert-p2p "
+        "before it");
+  const std::string& kind = module.plan.schedule;
+  if (std::find(std::begin(kSupported), std::end(kSupported), kind) == std::end(kSupported))
+    return FailedPrecondition(
+        "overlap-1f1b pairs the jobs of 1f1b, eager-1f1b, "
+        "interleaved-1f1b and dualpipe-v plans, not '",
+        kind, "'");
+  for (const Program& p : module.programs())
+    for (const Op& op : p.ops()) {
+      const OpDef* def = context.ops().Find(op.type);
+      if (def && def->collective && op.attrs.GetString("group", "mp") == "mp" &&
+          (op.stream.empty() || op.stream == "compute") && !p.info().kind.empty() &&
+          p.info().kind != "optimizer")
+        return FailedPrecondition(
+            "overlap-1f1b hides all-reduces on the communication streams, but '", p.name(),
+            "' runs one on compute: run assign-streams before it");
+    }
+  return OkStatus();
+}
+
+// Row splits (row_split.h). auto: a matmul read only by a two-rank all-reduce is cut so
+// that the all-reduce of each block runs under the next block's matmul (an all-reduce no
+// other job hides, e.g. in a pipeline's warm-up, then shows only its last block), in as
+// many blocks as the matmul has all-reduces' worth of time (2 to 8, at least 64 rows
+// each). all: every eligible matmul in two, with its all-reduce where it can (tests).
+int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
+  if (split_ops.value() == "off") return 0;
+  const bool all = split_ops.value() == "all";
+  const cost::Estimator& estimator = *context.Find<cost::Estimator>();
+  const double latency = estimator.device().event_latency();
+  int split = 0;
+  for (Program& program : module.programs()) {
+    const std::string& kind = program.info().kind;
+    if (kind != "forward" && kind != "backward" && kind != "backward_input") continue;
+    auto lookup = [&](const std::string& v) -> const Var* { return program.FindVar(v); };
+    const int rank = PricingRank(module, program);
+    std::vector<cost::OpPrice> prices;
+    for (const Op& op : program.ops()) {
+      StatusOr<cost::OpPrice> price =
+          cost::PriceOp(op, module, rank, estimator, context.ops(), lookup);
+      prices.push_back(price.ok() ? *price : cost::OpPrice{});
+    }
+    for (int i = static_cast<int>(program.ops().size()); i-- > 0;) {
+      const bool reduced = i + 1 < static_cast<int>(prices.size()) && prices[i + 1].collective;
+      const int group = reduced ? static_cast<int>(prices[i + 1].group.size()) : 0;
+      if (all) {
+        StatusOr<int> done = CanSplitRowsWithAllReduce(program, i, 2, 1, group)
+                                 ? SplitRowsWithAllReduce(program, i, 2, group)
+                                 : SplitRows(program, i, 2);
+        split += done.ok();
+        continue;
+      }
+      // The backward's all-reduces already run under the weight gradient
+      // (overlap-column-parallel-backward): only the forward's are cut.
+      if (!reduced || kind != "forward") continue;
+      const double comm = prices[i + 1].seconds;
+      if (comm < 2 * latency || prices[i].seconds < comm) continue;
+      int blocks = std::clamp(static_cast<int>(prices[i].seconds / comm), 2, 8);
+      while (blocks > 1 && !CanSplitRowsWithAllReduce(program, i, blocks, 64, group)) --blocks;
+      if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group).ok()) ++split;
+    }
+  }
+  return split;
+}
+
+StatusOr<std::vector<ChainOp>> Overlap1F1BPass::Chain(const Module& module, const Part& part,
+                                                      PassContext& context) {
+  const cost::Estimator& estimator = *context.Find<cost::Estimator>();
+  std::vector<ChainOp> chain;
+  std::unordered_map<std::string, int> writer, reader;  // var -> collective that touched it
+  for (const Job* run : part.runs) {
+    const Program* program = module.FindProgram(run->program);
+    if (!program) return NotFound("overlap-1f1b: no program named '", run->program, "'");
+    auto cached = chains_.find(program->name());
+    std::vector<ChainOp> ops;
+    if (cached != chains_.end()) {
+      ops = cached->second;
+    } else {
+      const int rank = PricingRank(module, *program);
+      auto lookup = [&](const std::string& v) -> const Var* {
+        if (const Var* var = program->FindVar(v)) return var;
+        for (const Program& p : module.programs())
+          if (const Var* var = p.FindVar(v)) return var;
+        return nullptr;
+      };
+      for (const Op& op : program->ops()) {
+        StatusOr<cost::OpPrice> price =
+            cost::PriceOp(op, module, rank, estimator, context.ops(), lookup);
+        if (!price.ok())
+          return price.status().WithContext(StrCat("program '", program->name(), "'"));
+        ops.push_back(ChainOp{price->seconds, price->collective, -1});
+      }
+      chains_[program->name()] = ops;
+    }
+    // Which collective each op waits for: one whose result it reads, or whose input or
+    // output it overwrites. A compute op that writes a var supersedes the collectives.
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const Op& op = program->ops()[k];
+      const int index = static_cast<int>(chain.size());
+      int waits = -1;
+      op.ForEachInput([&](const std::string& v) {
+        auto w = writer.find(v);
+        if (w != writer.end()) waits = std::max(waits, w->second);
+      });
+      op.ForEachOutput([&](const std::string& v) {
+        for (auto* m : {&writer, &reader}) {
+          auto it = m->find(v);
+          if (it != m->end()) waits = std::max(waits, it->second);
+        }
+      });
+      ChainOp c = ops[k];
+      if (!c.collective) c.waits_for = waits;
+      if (c.collective) {
+        op.ForEachInput([&](const std::string& v) { reader[v] = index; });
+        op.ForEachOutput([&](const std::string& v) { writer[v] = index; });
+      } else {
+        op.ForEachOutput([&](const std::string& v) {
+          writer.erase(v);
+          reader.erase(v);
+        });
+      }
+      chain.push_back(c);
+    }
+  }
+  return chain;
+}
+
+// Compute time of a program (its collectives left out): what a job of it occupies the
+// compute stream with.
+StatusOr<double> Overlap1F1BPass::ComputeSeconds(const Module& module, const std::string& name,
+                                                 PassContext& context) {
+  Job job;
+  job.program = name;
+  Part part{&job, {&job}};
+  PW_ASSIGN_OR_RETURN(std::vector<ChainOp> chain, Chain(module, part, context));
+  double seconds = 0;
+  for (const ChainOp& op : chain) seconds += op.collective ? 0 : op.seconds;
+  return seconds;
+}
+
+// F, B (or I) and W per virtual stage, as the action-level simulator takes them: the
+// means, and each stage's forward against the mean forward as its scale.
+StatusOr<ActionCosts> Overlap1F1BPass::StageCosts(const Module& module,
+                                                  const pipeline::ModuleStages& stages,
+                                                  PassContext& context) {
+  const int n = stages.num_stages();
+  std::vector<double> f(n, 0), b(n, 0), w(n, 0);
+  for (const auto& [key, program] : stages.programs) {
+    const auto& [stage, kind] = key;
+    PW_ASSIGN_OR_RETURN(double seconds, ComputeSeconds(module, program, context));
+    if (kind == pipeline::kForwardKind) f[stage] = seconds;
+    if (kind == pipeline::kBackwardKind || kind == pipeline::kBackwardInputKind) b[stage] = seconds;
+    if (kind == pipeline::kBackwardWeightKind) w[stage] = seconds;
+  }
+  auto mean = [&](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / std::max(1, n);
+  };
+  ActionCosts costs;
+  const double mf = std::max(mean(f), 1e-12);
+  costs.forward = 1;
+  costs.backward = mean(b) / mf;
+  costs.weight = mean(w) / mf;
+  for (int s = 0; s < n; ++s) costs.stage_scale.push_back(f[s] > 0 ? f[s] / mf : 1.0);
+  return costs;
+}
+
+// The fused job's sub-jobs for a decision: runs of whole programs name the program, other
+// runs their segment.
+std::vector<Job> Overlap1F1BPass::Interleaved(const Module& module, const Part& first,
+                                              const Part& second, const Decision& d) const {
+  std::vector<Job> jobs;
+  const Part* parts[2] = {&first, &second};
+  for (const SegmentRun& r : d.runs) {
+    const Job& run = *parts[r.chain]->runs[r.program];
+    const Program* parent = module.FindProgram(run.program);
+    const bool whole = r.begin == 0 && parent && r.end == static_cast<int>(parent->ops().size());
+    Job job;
+    job.kind = run.kind;
+    job.stage = run.stage;
+    job.micro_batch = run.micro_batch;
+    job.program = whole ? run.program : SegmentName({run.program, r.begin, r.end});
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+StatusOr<double> Overlap1F1BPass::Simulate(const Module& module, const std::vector<Job>& jobs,
+                                           const std::vector<SegmentRange>& segments,
+                                           PassContext& context) {
+  // One pipeline rank of the mesh running just these jobs (micro-batches renumbered).
+  Module mini;
+  mini.name = module.name + ".pair";
+  mini.mesh = module.mesh;
+  mini.mesh.pp = 1;
+  mini.mesh.dp = 1;
+  mini.metadata = module.metadata;
+  std::set<std::string> parents;
+  std::map<int, int> micro_batches;
+  int max_stage = 0;
+  for (const Job& job : jobs) {
+    micro_batches.emplace(job.micro_batch, 0);
+    max_stage = std::max(max_stage, job.stage);
+  }
+  for (const SegmentRange& s : segments) parents.insert(s.parent);
+  for (const Job& job : jobs)
+    if (module.FindProgram(job.program)) parents.insert(job.program);
+  for (const std::string& name : parents) mini.AddProgram(*module.FindProgram(name));
+  PW_RETURN_IF_ERROR(AddSegmentPrograms(mini, segments));
+  int next = 0;
+  for (auto& [mb, renumbered] : micro_batches) renumbered = next++;
+  mini.plan.schedule = "pair";
+  mini.plan.num_micro_batches = next;
+  mini.plan.num_stages = max_stage + 1;
+  mini.plan.stage_to_rank.assign(max_stage + 1, 0);
+  RankPlan rank{0, {}};
+  for (Job job : jobs) {
+    job.micro_batch = micro_batches[job.micro_batch];
+    rank.jobs.push_back(std::move(job));
+  }
+  mini.plan.ranks = {rank};
+  const cost::Simulator* simulator = context.Find<cost::Simulator>();
+  cost::Simulator fallback(std::shared_ptr<const cost::Estimator>(context.Find<cost::Estimator>(),
+                                                                  [](const cost::Estimator*) {}),
+                           context.ops());
+  PW_ASSIGN_OR_RETURN(cost::SimResult result, (simulator ? *simulator : fallback).Run(mini));
+  return result.step_time;
+}
+
+StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& first,
+                                           const Part& second, PassContext& context) {
+  PW_ASSIGN_OR_RETURN(std::vector<ChainOp> a, Chain(module, first, context));
+  PW_ASSIGN_OR_RETURN(std::vector<ChainOp> b, Chain(module, second, context));
+  InterleaveOptions options;
+  options.event_latency = context.Find<cost::Estimator>()->device().event_latency();
+  options.same_program =
+      first.runs.size() == second.runs.size() &&
+      std::equal(first.runs.begin(), first.runs.end(), second.runs.begin(),
+                 [](const Job* x, const Job* y) { return x->program == y->program; });
+  // Two jobs alike (warm-up F, F or cool-down B, B): the earlier leads.
+  options.lead_first = options.same_program;
+  Interleaving fused = Interleave(a, b, options);
+  Interleaving apart = BackToBack(a, b, options);
+  Decision d;
+  d.estimated_fused = fused.makespan;
+  d.estimated_apart = apart.makespan;
+
+  // Runs of the merged order, split where a part moves on to its next program.
+  const Part* parts[2] = {&first, &second};
+  std::vector<std::vector<std::pair<int, int>>> where(2);  // chain op -> (program, op)
+  for (int c = 0; c < 2; ++c)
+    for (size_t p = 0; p < parts[c]->runs.size(); ++p) {
+      const Program* program = module.FindProgram(parts[c]->runs[p]->program);
+      for (size_t o = 0; o < program->ops().size(); ++o)
+        where[c].push_back({static_cast<int>(p), static_cast<int>(o)});
+    }
+  for (const auto& [chain, op] : fused.order) {
+    const auto [program, index] = where[chain][op];
+    if (!d.runs.empty() && d.runs.back().chain == chain && d.runs.back().program == program &&
+        d.runs.back().end == index) {
+      ++d.runs.back().end;
+    } else {
+      d.runs.push_back(SegmentRun{chain, program, index, index + 1});
+    }
+  }
+  std::vector<SegmentRange> segments;
+  for (const SegmentRun& r : d.runs)
+    segments.push_back({parts[r.chain]->runs[r.program]->program, r.begin, r.end});
+  std::vector<Job> together = Interleaved(module, first, second, d);
+  std::vector<Job> one_then_other;
+  for (const Part* part : {&first, &second})
+    for (const Job* run : part->runs) one_then_other.push_back(*run);
+  PW_ASSIGN_OR_RETURN(d.simulated_fused, Simulate(module, together, segments, context));
+  PW_ASSIGN_OR_RETURN(d.simulated_apart, Simulate(module, one_then_other, {}, context));
+  d.interleave = d.simulated_fused < d.simulated_apart * (1 - 1e-9);
+  return d;
+}
+
+StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
+  PW_RETURN_IF_ERROR(CheckModule(module, context));
+  PW_ASSIGN_OR_RETURN(pipeline::ModuleStages stages, pipeline::ReadModuleStages(module));
+
+  // Forward and backward communication on their own streams.
+  int moved = 0;
+  for (Program& p : module.programs()) {
+    if (p.info().kind != "forward") continue;
+    for (Op& op : p.ops())
+      if (op.stream == StreamTypeName(StreamType::kMpComm)) {
+        op.stream = StreamTypeName(StreamType::kMpFwdComm);
+        ++moved;
+      }
+  }
+  context.AddStatistic("forward-collectives-on-mp_fwd_comm", moved);
+  context.AddStatistic("ops-split", SplitOps(module, context));
+
+  // Pairs, and the plan around them.
+  PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));
+  schedule.skip_edges = stages.skip_edges;
+  FusePairsOptions fuse_options;
+  fuse_options.warmup_cooldown = warmup.value();
+  PW_ASSIGN_OR_RETURN(fuse_options.costs, StageCosts(module, stages, context));
+  StatusOr<FusedPairs> fused = FuseIndependentPairs(schedule, fuse_options);
+  if (!fused.ok()) return fused.status().WithContext("overlap-1f1b");
+  const std::string kind = module.plan.schedule;
+  const int micro_batches = module.plan.num_micro_batches;
+  module.plan = ActionScheduleToPlan(fused->schedule, kind, stages.Naming());
+  module.plan.num_micro_batches = micro_batches;
+  context.AddStatistic("pairs-steady", fused->steady);
+  context.AddStatistic("pairs-warmup", fused->warmup);
+  context.AddStatistic("pairs-cooldown", fused->cooldown);
+  context.AddStatistic("pairs-dualpipe", fused->existing);
+  context.AddStatistic("forwards-earlier", fused->shift);
+
+  // The cuts of every kind of pair; then the jobs.
+  std::vector<SegmentRange> segments;
+  int interleaved = 0, apart = 0;
+  std::vector<std::tuple<Job*, Part, Part>> fused_jobs;
+  for (RankPlan& rank : module.plan.ranks)
+    for (Job& job : rank.jobs) {
+      if (job.kind != JobKind::kOverlapFB || job.sub_jobs.size() != 2) continue;
+      Part a = PartOf(job.sub_jobs[0]), b = PartOf(job.sub_jobs[1]);
+      // The backward first (it holds the pipeline back); of two alike, the earlier one.
+      const bool a_backward = a.job->kind != JobKind::kForward;
+      const bool b_backward = b.job->kind != JobKind::kForward;
+      if (b_backward && !a_backward) std::swap(a, b);
+      if (a_backward == b_backward && b.job->micro_batch < a.job->micro_batch) std::swap(a, b);
+      fused_jobs.push_back({&job, a, b});
+    }
+  for (auto& [job, first, second] : fused_jobs) {
+    PairKey key;
+    for (const Part* part : {&first, &second}) {
+      for (const Job* run : part->runs) key.push_back(run->program);
+      key.push_back("|");
+    }
+    auto it = decisions_.find(key);
+    if (it == decisions_.end()) {
+      StatusOr<Decision> d = Decide(module, first, second, context);
+      if (!d.ok()) return d.status().WithContext(StrCat("overlap-1f1b, pair ", JobName(*job)));
+      it = decisions_.emplace(key, std::move(d).value()).first;
+      if (it->second.interleave)
+        for (const SegmentRun& r : it->second.runs) {
+          const Part& part = r.chain == 0 ? first : second;
+          segments.push_back({part.runs[r.program]->program, r.begin, r.end});
+        }
+    }
+    const Decision& d = it->second;
+    if (!d.interleave) {
+      ++apart;
+      continue;  // the two parts run back to back, as the fused job lists them
+    }
+    ++interleaved;
+    job->sub_jobs = Interleaved(module, first, second, d);
+  }
+  PW_RETURN_IF_ERROR(AddSegmentPrograms(module, segments));
+  context.AddStatistic("pairs-interleaved", interleaved);
+  context.AddStatistic("pairs-back-to-back", apart);
+  int programs = 0;
+  for (const Program& p : module.programs()) programs += p.info().segment_of.empty() ? 0 : 1;
+  context.AddStatistic("segment-programs", programs);
+  return true;
+}
+
+}  // namespace
+
+PW_REGISTER_PASS(Overlap1F1BPass)
+
+}  // namespace pw

@@ -1,0 +1,34 @@
+#pragma once
+// Row splits of a matmul, overlap-1f1b's adaptive op splitting: Out = X·Y with the rows of
+// X (its second-to-last axis) cut into k equal blocks becomes a `split` of X, k matmuls
+// and a `concat` of their outputs along the same axis. Each element of Out is still the
+// dot product of one row of X with one column of Y, summed over K in the GEMM's order
+// whatever M is, so the result is bit-identical (tests/ops/row_split_test.cc holds the
+// kernels to that). A transposed X mixes rows into the reduction and is never split.
+
+#include "ir/module.h"
+#include "ir/status.h"
+
+namespace pw {
+
+// Whether op `index` of `program` is a matmul whose X rows split into `blocks` equal
+// blocks of at least `min_rows` rows each.
+bool CanSplitRows(const Program& program, int index, int blocks, int64_t min_rows);
+
+// Replaces op `index` by split, `blocks` matmuls and concat (same role, placement and
+// stream), declaring the block vars. Returns how many ops it inserted in its place.
+StatusOr<int> SplitRows(Program& program, int index, int blocks);
+
+// A matmul whose output only the all-reduce right after it reads (a row-parallel linear):
+// split, then per block its matmul and the all-reduce of its rows, then a concat of the
+// reduced blocks, so that each block's all-reduce runs while the next block multiplies.
+// An all-reduce sums each element over the group's ranks; cut into blocks, each element is
+// still summed over the same ranks, in the same order only where the collective's order
+// does not depend on the element's place in the buffer: always for a group of two (one
+// addition, which commutes), not for ring all-reduces of more ranks. So it is offered for
+// groups of two only (`group_size`).
+bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows,
+                               int group_size);
+StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, int group_size);
+
+}  // namespace pw
