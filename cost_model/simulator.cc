@@ -61,6 +61,7 @@ class Engine {
   // loop starts an instruction or completes an activity.
   Status AdvanceToNextEvent();
   void ComputeRates();
+  void ShareLinks();
   // Compute threads running on `rank`'s node, and whether they fill its cores.
   double NodeComputeDemand(int rank) const { return node_compute_threads_[Node(rank)]; }
   bool NodeBusy(int rank) const {
@@ -290,6 +291,7 @@ void Engine::ComputeRates() {
     a.comm_threads = price.cpu > 0 && price.seconds > 0 ? std::min(1.0, price.cpu / price.seconds)
                                                         : dev_.comm_threads();
   }
+  ShareLinks();
   std::vector<double> demand(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
   for (const Activity& a : active_) {
     if (a.compute) {
@@ -303,6 +305,36 @@ void Engine::ComputeRates() {
     if (!a.compute) continue;
     int r = a.ranks[0];
     a.rate = share(r) / (1 + (comm_active_[r] > 0 ? dev_.overlap_slowdown() : 0));
+  }
+}
+
+// Communication that runs at once on one rank shares its links: collectives a rank
+// takes part in share them with each other (two all-reduces on mp_comm and mp_fwd_comm
+// each get half the bandwidth), a rank's outgoing transfers share its sending side and its
+// incoming ones its receiving side (links carry both directions at once). Each runs at the
+// rate of its most shared member.
+void Engine::ShareLinks() {
+  std::vector<int> collectives(g_.world_size, 0), out(g_.world_size, 0), in(g_.world_size, 0);
+  auto sender = [](const Activity& a) { return a.ranks.front(); };
+  auto receiver = [](const Activity& a) { return a.ranks.back(); };
+  for (const Activity& a : active_) {
+    if (a.compute) continue;
+    if (a.comm->kind == InstrKind::kCollective) {
+      for (int r : a.ranks) ++collectives[r];
+    } else {
+      ++out[sender(a)];
+      ++in[receiver(a)];
+    }
+  }
+  for (Activity& a : active_) {
+    if (a.compute) continue;
+    int shared = 1;
+    if (a.comm->kind == InstrKind::kCollective) {
+      for (int r : a.ranks) shared = std::max(shared, collectives[r]);
+    } else {
+      shared = std::max({shared, out[sender(a)], in[receiver(a)]});
+    }
+    a.rate /= shared;
   }
 }
 

@@ -1,5 +1,7 @@
 #include "passes/streams/row_split.h"
 
+#include <algorithm>
+
 namespace pw {
 namespace {
 
@@ -20,8 +22,14 @@ bool CanSplitRows(const Program& program, int index, int blocks, int64_t min_row
   const Var* x = program.FindVar(op.Input("X"));
   const Var* out = program.FindVar(op.Output("Out"));
   if (!x || !out || x->shape.size() < 2 || x->persistable) return false;
+  const Var* y = program.FindVar(op.Input("Y"));
   const int64_t rows = x->shape[x->shape.size() - 2];
-  return rows % blocks == 0 && rows / blocks >= min_rows;
+  if (!y || rows % blocks) return false;
+  // A Y shared by every batch folds X's batch into the GEMM's rows.
+  int64_t gemm_rows = rows / blocks;
+  if (y->shape.size() == 2)
+    for (size_t d = 0; d + 2 < x->shape.size(); ++d) gemm_rows *= x->shape[d];
+  return gemm_rows >= std::max(min_rows, kMinSplitRows) && out->shape.back() >= kMinSplitColumns;
 }
 
 namespace {

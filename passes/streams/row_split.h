@@ -11,8 +11,13 @@
 
 namespace pw {
 
+// The smallest GEMM a row block may be (rows, with the batch folded in, and output
+// columns): below that OpenBLAS's small-matrix kernels sum some shapes in another order.
+inline constexpr int64_t kMinSplitRows = 64;
+inline constexpr int64_t kMinSplitColumns = 64;
+
 // Whether op `index` of `program` is a matmul whose X rows split into `blocks` equal
-// blocks of at least `min_rows` rows each.
+// blocks of at least max(`min_rows`, kMinSplitRows) GEMM rows each.
 bool CanSplitRows(const Program& program, int index, int blocks, int64_t min_rows);
 
 // Replaces op `index` by split, `blocks` matmuls and concat (same role, placement and

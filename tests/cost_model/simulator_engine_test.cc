@@ -70,10 +70,10 @@ TEST(SimulatorEngine, EagerSendFreesItsStreamAtOnce) {
   auto [s2, r2] = b.Transfer(0, 1, 1.0);
   auto eager = Simulate(b.graph(), Cores(0));
   ASSERT_TRUE(eager.ok());
-  // Both sends post at 0; the recvs run in order on their stream: the second data is there
-  // at 1 s too.
-  EXPECT_NEAR(eager->timeline[r1].end, 1.0, 1e-9);
-  EXPECT_NEAR(eager->timeline[r2].end, 1.0, 1e-9);
+  // Both sends post at 0 and share the link from rank 0 to rank 1: both data are there
+  // at 2 s (the recvs run in order on their stream).
+  EXPECT_NEAR(eager->timeline[r1].end, 2.0, 1e-9);
+  EXPECT_NEAR(eager->timeline[r2].end, 2.0, 1e-9);
   SimOptions rendezvous;
   rendezvous.rendezvous_p2p = true;
   auto rv = Simulate(b.graph(), Cores(0), rendezvous);
@@ -81,6 +81,20 @@ TEST(SimulatorEngine, EagerSendFreesItsStreamAtOnce) {
   EXPECT_NEAR(rv->timeline[r2].end, 2.0, 1e-9);  // the second waits for the first
   (void)s1;
   (void)s2;
+}
+
+TEST(SimulatorEngine, CollectivesAtOnceShareTheirRanksLinks) {
+  // Two 1 s all-reduces of the same ranks on two streams run side by side at half speed,
+  // and a third on other ranks is not slowed.
+  GraphBuilder b(4);
+  const int fwd = b.Collective({0, 1}, 1.0, StreamType::kMpFwdComm)[0];
+  const int bwd = b.Collective({0, 1}, 1.0, StreamType::kMpComm)[0];
+  const int other = b.Collective({2, 3}, 1.0, StreamType::kMpComm)[0];
+  auto r = Simulate(b.graph(), Cores(0));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->timeline[fwd].end, 2.0, 1e-9);
+  EXPECT_NEAR(r->timeline[bwd].end, 2.0, 1e-9);
+  EXPECT_NEAR(r->timeline[other].end, 1.0, 1e-9);
 }
 
 TEST(SimulatorEngine, ReportsADeadlockWithTheWaitingStreams) {
@@ -204,9 +218,15 @@ TEST(SimulatorEngine, ShortTransfersLateInALongStepFinish) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_GT(r->step_time, kLong);
   EXPECT_LT(r->step_time, kLong + 1e-3);
-  // Every send posts when its head ends; its data arrives its own time later.
-  for (const auto& [recv, seconds] : recvs)
-    EXPECT_NEAR(r->timeline[b.graph().instrs[recv].partner].end, kLong + seconds, 1e-10);
+  // Every send posts when its head ends; the transfers of a pair share its link, so each
+  // data arrives no sooner than its own time and no later than all of them together.
+  double total[2] = {0, 0};
+  for (int k = 0; k < kTransfers; ++k) total[k % 2] += recvs[k].second;
+  for (int k = 0; k < kTransfers; ++k) {
+    const double end = r->timeline[b.graph().instrs[recvs[k].first].partner].end;
+    EXPECT_GE(end, kLong + recvs[k].second - 1e-10);
+    EXPECT_LE(end, kLong + total[k % 2] + 1e-10);
+  }
 }
 
 TEST(SimulatorEngine, RejectsNegativeCosts) {

@@ -1,0 +1,298 @@
+// overlap-1f1b and its pieces: the interleaving of two jobs' ops under a cost model, row
+// splits of a matmul (bit-identical on the CPU kernels for every shape tried), segment
+// programs, and the pass on a planned GPT: what it pairs, how it cuts, and what it refuses.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "ir/plan.h"
+#include "models/gpt.h"
+#include "ops/registry.h"
+#include "passes/pass_manager.h"
+#include "passes/streams/interleave.h"
+#include "passes/streams/program_segments.h"
+#include "passes/streams/row_split.h"
+#include "tests/ops/op_runner.h"
+#include "tests/small_gpt.h"
+#include "tools/cost_inputs.h"
+
+namespace pw::testing {
+namespace {
+
+// ---- Interleave ----
+
+ChainOp Compute(double s, int waits = -1) { return ChainOp{s, false, waits}; }
+ChainOp Comm(double s) { return ChainOp{s, true, -1}; }
+
+// Each chain's ops stay in order in the merged order.
+void ExpectChainsInOrder(const Interleaving& in, size_t a, size_t b) {
+  std::vector<int> next(2, 0);
+  for (auto [chain, op] : in.order) EXPECT_EQ(op, next[chain]++);
+  EXPECT_EQ(next[0], static_cast<int>(a));
+  EXPECT_EQ(next[1], static_cast<int>(b));
+}
+
+TEST(InterleaveTest, EachJobsAllReduceRunsUnderTheOthersCompute) {
+  // Both jobs: 2 of compute, a 1-long all-reduce, 2 of compute reading it.
+  std::vector<ChainOp> job = {Compute(2), Comm(1), Compute(2, 1)};
+  Interleaving apart = BackToBack(job, job, {});
+  Interleaving together = Interleave(job, job, {});
+  EXPECT_DOUBLE_EQ(apart.makespan, 10);  // 2 + 1 (exposed) + 2, twice
+  EXPECT_DOUBLE_EQ(apart.exposed, 2);
+  EXPECT_DOUBLE_EQ(together.makespan, 8);  // the all-reduces hidden
+  EXPECT_DOUBLE_EQ(together.exposed, 0);
+  EXPECT_GT(together.segments, 2);
+  ExpectChainsInOrder(together, 3, 3);
+}
+
+TEST(InterleaveTest, TheSecondOfTwoLikeJobsNeverOvertakesTheFirst) {
+  std::vector<ChainOp> job = {Compute(1), Comm(5), Compute(1, 1), Compute(1)};
+  InterleaveOptions options;
+  options.same_program = true;
+  Interleaving in = Interleave(job, job, options);
+  std::vector<int> done(2, 0);
+  for (auto [chain, op] : in.order) {
+    if (chain == 1) EXPECT_LT(op, done[0]) << "op " << op << " of the second job ran first";
+    ++done[chain];
+  }
+  ExpectChainsInOrder(in, 4, 4);
+}
+
+TEST(InterleaveTest, ALeadJobFinishesAsEarlyAsAlone) {
+  std::vector<ChainOp> lead = {Compute(2), Comm(1), Compute(2, 1), Comm(1), Compute(2, 3)};
+  std::vector<ChainOp> filler = {Compute(0.5), Compute(0.5), Compute(0.5), Compute(0.5)};
+  InterleaveOptions options;
+  options.lead_first = true;
+  Interleaving in = Interleave(lead, filler, options);
+  // Alone the lead takes 8 (6 of compute, 2 waiting on its all-reduces); the filler's 2
+  // fit exactly into its waits, so the pair takes no longer and nothing waits.
+  EXPECT_DOUBLE_EQ(BackToBack(lead, {}, options).makespan, 8);
+  EXPECT_DOUBLE_EQ(in.makespan, 8);
+  EXPECT_DOUBLE_EQ(in.exposed, 0);
+  ExpectChainsInOrder(in, 5, 4);
+}
+
+// ---- Row splits ----
+
+Program MatmulProgram(const Shape& x, const Shape& w, bool trans_y, bool reduce) {
+  Program p("p");
+  p.AddVar(Var{"x", DataType::kFloat32, x});
+  p.AddVar(Var{"w", DataType::kFloat32, w, true, true});
+  Shape out = x;
+  out.back() = trans_y ? w[0] : w[1];
+  p.AddVar(Var{"out", DataType::kFloat32, out});
+  Op mm;
+  mm.type = "matmul";
+  mm.SetInput("X", {"x"}).SetInput("Y", {"w"}).SetOutput("Out", {"out"});
+  mm.SetAttr("trans_x", false).SetAttr("trans_y", trans_y);
+  p.AddOp(mm);
+  if (reduce) {
+    p.AddVar(Var{"y", DataType::kFloat32, out});
+    Op ar;
+    ar.type = "c_allreduce_sum";
+    ar.SetInput("X", {"out"}).SetOutput("Out", {"y"}).SetAttr("group", std::string("mp"));
+    p.AddOp(ar);
+  }
+  return p;
+}
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// Every output element of a row block is the same dot product, summed over K in the same
+// order: OpenBLAS's GEMM gives the same bits whatever the number of rows, for blocks of at
+// least kMinSplitRows rows and outputs at least kMinSplitColumns wide (below that its
+// small-matrix kernels sum in another order for some shapes, so CanSplitRows refuses).
+TEST(RowSplitTest, BitIdenticalOnTheCpuKernelsForEveryShapeItAllows) {
+  int cases = 0;
+  for (int64_t batch : {1, 2})
+    for (int64_t m : {64, 96, 128, 256, 512, 2048})
+      for (int64_t k : {16, 64, 320, 1024})
+        for (int64_t n : {8, 64, 192, 768})
+          for (int blocks : {2, 4, 8})
+            for (bool trans_y : {false, true}) {
+              if (batch * m * k * n > int64_t{1} << 29) continue;  // keeps the test to seconds
+              Shape x = {batch, m, k}, w = trans_y ? Shape{n, k} : Shape{k, n};
+              Program whole = MatmulProgram(x, w, trans_y, false);
+              if (!CanSplitRows(whole, 0, blocks, 1)) continue;
+              Program split = whole;
+              ASSERT_TRUE(SplitRows(split, 0, blocks).ok());
+              TensorEnv a, b;
+              for (TensorEnv* env : {&a, &b}) {
+                env->Set("x", RandomTensor(x, 1));
+                env->Set("w", RandomTensor(w, 2));
+              }
+              ASSERT_TRUE(RunOps(whole.ops(), a).ok());
+              ASSERT_TRUE(RunOps(split.ops(), b).ok());
+              EXPECT_TRUE(SameBits(*a.Find("out"), *b.Find("out")))
+                  << "batch " << batch << " m " << m << " k " << k << " n " << n << " blocks "
+                  << blocks << " trans_y " << trans_y;
+              ++cases;
+            }
+  EXPECT_GT(cases, 150);
+  // Where the guard refuses.
+  EXPECT_FALSE(CanSplitRows(MatmulProgram({1, 64, 64}, {64, 64}, false, false), 0, 2, 1));
+  EXPECT_FALSE(CanSplitRows(MatmulProgram({1, 256, 64}, {64, 16}, false, false), 0, 2, 1));
+  EXPECT_TRUE(CanSplitRows(MatmulProgram({2, 64, 64}, {64, 64}, false, false), 0, 2, 1));
+}
+
+TEST(RowSplitTest, AMatmulWithItsTwoRankAllReduceAlternatesBlocksAndReductions) {
+  Program p = MatmulProgram({1, 256, 32}, {32, 64}, false, true);
+  EXPECT_FALSE(CanSplitRowsWithAllReduce(p, 0, 4, 1, 4));  // ring order differs: refused
+  ASSERT_TRUE(CanSplitRowsWithAllReduce(p, 0, 4, 1, 2));
+  ASSERT_TRUE(SplitRowsWithAllReduce(p, 0, 4, 2).ok());
+  std::vector<std::string> types;
+  for (const Op& op : p.ops()) types.push_back(op.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"split", "matmul", "c_allreduce_sum", "matmul",
+                                             "c_allreduce_sum", "matmul", "c_allreduce_sum",
+                                             "matmul", "c_allreduce_sum", "concat"}));
+  EXPECT_EQ(p.ops().back().Output("Out"), "y");  // readers of the reduced value unchanged
+  EXPECT_EQ(p.FindVar("out"), nullptr);          // the unreduced whole is gone
+  EXPECT_FALSE(CanSplitRows(p, 1, 2, 1));        // 64-row blocks do not split again
+}
+
+TEST(RowSplitTest, RefusesWhatWouldChangeResults) {
+  Program p = MatmulProgram({1, 256, 32}, {32, 64}, false, false);
+  ASSERT_TRUE(CanSplitRows(p, 0, 2, 1));
+  p.ops()[0].SetAttr("trans_x", true);  // rows of X^T mix into the reduction
+  EXPECT_FALSE(CanSplitRows(p, 0, 2, 1));
+  Program w = MatmulProgram({1, 256, 32}, {32, 64}, false, false);
+  w.ops()[0].type = "matmul_weight_grad";
+  EXPECT_FALSE(CanSplitRows(w, 0, 2, 1));
+  EXPECT_FALSE(CanSplitRows(MatmulProgram({1, 256, 32}, {32, 64}, false, false), 0, 3, 1));
+}
+
+// ---- Segments ----
+
+TEST(ProgramSegmentsTest, ASegmentHoldsItsOpsAndSaysWhatCrossesItsEdges) {
+  Module m;
+  Program p = MatmulProgram({1, 8, 4}, {4, 4}, false, true);
+  p.set_name("stage0_forward");
+  p.info().kind = "forward";
+  p.info().stage = 0;
+  m.AddProgram(p);
+  ASSERT_TRUE(AddSegmentPrograms(
+                  m, {{"stage0_forward", 0, 1}, {"stage0_forward", 1, 2}, {"stage0_forward", 0, 2}})
+                  .ok());
+  ASSERT_EQ(m.programs().size(), 3u);  // the whole range adds nothing
+  const Program* first = m.FindProgram("stage0_forward.seg0_1");
+  const Program* second = m.FindProgram("stage0_forward.seg1_2");
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->info().segment_of, "stage0_forward");
+  EXPECT_EQ(second->info().segment_begin, 1);
+  EXPECT_EQ(first->info().kind, "forward");
+  EXPECT_EQ(first->info().inputs, std::vector<std::string>{"x"});  // w is a parameter
+  EXPECT_EQ(first->info().outputs, std::vector<std::string>{"out"});
+  EXPECT_EQ(second->info().inputs, std::vector<std::string>{"out"});
+  EXPECT_FALSE(AddSegmentPrograms(m, {{"stage0_forward", 1, 5}}).ok());
+  EXPECT_FALSE(AddSegmentPrograms(m, {{"nope", 0, 1}}).ok());
+}
+
+// ---- The pass ----
+
+struct PassRun {
+  Status status;
+  std::map<std::string, int64_t> stats;  // overlap-1f1b's
+};
+
+PassRun RunWithCostModel(Module& m, const std::string& pipeline,
+                         const std::string& device = "h100") {
+  PassManager pm;
+  PassContext context(ops::Registry());
+  if (!device.empty()) {
+    auto estimator = tools::MakeEstimator(device, "");
+    EXPECT_TRUE(estimator.ok());
+    tools::AttachCostModel(*estimator, context);
+  }
+  PassRun run;
+  run.status = pm.AddPipeline(pipeline);
+  if (run.status.ok()) run.status = pm.Run(m, context).status();
+  for (const PassStatistics& s : context.statistics())
+    if (s.pass == "overlap-1f1b")
+      for (const auto& [name, value] : s.counters) run.stats[name] = value;
+  return run;
+}
+
+Module Planned(const std::string& kind, int vpp = 1, bool split_backward = false,
+               models::ChunkPlacement placement = models::ChunkPlacement::kLoop) {
+  auto built = models::BuildGpt(SmallGptConfig(2, 2, vpp, placement));
+  EXPECT_TRUE(built.ok());
+  Module m = std::move(built).value();
+  PassRun run = RunWithCostModel(
+      m, StrCat("append-backward{optimizer=adam},split-program",
+                split_backward ? "{split-backward=true}" : "", ",schedule{kind=", kind,
+                ",micro-batches=8},insert-p2p,assign-streams,overlap-column-parallel-backward"));
+  EXPECT_TRUE(run.status.ok()) << run.status.ToString();
+  return m;
+}
+
+TEST(Overlap1F1BTest, FusesBackwardsWithTheForwardsAfterThemAndCutsThemIntoSegments) {
+  Module m = Planned("1f1b");
+  PassRun run = RunWithCostModel(m, "overlap-1f1b,insert-events");
+  ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+  EXPECT_GT(run.stats["pairs-steady"], 0);
+  EXPECT_GT(run.stats["forward-collectives-on-mp_fwd_comm"], 0);
+  int fused = 0, interleaved = 0;
+  for (const RankPlan& rank : m.plan.ranks)
+    for (const Job& job : rank.jobs) {
+      if (job.kind != JobKind::kOverlapFB) continue;
+      ++fused;
+      // Each part's ops run once, in order: per (micro-batch, parent) the segments tile it.
+      std::map<std::pair<int, std::string>, int> next;
+      int switches = 0;
+      for (size_t k = 0; k < job.sub_jobs.size(); ++k) {
+        const Job& sub = job.sub_jobs[k];
+        const Program* p = m.FindProgram(sub.program);
+        ASSERT_NE(p, nullptr) << sub.program;
+        const std::string parent = p->info().segment_of.empty() ? p->name() : p->info().segment_of;
+        const int begin = p->info().segment_of.empty() ? 0 : p->info().segment_begin;
+        int& at = next[{sub.micro_batch, parent}];
+        EXPECT_EQ(begin, at) << sub.program;
+        at = begin + static_cast<int>(p->ops().size());
+        if (k && job.sub_jobs[k - 1].micro_batch != sub.micro_batch) ++switches;
+      }
+      for (const auto& [key, end] : next)
+        EXPECT_EQ(end, static_cast<int>(m.FindProgram(key.second)->ops().size())) << key.second;
+      interleaved += switches > 1;  // back to back: one switch
+    }
+  EXPECT_EQ(fused,
+            run.stats["pairs-steady"] + run.stats["pairs-warmup"] + run.stats["pairs-cooldown"]);
+  EXPECT_EQ(interleaved, run.stats["pairs-interleaved"]);
+  EXPECT_GT(run.stats["segment-programs"], 0);
+}
+
+TEST(Overlap1F1BTest, RefusesWithoutACostModelAScheduleItCannotPairOrCollectivesOnCompute) {
+  Module m = Planned("1f1b");
+  PassRun no_model = RunWithCostModel(m, "overlap-1f1b", "");
+  ASSERT_FALSE(no_model.status.ok());
+  EXPECT_NE(no_model.status.message().find("--device"), std::string::npos);
+
+  Module fthenb = Planned("fthenb");
+  PassRun kind = RunWithCostModel(fthenb, "overlap-1f1b");
+  ASSERT_FALSE(kind.status.ok());
+  EXPECT_NE(kind.status.message().find("'fthenb'"), std::string::npos);
+
+  auto built = models::BuildGpt(SmallGptConfig(2, 2));
+  ASSERT_TRUE(built.ok());
+  Module on_compute = std::move(built).value();
+  PassRun streams = RunWithCostModel(on_compute,
+                                     "append-backward,split-program,schedule{kind=1f1b,micro-"
+                                     "batches=8},insert-p2p,overlap-1f1b");
+  ASSERT_FALSE(streams.status.ok());
+  EXPECT_NE(streams.status.message().find("run assign-streams before it"), std::string::npos);
+}
+
+TEST(Overlap1F1BTest, InterleavesDualPipesOwnFusedJobs) {
+  Module m = Planned("dualpipe-v", 2, true, models::ChunkPlacement::kV);
+  PassRun run = RunWithCostModel(m, "overlap-1f1b,insert-events");
+  ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+  EXPECT_GT(run.stats["pairs-dualpipe"], 0);
+  EXPECT_EQ(run.stats["pairs-steady"], 0);  // dualpipe-v's own pairs, none added
+  EXPECT_GT(run.stats["pairs-interleaved"], 0);
+}
+
+}  // namespace
+}  // namespace pw::testing
