@@ -273,6 +273,53 @@ INSTANTIATE_TEST_SUITE_P(Schedules, OverlapOverGlooTest,
                            return name;
                          });
 
+// overlap-1f1b over Gloo: the fused, interleaved plan (planned with the H100 cost model by
+// `pipeweave opt`) trains bit-identically to the plain plan under --strict-events.
+class Overlap1F1BOverGlooTest : public LauncherTest,
+                                public ::testing::WithParamInterface<GlooSchedule> {};
+
+TEST_P(Overlap1F1BOverGlooTest, BitIdenticalToThePlanWithoutThePass) {
+  const GlooSchedule& c = GetParam();
+  std::string path = BuildGpt(dir_, "gpt.pb", 2, 2, c.vpp, c.placement);
+  const std::string plain = StrCat("append-backward{optimizer=adam},split-program",
+                                   c.split_backward ? "{split-backward=true}" : "",
+                                   ",schedule{kind=", c.kind, ",micro-batches=4},insert-p2p");
+  const std::string plan = (dir_ / "overlapped.pb").string();
+  Finished opt = RunTool({"opt", path, "-p",
+                          plain + ",assign-streams,overlap-column-parallel-backward,overlap-1f1b,"
+                                  "insert-events",
+                          "--device", "h100", "-o", plan},
+                         dir_, "opt");
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  Finished a = RunTool({"run-parallel", path, "--nproc", "4", "--steps", "2", "--report", "json",
+                        "--pipeline", plain, "--save-params", (dir_ / "a").string()},
+                       dir_, "plain");
+  Finished b = RunTool({"run-parallel", plan, "--nproc", "4", "--steps", "2", "--report", "json",
+                        "--strict-events", "--save-params", (dir_ / "b").string()},
+                       dir_, "overlapped");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(JsonLosses(a.out), JsonLosses(b.out));
+  ASSERT_EQ(JsonLosses(b.out).size(), 2u) << b.out;
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string pa = ReadFile((dir_ / "a" / StrCat("rank", rank, ".params")).string());
+    std::string pb = ReadFile((dir_ / "b" / StrCat("rank", rank, ".params")).string());
+    EXPECT_FALSE(pa.empty()) << "rank " << rank;
+    EXPECT_TRUE(pa == pb) << "rank " << rank << ": parameters differ";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, Overlap1F1BOverGlooTest,
+                         ::testing::Values(GlooSchedule{"1f1b"}, GlooSchedule{"eager-1f1b"},
+                                           GlooSchedule{"interleaved-1f1b", 2},
+                                           GlooSchedule{"dualpipe-v", 2, true, "v"}),
+                         [](const auto& info) {
+                           std::string name = info.param.kind;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
 // A rank killed mid-run: the others stop, and the run exits non-zero naming it, within 60 s.
 TEST_F(LauncherTest, AKilledRankStopsTheRunNamingIt) {
   std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);

@@ -11,7 +11,9 @@
 #include "equivalence_util.h"
 #include "executor/plan_check.h"
 #include "models/gpt.h"
+#include "ops/registry.h"
 #include "tests/small_gpt.h"
+#include "tools/cost_inputs.h"
 
 namespace pw::testing {
 namespace {
@@ -19,6 +21,12 @@ namespace {
 constexpr int kSteps = 2;
 constexpr int kMicroBatches = 4;
 constexpr const char* kOverlap = "assign-streams,overlap-column-parallel-backward,insert-events";
+constexpr auto kLoop = models::ChunkPlacement::kLoop;
+constexpr const char* k1F1B =
+    "assign-streams,overlap-column-parallel-backward,overlap-1f1b,insert-events";
+// Every eligible matmul cut in two (the model's seq 64 gives 128-row GEMMs, blocks of 64).
+constexpr const char* k1F1BSplitAll =
+    "assign-streams,overlap-column-parallel-backward,overlap-1f1b{split-ops=all},insert-events";
 
 struct Case {
   const char* kind;
@@ -26,12 +34,15 @@ struct Case {
   bool split_backward = false;
   models::ChunkPlacement placement = models::ChunkPlacement::kLoop;
   int dp = 1;
+  const char* overlap = kOverlap;  // the passes B adds
+  int seq = 16;
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.kind << " dp=" << c.dp; }
 
 Module PlannedGpt(const Case& c) {
   models::GptConfig g = SmallGptConfig(2, 2, c.vpp, c.placement);
+  g.seq = c.seq;
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   built->mesh.dp = c.dp;
@@ -62,8 +73,32 @@ class OverlapEquivalenceTest : public ::testing::TestWithParam<Case> {};
 TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
   Module plain = PlannedGpt(GetParam());
   ASSERT_FALSE(plain.plan.empty());
-  auto overlapped = WithPasses(plain, kOverlap);
-  ASSERT_TRUE(overlapped.ok()) << overlapped.status().ToString();
+  // The passes price their choices on the H100 spec (overlap-1f1b needs a cost model).
+  auto estimator = tools::MakeEstimator("h100", "");
+  ASSERT_TRUE(estimator.ok());
+  PassContext context(ops::Registry());
+  tools::AttachCostModel(*estimator, context);
+  PassManager pm;
+  ASSERT_TRUE(pm.AddPipeline(GetParam().overlap).ok());
+  StatusOr<Module> overlapped = plain;
+  Status ran = pm.Run(*overlapped, context).status();
+  ASSERT_TRUE(ran.ok()) << ran.ToString();
+  // What is compared is really rewritten: jobs cut into segments, matmuls into row blocks.
+  auto count = [](const Module& m, auto pred) {
+    int n = 0;
+    for (const Program& p : m.programs()) n += pred(p);
+    return n;
+  };
+  if (GetParam().overlap != kOverlap)
+    EXPECT_GT(count(*overlapped, [](const Program& p) { return !p.info().segment_of.empty(); }), 0);
+  if (GetParam().overlap == k1F1BSplitAll) {
+    auto splits = [](const Program& p) {
+      int n = 0;
+      for (const Op& op : p.ops()) n += op.type == "split";
+      return n;
+    };
+    EXPECT_GT(count(*overlapped, splits), count(plain, splits));
+  }
 
   // The executor adds no event of its own to the overlapped plan; the plain one needs them.
   LoweringOptions strict{ModuleInputs(plain), ModuleLoss(plain), true};
@@ -92,18 +127,38 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
 
 constexpr auto kV = models::ChunkPlacement::kV;
 
-INSTANTIATE_TEST_SUITE_P(
-    Schedules, OverlapEquivalenceTest,
-    ::testing::Values(Case{"fthenb"}, Case{"1f1b"}, Case{"eager-1f1b"}, Case{"interleaved-1f1b", 2},
-                      Case{"zb-h1", 1, true}, Case{"zb-v", 2, true, kV},
-                      Case{"dualpipe-v", 2, true, kV},
-                      Case{"1f1b", 1, false, models::ChunkPlacement::kLoop, 2}),
-    [](const auto& info) {
-      std::string name = StrCat(info.param.kind, "_dp", info.param.dp);
-      for (char& ch : name)
-        if (ch == '-') ch = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Schedules, OverlapEquivalenceTest,
+                         ::testing::Values(Case{"fthenb"}, Case{"1f1b"}, Case{"eager-1f1b"},
+                                           Case{"interleaved-1f1b", 2}, Case{"zb-h1", 1, true},
+                                           Case{"zb-v", 2, true, kV},
+                                           Case{"dualpipe-v", 2, true, kV},
+                                           Case{"1f1b", 1, false, kLoop, 2}),
+                         [](const auto& info) {
+                           std::string name = StrCat(info.param.kind, "_dp", info.param.dp);
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
+// overlap-1f1b: fused, interleaved jobs train bit-identically too, with forced row splits
+// as well.
+INSTANTIATE_TEST_SUITE_P(Overlap1F1B, OverlapEquivalenceTest,
+                         ::testing::Values(Case{"1f1b", 1, false, kLoop, 1, k1F1B},
+                                           Case{"eager-1f1b", 1, false, kLoop, 1, k1F1B},
+                                           Case{"interleaved-1f1b", 2, false, kLoop, 1, k1F1B},
+                                           Case{"dualpipe-v", 2, true, kV, 1, k1F1B},
+                                           Case{"1f1b", 1, false, kLoop, 2, k1F1B},
+                                           Case{"1f1b", 1, false, kLoop, 1, k1F1BSplitAll, 64},
+                                           Case{"interleaved-1f1b", 2, false, kLoop, 2,
+                                                k1F1BSplitAll, 64}),
+                         [](const auto& info) {
+                           std::string name =
+                               StrCat(info.param.kind, "_dp", info.param.dp,
+                                      info.param.overlap == k1F1BSplitAll ? "_split_all" : "");
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace pw::testing
