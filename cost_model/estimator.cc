@@ -25,6 +25,13 @@ struct Point {
   double seconds;
 };
 
+// The dtype a measured point computed in (tables before dtypes were recorded: f32).
+DataType EntryDtype(const OpCostEntry& e) {
+  DataType dtype = DataType::kFloat32;
+  if (!e.dtype().empty()) ParseDataType(e.dtype(), &dtype);
+  return dtype;
+}
+
 // log-log interpolation along sorted points; see the header for the rules.
 double InterpolateSorted(const std::vector<Point>& pts, double work) {
   if (pts.size() == 1) return pts[0].seconds * work / pts[0].work;
@@ -98,15 +105,22 @@ double Estimator::Roofline(const OpSignature& sig) const {
 }
 
 bool Estimator::Interpolate(const OpSignature& sig, double* seconds) const {
-  std::vector<Point> same_variant, all;
+  // Each point's work is against its own dtype's peak, so points of every dtype share one
+  // scale; points of the query's dtype (then also of its variant) are preferred.
+  std::vector<Point> same_variant, same_dtype, all;
   for (const OpCostEntry* e : table_.EntriesOf(sig.op_type)) {
-    double w = Work(e->flops(), e->bytes(), sig.dtype);
+    const DataType dtype = EntryDtype(*e);
+    double w = Work(e->flops(), e->bytes(), dtype);
     if (w <= 0 || Expected(*e) <= 0) continue;
     Point p{w, Expected(*e)};
     all.push_back(p);
+    if (dtype != sig.dtype) continue;
+    same_dtype.push_back(p);
     if (e->key().ends_with(")" + sig.variant)) same_variant.push_back(p);
   }
-  std::vector<Point>& pts = same_variant.size() >= 2 ? same_variant : all;
+  std::vector<Point>& pts = same_variant.size() >= 2 ? same_variant
+                            : same_dtype.size() >= 2 ? same_dtype
+                                                     : all;
   double work = Work(sig.flops, sig.bytes, sig.dtype);
   if (pts.empty() || work <= 0) return false;
   std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.work < b.work; });

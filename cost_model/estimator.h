@@ -10,8 +10,9 @@
 // table's device (the larger of FLOPs / peak and bytes / bandwidth, so FLOPs and bytes
 // both count), and interpolates log(time) linearly in log(work) between the two points
 // around the query; outside the measured range it extrapolates along the nearest segment
-// with a slope clamped to [0, 1] (time grows at most linearly with work). Points with the
-// query's attribute variant are preferred when there are at least two.
+// with a slope clamped to [0, 1] (time grows at most linearly with work). A point's work is
+// measured against the peak of the dtype it computed in; points of the query's dtype are
+// preferred when there are at least two, and among them those of its attribute variant.
 
 #include <map>
 #include <memory>

@@ -5,10 +5,6 @@
 namespace pw::cost {
 namespace {
 
-bool IsFloating(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
-}
-
 void AppendType(std::ostringstream& out, const TensorType& t) {
   out << DataTypeName(t.dtype) << '[';
   for (size_t i = 0; i < t.shape.size(); ++i) out << (i ? "," : "") << t.shape[i];
@@ -53,7 +49,7 @@ StatusOr<OpSignature> SignatureOf(const Op& op, const OpRegistry& registry,
       TensorType t{var->dtype, var->shape};
       if (j) key << ',';
       AppendType(key, t);
-      if (!have_dtype && IsFloating(t.dtype)) {
+      if (!have_dtype && IsFloatingType(t.dtype)) {
         sig.dtype = t.dtype;
         have_dtype = true;
       }

@@ -15,6 +15,7 @@
 #include "ir/p2p_vars.h"
 #include "ir/rank_sequence.h"
 #include "ops/kernel.h"
+#include "ops/low_precision.h"
 #include "ops/registry.h"
 
 namespace pw::cost {
@@ -48,14 +49,17 @@ double ThreadCpuClockCost() {
 }
 
 // Values no kernel trips over: ids 0 for integer inputs (valid token, label and index),
-// small positive floats (square roots and logs stay finite, nothing is denormal).
+// small positive floats (square roots and logs stay finite, nothing is denormal), rounded
+// to the var's dtype when it is bf16 or f16.
 Tensor SyntheticTensor(const Var& var, std::mt19937& rng) {
+  if (!IsFloatingType(var.dtype)) return Tensor(var.dtype, var.shape);
+  Tensor wide(DataType::kFloat32, var.shape);
+  std::uniform_real_distribution<float> dist(0.01f, 0.1f);
+  float* p = wide.f32();
+  for (int64_t i = 0; i < wide.numel(); ++i) p[i] = dist(rng);
+  if (var.dtype == DataType::kFloat32) return wide;
   Tensor t(var.dtype, var.shape);
-  if (var.dtype == DataType::kFloat32) {
-    std::uniform_real_distribution<float> dist(0.01f, 0.1f);
-    float* p = t.f32();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
-  }
+  ops::StoreFromF32(wide, t);
   return t;
 }
 
@@ -264,6 +268,7 @@ StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops,
       e.set_repeats(static_cast<int>(samples.size()));
       e.set_flops(c.sig.flops);
       e.set_bytes(c.sig.bytes);
+      e.set_dtype(DataTypeName(c.sig.dtype));
       result.table.Add(e);
     }
     if (options.progress) options.progress(i + 1, ops.size(), c.sig.key);
@@ -287,24 +292,31 @@ DeviceSpec MeasureCpuSpec() {
     PW_ASSIGN_OR_RETURN(c.sig, SignatureOf(c.op, registry, lookup));
     return c;
   };
-  auto var = [](const char* name, Shape shape) {
+  auto var = [](const char* name, Shape shape, DataType dtype = DataType::kFloat32) {
     Var v;
     v.name = name;
+    v.dtype = dtype;
     v.shape = std::move(shape);
     return v;
   };
-  // Peak: a 512^3 GEMM, the best of a few runs.
+  // Peaks: a 512^3 GEMM per dtype, the best of a few runs (bf16 and f16 GEMMs convert
+  // their operands and use the f32 one, so their peak is lower).
   Op mm;
   mm.type = "matmul";
   mm.SetInput("X", {"a"}).SetInput("Y", {"b"}).SetOutput("Out", {"c"});
-  auto gemm = make(mm, {var("a", {512, 512}), var("b", {512, 512}), var("c", {512, 512})});
-  if (gemm.ok()) {
+  spec.clear_peak_flops();
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16}) {
+    auto gemm = make(mm, {var("a", {512, 512}, dtype), var("b", {512, 512}, dtype),
+                          var("c", {512, 512}, dtype)});
+    if (!gemm.ok()) continue;
     auto t = TimeOp(*gemm, 2, 5, 0.2);
-    if (t.ok() && !t->empty()) {
-      double best = *std::min_element(t->begin(), t->end());
-      spec.mutable_peak_flops(0)->set_flops_per_s(gemm->sig.flops / best);
-    }
+    if (!t.ok() || t->empty()) continue;
+    double best = *std::min_element(t->begin(), t->end());
+    auto* peak = spec.add_peak_flops();
+    peak->set_dtype(DataTypeName(dtype));
+    peak->set_flops_per_s(gemm->sig.flops / best);
   }
+  if (spec.peak_flops().empty()) *spec.add_peak_flops() = BuiltinDeviceSpec("cpu")->peak_flops(0);
   // Bandwidth: an add over 4 Mi floats per operand (48 MiB moved), beyond the caches.
   Op add;
   add.type = "add";

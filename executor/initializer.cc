@@ -4,6 +4,8 @@
 #include <numbers>
 #include <vector>
 
+#include "ops/low_precision.h"
+
 namespace pw {
 
 namespace {
@@ -120,6 +122,14 @@ StatusOr<Tensor> MaterializeVar(const Var& var) {
       if (kind != Initializer::Kind::kConstant) break;
       Fill(var, layout, tensor.i64());
       return tensor;
+    case DataType::kBFloat16:
+    case DataType::kFloat16: {
+      // The f32 values rounded once: exactly what casting the f32 var gives.
+      Tensor wide(DataType::kFloat32, var.shape);
+      Fill(var, layout, wide.f32());
+      ops::StoreFromF32(wide, tensor);
+      return tensor;
+    }
     default:
       break;
   }

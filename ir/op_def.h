@@ -102,6 +102,13 @@ class GradContext {
   std::vector<Var> temps_;
 };
 
+// How the amp pass runs an op in mixed precision.
+enum class AmpPolicy {
+  kLow,   // computes in the low dtype: its floating inputs are cast to it
+  kF32,   // computes in f32 (losses, reductions to a scalar, optimizer updates)
+  kAsIs,  // its dtypes come from its attributes (fill_constant, cast): left alone
+};
+
 struct OpDef {
   std::string type;
   std::string summary;
@@ -114,6 +121,9 @@ struct OpDef {
   // Runs a collective over its `group` whenever it runs (c_allreduce_sum); c_identity
   // communicates only in its gradient.
   bool collective = false;
+  AmpPolicy amp = AmpPolicy::kLow;
+  // Inputs that are f32 whatever dtype the op computes in (layer_norm's saved statistics).
+  std::vector<std::string> f32_inputs;
   std::function<Status(InferContext&)> infer;
   std::function<OpCost(const InferContext&)> cost;  // null: counted as zero
   std::function<Status(GradContext&)> grad;         // null: not differentiable

@@ -207,6 +207,8 @@ StatusOr<Var> VarFromProto(const pb::VarDesc& desc) {
   v.name = desc.name();
   if (v.name.empty()) return InvalidArgument("var with an empty name");
   if (desc.dtype() == pb::DT_INVALID) return InvalidArgument("var '", v.name, "' has no dtype");
+  if (!pb::DataType_IsValid(desc.dtype()))
+    return InvalidArgument("var '", v.name, "' has unknown dtype ", static_cast<int>(desc.dtype()));
   v.dtype = static_cast<DataType>(desc.dtype());
   for (int64_t d : desc.shape()) {
     if (d < 0) return InvalidArgument("var '", v.name, "' has a negative dimension ", d);

@@ -51,6 +51,12 @@ int64_t DataTypeSize(DataType dtype) {
   return 0;
 }
 
+bool IsFloatingType(DataType dtype) { return dtype == DataType::kFloat32 || IsLowPrecision(dtype); }
+
+bool IsLowPrecision(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+}
+
 int64_t NumElements(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <vector>
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/low_precision.h"
 #include "ops/registry.h"
 
 namespace pw {
@@ -36,6 +39,19 @@ size_t KernelContext::InCount(std::string_view slot) const {
   return i < 0 || static_cast<size_t>(i) >= inputs.size() ? 0 : inputs[i].size();
 }
 
+Status Communicator::AllReduceSumLowPrecision(std::string_view group, DataType dtype, void* data,
+                                              int64_t count) {
+  std::vector<float> wide(count);
+  ops::WidenToF32(dtype, data, wide.data(), count);
+  PW_RETURN_IF_ERROR(AllReduceSum(group, wide.data(), count));
+  ops::NarrowFromF32(dtype, wide.data(), data, count);
+  return OkStatus();
+}
+
+int KernelContext::GroupRank() const {
+  return comm ? comm->GroupRank(op.attrs.GetString("group", ops::kDefaultGroup)) : 0;
+}
+
 CpuKernel FindCpuKernel(std::string_view type) {
   static const ops::cpu::KernelTable* table = [] {
     auto* t = new ops::cpu::KernelTable;
@@ -50,6 +66,7 @@ CpuKernel FindCpuKernel(std::string_view type) {
     ops::cpu::RegisterLayoutKernels(*t);
     ops::cpu::RegisterCollectiveKernels(*t);
     ops::cpu::RegisterOptimizerKernels(*t);
+    ops::cpu::RegisterCastKernels(*t);
     return t;
   }();
   auto it = table->find(type);
@@ -60,11 +77,18 @@ namespace ops {
 
 void SetBlasThreads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
 
-Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out) {
+Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out, ReduceOp op) {
   if (!ctx.comm) return OkStatus();
   std::string group = ctx.attrs().GetString("group", kDefaultGroup);
-  Status s = ctx.comm->AllReduceSum(group, out.f32(), out.numel());
-  return s.ok() ? s : s.WithContext(StrCat("c_allreduce_sum over group '", group, "'"));
+  Status s;
+  if (op == ReduceOp::kMax) {
+    s = ctx.comm->AllReduceMax(group, out.f32(), out.numel());
+  } else if (IsLowPrecision(out.dtype())) {
+    s = ctx.comm->AllReduceSumLowPrecision(group, out.dtype(), out.raw(), out.numel());
+  } else {
+    s = ctx.comm->AllReduceSum(group, out.f32(), out.numel());
+  }
+  return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
 }
 
 namespace cpu {
@@ -115,6 +139,48 @@ Status ValidateKernelContext(const KernelContext& ctx) {
       }
     }
   }
+  return OkStatus();
+}
+
+bool HasLowPrecision(const KernelContext& ctx) {
+  for (const auto& slot : ctx.inputs)
+    for (const Tensor* t : slot)
+      if (t && IsLowPrecision(t->dtype())) return true;
+  for (const auto& slot : ctx.outputs)
+    for (const Tensor* t : slot)
+      if (t && IsLowPrecision(t->dtype())) return true;
+  return false;
+}
+
+Status RunWidened(KernelContext& ctx, CpuKernel kernel) {
+  std::map<const Tensor*, Tensor> wide;  // node-based: pointers into it stay valid
+  KernelContext f32{ctx.op, {}, {}, ctx.comm};
+  f32.inputs.resize(ctx.inputs.size());
+  for (size_t i = 0; i < ctx.inputs.size(); ++i)
+    for (const Tensor* t : ctx.inputs[i]) {
+      if (!IsLowPrecision(t->dtype())) {
+        f32.inputs[i].push_back(t);
+        continue;
+      }
+      auto [it, fresh] = wide.try_emplace(t);
+      if (fresh) it->second = ToF32(*t);
+      f32.inputs[i].push_back(&it->second);
+    }
+  f32.outputs.resize(ctx.outputs.size());
+  for (size_t i = 0; i < ctx.outputs.size(); ++i)
+    for (Tensor* t : ctx.outputs[i]) {
+      if (!IsLowPrecision(t->dtype())) {
+        f32.outputs[i].push_back(t);
+        continue;
+      }
+      auto [it, fresh] = wide.try_emplace(t);
+      if (fresh) it->second = Tensor(DataType::kFloat32, t->shape());
+      f32.outputs[i].push_back(&it->second);
+    }
+  PW_RETURN_IF_ERROR(kernel(f32));
+  for (size_t i = 0; i < ctx.outputs.size(); ++i)
+    for (Tensor* t : ctx.outputs[i])
+      if (IsLowPrecision(t->dtype())) StoreFromF32(wide.at(t), *t);
   return OkStatus();
 }
 

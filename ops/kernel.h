@@ -12,13 +12,24 @@
 
 namespace pw {
 
-// Collectives a kernel may call. `group` is "mp" or "dp"; a null Communicator in the
+// Collectives a kernel may call. `group` is "mp", "dp" or "pp"; a null Communicator in the
 // KernelContext means a group of one (the collective is the identity).
 class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual Status AllReduceSum(std::string_view group, float* data, int64_t count) = 0;
+  // A bf16 or f16 sum. By default (host memory) it is summed in f32 and rounded once; a
+  // transport with native low-precision reductions (NCCL) overrides it.
+  virtual Status AllReduceSumLowPrecision(std::string_view group, DataType dtype, void* data,
+                                          int64_t count);
+  // Element-wise max: the shared shift of a vocabulary-parallel softmax, overflow flags.
+  virtual Status AllReduceMax(std::string_view group, float* data, int64_t count) = 0;
+  // This rank's index in `group` (0 for the first member): which shard of a sharded
+  // vocabulary it holds.
+  virtual int GroupRank(std::string_view group) const = 0;
 };
+
+enum class ReduceOp { kSum, kMax };
 
 struct KernelContext {
   const Op& op;
@@ -32,6 +43,8 @@ struct KernelContext {
   Tensor* Out(std::string_view slot, size_t j = 0) const;
   size_t InCount(std::string_view slot) const;
   const AttrList& attrs() const { return op.attrs; }
+  // This rank's index in the op's `group` (mp unless set); 0 without a communicator.
+  int GroupRank() const;
 };
 
 using CpuKernel = Status (*)(KernelContext&);
@@ -45,10 +58,11 @@ namespace ops {
 // thread count, so its last bits change with it: compare runs at the same setting.
 void SetBlasThreads(int threads);
 
-// c_allreduce_sum's reduction on every backend: sums `out` in place over the op's `group`
-// (mp unless set) through ctx.comm; a null communicator is a group of one. An error names
-// the op and the group.
-Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out);
+// c_allreduce_sum's and c_allreduce_max's reduction on every backend: reduces `out` in
+// place over the op's `group` (mp unless set) through ctx.comm (a max needs f32, a sum
+// takes bf16 and f16 too); a null communicator is a group of one. An error names the op
+// and the group.
+Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out, ReduceOp op = ReduceOp::kSum);
 }  // namespace ops
 
 }  // namespace pw

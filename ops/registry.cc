@@ -69,6 +69,7 @@ OpRegistry Build() {
   RegisterLayoutOps(staging);
   RegisterCollectiveOps(staging);
   RegisterOptimizerOps(staging);
+  RegisterCastOps(staging);
   OpRegistry checked;
   for (const std::string& type : staging.Types()) {
     OpDef def = *staging.Find(type);

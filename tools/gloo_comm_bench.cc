@@ -86,6 +86,10 @@ class TimedComm final : public StreamComm {
                            Fmt(arrived), " ", Fmt(done)));
     return s;
   }
+  Status AllReduceMax(std::string_view group, float* data, int64_t count) override {
+    return inner_->AllReduceMax(group, data, count);
+  }
+  int GroupRank(std::string_view group) const override { return inner_->GroupRank(group); }
   Status Send(int peer, uint64_t tag, const Tensor& tensor) override {
     const double posted = Now();
     Status s = inner_->Send(peer, tag, tensor);

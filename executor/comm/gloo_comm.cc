@@ -112,6 +112,18 @@ class GlooStreamComm final : public StreamComm {
   ~GlooStreamComm() override { (void)Flush(); }
 
   Status AllReduceSum(std::string_view group, float* data, int64_t count) override {
+    return AllReduce(group, ReduceOp::kSum, data, count);
+  }
+  Status AllReduceMax(std::string_view group, float* data, int64_t count) override {
+    return AllReduce(group, ReduceOp::kMax, data, count);
+  }
+  int GroupRank(std::string_view group) const override {
+    std::vector<int> members = pool_->layout().Group(std::string(group), pool_->rank());
+    return static_cast<int>(std::find(members.begin(), members.end(), pool_->rank()) -
+                            members.begin());
+  }
+
+  Status AllReduce(std::string_view group, ReduceOp op, float* data, int64_t count) {
     std::string kind(group);
     std::vector<int> members = pool_->layout().Group(kind, pool_->rank());
     if (members.empty()) return InvalidArgument("unknown group '", group, "'");
@@ -120,8 +132,9 @@ class GlooStreamComm final : public StreamComm {
     try {
       gloo::AllreduceOptions opts(context);
       opts.setOutput(data, static_cast<size_t>(count));
-      opts.setReduceFunction(
-          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+      using Reduce = void (*)(void*, const void*, const void*, size_t);
+      opts.setReduceFunction(op == ReduceOp::kSum ? static_cast<Reduce>(&gloo::sum<float>)
+                                                  : static_cast<Reduce>(&gloo::max<float>));
       opts.setTag(static_cast<uint32_t>(sequence_++));
       gloo::allreduce(opts);
     } catch (const std::exception& e) {

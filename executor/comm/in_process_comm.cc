@@ -11,6 +11,17 @@ class InProcessComm final : public StreamComm {
       : hub_(hub), rank_(rank), stream_(stream) {}
 
   Status AllReduceSum(std::string_view group, float* data, int64_t count) override {
+    return AllReduce(group, ReduceOp::kSum, data, count);
+  }
+  Status AllReduceMax(std::string_view group, float* data, int64_t count) override {
+    return AllReduce(group, ReduceOp::kMax, data, count);
+  }
+  int GroupRank(std::string_view group) const override {
+    std::vector<int> members = hub_.layout_.Group(std::string(group), rank_);
+    return static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  }
+
+  Status AllReduce(std::string_view group, ReduceOp op, float* data, int64_t count) {
     std::string kind(group);
     std::vector<int> members = hub_.layout_.Group(kind, rank_);
     if (members.empty()) return InvalidArgument("unknown group '", group, "'");
@@ -21,14 +32,21 @@ class InProcessComm final : public StreamComm {
         std::make_tuple(hub_.layout_.GroupName(kind, rank_), StreamIndex(stream_), seq_[kind]++);
     std::unique_lock<std::mutex> lock(hub_.mu_);
     InProcessHub::Round& round = hub_.rounds_[key];
-    if (round.parts.empty()) round.parts.resize(members.size());
+    if (round.parts.empty()) {
+      round.parts.resize(members.size());
+      round.op = op;
+    }
+    if (round.op != op)
+      return Internal("all-reduce over '", group, "': ranks disagree on the reduction");
     round.parts[index].assign(data, data + count);
     if (++round.arrived == static_cast<int>(members.size())) {
       round.sum = round.parts[0];
       for (size_t m = 1; m < members.size(); ++m) {
         if (round.parts[m].size() != round.sum.size())
           return Internal("all-reduce over '", group, "': ranks disagree on the size");
-        for (size_t i = 0; i < round.sum.size(); ++i) round.sum[i] += round.parts[m][i];
+        for (size_t i = 0; i < round.sum.size(); ++i)
+          round.sum[i] = op == ReduceOp::kSum ? round.sum[i] + round.parts[m][i]
+                                              : std::max(round.sum[i], round.parts[m][i]);
       }
       round.done = true;
       hub_.cv_.notify_all();

@@ -3,7 +3,7 @@
 // point-to-point transfers and meeting points for collectives. It lets tests and an
 // embedding run a whole pipeline-parallel plan in one process, with the same streams,
 // tags and group rules as Gloo. Sums add contributions in group-rank order, so results
-// do not depend on arrival order.
+// do not depend on arrival order; maxima are order-free.
 
 #include <chrono>
 #include <condition_variable>
@@ -33,6 +33,7 @@ class InProcessHub {
  private:
   friend class InProcessComm;
   struct Round {
+    ReduceOp op = ReduceOp::kSum;
     std::vector<std::vector<float>> parts;
     int arrived = 0;
     int left = 0;

@@ -214,14 +214,32 @@ class NcclStreamComm final : public cuda::DeviceComm {
   void Abort() override { pool_->Abort(); }
 
   Status AllReduceSum(std::string_view group, float* data, int64_t count) override {
+    return AllReduce(group, ncclSum, data, count);
+  }
+  Status AllReduceMax(std::string_view group, float* data, int64_t count) override {
+    return AllReduce(group, ncclMax, data, count);
+  }
+  // NCCL sums bf16 and f16 natively: half the bytes of an f32 all-reduce.
+  Status AllReduceSumLowPrecision(std::string_view group, DataType dtype, void* data,
+                                  int64_t count) override {
+    return AllReduce(group, ncclSum, data, count,
+                     dtype == DataType::kBFloat16 ? ncclBfloat16 : ncclFloat16);
+  }
+  int GroupRank(std::string_view group) const override {
+    std::vector<int> members = pool_->layout().Group(std::string(group), pool_->rank());
+    return static_cast<int>(std::find(members.begin(), members.end(), pool_->rank()) -
+                            members.begin());
+  }
+
+  Status AllReduce(std::string_view group, ncclRedOp_t op, void* data, int64_t count,
+                   ncclDataType_t type = ncclFloat32) {
     std::vector<int> members = pool_->layout().Group(std::string(group), pool_->rank());
     if (members.empty()) return InvalidArgument("unknown group '", group, "'");
     if (members.size() == 1 || count == 0) return OkStatus();
     PW_ASSIGN_OR_RETURN(ncclComm_t comm, pool_->Comm(pool_->CollectiveKey(stream_, group)));
     PW_ASSIGN_OR_RETURN(cudaStream_t stream, LaunchStream());
-    return NcclStatus(
-        ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat32, ncclSum, comm, stream),
-        StrCat("all-reduce over group ", group));
+    return NcclStatus(ncclAllReduce(data, data, static_cast<size_t>(count), type, op, comm, stream),
+                      StrCat("all-reduce over group ", group));
   }
 
   // Within a pair's communicator the sender is member 0 and the receiver member 1.

@@ -14,7 +14,8 @@ struct AttnDims {
 
 // Validates QKV [B, S, 3·h·d] against num_heads.
 StatusOr<AttnDims> CheckQkv(const InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckRank(ctx, "QKV", DataType::kFloat32, 3));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "QKV"));
+  PW_RETURN_IF_ERROR(CheckRank(ctx, "QKV", dtype, 3));
   const Shape& q = ctx.Input("QKV").shape;
   int64_t h = ctx.attrs().GetInt("num_heads");
   if (h <= 0) return InvalidArgument(ctx.op().type, ": num_heads must be > 0, got ", h);
@@ -29,8 +30,9 @@ Shape ProbsShape(const AttnDims& a) { return {a.b, a.h, a.s, a.s}; }
 
 Status InferAttention(InferContext& ctx) {
   PW_ASSIGN_OR_RETURN(AttnDims a, CheckQkv(ctx));
-  ctx.SetOutput("Out", {DataType::kFloat32, {a.b, a.s, a.h * a.d}});
-  ctx.SetOutput("Probs", {DataType::kFloat32, ProbsShape(a)});
+  const DataType dtype = ctx.Input("QKV").dtype;
+  ctx.SetOutput("Out", {dtype, {a.b, a.s, a.h * a.d}});
+  ctx.SetOutput("Probs", {dtype, ProbsShape(a)});
   return OkStatus();
 }
 
@@ -62,13 +64,14 @@ Status AttentionGrad(GradContext& ctx) {
 
 Status InferAttentionGrad(InferContext& ctx) {
   PW_ASSIGN_OR_RETURN(AttnDims a, CheckQkv(ctx));
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "Probs", DataType::kFloat32));
+  const DataType dtype = ctx.Input("QKV").dtype;
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, "Probs", dtype));
   if (ctx.Input("Probs").shape != ProbsShape(a)) {
     return Mismatch(ctx, "Probs", ctx.Input("Probs").shape, "QKV", ctx.Input("QKV").shape,
                     "Probs must be [B, num_heads, S, S]");
   }
   const std::string dout = GradVarName("Out");
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, dout, DataType::kFloat32));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, dout, dtype));
   if (ctx.Input(dout).shape != Shape{a.b, a.s, a.h * a.d}) {
     return Mismatch(ctx, dout, ctx.Input(dout).shape, "QKV", ctx.Input("QKV").shape,
                     "Out@GRAD must be [B, S, num_heads · d]");

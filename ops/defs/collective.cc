@@ -1,5 +1,6 @@
 // Megatron's f and g: c_identity (identity forward, all-reduce backward) and
-// c_allreduce_sum (all-reduce forward, identity backward).
+// c_allreduce_sum (all-reduce forward, identity backward); c_allreduce_max, the shared
+// shift of a vocabulary-parallel softmax and the overflow flag of loss scaling.
 
 #include "ops/defs/def_util.h"
 #include "ops/defs/defaults.h"
@@ -9,7 +10,7 @@ namespace pw::ops {
 namespace {
 
 Status InferCollective(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32));
+  PW_RETURN_IF_ERROR(FloatDtype(ctx, "X").status());
   std::string group = ctx.attrs().GetString("group", kDefaultGroup);
   if (group.empty()) return InvalidArgument(ctx.op().type, ": group must not be empty");
   ctx.SetOutput("Out", ctx.Input("X"));
@@ -63,6 +64,19 @@ void RegisterCollectiveOps(OpRegistry& registry) {
       .infer = InferCollective,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
       .grad = AllReduceGrad,
+  });
+  registry.Register(OpDef{
+      .type = "c_allreduce_max",
+      .summary = "Out = element-wise max of X over the ranks of group (not differentiated: "
+                 "its users' gradients do not depend on it)",
+      .inputs = {{"X"}},
+      .outputs = {{"Out"}},
+      .attrs = attrs,
+      .is_communication = true,
+      .collective = true,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferCollective,
+      .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
   });
 }
 

@@ -6,14 +6,30 @@ std::string Where(const InferContext& ctx, std::string_view slot) {
   return StrCat(ctx.op().type, ": ", slot);
 }
 
+std::string WhereVar(const InferContext& ctx, std::string_view slot, size_t i) {
+  const std::vector<std::string>* vars = ctx.op().FindInput(slot);
+  if (!vars || i >= vars->size()) return Where(ctx, slot);
+  return StrCat(Where(ctx, slot), " ('", (*vars)[i], "')");
+}
+
 Status CheckDtype(const InferContext& ctx, std::string_view slot, DataType dtype, size_t i) {
   if (ctx.InputCount(slot) <= i) return InvalidArgument(Where(ctx, slot), " is missing");
   const TensorType& t = ctx.Input(slot, i);
   if (t.dtype != dtype) {
-    return InvalidArgument(Where(ctx, slot), " ", ShapeToString(t.shape), " has dtype ",
+    return InvalidArgument(WhereVar(ctx, slot, i), " ", ShapeToString(t.shape), " has dtype ",
                            DataTypeName(t.dtype), ", expected ", DataTypeName(dtype));
   }
   return OkStatus();
+}
+
+StatusOr<DataType> FloatDtype(const InferContext& ctx, std::string_view slot, size_t i) {
+  if (ctx.InputCount(slot) <= i) return InvalidArgument(Where(ctx, slot), " is missing");
+  const TensorType& t = ctx.Input(slot, i);
+  if (!IsFloatingType(t.dtype)) {
+    return InvalidArgument(WhereVar(ctx, slot, i), " ", ShapeToString(t.shape), " has dtype ",
+                           DataTypeName(t.dtype), ", expected f32, bf16 or f16");
+  }
+  return t.dtype;
 }
 
 Status CheckRankAtLeast(const InferContext& ctx, std::string_view slot, DataType dtype,
@@ -42,8 +58,9 @@ Status CheckSameType(const InferContext& ctx, std::string_view a, std::string_vi
   const TensorType& ta = ctx.Input(a, ia);
   const TensorType& tb = ctx.Input(b, ib);
   if (ta.dtype != tb.dtype) {
-    return InvalidArgument(ctx.op().type, ": ", a, " has dtype ", DataTypeName(ta.dtype), " but ",
-                           b, " has dtype ", DataTypeName(tb.dtype));
+    std::string b_var = WhereVar(ctx, b, ib).substr(ctx.op().type.size() + 2);
+    return InvalidArgument(WhereVar(ctx, a, ia), " has dtype ", DataTypeName(ta.dtype), " but ",
+                           b_var, " has dtype ", DataTypeName(tb.dtype));
   }
   if (ta.shape != tb.shape) return Mismatch(ctx, a, ta.shape, b, tb.shape, "shapes differ");
   return OkStatus();

@@ -22,8 +22,14 @@ inline AttrDef DefaultAttr(std::string name, Attribute value) {
 // "matmul: X" — the prefix of every inference error.
 std::string Where(const InferContext& ctx, std::string_view slot);
 
+// "matmul: Y ('w')": the op, the slot and the var, for errors about one input.
+std::string WhereVar(const InferContext& ctx, std::string_view slot, size_t i = 0);
+
 // Checks that input `slot` (var `i`) is present and has dtype `dtype`.
 Status CheckDtype(const InferContext& ctx, std::string_view slot, DataType dtype, size_t i = 0);
+// The dtype of input `slot` (var `i`) when it is present and floating (f32, bf16, f16):
+// the dtype the op computes in, which its other floating inputs and outputs share.
+StatusOr<DataType> FloatDtype(const InferContext& ctx, std::string_view slot, size_t i = 0);
 // Checks dtype and that the rank is at least `min_rank`.
 Status CheckRankAtLeast(const InferContext& ctx, std::string_view slot, DataType dtype,
                         int min_rank);

@@ -10,8 +10,9 @@ namespace {
 
 // Bias must equal X's trailing dims; it is broadcast over the leading ones.
 Status InferBiasAdd(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", DataType::kFloat32, 1));
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "Bias", DataType::kFloat32, 1));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, 1));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "Bias", dtype, 1));
   const Shape& x = ctx.Input("X").shape;
   const Shape& b = ctx.Input("Bias").shape;
   if (b.size() > x.size() || !std::equal(b.rbegin(), b.rend(), x.rbegin())) {
@@ -38,20 +39,20 @@ Status BiasAddGrad(GradContext& ctx) {
 
 Status InferBiasAddGrad(InferContext& ctx) {
   const std::string dout = GradVarName("Out");
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, dout, DataType::kFloat32));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, dout));
   const Shape& g = ctx.Input(dout).shape;
   Shape b = ctx.attrs().GetInts("bias_shape");
   if (b.empty() || b.size() > g.size() || !std::equal(b.rbegin(), b.rend(), g.rbegin())) {
     return Mismatch(ctx, dout, g, "bias_shape", b,
                     "bias_shape must equal Out@GRAD's trailing dims");
   }
-  ctx.SetOutput(GradVarName("Bias"), {DataType::kFloat32, b});
+  ctx.SetOutput(GradVarName("Bias"), {dtype, b});
   return OkStatus();
 }
 
 Status InferAdd(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32));
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "Y", DataType::kFloat32));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, "Y", dtype));
   PW_RETURN_IF_ERROR(CheckSameType(ctx, "X", "Y"));
   ctx.SetOutput("Out", ctx.Input("X"));
   return OkStatus();
@@ -67,7 +68,7 @@ Status AddGrad(GradContext& ctx) {
 
 // Out has X's type; used by every unary op.
 Status InferUnary(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32));
+  PW_RETURN_IF_ERROR(FloatDtype(ctx, "X").status());
   ctx.SetOutput("Out", ctx.Input("X"));
   return OkStatus();
 }
@@ -84,8 +85,8 @@ Status GeluGrad(GradContext& ctx) {
 }
 
 Status InferGeluGrad(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32));
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, GradVarName("Out"), DataType::kFloat32));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, GradVarName("Out"), dtype));
   PW_RETURN_IF_ERROR(CheckSameType(ctx, "X", GradVarName("Out")));
   ctx.SetOutput(GradVarName("X"), ctx.Input("X"));
   return OkStatus();
@@ -106,8 +107,9 @@ Status ScaleGrad(GradContext& ctx) {
 Status InferSum(InferContext& ctx) {
   size_t n = ctx.InputCount("X");
   if (n == 0) return InvalidArgument(ctx.op().type, ": X needs at least one var");
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
   for (size_t i = 0; i < n; ++i) {
-    PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32, i));
+    PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", dtype, i));
     if (ctx.Input("X", i).shape != ctx.Input("X", 0).shape) {
       return Mismatch(ctx, StrCat("X[", i, "]"), ctx.Input("X", i).shape, "X[0]",
                       ctx.Input("X", 0).shape, "shapes differ");

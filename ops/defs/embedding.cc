@@ -10,17 +10,18 @@ namespace {
 
 Status InferEmbedding(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckDtype(ctx, "Ids", DataType::kInt64));
-  PW_RETURN_IF_ERROR(CheckRank(ctx, "W", DataType::kFloat32, 2));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "W"));
+  PW_RETURN_IF_ERROR(CheckRank(ctx, "W", dtype, 2));
   Shape out = ctx.Input("Ids").shape;
   out.push_back(ctx.Input("W").shape[1]);
-  ctx.SetOutput("Out", {DataType::kFloat32, out});
+  ctx.SetOutput("Out", {dtype, out});
   return OkStatus();
 }
 
 // Only the gathered rows of W are read, not the whole table.
 OpCost EmbeddingCost(const InferContext& ctx) {
   double ids = NumElements(ctx.Input("Ids").shape) * 8.0;
-  double out = NumElements(ctx.Output("Out").shape) * 4.0;
+  double out = NumElements(ctx.Output("Out").shape) * double(DataTypeSize(ctx.Input("W").dtype));
   return OpCost{0, ids + 2 * out};
 }
 
@@ -44,7 +45,8 @@ Status EmbeddingGrad(GradContext& ctx) {
 Status InferEmbeddingGrad(InferContext& ctx) {
   const std::string dout = GradVarName("Out");
   PW_RETURN_IF_ERROR(CheckDtype(ctx, "Ids", DataType::kInt64));
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, dout, DataType::kFloat32, 1));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, dout));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, dout, dtype, 1));
   const Shape& ids = ctx.Input("Ids").shape;
   const Shape& g = ctx.Input(dout).shape;
   if (g.size() != ids.size() + 1 || !std::equal(ids.begin(), ids.end(), g.begin())) {
@@ -52,7 +54,7 @@ Status InferEmbeddingGrad(InferContext& ctx) {
   }
   int64_t vocab = ctx.attrs().GetInt("vocab_size");
   if (vocab <= 0) return InvalidArgument(ctx.op().type, ": vocab_size must be > 0, got ", vocab);
-  ctx.SetOutput(GradVarName("W"), {DataType::kFloat32, {vocab, g.back()}});
+  ctx.SetOutput(GradVarName("W"), {dtype, {vocab, g.back()}});
   return OkStatus();
 }
 

@@ -13,8 +13,8 @@ Status InferFillConstant(InferContext& ctx) {
   }
   std::string name = ctx.attrs().GetString("dtype", "f32");
   DataType dtype;
-  if (!ParseDataType(name, &dtype) || (dtype != DataType::kFloat32 && dtype != DataType::kInt64)) {
-    return InvalidArgument(ctx.op().type, ": dtype '", name, "' is not f32 or i64");
+  if (!ParseDataType(name, &dtype) || (!IsFloatingType(dtype) && dtype != DataType::kInt64)) {
+    return InvalidArgument(ctx.op().type, ": dtype '", name, "' is not f32, bf16, f16 or i64");
   }
   ctx.SetOutput("Out", {dtype, shape});
   return OkStatus();
@@ -25,10 +25,11 @@ Status InferFillConstant(InferContext& ctx) {
 void RegisterFillOps(OpRegistry& registry) {
   registry.Register(OpDef{
       .type = "fill_constant",
-      .summary = "Out [shape] of dtype (f32 or i64) filled with value",
+      .summary = "Out [shape] of dtype (f32, bf16, f16 or i64) filled with value",
       .outputs = {{"Out"}},
       .attrs = {RequiredAttr("shape", AttrType::kInts), DefaultAttr("dtype", std::string("f32")),
                 DefaultAttr("value", 0.0)},
+      .amp = AmpPolicy::kAsIs,
       .infer = InferFillConstant,
       .cost =
           [](const InferContext& ctx) {

@@ -132,12 +132,12 @@ std::vector<std::string> GradList(GradContext& ctx, const std::vector<std::strin
       continue;
     }
     const Var* var = ctx.FindVar(v);
-    TensorType type{DataType::kFloat32, var ? var->shape : Shape{}};
+    TensorType type{var ? var->dtype : DataType::kFloat32, var ? var->shape : Shape{}};
     std::string temp = ctx.NewTemp(ctx.Grad(v), type);
     if (zero_fill) {
       Op& fill = ctx.Emit("fill_constant");
       fill.SetOutput("Out", {temp});
-      fill.SetAttr("shape", type.shape).SetAttr("dtype", std::string("f32"));
+      fill.SetAttr("shape", type.shape).SetAttr("dtype", std::string(DataTypeName(type.dtype)));
       fill.SetAttr("value", 0.0);
     }
     grads.push_back(temp);

@@ -40,13 +40,13 @@ StatusOr<MatmulDims> ComputeMatmulDims(std::string_view op_type, const Shape& x,
 namespace {
 
 Status InferMatmul(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32));
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "Y", DataType::kFloat32));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, "Y", dtype));
   PW_ASSIGN_OR_RETURN(
       MatmulDims d,
       ComputeMatmulDims(ctx.op().type, ctx.Input("X").shape, ctx.Input("Y").shape,
                         ctx.attrs().GetBool("trans_x"), ctx.attrs().GetBool("trans_y")));
-  ctx.SetOutput("Out", {DataType::kFloat32, d.out});
+  ctx.SetOutput("Out", {dtype, d.out});
   return OkStatus();
 }
 
@@ -114,8 +114,9 @@ Status MatmulGrad(GradContext& ctx) {
 // Y@GRAD = sum over batches of op(X)^T · dOut (transposed when trans_y).
 Status InferMatmulWeightGrad(InferContext& ctx) {
   const std::string dout_slot = GradVarName("Out");
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", DataType::kFloat32, 2));
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, dout_slot, DataType::kFloat32, 2));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, 2));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, dout_slot, dtype, 2));
   const Shape& x = ctx.Input("X").shape;
   const Shape& g = ctx.Input(dout_slot).shape;
   bool tx = ctx.attrs().GetBool("trans_x");
@@ -129,7 +130,7 @@ Status InferMatmulWeightGrad(InferContext& ctx) {
     return Mismatch(ctx, "X", x, dout_slot, g, "dOut must be [..., M, N] with X's leading dims");
   }
   int64_t n = g[r - 1];
-  ctx.SetOutput(GradVarName("Y"), {DataType::kFloat32, ty ? Shape{n, k} : Shape{k, n}});
+  ctx.SetOutput(GradVarName("Y"), {dtype, ty ? Shape{n, k} : Shape{k, n}});
   return OkStatus();
 }
 

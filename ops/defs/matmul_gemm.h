@@ -1,7 +1,9 @@
 #pragma once
 // Internal: how the matmul kernels map onto GEMM, shared by every backend so that they
 // compute the same products and sum batches in the same order (the CUDA kernels must match
-// the CPU ones). A backend only runs the StridedGemm it is given.
+// the CPU ones). A backend only runs the StridedGemm it is given. The plan stores the
+// pointers it is given and counts every step in elements, never offsetting a pointer, so
+// a backend may hand it the bases of bf16 or f16 tensors (scaling the steps itself).
 
 #include <cstdint>
 

@@ -7,12 +7,12 @@ namespace pw::ops {
 namespace {
 
 Status InferMean(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
   if (NumElements(ctx.Input("X").shape) == 0) {
     return InvalidArgument(Where(ctx, "X"), " ", ShapeToString(ctx.Input("X").shape),
                            " is empty; its mean is undefined");
   }
-  ctx.SetOutput("Out", {DataType::kFloat32, {}});
+  ctx.SetOutput("Out", {dtype, {}});
   return OkStatus();
 }
 
@@ -32,7 +32,8 @@ Status MeanGrad(GradContext& ctx) {
 
 Status InferMeanGrad(InferContext& ctx) {
   const std::string dout = GradVarName("Out");
-  PW_RETURN_IF_ERROR(CheckRank(ctx, dout, DataType::kFloat32, 0));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, dout));
+  PW_RETURN_IF_ERROR(CheckRank(ctx, dout, dtype, 0));
   Shape shape = ctx.attrs().GetInts("shape");
   for (int64_t d : shape) {
     if (d < 0) return InvalidArgument(ctx.op().type, ": bad shape ", ShapeToString(shape));
@@ -40,7 +41,7 @@ Status InferMeanGrad(InferContext& ctx) {
   if (NumElements(shape) == 0) {
     return InvalidArgument(ctx.op().type, ": shape ", ShapeToString(shape), " is empty");
   }
-  ctx.SetOutput(GradVarName("X"), {DataType::kFloat32, shape});
+  ctx.SetOutput(GradVarName("X"), {dtype, shape});
   return OkStatus();
 }
 
@@ -52,6 +53,7 @@ void RegisterMeanOps(OpRegistry& registry) {
       .summary = "Out [] = the mean of every element of X",
       .inputs = {{"X"}},
       .outputs = {{"Out"}},
+      .amp = AmpPolicy::kF32,
       .infer = InferMean,
       .cost =
           [](const InferContext& ctx) {
@@ -65,6 +67,7 @@ void RegisterMeanOps(OpRegistry& registry) {
       .inputs = {{GradVarName("Out")}},
       .outputs = {{GradVarName("X")}},
       .attrs = {RequiredAttr("shape", AttrType::kInts)},
+      .amp = AmpPolicy::kF32,
       .infer = InferMeanGrad,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1, GradVarName("X")); },
   });

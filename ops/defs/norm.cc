@@ -11,8 +11,9 @@ namespace {
 // Rows = product of X's leading dims; Mean and Rstd have one value per row.
 Shape RowShape(const Shape& x) { return {NumElements(Shape(x.begin(), x.end() - 1))}; }
 
+// Scale and Bias: [d] in X's dtype.
 Status CheckVector(const InferContext& ctx, std::string_view slot, int64_t d) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, DataType::kFloat32));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, ctx.Input("X").dtype));
   const Shape& s = ctx.Input(slot).shape;
   if (s != Shape{d}) {
     return Mismatch(ctx, slot, s, "X", ctx.Input("X").shape, StrCat(slot, " must be [", d, "]"));
@@ -20,6 +21,7 @@ Status CheckVector(const InferContext& ctx, std::string_view slot, int64_t d) {
   return OkStatus();
 }
 
+// Mean and Rstd are f32 whatever X's dtype: statistics accumulate in f32.
 Status CheckStats(const InferContext& ctx) {
   Shape rows = RowShape(ctx.Input("X").shape);
   for (const char* slot : {"Mean", "Rstd"}) {
@@ -34,12 +36,13 @@ Status CheckStats(const InferContext& ctx) {
 
 Status CheckDy(const InferContext& ctx) {
   const std::string dy = GradVarName("Y");
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, dy, DataType::kFloat32));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, dy, ctx.Input("X").dtype));
   return CheckSameType(ctx, dy, "X");
 }
 
 Status InferLayerNorm(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", DataType::kFloat32, 1));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, 1));
   const Shape& x = ctx.Input("X").shape;
   PW_RETURN_IF_ERROR(CheckVector(ctx, "Scale", x.back()));
   PW_RETURN_IF_ERROR(CheckVector(ctx, "Bias", x.back()));
@@ -77,7 +80,8 @@ Status LayerNormGrad(GradContext& ctx) {
 }
 
 Status InferLayerNormGrad(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", DataType::kFloat32, 1));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, 1));
   PW_RETURN_IF_ERROR(CheckVector(ctx, "Scale", ctx.Input("X").shape.back()));
   PW_RETURN_IF_ERROR(CheckStats(ctx));
   PW_RETURN_IF_ERROR(CheckDy(ctx));
@@ -86,10 +90,11 @@ Status InferLayerNormGrad(InferContext& ctx) {
 }
 
 Status InferLayerNormParamGrad(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", DataType::kFloat32, 1));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, 1));
   PW_RETURN_IF_ERROR(CheckStats(ctx));
   PW_RETURN_IF_ERROR(CheckDy(ctx));
-  TensorType param{DataType::kFloat32, {ctx.Input("X").shape.back()}};
+  TensorType param{dtype, {ctx.Input("X").shape.back()}};
   ctx.SetOutput(GradVarName("Scale"), param);
   ctx.SetOutput(GradVarName("Bias"), param);
   return OkStatus();
@@ -113,6 +118,7 @@ void RegisterNormOps(OpRegistry& registry) {
       .summary = "X@GRAD of layer_norm",
       .inputs = {{"X"}, {"Scale"}, {"Mean"}, {"Rstd"}, {GradVarName("Y")}},
       .outputs = {{GradVarName("X")}},
+      .f32_inputs = {"Mean", "Rstd"},
       .infer = InferLayerNormGrad,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 10, GradVarName("X")); },
   });
@@ -122,6 +128,7 @@ void RegisterNormOps(OpRegistry& registry) {
       .inputs = {{"X"}, {"Mean"}, {"Rstd"}, {GradVarName("Y")}},
       .outputs = {{GradVarName("Scale"), false, /*optional=*/true},
                   {GradVarName("Bias"), false, /*optional=*/true}},
+      .f32_inputs = {"Mean", "Rstd"},
       .infer = InferLayerNormParamGrad,
       .cost =
           [](const InferContext& ctx) {

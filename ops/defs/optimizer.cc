@@ -8,19 +8,19 @@ namespace pw::ops {
 namespace {
 
 Status CheckLike(const InferContext& ctx, std::string_view slot) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, DataType::kFloat32));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, ctx.Input("Param").dtype));
   return CheckSameType(ctx, slot, "Param");
 }
 
 Status InferSgd(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "Param", DataType::kFloat32));
+  PW_RETURN_IF_ERROR(FloatDtype(ctx, "Param").status());
   PW_RETURN_IF_ERROR(CheckLike(ctx, "Grad"));
   ctx.SetOutput("ParamOut", ctx.Input("Param"));
   return OkStatus();
 }
 
 Status InferAdam(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "Param", DataType::kFloat32));
+  PW_RETURN_IF_ERROR(FloatDtype(ctx, "Param").status());
   for (const char* slot : {"Grad", "Moment1", "Moment2"}) PW_RETURN_IF_ERROR(CheckLike(ctx, slot));
   for (const char* slot : {"Beta1Pow", "Beta2Pow"}) {
     PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, DataType::kFloat32));
@@ -53,6 +53,7 @@ void RegisterOptimizerOps(OpRegistry& registry) {
       .outputs = {{"ParamOut"}},
       .attrs = {RequiredAttr("lr", AttrType::kFloat)},
       .inplace = {{"ParamOut", "Param"}},
+      .amp = AmpPolicy::kF32,
       .infer = InferSgd,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 2, "ParamOut"); },
   });
@@ -69,6 +70,7 @@ void RegisterOptimizerOps(OpRegistry& registry) {
                   {"Moment2Out", "Moment2"},
                   {"Beta1PowOut", "Beta1Pow"},
                   {"Beta2PowOut", "Beta2Pow"}},
+      .amp = AmpPolicy::kF32,
       .infer = InferAdam,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 12, "ParamOut"); },
   });

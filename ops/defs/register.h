@@ -16,5 +16,6 @@ void RegisterFillOps(OpRegistry& registry);
 void RegisterLayoutOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
 void RegisterOptimizerOps(OpRegistry& registry);
+void RegisterCastOps(OpRegistry& registry);
 
 }  // namespace pw::ops

@@ -12,7 +12,8 @@ namespace {
 
 Status InferSoftmax(InferContext& ctx) {
   bool causal = ctx.attrs().GetBool("causal");
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", DataType::kFloat32, causal ? 2 : 1));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, causal ? 2 : 1));
   ctx.SetOutput("Out", ctx.Input("X"));
   return OkStatus();
 }
@@ -30,8 +31,9 @@ Status SoftmaxGrad(GradContext& ctx) {
 }
 
 Status InferSoftmaxGrad(InferContext& ctx) {
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "Out", DataType::kFloat32, 1));
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, GradVarName("Out"), DataType::kFloat32));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "Out"));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "Out", dtype, 1));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, GradVarName("Out"), dtype));
   PW_RETURN_IF_ERROR(CheckSameType(ctx, GradVarName("Out"), "Out"));
   ctx.SetOutput(GradVarName("X"), ctx.Input("Out"));
   return OkStatus();
@@ -39,7 +41,8 @@ Status InferSoftmaxGrad(InferContext& ctx) {
 
 // Label must be Logits' shape without the class axis.
 Status CheckLabel(const InferContext& ctx, std::string_view probs_slot) {
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, probs_slot, DataType::kFloat32, 1));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, probs_slot));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, probs_slot, dtype, 1));
   PW_RETURN_IF_ERROR(CheckDtype(ctx, "Label", DataType::kInt64));
   const Shape& p = ctx.Input(probs_slot).shape;
   const Shape& l = ctx.Input("Label").shape;
@@ -52,7 +55,7 @@ Status CheckLabel(const InferContext& ctx, std::string_view probs_slot) {
 
 Status InferSce(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckLabel(ctx, "Logits"));
-  ctx.SetOutput("Loss", {DataType::kFloat32, ctx.Input("Label").shape});
+  ctx.SetOutput("Loss", {ctx.Input("Logits").dtype, ctx.Input("Label").shape});
   ctx.SetOutput("Softmax", ctx.Input("Logits"));
   return OkStatus();
 }
@@ -73,7 +76,7 @@ Status SceGrad(GradContext& ctx) {
 Status InferSceGrad(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckLabel(ctx, "Softmax"));
   const std::string dloss = GradVarName("Loss");
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, dloss, DataType::kFloat32));
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, dloss, ctx.Input("Softmax").dtype));
   if (ctx.Input(dloss).shape != ctx.Input("Label").shape) {
     return Mismatch(ctx, dloss, ctx.Input(dloss).shape, "Label", ctx.Input("Label").shape,
                     "shapes differ");
@@ -110,6 +113,7 @@ void RegisterSoftmaxOps(OpRegistry& registry) {
       .inputs = {{"Logits"}, {"Label"}},
       .outputs = {{"Loss"}, {"Softmax"}},
       .attrs = {DefaultAttr("ignore_index", kIgnoreIndex)},
+      .amp = AmpPolicy::kF32,
       .infer = InferSce,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 5, "Softmax"); },
       .grad = SceGrad,
@@ -120,6 +124,7 @@ void RegisterSoftmaxOps(OpRegistry& registry) {
       .inputs = {{"Softmax"}, {"Label"}, {GradVarName("Loss")}},
       .outputs = {{GradVarName("Logits")}},
       .attrs = {DefaultAttr("ignore_index", kIgnoreIndex)},
+      .amp = AmpPolicy::kF32,
       .infer = InferSceGrad,
       .cost =
           [](const InferContext& ctx) { return ElementwiseCost(ctx, 2, GradVarName("Logits")); },

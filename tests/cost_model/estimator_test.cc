@@ -153,6 +153,35 @@ TEST(Estimator, BuiltinGpuRooflineUsesDataSheetPeaks) {
   EXPECT_NEAR((*est)->OpTime(q).seconds, 67.0 / 989.4, 1e-9);
 }
 
+// Points are placed by their work against their own dtype's peak: on a device whose bf16
+// peak is 4x its f32 peak, a bf16 query between two f32 points lands where its work says,
+// and bf16 points, once there are two, price bf16 queries by themselves.
+TEST(Estimator, InterpolatesEachDtypeAgainstItsOwnPeak) {
+  DeviceSpec d = SimpleDevice();
+  auto* bf16 = d.add_peak_flops();
+  bf16->set_dtype("bf16");
+  bf16->set_flops_per_s(4e9);
+  auto point = [](const char* dtype, double flops, double seconds) {
+    OpCostEntry e = Point("", flops, seconds);
+    e.set_key(StrCat("matmul(X:", dtype, "[", flops, "])"));
+    e.set_dtype(dtype);
+    return e;
+  };
+  OpCostTable t;
+  t.set_device("cpu");
+  t.Add(point("f32", 1e6, 1e-3));
+  t.Add(point("f32", 4e6, 4e-3));
+  auto est = *Estimator::Create(d, t);
+  OpSignature q = Query(8e6, "");
+  q.dtype = DataType::kBFloat16;  // work 8e6 / 4e9 = 2e-3: between the f32 points
+  EXPECT_NEAR(est->OpTime(q).seconds, 2e-3, 1e-12);
+  t.Add(point("bf16", 4e6, 5e-3));
+  t.Add(point("bf16", 16e6, 20e-3));
+  est = *Estimator::Create(d, t);
+  q.key += "2";
+  EXPECT_NEAR(est->OpTime(q).seconds, 10e-3, 1e-12);  // between the bf16 points only
+}
+
 TEST(Estimator, RefusesATableOfAnotherDevice) {
   OpCostTable t;
   t.set_device("cpu");

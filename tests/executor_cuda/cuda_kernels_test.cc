@@ -18,6 +18,7 @@
 #include "ops/kernels/cuda/device_error.h"
 #include "ops/kernels/cuda/find_kernel.h"
 #include "ops/kernels/cuda/launch.h"
+#include "ops/low_precision.h"
 #include "ops/registry.h"
 
 namespace pw::testing {
@@ -130,14 +131,15 @@ TEST_P(CudaKernelTest, MatchesTheCpuKernel) {
   EXPECT_EQ(gpu.device_error().code, 0) << ops::cuda::DescribeDeviceError(gpu.device_error());
   for (const Slot& s : c.op.outputs)
     for (const std::string& v : s.vars) {
-      const Tensor& w = want.at(v);
-      const Tensor& g = got.at(v);
-      ASSERT_EQ(w.shape(), g.shape()) << v;
-      if (w.dtype() == DataType::kInt64) {
+      ASSERT_EQ(want.at(v).shape(), got.at(v).shape()) << v;
+      ASSERT_EQ(want.at(v).dtype(), got.at(v).dtype()) << v;
+      if (want.at(v).dtype() == DataType::kInt64) {
+        const Tensor& w = want.at(v);
         for (int64_t i = 0; i < w.numel(); ++i)
-          ASSERT_EQ(w.i64()[i], g.i64()[i]) << v << "[" << i << "]";
+          ASSERT_EQ(w.i64()[i], got.at(v).i64()[i]) << v << "[" << i << "]";
         continue;
       }
+      const Tensor w = ops::ToF32(want.at(v)), g = ops::ToF32(got.at(v));
       double bound = c.tolerance * std::max(1.0, MaxAbs(w));
       for (int64_t i = 0; i < w.numel(); ++i)
         ASSERT_NEAR(g.f32()[i], w.f32()[i], bound) << v << "[" << i << "]";

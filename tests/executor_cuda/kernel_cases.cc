@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "ir/status.h"
 #include "ir/var.h"
+#include "ops/low_precision.h"
 
 namespace pw::testing {
 namespace {
@@ -380,6 +382,64 @@ void AddOptimizerCases(Maker& m, std::vector<KernelCase>& cases) {
 
 }  // namespace
 
+// bf16 and f16: casts, the tensor-core GEMMs (one with a sum over batches), a widened
+// kernel, a low-precision fill and the max all-reduce. Results are compared in f32 within
+// a few steps of the low dtype (the GEMMs' summation order differs from the CPU's).
+void AddLowPrecisionCases(Maker& m, std::vector<KernelCase>& cases) {
+  auto low = [](const Tensor& t, DataType dtype) {
+    Tensor out(dtype, t.shape());
+    ops::StoreFromF32(t, out);
+    return out;
+  };
+  for (const char* dtype : {"bf16", "f16", "f32"}) {
+    KernelCase c{StrCat("cast_to_", dtype), MakeOp("cast", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("dtype", std::string(dtype));
+    c.inputs["x"] =
+        std::string(dtype) == "f32" ? low(m.Uniform({37}), DataType::kBFloat16) : m.Uniform({37});
+    cases.push_back(std::move(c));
+  }
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+    const std::string name = DataTypeName(dtype);
+    KernelCase mm{"matmul_batched_" + name,
+                  MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {kOut}}}),
+                  {},
+                  2e-2};
+    mm.inputs["x"] = low(m.Uniform({2, 3, 8, 16}), dtype);
+    mm.inputs["y"] = low(m.Uniform({2, 3, 16, 12}), dtype);
+    cases.push_back(std::move(mm));
+    KernelCase wg{
+        "matmul_weight_grad_trans_x_" + name,
+        MakeOp("matmul_weight_grad", {{"X", {"x"}}, {G(kOut), {"g"}}}, {{G("Y"), {"dy"}}}),
+        {},
+        2e-2};
+    wg.op.SetAttr("trans_x", true);
+    wg.inputs["x"] = low(m.Uniform({3, 16, 8}), dtype);
+    wg.inputs["g"] = low(m.Uniform({3, 8, 12}), dtype);
+    cases.push_back(std::move(wg));
+    KernelCase ln{"layer_norm_" + name,
+                  MakeOp("layer_norm", {{"X", {"x"}}, {"Scale", {"s"}}, {"Bias", {"b"}}},
+                         {{"Y", {"y"}}, {"Mean", {"mean"}}, {"Rstd", {"rstd"}}}),
+                  {},
+                  1e-2};
+    ln.inputs["x"] = low(m.Uniform({4, 32}), dtype);
+    ln.inputs["s"] = low(m.Uniform({32}), dtype);
+    ln.inputs["b"] = low(m.Uniform({32}), dtype);
+    cases.push_back(std::move(ln));
+    KernelCase fill{"fill_constant_" + name, MakeOp("fill_constant", {}, {{"Out", {kOut}}}), {}};
+    fill.op.SetAttr("shape", std::vector<int64_t>{5}).SetAttr("dtype", name).SetAttr("value", 0.3);
+    cases.push_back(std::move(fill));
+    KernelCase sum{"c_allreduce_sum_" + name,
+                   MakeOp("c_allreduce_sum", {{"X", {"x"}}}, {{"Out", {kOut}}}),
+                   {}};
+    sum.inputs["x"] = low(m.Uniform({9}), dtype);
+    cases.push_back(std::move(sum));
+  }
+  KernelCase max{
+      "c_allreduce_max", MakeOp("c_allreduce_max", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+  max.inputs["x"] = m.Uniform({9});
+  cases.push_back(std::move(max));
+}
+
 std::vector<KernelCase> KernelCases() {
   Maker m;
   std::vector<KernelCase> cases;
@@ -390,6 +450,7 @@ std::vector<KernelCase> KernelCases() {
   AddAttentionCases(m, cases);
   AddSoftmaxCases(m, cases);
   AddMiscCases(m, cases);
+  AddLowPrecisionCases(m, cases);
   AddOptimizerCases(m, cases);
   return cases;
 }

@@ -4,15 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "executor/local_ranks.h"
-#include "ir/rank_layout.h"
 #include "executor/rank_runner.h"
 #include "ir/module.h"
+#include "ir/rank_layout.h"
+#include "ops/low_precision.h"
 #include "passes/pass_manager.h"
 
 namespace pw::testing {
@@ -70,11 +72,12 @@ inline std::map<std::string, Tensor> FullParams(const Module& module, const Thre
     for (int i = 0; i < init.shard_axis; ++i) outer *= init.full_shape[i];
     for (size_t i = init.shard_axis + 1; i < init.full_shape.size(); ++i)
       inner *= init.full_shape[i];
-    int64_t piece = shards[0]->shape()[init.shard_axis] * inner;
-    float* dst = out.f32();
+    // Bytes, so that shards of every dtype (bf16 parameter copies too) concatenate.
+    const int64_t piece = shards[0]->shape()[init.shard_axis] * inner * DataTypeSize(var.dtype);
+    char* dst = static_cast<char*>(out.raw());
     for (int64_t o = 0; o < outer; ++o)
       for (const Tensor* s : shards) {
-        std::copy_n(s->f32() + o * piece, piece, dst);
+        std::memcpy(dst, static_cast<const char*>(s->raw()) + o * piece, piece);
         dst += piece;
       }
     full[name] = out;
@@ -82,14 +85,21 @@ inline std::map<std::string, Tensor> FullParams(const Module& module, const Thre
   return full;
 }
 
-// max |a - b| / max |b|: the relative error of a whole tensor.
+// max |a - b| / max |b|: the relative error of a whole tensor (of any floating dtype).
 inline double RelativeError(const Tensor& a, const Tensor& b) {
+  const Tensor wa = ops::ToF32(a), wb = ops::ToF32(b);
   double diff = 0, scale = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a.f32()[i]) - b.f32()[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b.f32()[i])));
+  for (int64_t i = 0; i < wb.numel(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(wa.f32()[i]) - wb.f32()[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(wb.f32()[i])));
   }
   return scale == 0 ? diff : diff / scale;
+}
+
+// Same dtype, shape and bytes.
+inline bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
 }  // namespace pw::testing

@@ -320,6 +320,42 @@ INSTANTIATE_TEST_SUITE_P(Schedules, Overlap1F1BOverGlooTest,
                            return name;
                          });
 
+// bf16 (amp) over Gloo processes against the bf16 reference of the same amp module:
+// pp = 2 keeps every reduction's order, so its losses are bit-identical (the JSON report
+// has 17 digits); mp = 2 x pp = 2 rounds partial products per rank, so it is compared
+// within the tolerance executor_amp_equivalence_test states and explains (2e-4).
+TEST_F(LauncherTest, MixedPrecisionOverGlooMatchesTheBf16Reference) {
+  const std::string training = "append-backward{optimizer=sgd,lr=0.1},amp{dtype=bf16}";
+  std::string amp1 = (dir_ / "amp1.pb").string();
+  Finished opt =
+      RunTool({"opt", BuildGpt(dir_, "gpt1.pb", 1), "-p", training, "-o", amp1}, dir_, "opt");
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  Finished ref = RunTool({"run", amp1, "--reference", "--steps", "3", "--micro-batches", "8",
+                          "--seed", "1", "--report", "json"},
+                         dir_, "reference");
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  std::vector<double> want = JsonLosses(ref.out);
+  ASSERT_EQ(want.size(), 3u) << ref.out;
+  for (int mp : {1, 2}) {
+    std::string path = BuildGpt(dir_, StrCat("gpt_mp", mp, ".pb"), mp, 2);
+    Finished par =
+        RunTool({"run-parallel", path, "--nproc", std::to_string(2 * mp), "--steps", "3", "--seed",
+                 "1", "--report", "json", "--pipeline",
+                 training + ",split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p"},
+                dir_, StrCat("parallel_mp", mp));
+    ASSERT_EQ(par.exit_code, 0) << par.err;
+    std::vector<double> got = JsonLosses(par.out);
+    ASSERT_EQ(got.size(), 3u) << par.out;
+    for (int s = 0; s < 3; ++s) {
+      if (mp == 1) {
+        EXPECT_EQ(got[s], want[s]) << "step " << s;
+      } else {
+        EXPECT_NEAR(got[s], want[s], 2e-4 * want[s]) << "step " << s;
+      }
+    }
+  }
+}
+
 // A rank killed mid-run: the others stop, and the run exits non-zero naming it, within 60 s.
 TEST_F(LauncherTest, AKilledRankStopsTheRunNamingIt) {
   std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);

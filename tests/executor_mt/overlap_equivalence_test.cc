@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "equivalence_util.h"
 #include "executor/plan_check.h"
 #include "models/gpt.h"
@@ -61,11 +59,6 @@ StatusOr<LocalRunResult> Train(const Module& module, bool strict) {
   o.data.data_seed = 1;
   o.strict_events = strict;
   return RunLocalRanks(module, o);
-}
-
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
-         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
 class OverlapEquivalenceTest : public ::testing::TestWithParam<Case> {};

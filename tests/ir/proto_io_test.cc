@@ -159,6 +159,30 @@ TEST(ProtoIoTest, StructuralErrorsNameTheVar) {
   EXPECT_NE(r.status().message().find("attribute 'a' has no value"), std::string::npos);
 }
 
+TEST(ProtoIoTest, UnknownDtypeInABinaryFileIsAnError) {
+  ::pipeweave::proto::ModuleDesc desc;
+  auto* program = desc.add_programs();
+  program->set_name("main");
+  auto* var = program->add_vars();
+  var->set_name("h");
+  var->set_dtype(static_cast<::pipeweave::proto::DataType>(9));
+  auto r = ParseModule(desc.SerializeAsString(), ModuleFormat::kBinary);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "program 'main': var 'h' has unknown dtype 9");
+}
+
+TEST(ProtoIoTest, LowPrecisionVarsRoundTrip) {
+  Module m = SampleModule();
+  m.programs()[0].AddVar(Var{"h", DataType::kBFloat16, {2, 8}});
+  m.programs()[0].AddVar(Var{"g", DataType::kFloat16, {8}});
+  auto text = SerializeModule(m, ModuleFormat::kText);
+  ASSERT_TRUE(text.ok());
+  auto back = ParseModule(*text, ModuleFormat::kText);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->programs()[0].FindVar("h")->dtype, DataType::kBFloat16);
+  EXPECT_EQ(back->programs()[0].FindVar("g")->dtype, DataType::kFloat16);
+}
+
 TEST(ProtoIoTest, SaveIsAtomicAndLoadNamesTheFile) {
   std::string dir = ::testing::TempDir() + "/pw_io_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);

@@ -310,6 +310,33 @@ TEST(OpsGrad, CAllReduceSum) {
   EXPECT_TRUE(HasAlias(r, "x", "out"));
 }
 
+// ---- cast: the gradient is cast back to X's dtype ----
+
+TEST(OpsGrad, Cast) {
+  GradCheck c;
+  c.op = MakeOp("cast", {{"X", {"x"}}}, {{"Out", {"out"}}});
+  c.op.SetAttr("dtype", std::string("f32"));
+  c.inputs["x"] = RandomTensor({2, 3}, 30);
+  GradCheckResult r = CheckGradients(c);
+  ASSERT_EQ(r.grad_ops.size(), 1u);
+  EXPECT_EQ(r.grad_ops[0].type, "cast");
+  EXPECT_EQ(r.grad_ops[0].attrs.GetString("dtype"), "f32");
+}
+
+TEST(OpsGrad, CastToBf16GradIsCastBackToF32) {
+  Op op = MakeOp("cast", {{"X", {"x"}}}, {{"Out", {"out"}}});
+  op.SetAttr("dtype", std::string("bf16"));
+  Var x{.name = "x", .dtype = DataType::kFloat32, .shape = {2}};
+  GradContext ctx(
+      op, [&](const std::string& n) { return n == "x" ? &x : nullptr; },
+      [](const std::string&) { return true; });
+  ASSERT_TRUE(ops::Registry().Find("cast")->grad(ctx).ok());
+  ASSERT_EQ(ctx.emitted().size(), 1u);
+  EXPECT_EQ(ctx.emitted()[0].attrs.GetString("dtype"), "f32");
+  EXPECT_EQ(ctx.emitted()[0].Input("X"), "out@GRAD");
+  EXPECT_EQ(ctx.emitted()[0].Output("Out"), "x@GRAD");
+}
+
 // ---- layout ----
 
 TEST(OpsGrad, Reshape) {
@@ -366,7 +393,7 @@ TEST(OpsGrad, EveryOpWithAGradMakerIsChecked) {
   std::istringstream words(
       "matmul embedding bias_add add gelu scale sum layer_norm attention softmax "
       "softmax_cross_entropy mean c_identity c_allreduce_sum reshape transpose split "
-      "concat");
+      "concat cast");
   std::set<std::string> checked{std::istream_iterator<std::string>(words), {}};
   for (const std::string& type : ops::Registry().Types()) {
     if (ops::Registry().Find(type)->grad) EXPECT_TRUE(checked.count(type)) << type;

@@ -1,4 +1,6 @@
-// c_identity and c_allreduce_sum. A null communicator is a group of one.
+// c_identity, c_allreduce_sum and c_allreduce_max. A null communicator is a group of one.
+// A low-precision sum goes to the communicator as it is (which sums in f32 and rounds
+// once); a low-precision max runs widened.
 
 #include "ops/kernels/cpu/cpu_kernels.h"
 
@@ -16,11 +18,18 @@ Status CAllReduceSum(KernelContext& ctx) {
   return AllReduceOverGroup(ctx, out);
 }
 
+Status CAllReduceMax(KernelContext& ctx) {
+  Tensor& out = *ctx.Out("Out");
+  CopyIfDistinct(*ctx.In("X"), out);
+  return AllReduceOverGroup(ctx, out, ReduceOp::kMax);
+}
+
 }  // namespace
 
 void RegisterCollectiveKernels(KernelTable& table) {
-  Add<CIdentity>(table, "c_identity");
-  Add<CAllReduceSum>(table, "c_allreduce_sum");
+  AddNative<CIdentity>(table, "c_identity");
+  AddNative<CAllReduceSum>(table, "c_allreduce_sum");
+  Add<CAllReduceMax>(table, "c_allreduce_max");
 }
 
 }  // namespace pw::ops::cpu

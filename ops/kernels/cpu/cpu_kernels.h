@@ -17,16 +17,35 @@ using KernelTable = std::map<std::string, CpuKernel, std::less<>>;
 // inputs. Kernels can then index without bounds checks and never crash on a bad plan.
 Status ValidateKernelContext(const KernelContext& ctx);
 
+// Runs an f32 kernel on an op whose tensors include bf16 or f16 ones: each such tensor is
+// widened into an f32 copy (an output that is also an input shares its copy), the kernel
+// computes in f32, and low-precision outputs are rounded back to nearest even. That is
+// "storage low, arithmetic f32" for every kernel written for f32.
+Status RunWidened(KernelContext& ctx, CpuKernel kernel);
+bool HasLowPrecision(const KernelContext& ctx);
+
 template <CpuKernel kKernel>
 Status Checked(KernelContext& ctx) {
+  PW_RETURN_IF_ERROR(ValidateKernelContext(ctx));
+  return HasLowPrecision(ctx) ? RunWidened(ctx, kKernel) : kKernel(ctx);
+}
+
+// A kernel that handles every dtype itself (copies, casts, fills).
+template <CpuKernel kKernel>
+Status CheckedNative(KernelContext& ctx) {
   PW_RETURN_IF_ERROR(ValidateKernelContext(ctx));
   return kKernel(ctx);
 }
 
-// Registers `kKernel` for `type`, behind the validation.
+// Registers `kKernel` for `type`, behind the validation; AddNative for kernels that handle
+// low-precision tensors themselves.
 template <CpuKernel kKernel>
 void Add(KernelTable& table, std::string type) {
   table.emplace(std::move(type), &Checked<kKernel>);
+}
+template <CpuKernel kKernel>
+void AddNative(KernelTable& table, std::string type) {
+  table.emplace(std::move(type), &CheckedNative<kKernel>);
 }
 
 // Row-major C[m, n] = alpha · op(A)[m, k] · op(B)[k, n] + beta · C with explicit leading
@@ -48,5 +67,6 @@ void RegisterFillKernels(KernelTable& table);
 void RegisterLayoutKernels(KernelTable& table);
 void RegisterCollectiveKernels(KernelTable& table);
 void RegisterOptimizerKernels(KernelTable& table);
+void RegisterCastKernels(KernelTable& table);
 
 }  // namespace pw::ops::cpu

@@ -19,11 +19,13 @@ Status Embedding(KernelContext& ctx) {
   const Tensor& ids = *ctx.In("Ids");
   const Tensor& w = *ctx.In("W");
   Tensor& out = *ctx.Out("Out");
-  int64_t vocab = w.dim(0), h = w.dim(1);
+  int64_t vocab = w.dim(0);
+  const int64_t row = w.dim(1) * DataTypeSize(w.dtype());  // bytes: a gather of any dtype
   for (int64_t i = 0; i < ids.numel(); ++i) {
     int64_t id = ids.i64()[i];
     PW_RETURN_IF_ERROR(CheckId("embedding", i, id, vocab));
-    std::memcpy(out.f32() + i * h, w.f32() + id * h, h * sizeof(float));
+    std::memcpy(static_cast<char*>(out.raw()) + i * row,
+                static_cast<const char*>(w.raw()) + id * row, row);
   }
   return OkStatus();
 }
@@ -49,7 +51,7 @@ Status EmbeddingGrad(KernelContext& ctx) {
 }  // namespace
 
 void RegisterEmbeddingKernels(KernelTable& table) {
-  Add<Embedding>(table, "embedding");
+  AddNative<Embedding>(table, "embedding");
   Add<EmbeddingGrad>(table, "embedding_grad");
 }
 

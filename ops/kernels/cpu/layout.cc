@@ -77,10 +77,10 @@ Status Concat(KernelContext& ctx) {
 }  // namespace
 
 void RegisterLayoutKernels(KernelTable& table) {
-  Add<Reshape>(table, "reshape");
-  Add<Transpose>(table, "transpose");
-  Add<Split>(table, "split");
-  Add<Concat>(table, "concat");
+  AddNative<Reshape>(table, "reshape");
+  AddNative<Transpose>(table, "transpose");
+  AddNative<Split>(table, "split");
+  AddNative<Concat>(table, "concat");
 }
 
 }  // namespace pw::ops::cpu

@@ -1,5 +1,6 @@
-// c_identity and c_allreduce_sum. The communicator (NCCL in the executor) queues the
-// reduction on the same launch stream; a null one is a group of one.
+// c_identity, c_allreduce_sum and c_allreduce_max. The communicator (NCCL in the executor)
+// queues the reduction on the same launch stream (a bf16 or f16 sum natively); a null one
+// is a group of one. A low-precision max runs widened.
 
 #include "ops/kernels/cuda/cuda_kernels.h"
 
@@ -14,11 +15,18 @@ Status CAllReduceSum(KernelContext& ctx) {
   return AllReduceOverGroup(ctx, out);
 }
 
+Status CAllReduceMax(KernelContext& ctx) {
+  Tensor& out = *ctx.Out("Out");
+  PW_RETURN_IF_ERROR(CopyIfDistinct(*ctx.In("X"), out));
+  return AllReduceOverGroup(ctx, out, ReduceOp::kMax);
+}
+
 }  // namespace
 
 void RegisterCollectiveKernels(KernelTable& table) {
-  Add<CIdentity>(table, "c_identity");
-  Add<CAllReduceSum>(table, "c_allreduce_sum");
+  AddNative<CIdentity>(table, "c_identity");
+  AddNative<CAllReduceSum>(table, "c_allreduce_sum");
+  Add<CAllReduceMax>(table, "c_allreduce_max");
 }
 
 }  // namespace pw::ops::cuda

@@ -12,6 +12,7 @@
 
 #include "ir/var.h"
 #include "ops/kernel.h"
+#include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cuda/launch.h"
 
 namespace pw::ops::cuda {
@@ -22,20 +23,35 @@ using KernelTable = std::map<std::string, CpuKernel, std::less<>>;
 // is device memory and a launch context is set.
 Status ValidateCudaKernelContext(const KernelContext& ctx);
 
+// As on the CPU (ops/kernels/cpu/cpu_kernels.h): an f32 kernel on an op with bf16 or f16
+// tensors runs on f32 device copies, and low-precision outputs are rounded back.
+Status RunWidened(KernelContext& ctx, CpuKernel kernel);
+
+// A bad launch configuration shows up here, not at the next synchronize.
+Status LaunchError(const KernelContext& ctx);
+
 template <CpuKernel kKernel>
 Status Checked(KernelContext& ctx) {
   PW_RETURN_IF_ERROR(ValidateCudaKernelContext(ctx));
+  PW_RETURN_IF_ERROR(cpu::HasLowPrecision(ctx) ? RunWidened(ctx, kKernel) : kKernel(ctx));
+  return LaunchError(ctx);
+}
+
+// A kernel that handles every dtype itself (copies, casts, fills, GEMMs on tensor cores).
+template <CpuKernel kKernel>
+Status CheckedNative(KernelContext& ctx) {
+  PW_RETURN_IF_ERROR(ValidateCudaKernelContext(ctx));
   PW_RETURN_IF_ERROR(kKernel(ctx));
-  // A bad launch configuration shows up here, not at the next synchronize.
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return Internal(ctx.op.type, ": CUDA launch failed: ", cudaGetErrorString(e));
-  return OkStatus();
+  return LaunchError(ctx);
 }
 
 template <CpuKernel kKernel>
 void Add(KernelTable& table, std::string type) {
   table.emplace(std::move(type), &Checked<kKernel>);
+}
+template <CpuKernel kKernel>
+void AddNative(KernelTable& table, std::string type) {
+  table.emplace(std::move(type), &CheckedNative<kKernel>);
 }
 
 // `what` failed with `e`, or ok.
@@ -52,6 +68,14 @@ Status Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float a
             const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
             int64_t ldc, int64_t batch = 1, int64_t stride_a = 0, int64_t stride_b = 0,
             int64_t stride_c = 0);
+
+// Row-major GEMM on bf16 or f16 operands with f32 accumulation (cublasGemmEx, tensor
+// cores): C of dtype `c_dtype` (the operands' dtype or f32); strides and leading dims in
+// elements, as Gemm takes them; alpha and beta are f32.
+Status GemmEx(DataType ab_dtype, DataType c_dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
+              int64_t k, float alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
+              float beta, void* c, int64_t ldc, int64_t batch = 1, int64_t stride_a = 0,
+              int64_t stride_b = 0, int64_t stride_c = 0);
 
 // Device memory for the duration of one kernel, freed in stream order on the launch
 // stream (work queued before the free may still use it).
@@ -79,5 +103,6 @@ void RegisterFillKernels(KernelTable& table);
 void RegisterLayoutKernels(KernelTable& table);
 void RegisterCollectiveKernels(KernelTable& table);
 void RegisterOptimizerKernels(KernelTable& table);
+void RegisterCastKernels(KernelTable& table);
 
 }  // namespace pw::ops::cuda

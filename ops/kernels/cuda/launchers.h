@@ -41,6 +41,12 @@ void LaunchEmbeddingGrad(const int64_t* ids, const float* g, float* dw, int64_t 
                          cudaStream_t stream);
 
 void LaunchFillF32(float* out, int64_t n, float value, cudaStream_t stream);
+// bf16 or f16 storage: every element set to the same 16 bits.
+void LaunchFillU16(uint16_t* out, int64_t n, uint16_t bits, cudaStream_t stream);
+
+// f32 <-> bf16 (bf16 = true) or f16, rounding to nearest even when narrowing.
+void LaunchWidenToF32(bool bf16, const void* in, float* out, int64_t n, cudaStream_t stream);
+void LaunchNarrowFromF32(bool bf16, const float* in, void* out, int64_t n, cudaStream_t stream);
 void LaunchFillI64(int64_t* out, int64_t n, int64_t value, cudaStream_t stream);
 
 // mean: one float from a double sum; mean_grad: dx[i] = g[0] / n.

@@ -1,8 +1,11 @@
 // matmul and matmul_weight_grad on cuBLAS, as the GEMMs ops/defs/matmul_gemm.h plans (the
-// CPU kernels' products, and the same accumulation order over batches).
+// CPU kernels' products, and the same accumulation order over batches). bf16 and f16
+// operands go to the tensor cores through cublasGemmEx with f32 accumulation; a sum over
+// batches accumulates in an f32 scratch and is rounded once, as on the CPU.
 
 #include "ops/defs/matmul_gemm.h"
 #include "ops/kernels/cuda/cuda_kernels.h"
+#include "ops/kernels/cuda/launchers.h"
 
 namespace pw::ops::cuda {
 namespace {
@@ -21,6 +24,31 @@ Status RunGemm(const StridedGemm& g) {
   return OkStatus();
 }
 
+// The plan only stores its pointers and counts its steps in elements: for 2-byte dtypes
+// the offsets are scaled here.
+Status RunGemmLow(const StridedGemm& g, DataType dtype) {
+  const void* a = g.a;
+  const void* b = g.b;
+  void* c = g.c;
+  if (!g.accumulate)
+    return GemmEx(dtype, dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, 1, a, g.lda, b, g.ldb, 0, c,
+                  g.ldc, g.batch, g.a_step, g.b_step, g.c_step);
+  const int64_t elem = DataTypeSize(dtype);
+  const int64_t count = g.m * g.ldc;
+  PW_ASSIGN_OR_RETURN(Scratch sum, Scratch::Make(count * int64_t{sizeof(float)}));
+  auto* acc = static_cast<float*>(sum.get());
+  const cudaStream_t stream = CurrentLaunch().stream;
+  if (g.batch == 0)
+    PW_RETURN_IF_ERROR(CudaCheck(cudaMemsetAsync(acc, 0, count * sizeof(float), stream), "zero"));
+  for (int64_t i = 0; i < g.batch; ++i)
+    PW_RETURN_IF_ERROR(GemmEx(dtype, DataType::kFloat32, g.trans_a, g.trans_b, g.m, g.n, g.k, 1,
+                              static_cast<const char*>(a) + i * g.a_step * elem, g.lda,
+                              static_cast<const char*>(b) + i * g.b_step * elem, g.ldb,
+                              i > 0 ? 1.f : 0.f, acc, g.ldc));
+  LaunchNarrowFromF32(dtype == DataType::kBFloat16, acc, c, count, stream);
+  return OkStatus();
+}
+
 Status Matmul(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   const Tensor& y = *ctx.In("Y");
@@ -28,7 +56,8 @@ Status Matmul(KernelContext& ctx) {
   bool tx = ctx.attrs().GetBool("trans_x");
   bool ty = ctx.attrs().GetBool("trans_y");
   PW_ASSIGN_OR_RETURN(MatmulDims d, ComputeMatmulDims("matmul", x.shape(), y.shape(), tx, ty));
-  return RunGemm(MatmulGemm(d, tx, ty, x.f32(), y.f32(), out.f32()));
+  StridedGemm g = MatmulGemm(d, tx, ty, x.f32(), y.f32(), out.f32());
+  return IsLowPrecision(x.dtype()) ? RunGemmLow(g, x.dtype()) : RunGemm(g);
 }
 
 // dY = sum_b op(X_b)^T · G_b, or its transpose when trans_y.
@@ -38,14 +67,15 @@ Status MatmulWeightGrad(KernelContext& ctx) {
   Tensor& dy = *ctx.Out(GradVarName("Y"));
   bool tx = ctx.attrs().GetBool("trans_x");
   bool ty = ctx.attrs().GetBool("trans_y");
-  return RunGemm(MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), dy.f32()));
+  StridedGemm p = MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), dy.f32());
+  return IsLowPrecision(x.dtype()) ? RunGemmLow(p, x.dtype()) : RunGemm(p);
 }
 
 }  // namespace
 
 void RegisterMatmulKernels(KernelTable& table) {
-  Add<Matmul>(table, "matmul");
-  Add<MatmulWeightGrad>(table, "matmul_weight_grad");
+  AddNative<Matmul>(table, "matmul");
+  AddNative<MatmulWeightGrad>(table, "matmul_weight_grad");
 }
 
 }  // namespace pw::ops::cuda

@@ -1,0 +1,179 @@
+// amp on the GPT: what each op computes in, the f32 master weights and their one refresh
+// per step, f32 master gradients, one cast per var and placement, the low-precision dp
+// all-reduce, and the split programs that result.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "models/gpt.h"
+#include "ops/registry.h"
+#include "passes/pass_manager.h"
+#include "tests/small_gpt.h"
+
+namespace pw::testing {
+namespace {
+
+Module AmpGpt(const std::string& amp, int mp = 2, int pp = 2, int dp = 1,
+              const std::string& after = "") {
+  auto built = models::BuildGpt(SmallGptConfig(mp, pp));
+  EXPECT_TRUE(built.ok());
+  Module m = std::move(built).value();
+  m.mesh.dp = dp;
+  PassManager pm;
+  EXPECT_TRUE(pm.AddPipeline("append-backward{optimizer=adam}," + amp + after).ok());
+  auto run = pm.Run(m);
+  EXPECT_TRUE(run.ok()) << run.status().ToString();
+  return m;
+}
+
+DataType DtypeOf(const Program& p, const std::string& var) { return p.FindVar(var)->dtype; }
+
+TEST(AmpPassTest, ParametersAreReadThroughACopyRefreshedOncePerStep) {
+  Module m = AmpGpt("amp{dtype=bf16}");
+  const Program& p = m.main_program();
+  const std::vector<Op>& ops = p.ops();
+  int params = 0;
+  for (const Var& param : p.vars()) {
+    if (!param.is_parameter) continue;
+    ++params;
+    const std::string copy = param.name + "@bf16";
+    const Var* c = p.FindVar(copy);
+    ASSERT_NE(c, nullptr) << param.name;
+    EXPECT_TRUE(c->persistable);
+    EXPECT_FALSE(c->is_parameter);
+    EXPECT_EQ(c->dtype, DataType::kBFloat16);
+    EXPECT_EQ(c->init, param.init);  // the same values (and shard) as the master, rounded
+    int writers = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      bool reads_master = false, writes_copy = false;
+      ops[i].ForEachInput([&](const std::string& v) { reads_master |= v == param.name; });
+      ops[i].ForEachOutput([&](const std::string& v) { writes_copy |= v == copy; });
+      if (ops[i].role != OpRole::kOptimize) EXPECT_FALSE(reads_master) << param.name;
+      if (!writes_copy) continue;
+      ++writers;
+      EXPECT_EQ(ops[i].type, "cast");
+      EXPECT_EQ(ops[i].role, OpRole::kOptimize);
+      EXPECT_EQ(ops[i].Input("X"), param.name);
+      ASSERT_GT(i, 0u);
+      EXPECT_EQ(ops[i - 1].type, "adam");  // right after the update
+      EXPECT_EQ(ops[i - 1].Output("ParamOut"), param.name);
+    }
+    EXPECT_EQ(writers, 1) << param.name;
+  }
+  EXPECT_GT(params, 0);
+  EXPECT_EQ(m.metadata.GetString("amp"), "bf16");
+}
+
+TEST(AmpPassTest, MasterGradientsAreF32CastsOfTheLowGradients) {
+  Module m = AmpGpt("amp{dtype=fp16}");
+  const Program& p = m.main_program();
+  std::map<std::string, const Op*> writer;
+  for (const Op& op : p.ops())
+    op.ForEachOutput([&](const std::string& v) { writer.emplace(v, &op); });
+  int grads = 0;
+  for (const Op& op : p.ops()) {
+    if (op.type != "adam") continue;
+    const std::string& g = op.Input("Grad");
+    EXPECT_EQ(DtypeOf(p, g), DataType::kFloat32) << g;
+    const Op* w = writer.at(g);
+    EXPECT_EQ(w->type, "cast") << g;
+    EXPECT_EQ(w->role, OpRole::kBackward) << g;
+    EXPECT_EQ(DtypeOf(p, w->Input("X")), DataType::kFloat16) << g;
+    EXPECT_EQ(w->Input("X"), ForwardVarName(g) + "@f16@GRAD");
+    ++grads;
+  }
+  EXPECT_GT(grads, 0);
+}
+
+TEST(AmpPassTest, ComputeInLowPrecisionLossAndStatisticsInF32) {
+  Module m = AmpGpt("amp{dtype=bf16}");
+  const Program& p = m.main_program();
+  for (const Op& op : p.ops()) {
+    if (op.type == "matmul" || op.type == "attention" || op.type == "gelu" ||
+        op.type == "c_allreduce_sum" || op.type == "matmul_weight_grad") {
+      op.ForEachInput([&](const std::string& v) {
+        EXPECT_EQ(DtypeOf(p, v), DataType::kBFloat16) << op.type << " " << v;
+      });
+      op.ForEachOutput([&](const std::string& v) {
+        EXPECT_EQ(DtypeOf(p, v), DataType::kBFloat16) << op.type << " " << v;
+      });
+    }
+    if (op.type == "softmax_cross_entropy" || op.type == "mean") {
+      op.ForEachOutput([&](const std::string& v) {
+        EXPECT_EQ(DtypeOf(p, v), DataType::kFloat32) << op.type << " " << v;
+      });
+    }
+    if (op.type == "layer_norm") {
+      EXPECT_EQ(DtypeOf(p, op.Output("Y")), DataType::kBFloat16);
+      EXPECT_EQ(DtypeOf(p, op.Output("Mean")), DataType::kFloat32);
+      EXPECT_EQ(DtypeOf(p, op.Output("Rstd")), DataType::kFloat32);
+    }
+  }
+  EXPECT_EQ(DtypeOf(p, "loss"), DataType::kFloat32);
+}
+
+TEST(AmpPassTest, OneCastPerVarDtypeAndPlacement) {
+  Module m = AmpGpt("amp{dtype=bf16}");
+  std::set<std::tuple<std::string, std::string, int, int>> seen;
+  int casts = 0;
+  for (const Op& op : m.main_program().ops()) {
+    if (op.type != "cast" || op.role == OpRole::kOptimize) continue;
+    ++casts;
+    auto key = std::make_tuple(op.Input("X"), op.attrs.GetString("dtype"), op.stage, op.chunk);
+    EXPECT_TRUE(seen.insert(key).second) << op.Input("X");
+  }
+  EXPECT_GT(casts, 0);
+}
+
+TEST(AmpPassTest, LowPrecisionDpAllReduceInTheOptimizer) {
+  Module m = AmpGpt("amp{dtype=bf16,grad-allreduce=low}", 2, 2, /*dp=*/2);
+  const Program& p = m.main_program();
+  int reduces = 0;
+  for (const Op& op : p.ops()) {
+    if (op.type == "adam") {
+      EXPECT_THAT(op.Input("Grad"), ::testing::EndsWith("@GRAD@dp"));
+      EXPECT_EQ(DtypeOf(p, op.Input("Grad")), DataType::kFloat32);
+    }
+    if (op.type == "c_allreduce_sum" && op.attrs.GetString("group") == "dp") {
+      ++reduces;
+      EXPECT_EQ(op.role, OpRole::kOptimize);
+      EXPECT_EQ(DtypeOf(p, op.Input("X")), DataType::kBFloat16);
+    }
+  }
+  EXPECT_GT(reduces, 0);
+  // With one replica there is nothing to all-reduce: the optimizer reads the gradients.
+  Module one = AmpGpt("amp{dtype=bf16,grad-allreduce=low}", 2, 2, /*dp=*/1);
+  for (const Op& op : one.main_program().ops())
+    EXPECT_FALSE(op.type == "c_allreduce_sum" && op.attrs.GetString("group") == "dp");
+}
+
+// After split-program the copies are state of each stage: the forward reads them and the
+// optimizer of the same stage writes them; persistable, so no send/recv ever moves them.
+TEST(AmpPassTest, SplitProgramsKeepTheCopiesOnTheirStage) {
+  Module m = AmpGpt("amp{dtype=bf16}", 2, 2, 1, ",split-program");
+  std::map<std::string, int> written_at;
+  for (const Program& p : m.programs()) {
+    if (p.info().kind != "optimizer") continue;
+    for (const Op& op : p.ops())
+      op.ForEachOutput([&](const std::string& v) {
+        if (v.ends_with("@bf16")) written_at[v] = p.info().stage;
+      });
+  }
+  ASSERT_FALSE(written_at.empty());
+  for (const Program& p : m.programs()) {
+    if (p.info().kind != "forward") continue;
+    for (const Op& op : p.ops())
+      op.ForEachInput([&](const std::string& v) {
+        if (!written_at.count(v)) return;
+        EXPECT_EQ(written_at.at(v), p.info().stage) << v;
+        EXPECT_TRUE(p.FindVar(v)->persistable) << v;
+      });
+  }
+}
+
+}  // namespace
+}  // namespace pw::testing
