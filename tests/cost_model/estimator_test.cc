@@ -182,6 +182,18 @@ TEST(Estimator, InterpolatesEachDtypeAgainstItsOwnPeak) {
   EXPECT_NEAR(est->OpTime(q).seconds, 10e-3, 1e-12);  // between the bf16 points only
 }
 
+// The H100's roofline prices a bf16 GEMM at the 989 TFLOP/s dense peak, and moves half
+// the bytes of the f32 one.
+TEST(Estimator, H100PricesBf16AtItsTensorCorePeak) {
+  auto est = *Estimator::Create(*BuiltinDeviceSpec("h100"), OpCostTable());
+  EXPECT_DOUBLE_EQ(PeakFlops(est->device(), DataType::kBFloat16), 989.4e12);
+  EXPECT_DOUBLE_EQ(PeakFlops(est->device(), DataType::kFloat16), 989.4e12);
+  OpSignature q = Query(2.0 * 4096 * 4096 * 2048);  // one GEMM of a 6.7B layer
+  q.dtype = DataType::kBFloat16;
+  q.bytes = 2.0 * (4096 * 4096 + 2 * 4096 * 2048);
+  EXPECT_NEAR(est->OpTime(q).seconds, q.flops / (989.4e12 * 0.7), 1e-12);
+}
+
 TEST(Estimator, RefusesATableOfAnotherDevice) {
   OpCostTable t;
   t.set_device("cpu");

@@ -98,6 +98,46 @@ TEST(Profiler, MeasuresEverySignature) {
   EXPECT_TRUE(OpCostTable::FromProto(result->table.proto()).ok());
 }
 
+// A bf16 op is measured on its bf16 kernel and recorded with its dtype, so the estimator
+// places it against the bf16 peak.
+TEST(Profiler, MeasuresLowPrecisionSignaturesWithTheirDtype) {
+  Program p("main");
+  for (const char* name : {"x", "w", "h"}) {
+    Var v = V(name, {8, 8});
+    v.dtype = DataType::kBFloat16;
+    p.AddVar(v);
+  }
+  p.AddOp(MatMul("x", "w", "h"));
+  Module m;
+  m.AddProgram(std::move(p));
+  auto ops = DistinctOps(m, ops::Registry());
+  ASSERT_TRUE(ops.ok()) << ops.status().message();
+  ASSERT_EQ(ops->size(), 1u);
+  EXPECT_EQ((*ops)[0].sig.key, "matmul(X:bf16[8,8];Y:bf16[8,8])");
+  EXPECT_EQ((*ops)[0].sig.dtype, DataType::kBFloat16);
+  EXPECT_DOUBLE_EQ((*ops)[0].sig.bytes, 3 * 64 * 2.0);  // two bytes an element
+  ProfileOptions options;
+  options.warmup = 1;
+  options.repeats = 3;
+  options.min_seconds = 0;
+  options.measure_device = false;
+  auto result = ProfileOps(*ops, options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_EQ(result->table.size(), 1u);
+  EXPECT_EQ(result->table.proto().entries(0).dtype(), "bf16");
+  EXPECT_GT(result->table.proto().entries(0).median(), 0);
+}
+
+TEST(Profiler, MeasuresAPeakPerDtype) {
+  DeviceSpec spec = MeasureCpuSpec();
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16}) {
+    bool found = false;
+    for (const auto& peak : spec.peak_flops())
+      found = found || (peak.dtype() == DataTypeName(dtype) && peak.flops_per_s() > 0);
+    EXPECT_TRUE(found) << DataTypeName(dtype);
+  }
+}
+
 TEST(Profiler, CountsTheParametersARankHolds) {
   // w is the only parameter (16 x 16 f32); its gradient and activations are not.
   EXPECT_EQ(RankParameterBytes(SmallModule()), 16 * 16 * 4);
