@@ -28,6 +28,9 @@ Status ValidateGptConfig(const GptConfig& c) {
   if (c.heads % c.mp)
     return InvalidArgument("gpt: heads ", c.heads, " is not divisible by mp ", c.mp);
   if (c.ffn % c.mp) return InvalidArgument("gpt: ffn ", c.ffn, " is not divisible by mp ", c.mp);
+  if (c.vocab_parallel && c.vocab % c.mp)
+    return InvalidArgument("gpt: vocab ", c.vocab, " is not divisible by mp ", c.mp,
+                           " (or build without vocab parallelism)");
   int64_t model_chunks = int64_t{c.pp} * c.vpp;
   if (c.layers % model_chunks)
     return InvalidArgument("gpt: layers ", c.layers, " is not divisible by pp*vpp = ", c.pp, "*",
@@ -79,12 +82,26 @@ class GptBuilder {
     return b_.Parameter(key, std::move(shape), std::move(init));
   }
 
+  bool VocabSharded() const { return c_.vocab_parallel && c_.mp > 1; }
+
   std::string Embeddings() {
     std::string tokens = b_.Input("tokens", DataType::kInt64, {c_.micro_batch_size, c_.seq});
-    std::string wte = Param("wte", {c_.vocab, c_.hidden}, NormalInit("wte", c_.seed));
     std::string wpe = Param("wpe", {c_.seq, c_.hidden}, NormalInit("wpe", c_.seed));
-    std::string emb =
-        b_.Op("embedding").In("Ids", tokens).In("W", wte).Out("Out", "wte.out").Build();
+    std::string emb;
+    if (VocabSharded()) {
+      // This rank's rows of the table; the all-reduce brings in the other ranks' rows.
+      std::string wte = ShardedParam("wte", {c_.vocab, c_.hidden}, 0, NormalInit("wte", c_.seed));
+      std::string partial = b_.Op("c_embedding")
+                                .In("Ids", tokens)
+                                .In("W", wte)
+                                .Out("Out", "wte.partial")
+                                .Attr("vocab_size", c_.vocab)
+                                .Build();
+      emb = Unary("c_allreduce_sum", partial, "wte.out");
+    } else {
+      std::string wte = Param("wte", {c_.vocab, c_.hidden}, NormalInit("wte", c_.seed));
+      emb = b_.Op("embedding").In("Ids", tokens).In("W", wte).Out("Out", "wte.out").Build();
+    }
     // [S, H] positions broadcast over the batch.
     return b_.Op("bias_add").In("X", emb).In("Bias", wpe).Out("Out", "embeddings.out").Build();
   }
@@ -163,15 +180,49 @@ class GptBuilder {
   std::string Head(const std::string& x) {
     std::string labels = b_.Input("labels", DataType::kInt64, {c_.micro_batch_size, c_.seq});
     std::string ln = LayerNorm("ln_f", x);
-    std::string w = Param("head.weight", {c_.hidden, c_.vocab}, NormalInit("head.weight", c_.seed));
-    std::string logits = Matmul(ln, w, "logits");
-    std::string ce = b_.Op("softmax_cross_entropy")
-                         .In("Logits", logits)
-                         .In("Label", labels)
-                         .Out("Loss", "token_loss")
-                         .Out("Softmax", "softmax")
-                         .Build();
+    std::string ce = VocabSharded() ? ParallelCrossEntropy(ln, labels) : CrossEntropy(ln, labels);
     return b_.Op("mean").In("X", ce).Out("Out", "loss").Role(OpRole::kLoss).Build();
+  }
+
+  std::string CrossEntropy(const std::string& x, const std::string& labels) {
+    std::string w = Param("head.weight", {c_.hidden, c_.vocab}, NormalInit("head.weight", c_.seed));
+    std::string logits = Matmul(x, w, "logits");
+    return b_.Op("softmax_cross_entropy")
+        .In("Logits", logits)
+        .In("Label", labels)
+        .Out("Loss", "token_loss")
+        .Out("Softmax", "softmax")
+        .Build();
+  }
+
+  // The LM head column-parallel over the vocabulary and Megatron's parallel softmax
+  // cross-entropy: the shift (max) and the sums are all-reduced, logits never gathered.
+  std::string ParallelCrossEntropy(const std::string& x, const std::string& labels) {
+    std::string x_id = Unary("c_identity", x, "head.in");
+    std::string w =
+        ShardedParam("head.weight", {c_.hidden, c_.vocab}, 1, NormalInit("head.weight", c_.seed));
+    std::string logits = Matmul(x_id, w, "logits");
+    std::string local_max = Unary("reduce_max", logits, "logits.local_max");
+    std::string max = Unary("c_allreduce_max", local_max, "logits.max");
+    b_.Op("c_softmax_stats")
+        .In("Logits", logits)
+        .In("Max", max)
+        .In("Label", labels)
+        .Out("SumExp", "logits.local_sum_exp")
+        .Out("TargetLogit", "logits.local_target")
+        .Attr("vocab_size", c_.vocab)
+        .Build();
+    std::string sum_exp = Unary("c_allreduce_sum", "logits.local_sum_exp", "logits.sum_exp");
+    std::string target = Unary("c_allreduce_sum", "logits.local_target", "logits.target");
+    return b_.Op("c_softmax_cross_entropy")
+        .In("Logits", logits)
+        .In("Max", max)
+        .In("SumExp", sum_exp)
+        .In("TargetLogit", target)
+        .In("Label", labels)
+        .Out("Loss", "token_loss")
+        .Out("Softmax", "softmax")
+        .Build();
   }
 
   const GptConfig& c_;
@@ -193,6 +244,7 @@ void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set("pp", int64_t{c.pp});
   meta.Set("vpp", int64_t{c.vpp});
   meta.Set("placement", std::string(StagePlacementName(c.placement)));
+  meta.Set("vocab_parallel", c.vocab_parallel && c.mp > 1);
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
 

@@ -12,6 +12,14 @@
 // sharded parameters carry full_shape / shard_axis / num_shards in their initializer and
 // an executor materialises rank r's shard with shard_index = r.
 //
+// Vocabulary parallelism (vocab_parallel, with mp > 1; Megatron's): the embedding table's
+// rows and the LM head's columns are sharded over the mp group, so no rank holds the full
+// vocabulary: c_embedding (this rank's rows, zeros elsewhere) -> c_allreduce_sum, and
+// c_identity -> head matmul [H, V/M] -> the parallel softmax cross-entropy (reduce_max ->
+// c_allreduce_max, c_softmax_stats -> c_allreduce_sum, c_softmax_cross_entropy). The
+// shards are exact slices of the mp = 1 parameters. Without it (or at mp = 1) every rank
+// holds the whole table and head.
+//
 // Pipeline parallelism (pp = P, vpp virtual chunks): layers are split evenly into P*vpp
 // model chunks; model chunk c runs on stage c % P as chunk c / P (or, with the V placement
 // and vpp = 2, down the ranks and back up: stage c < P ? c : 2P-1-c). The embeddings are on
@@ -37,6 +45,7 @@ struct GptConfig {
   int pp = 1;
   int vpp = 1;
   ChunkPlacement placement = ChunkPlacement::kLoop;  // kV needs vpp = 2
+  bool vocab_parallel = true;                        // shard the vocabulary when mp > 1
   uint64_t seed = 1;
 };
 

@@ -67,6 +67,7 @@ CpuKernel FindCpuKernel(std::string_view type) {
     ops::cpu::RegisterCollectiveKernels(*t);
     ops::cpu::RegisterOptimizerKernels(*t);
     ops::cpu::RegisterCastKernels(*t);
+    ops::cpu::RegisterVocabParallelKernels(*t);
     return t;
   }();
   auto it = table->find(type);

@@ -70,6 +70,7 @@ OpRegistry Build() {
   RegisterCollectiveOps(staging);
   RegisterOptimizerOps(staging);
   RegisterCastOps(staging);
+  RegisterVocabParallelOps(staging);
   OpRegistry checked;
   for (const std::string& type : staging.Types()) {
     OpDef def = *staging.Find(type);

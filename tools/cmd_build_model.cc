@@ -17,15 +17,17 @@ namespace {
 constexpr const char* kUsage =
     "pipeweave build-model gpt --layers L --hidden H --heads A [--ffn F (4H)] --seq S --vocab V\n"
     "           [--micro-batch-size B (1)] [--mp M (1)] [--pp P (1)] [--vpp V (1)] [--seed N (1)]\n"
-    "           [--placement loop|v (loop)] -o FILE\n"
+    "           [--placement loop|v (loop)] [--vocab-parallel on|off (on)] -o FILE\n"
     "       pipeweave build-model unet --layers L --hidden H [--micro-batch-size B (1)] [--pp P "
     "(1)]\n"
     "           [--seq S (16)] [--vocab V (128)] [--seed N (1)] -o FILE\n"
     "FILE ends in .pbtxt (text) or .pb (binary). --placement v (with --vpp 2) puts model chunks\n"
-    "0..P-1 down the ranks and P..2P-1 back up, the V shape zb-v and dualpipe-v schedule.";
+    "0..P-1 down the ranks and P..2P-1 back up, the V shape zb-v and dualpipe-v schedule.\n"
+    "With mp > 1 the embedding rows and LM head columns are sharded over the mp group, with\n"
+    "Megatron's parallel cross-entropy (--vocab-parallel off keeps them whole on every rank).";
 
 // Flags of one model only; naming another model's flag is an error.
-const char* const kGptOnly[] = {"heads", "ffn", "mp", "vpp", "placement"};
+const char* const kGptOnly[] = {"heads", "ffn", "mp", "vpp", "placement", "vocab-parallel"};
 
 StatusOr<int> GetSmallInt(const Flags& flags, const std::string& name, int fallback) {
   PW_ASSIGN_OR_RETURN(int64_t v, flags.GetInt(name, fallback));
@@ -46,6 +48,10 @@ StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   PW_ASSIGN_OR_RETURN(c.pp, GetSmallInt(flags, "pp", 1));
   PW_ASSIGN_OR_RETURN(c.vpp, GetSmallInt(flags, "vpp", 1));
   PW_ASSIGN_OR_RETURN(c.placement, ParseStagePlacement(flags.Get("placement", "loop")));
+  const std::string vocab_parallel = flags.Get("vocab-parallel", "on");
+  if (vocab_parallel != "on" && vocab_parallel != "off")
+    return InvalidArgument("flag --vocab-parallel takes on or off, got '", vocab_parallel, "'");
+  c.vocab_parallel = vocab_parallel == "on";
   PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
   c.seed = static_cast<uint64_t>(seed);
   return models::BuildGpt(c);
@@ -69,7 +75,7 @@ StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
 StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"layers", "hidden", "heads", "ffn", "seq", "vocab", "micro-batch-size",
-                           "mp", "pp", "vpp", "placement", "seed", "output"})
+                           "mp", "pp", "vpp", "placement", "vocab-parallel", "seed", "output"})
     flags.Value(name);
   flags.Alias("o", "output");
   PW_RETURN_IF_ERROR(flags.Parse(args));

@@ -46,6 +46,7 @@ void RegisterCollectiveOps(OpRegistry& registry) {
       .outputs = {{"Out"}},
       .attrs = attrs,
       .is_communication = true,
+      .amp = AmpPolicy::kAsIs,  // communicates in its input's dtype
       .infer = InferCollective,
       .cost =
           [](const InferContext& ctx) {
@@ -61,6 +62,7 @@ void RegisterCollectiveOps(OpRegistry& registry) {
       .attrs = attrs,
       .is_communication = true,
       .collective = true,
+      .amp = AmpPolicy::kAsIs,  // sums in its input's dtype: bf16 activations, f32 statistics
       .infer = InferCollective,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
       .grad = AllReduceGrad,

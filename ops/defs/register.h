@@ -17,5 +17,6 @@ void RegisterLayoutOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
 void RegisterOptimizerOps(OpRegistry& registry);
 void RegisterCastOps(OpRegistry& registry);
+void RegisterVocabParallelOps(OpRegistry& registry);
 
 }  // namespace pw::ops

@@ -183,7 +183,8 @@ TEST(InitializerTest, GptMp2ShardsConcatenateToMp1Parameters) {
                            v.init.shard_axis);
     EXPECT_TRUE(BitEqual(joined, expected)) << v.name;
   }
-  EXPECT_EQ(sharded, 2 * 6);  // qkv, fc1 weight+bias; proj, fc2 weight per layer
+  // qkv, fc1 weight+bias; proj, fc2 weight per layer; the vocabulary-parallel wte and head
+  EXPECT_EQ(sharded, 2 * 6 + 2);
 }
 
 }  // namespace

@@ -440,6 +440,62 @@ void AddLowPrecisionCases(Maker& m, std::vector<KernelCase>& cases) {
   cases.push_back(std::move(max));
 }
 
+// Rank 0's shard (no communicator) of a vocabulary twice its rows: ids and labels in
+// both halves, so the masked rows and columns are exercised.
+void AddVocabParallelCases(Maker& m, std::vector<KernelCase>& cases) {
+  const int64_t rows = 6, vocab = 12, h = 5;
+  KernelCase emb{"c_embedding",
+                 MakeOp("c_embedding", {{"Ids", {"ids"}}, {"W", {"w"}}}, {{"Out", {kOut}}}),
+                 {}};
+  emb.op.SetAttr("vocab_size", vocab);
+  emb.inputs["ids"] = m.Ids({2, 7}, vocab);
+  emb.inputs["w"] = m.Uniform({rows, h});
+  cases.push_back(std::move(emb));
+  KernelCase emb_grad{
+      "c_embedding_grad",
+      MakeOp("c_embedding_grad", {{"Ids", {"ids"}}, {G(kOut), {"g"}}}, {{G("W"), {"dw"}}}),
+      {}};
+  emb_grad.op.SetAttr("rows", rows).SetAttr("vocab_size", vocab);
+  emb_grad.inputs["ids"] = m.Ids({2, 7}, vocab);
+  emb_grad.inputs["g"] = m.Uniform({2, 7, h});
+  cases.push_back(std::move(emb_grad));
+  KernelCase max{"reduce_max", MakeOp("reduce_max", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+  max.inputs["x"] = m.Uniform({3, 4, rows}, -3, 3);
+  cases.push_back(std::move(max));
+  Tensor logits = m.Uniform({3, 4, rows}, -3, 3);
+  Tensor shift = m.Uniform({3, 4}, 2, 3);
+  Tensor labels = m.Ids({3, 4}, vocab);
+  KernelCase stats{"c_softmax_stats",
+                   MakeOp("c_softmax_stats", {{"Logits", {"x"}}, {"Max", {"m"}}, {"Label", {"l"}}},
+                          {{"SumExp", {"s"}}, {"TargetLogit", {"t"}}}),
+                   {}};
+  stats.op.SetAttr("vocab_size", vocab);
+  stats.inputs = {{"x", logits}, {"m", shift}, {"l", labels}};
+  cases.push_back(std::move(stats));
+  KernelCase ce{"c_softmax_cross_entropy",
+                MakeOp("c_softmax_cross_entropy",
+                       {{"Logits", {"x"}},
+                        {"Max", {"m"}},
+                        {"SumExp", {"s"}},
+                        {"TargetLogit", {"t"}},
+                        {"Label", {"l"}}},
+                       {{"Loss", {"loss"}}, {"Softmax", {"p"}}}),
+                {}};
+  ce.inputs = {{"x", logits},
+               {"m", shift},
+               {"s", m.Uniform({3, 4}, 1, 4)},
+               {"t", m.Uniform({3, 4}, -1, 0)},
+               {"l", labels}};
+  cases.push_back(std::move(ce));
+  KernelCase ce_grad{
+      "c_softmax_cross_entropy_grad",
+      MakeOp("c_softmax_cross_entropy_grad",
+             {{"Softmax", {"p"}}, {"Label", {"l"}}, {G("Loss"), {"d"}}}, {{G("Logits"), {"dx"}}}),
+      {}};
+  ce_grad.inputs = {{"p", m.Uniform({3, 4, rows}, 0, 1)}, {"l", labels}, {"d", m.Uniform({3, 4})}};
+  cases.push_back(std::move(ce_grad));
+}
+
 std::vector<KernelCase> KernelCases() {
   Maker m;
   std::vector<KernelCase> cases;
@@ -451,6 +507,7 @@ std::vector<KernelCase> KernelCases() {
   AddSoftmaxCases(m, cases);
   AddMiscCases(m, cases);
   AddLowPrecisionCases(m, cases);
+  AddVocabParallelCases(m, cases);
   AddOptimizerCases(m, cases);
   return cases;
 }

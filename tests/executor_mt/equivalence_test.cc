@@ -92,6 +92,19 @@ TEST(EquivalenceTest, TensorParallelTwoRanksMatchesOneRank) {
   ExpectSameTraining(m, *run);
 }
 
+// With mp > 1 the vocabulary is sharded (the builder's default): the embedding rows and
+// the LM head's columns are split over the mp group, with the parallel cross-entropy.
+// Its partial sums of exp() are added in another order: within the tolerance.
+TEST(EquivalenceTest, VocabParallelFourRanksMatchesOneRank) {
+  Module m = Gpt(4);
+  const Program& p = m.main_program();
+  EXPECT_EQ(p.FindVar("wte")->shape, (Shape{128 / 4, 64}));
+  EXPECT_EQ(p.FindVar("head.weight")->shape, (Shape{64, 128 / 4}));
+  auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(m, *run);
+}
+
 // dp = 2: each replica runs 4 of the 8 micro-batches; gradients are all-reduced, so the
 // sum is (g0+..+g3) + (g4+..+g7) instead of g0+..+g7: within the tolerance.
 TEST(EquivalenceTest, DataParallelTwoReplicasMatchesOneRank) {

@@ -66,7 +66,7 @@ TEST(AppendBackwardOnModels, GptWithTensorAndPipelineParallelism) {
   for (const Op& op : p.ops())
     if (op.type == "c_allreduce_sum" && op.role != OpRole::kForward) ++backward_allreduce;
   EXPECT_EQ(backward_allreduce, fwd["c_identity"]);
-  EXPECT_EQ(fwd["c_identity"], 2 * config.layers);
+  EXPECT_EQ(fwd["c_identity"], 2 * config.layers + 1);  // and the vocabulary-parallel head
 
   // Backward ops keep the stage and chunk placement of their forward ops; weight-grad
   // work is marked and produces only parameter gradients.

@@ -123,6 +123,8 @@ TEST(GptTest, ShardedParametersAreColumnOrRowSlices) {
            {"layer0.fc1.weight", {32, 32}, {32, 64}, 1},
            {"layer0.fc1.bias", {32}, {64}, 0},
            {"layer0.fc2.weight", {32, 32}, {64, 32}, 0},
+           {"wte", {25, 32}, {50, 32}, 0},          // vocabulary rows
+           {"head.weight", {32, 25}, {32, 50}, 1},  // vocabulary columns
        }) {
     const Var* v = p.FindVar(e.name);
     ASSERT_NE(v, nullptr) << e.name;
@@ -134,12 +136,43 @@ TEST(GptTest, ShardedParametersAreColumnOrRowSlices) {
     EXPECT_EQ(v->init.num_shards, 2) << e.name;
   }
   for (const char* replicated :
-       {"layer0.proj.bias", "layer0.fc2.bias", "layer0.ln1.scale", "wte", "wpe", "head.weight"}) {
+       {"layer0.proj.bias", "layer0.fc2.bias", "layer0.ln1.scale", "wpe"}) {
     const Var* v = p.FindVar(replicated);
     ASSERT_NE(v, nullptr) << replicated;
     EXPECT_TRUE(v->init.full_shape.empty()) << replicated;
     EXPECT_EQ(v->init.num_shards, 1) << replicated;
   }
+}
+
+// Megatron's vocabulary parallelism: a masked lookup completed by an all-reduce, and the
+// parallel cross-entropy over the head's column shards (max and sums all-reduced).
+TEST(GptTest, VocabParallelEmbeddingAndCrossEntropy) {
+  GptConfig c = Tiny();
+  c.mp = 2;
+  Module m = Build(c);
+  const Program& p = m.main_program();
+  EXPECT_EQ(p.ops()[0].type, "c_embedding");
+  EXPECT_EQ(p.ops()[0].attrs.GetInt("vocab_size"), 50);
+  EXPECT_EQ(p.ops()[1].type, "c_allreduce_sum");
+  EXPECT_EQ(p.ops()[1].Input("X"), p.ops()[0].Output("Out"));
+  std::vector<std::string> head;
+  bool after_ln_f = false;
+  for (const Op& op : p.ops()) {
+    if (after_ln_f) head.push_back(op.type);
+    after_ln_f = after_ln_f || op.Output("Y") == "ln_f.out";
+  }
+  EXPECT_THAT(
+      head, ElementsAre("c_identity", "matmul", "reduce_max", "c_allreduce_max", "c_softmax_stats",
+                        "c_allreduce_sum", "c_allreduce_sum", "c_softmax_cross_entropy", "mean"));
+  EXPECT_EQ(p.FindVar("logits")->shape, (Shape{2, 8, 25}));
+  EXPECT_TRUE(m.metadata.GetBool("vocab_parallel"));
+  // Off: the table and the head whole on every rank, as at mp = 1.
+  c.vocab_parallel = false;
+  Module whole = Build(c);
+  EXPECT_EQ(whole.main_program().ops()[0].type, "embedding");
+  EXPECT_EQ(whole.main_program().FindVar("wte")->shape, (Shape{50, 32}));
+  EXPECT_EQ(whole.main_program().FindVar("head.weight")->shape, (Shape{32, 50}));
+  EXPECT_FALSE(whole.metadata.GetBool("vocab_parallel"));
 }
 
 TEST(GptTest, InitializersFollowMegatronDefaults) {
@@ -239,6 +272,7 @@ TEST(GptTest, RejectsBadConfigsWithOneLine) {
            {[](GptConfig& c) { c.vocab = -1; }, "vocab must be > 0"},
            {[](GptConfig& c) { c.micro_batch_size = 0; }, "micro-batch-size must be > 0"},
            {[](GptConfig& c) { c.mp = 0; }, "mp must be > 0"},
+           {[](GptConfig& c) { c.vocab = 51, c.mp = 2; }, "vocab 51 is not divisible by mp 2"},
        }) {
     GptConfig c = Tiny();
     k.edit(c);

@@ -68,5 +68,6 @@ void RegisterLayoutKernels(KernelTable& table);
 void RegisterCollectiveKernels(KernelTable& table);
 void RegisterOptimizerKernels(KernelTable& table);
 void RegisterCastKernels(KernelTable& table);
+void RegisterVocabParallelKernels(KernelTable& table);
 
 }  // namespace pw::ops::cpu

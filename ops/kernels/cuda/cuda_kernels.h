@@ -104,5 +104,6 @@ void RegisterLayoutKernels(KernelTable& table);
 void RegisterCollectiveKernels(KernelTable& table);
 void RegisterOptimizerKernels(KernelTable& table);
 void RegisterCastKernels(KernelTable& table);
+void RegisterVocabParallelKernels(KernelTable& table);
 
 }  // namespace pw::ops::cuda

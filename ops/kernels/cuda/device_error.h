@@ -15,6 +15,9 @@ enum DeviceErrorCode : int {
   kLabelOutOfRange,
   kLabelGradOutOfRange,
   kAdamBetaPowNotBelowOne,
+  kCEmbeddingIdOutOfRange,
+  kCEmbeddingGradIdOutOfRange,
+  kVocabLabelOutOfRange,
 };
 
 struct DeviceError {

@@ -25,6 +25,7 @@ CpuKernel FindCudaKernel(std::string_view type) {
     ops::cuda::RegisterCollectiveKernels(*t);
     ops::cuda::RegisterOptimizerKernels(*t);
     ops::cuda::RegisterCastKernels(*t);
+    ops::cuda::RegisterVocabParallelKernels(*t);
     return t;
   }();
   auto it = table->find(type);

@@ -87,6 +87,28 @@ struct TransposeDims {
 void LaunchTranspose(const void* in, void* out, int64_t numel, const TransposeDims& dims,
                      int elem_size, cudaStream_t stream);
 
+// Vocabulary-parallel embedding and cross-entropy: this rank holds rows (columns) [start,
+// start + rows) of a `vocab`-row table; ids and labels are checked against `vocab`.
+void LaunchCEmbedding(const int64_t* ids, const void* w, void* out, int64_t tokens, int64_t rows,
+                      int64_t start, int64_t vocab, int64_t row_bytes, DeviceError* error, int site,
+                      cudaStream_t stream);
+// dw must be zero; rows are added in token order.
+void LaunchCEmbeddingGrad(const int64_t* ids, const float* g, float* dw, int64_t tokens,
+                          int64_t rows, int64_t start, int64_t vocab, int64_t h, DeviceError* error,
+                          int site, cudaStream_t stream);
+void LaunchReduceMax(const float* x, float* out, int64_t rows, int64_t n, cudaStream_t stream);
+void LaunchSoftmaxStats(const float* logits, const float* max, const int64_t* labels,
+                        float* sum_exp, float* target, int64_t rows, int64_t cols, int64_t start,
+                        int64_t vocab, int64_t ignore_index, DeviceError* error, int site,
+                        cudaStream_t stream);
+void LaunchCSoftmaxCrossEntropy(const float* logits, const float* max, const float* sum_exp,
+                                const float* target, const int64_t* labels, float* loss,
+                                float* probs, int64_t rows, int64_t cols, int64_t ignore_index,
+                                cudaStream_t stream);
+void LaunchCSoftmaxCrossEntropyGrad(const float* probs, const int64_t* labels, const float* dloss,
+                                    float* dlogits, int64_t rows, int64_t cols, int64_t start,
+                                    int64_t ignore_index, cudaStream_t stream);
+
 // sgd, and adam in two launches: the update, then the beta powers (in place, so they are
 // written only after every thread has read them). A bad beta power is reported and both
 // launches then change nothing.
