@@ -74,6 +74,12 @@ void Op::RenameOutput(const std::string& from, const std::string& to) {
 static constexpr std::string_view kGradSuffix = "@GRAD";
 
 std::string GradVarName(const std::string& name) { return name + std::string(kGradSuffix); }
+std::string OriginName(const Op& op) {
+  for (const Slot& s : op.outputs)
+    if (!s.vars.empty()) return s.vars.front();
+  return "";
+}
+
 bool IsGradVarName(const std::string& name) {
   return name.size() > kGradSuffix.size() &&
          std::string_view(name).substr(name.size() - kGradSuffix.size()) == kGradSuffix;

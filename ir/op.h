@@ -13,6 +13,11 @@ namespace pw {
 enum class OpRole { kUnspecified = 0, kForward, kBackward, kOptimize, kLoss, kCommunication };
 const char* OpRoleName(OpRole role);
 
+struct Op;
+// The name an op goes by as an origin (Op::origin): its first output var; empty when it
+// has none.
+std::string OriginName(const Op& op);
+
 struct Slot {
   std::string name;
   std::vector<std::string> vars;
@@ -31,6 +36,10 @@ struct Op {
   std::vector<std::string> wait_events;
   std::vector<std::string> record_events;
   bool weight_grad = false;  // produces only weight gradients (zero-bubble W part)
+  // The forward op this op was made from (its grad ops, the sums and fills that finish the
+  // gradients they read, its parameters' updates), named by that op's first output; empty
+  // for forward ops. Passes that move forward ops between stages move these with them.
+  std::string origin;
 
   // The vars of a slot, or nullptr when the op has no such slot.
   const std::vector<std::string>* FindInput(std::string_view slot) const;

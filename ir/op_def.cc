@@ -53,6 +53,7 @@ Op& GradContext::Emit(std::string type) {
   op.role = OpRole::kBackward;
   op.stage = forward_.stage;
   op.chunk = forward_.chunk;
+  op.origin = OriginName(forward_);
   emitted_.push_back(std::move(op));
   return emitted_.back();
 }

@@ -99,6 +99,7 @@ void OpToProto(const Op& op, pb::OpDesc* out) {
   for (const std::string& e : op.wait_events) out->add_wait_events(e);
   for (const std::string& e : op.record_events) out->add_record_events(e);
   out->set_weight_grad(op.weight_grad);
+  out->set_origin(op.origin);
 }
 
 void StringsToProto(const std::vector<std::string>& in,
@@ -262,6 +263,7 @@ StatusOr<Op> OpFromProto(const pb::OpDesc& desc) {
   op.wait_events.assign(desc.wait_events().begin(), desc.wait_events().end());
   op.record_events.assign(desc.record_events().begin(), desc.record_events().end());
   op.weight_grad = desc.weight_grad();
+  op.origin = desc.origin();
   return op;
 }
 

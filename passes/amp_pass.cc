@@ -169,6 +169,9 @@ class AmpRewriter {
     cast.chunk = placement.chunk;
     cast.SetInput("X", {from}).SetOutput("Out", {to});
     cast.SetAttr("dtype", std::string(DataTypeName(dtype)));
+    // A cast for a backward or optimizer op moves with that op's forward op; a forward
+    // cast is a forward op of its own.
+    cast.origin = role == OpRole::kForward ? std::string() : placement.origin;
     return cast;
   }
 
@@ -308,6 +311,7 @@ class AmpRewriter {
           reduce.role = OpRole::kOptimize;
           reduce.stage = op.stage;
           reduce.chunk = op.chunk;
+          reduce.origin = op.origin;
           reduce.SetInput("X", {low.name}).SetOutput("Out", {reduced.name});
           reduce.SetAttr("group", std::string("dp"));
           out_.push_back(std::move(reduce));

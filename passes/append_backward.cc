@@ -42,6 +42,7 @@ class BackwardBuilder {
     size_t index = 0;
     int stage = -1;  // placement of the forward op that consumed the var
     int chunk = 0;
+    std::string origin;  // that forward op (Op::origin)
   };
   struct GradState {
     std::vector<Contribution> parts;
@@ -56,7 +57,7 @@ class BackwardBuilder {
   StatusOr<std::string> Finalize(const std::string& var, const Op& reader);
   Status AddContribution(const std::string& var, Contribution part);
   Status DeclareGradLike(const std::string& name, const std::string& forward_var);
-  Op& EmitPlaced(std::string type, int stage, int chunk);
+  Op& EmitPlaced(std::string type, int stage, int chunk, std::string origin);
   std::string UniqueName(const std::string& hint) const;
 
   Program& program_;
@@ -100,12 +101,12 @@ Status BackwardBuilder::Build(const std::string& loss, size_t loss_op) {
   // Seed: d loss / d loss = 1.
   const Op& loss_def = program_.ops()[loss_op];
   const Var loss_var = *program_.FindVar(loss);
-  Op& seed = EmitPlaced("fill_constant", loss_def.stage, loss_def.chunk);
+  Op& seed = EmitPlaced("fill_constant", loss_def.stage, loss_def.chunk, OriginName(loss_def));
   seed.SetOutput("Out", {GradVarName(loss)});
   seed.SetAttr("shape", loss_var.shape).SetAttr("dtype", std::string("f32")).SetAttr("value", 1.0);
   PW_RETURN_IF_ERROR(DeclareGradLike(GradVarName(loss), loss));
   grads_[loss].parts.push_back({GradVarName(loss), static_cast<int>(backward_.size()) - 1, 0, 0,
-                                loss_def.stage, loss_def.chunk});
+                                loss_def.stage, loss_def.chunk, OriginName(loss_def)});
 
   for (size_t i = loss_op + 1; i-- > 0;) PW_RETURN_IF_ERROR(ProcessOp(i));
   return OkStatus();
@@ -195,13 +196,15 @@ Status BackwardBuilder::ProcessOp(size_t index) {
         if (!IsGradVarName(name) || !is_input(var))
           return Internal("gradient of ", where(), " writes '", name,
                           "', which is neither the gradient of one of its inputs nor a temp");
-        PW_RETURN_IF_ERROR(AddContribution(var, {name, op_index, s, j, fwd.stage, fwd.chunk}));
+        PW_RETURN_IF_ERROR(
+            AddContribution(var, {name, op_index, s, j, fwd.stage, fwd.chunk, OriginName(fwd)}));
       }
     }
   }
   for (const auto& [input, grad] : aliases) {
     context_.AddStatistic("aliased-grads");
-    PW_RETURN_IF_ERROR(AddContribution(input, {grad, -1, 0, 0, fwd.stage, fwd.chunk}));
+    PW_RETURN_IF_ERROR(
+        AddContribution(input, {grad, -1, 0, 0, fwd.stage, fwd.chunk, OriginName(fwd)}));
   }
   return OkStatus();
 }
@@ -246,7 +249,7 @@ StatusOr<std::string> BackwardBuilder::Finalize(const std::string& var, const Op
   if (grad.parts.empty()) {
     // Read by a grad op but produced by nobody (e.g. an output that does not reach the
     // loss): its gradient is zero.
-    Op& fill = EmitPlaced("fill_constant", reader.stage, reader.chunk);
+    Op& fill = EmitPlaced("fill_constant", reader.stage, reader.chunk, OriginName(reader));
     fill.SetOutput("Out", {grad.final_name});
     fill.SetAttr("shape", forward->shape)
         .SetAttr("dtype", std::string(DataTypeName(forward->dtype)))
@@ -269,7 +272,8 @@ StatusOr<std::string> BackwardBuilder::Finalize(const std::string& var, const Op
     }
     const bool at_reader = !one_place && reader.stage >= 0;
     Op& sum = EmitPlaced("sum", at_reader ? reader.stage : grad.parts.back().stage,
-                         at_reader ? reader.chunk : grad.parts.back().chunk);
+                         at_reader ? reader.chunk : grad.parts.back().chunk,
+                         at_reader ? OriginName(reader) : grad.parts.back().origin);
     sum.SetInput("X", std::move(parts)).SetOutput("Out", {grad.final_name});
     sum.weight_grad = weight_grad;
     context_.AddStatistic("sum-ops");
@@ -284,12 +288,13 @@ StatusOr<std::string> BackwardBuilder::ParameterGrad(const std::string& param) {
   return Finalize(param, Op());  // has contributions: no zero fill to place
 }
 
-Op& BackwardBuilder::EmitPlaced(std::string type, int stage, int chunk) {
+Op& BackwardBuilder::EmitPlaced(std::string type, int stage, int chunk, std::string origin) {
   Op op;
   op.type = std::move(type);
   op.role = OpRole::kBackward;
   op.stage = stage;
   op.chunk = chunk;
+  op.origin = std::move(origin);
   backward_.push_back(std::move(op));
   return backward_.back();
 }
@@ -447,6 +452,7 @@ Status AppendBackwardPass::AppendOptimizer(BackwardBuilder& builder, const Var& 
   update.role = OpRole::kOptimize;
   update.stage = placement.stage;
   update.chunk = placement.chunk;
+  update.origin = OriginName(placement);
   update.SetInput("Param", {param.name}).SetInput("Grad", {grad});
   update.SetOutput("ParamOut", {param.name});
   update.SetAttr("lr", LearningRate());
