@@ -81,6 +81,49 @@ struct Decision {
 // The key of a kind of pair: the programs of both parts, in order.
 using PairKey = std::vector<std::string>;
 
+// How many row blocks make a matmul and its all-reduce finish soonest, by the cost model:
+// k blocks cost a copy of the rows in and of the reduced result out, k all-reduces of
+// 1/k of the bytes (each with its latency) and two hand-overs each; all but the last run
+// under the next block's matmul. 1: not worth cutting.
+int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
+               const cost::OpPrice& reduce, const cost::Estimator& estimator) {
+  const cost::DeviceSpec& device = estimator.device();
+  const Var* x = program.FindVar(program.ops()[index].Input("X"));
+  const DataType dtype = x ? x->dtype : DataType::kFloat32;
+  const double copies =
+      cost::RooflineTime(device, dtype, 0, 2.0 * (x ? x->num_bytes() : 0) + 2.0 * reduce.bytes);
+  InterleaveOptions options;
+  options.event_latency = device.event_latency();
+  auto finish = [&](int k) {
+    std::vector<ChainOp> chain;
+    if (k > 1) chain.push_back(ChainOp{copies / 2, false, -1});
+    for (int b = 0; b < k; ++b) {
+      const double bytes = reduce.bytes / k;
+      const double comm = estimator.comm()
+                              .Time(cost::CommKind::kAllReduce, bytes,
+                                    static_cast<int>(reduce.group.size()), reduce.inter_node)
+                              .seconds;
+      chain.push_back(ChainOp{matmul.seconds / k, false, -1});
+      chain.push_back(ChainOp{comm, true, -1});
+    }
+    chain.push_back(ChainOp{k > 1 ? copies / 2 : 0, false, static_cast<int>(chain.size()) - 1});
+    return BackToBack(chain, {}, options).makespan;
+  };
+  int best = 1;
+  double best_time = finish(1);
+  for (int k = 2; k <= 8; ++k) {
+    if (!CanSplitRowsWithAllReduce(program, index, k, kMinSplitRows,
+                                   static_cast<int>(reduce.group.size())))
+      continue;
+    const double t = finish(k);
+    if (t < best_time * 0.999) {
+      best = k;
+      best_time = t;
+    }
+  }
+  return best;
+}
+
 class Overlap1F1BPass : public Pass {
  public:
   std::string_view name() const override { return "overlap-1f1b"; }
@@ -159,16 +202,15 @@ Status Overlap1F1BPass::CheckModule(const Module& module, PassContext& context) 
   return OkStatus();
 }
 
-// Row splits (row_split.h). auto: a matmul read only by a two-rank all-reduce is cut so
-// that the all-reduce of each block runs under the next block's matmul (an all-reduce no
-// other job hides, e.g. in a pipeline's warm-up, then shows only its last block), in as
-// many blocks as the matmul has all-reduces' worth of time (2 to 8, at least 64 rows
-// each). all: every eligible matmul in two, with its all-reduce where it can (tests).
+// Row splits (row_split.h). auto: a forward matmul read only by a two-rank all-reduce is
+// cut so that the all-reduce of each block runs under the next block's matmul (an
+// all-reduce no other job hides, e.g. in a pipeline's warm-up, then shows only its last
+// block), in the number of blocks the cost model finds fastest (BestBlocks). all: every eligible
+// matmul in two, with its all-reduce where it can (tests).
 int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
   if (split_ops.value() == "off") return 0;
   const bool all = split_ops.value() == "all";
   const cost::Estimator& estimator = *context.Find<cost::Estimator>();
-  const double latency = estimator.device().event_latency();
   int split = 0;
   for (Program& program : module.programs()) {
     const std::string& kind = program.info().kind;
@@ -194,10 +236,7 @@ int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
       // The backward's all-reduces already run under the weight gradient
       // (overlap-column-parallel-backward): only the forward's are cut.
       if (!reduced || kind != "forward") continue;
-      const double comm = prices[i + 1].seconds;
-      if (comm < 2 * latency || prices[i].seconds < comm) continue;
-      int blocks = std::clamp(static_cast<int>(prices[i].seconds / comm), 2, 8);
-      while (blocks > 1 && !CanSplitRowsWithAllReduce(program, i, blocks, 64, group)) --blocks;
+      int blocks = BestBlocks(program, i, prices[i], prices[i + 1], estimator);
       if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group).ok()) ++split;
     }
   }
