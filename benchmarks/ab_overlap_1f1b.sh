@@ -42,7 +42,8 @@ ab() {
 }
 
 amp=""
-"$pw" opt --list-passes 2>/dev/null | grep -q '^ *amp' && amp=",amp{dtype=bf16}"
+passes=$("$pw" opt --list-passes 2>/dev/null || true)
+grep -q '^ *amp' <<<"$passes" && amp=",amp{dtype=bf16}"
 
 gpt67="--layers 32 --hidden 4096 --heads 32 --ffn 16384 --seq 2048 --vocab 51200"
 gpt67="$gpt67 --micro-batch-size 1 --mp 2 --pp 4"

@@ -28,6 +28,7 @@ struct Activity {
   double seconds = 0;  // its time without a CommModel
   double rate = 1;
   double comm_threads = 0;  // communication: the cores it keeps busy on each member's node
+  double latency = 0;       // communication: the part of its time that sharing links leaves
   double ends = 0;          // when it ends at its current rate (AdvanceToNextEvent)
   bool done = false;        // completed; removed from the running set after the sweep
 };
@@ -68,7 +69,10 @@ class Engine {
     return dev_.cores_per_node() > 0 && NodeComputeDemand(rank) >= dev_.cores_per_node();
   }
   // A transfer's or collective's time (and CPU) under the current load of its ranks' nodes.
-  CommEstimate CommPrice(const SimInstr& in, double fallback, const std::vector<int>& ranks) const;
+  // `bytes` < 0: the instruction's own; 0 gives its fixed cost (latency) alone.
+  CommEstimate CommPrice(const SimInstr& in, double fallback, const std::vector<int>& ranks,
+                         double bytes = -1) const;
+  int BusyCores(const std::vector<int>& ranks) const;
   void StartComm(Activity& a, const SimInstr& in, double seconds) const {
     a.comm = &in;
     a.seconds = seconds;
@@ -267,16 +271,21 @@ void Engine::CompleteActivity(Activity& a) {
   for (int i : a.finish) Finish(i);
 }
 
-CommEstimate Engine::CommPrice(const SimInstr& in, double fallback,
-                               const std::vector<int>& ranks) const {
-  if (!comm_ || in.group_size < 2) return {fallback, false, 0};
+int Engine::BusyCores(const std::vector<int>& ranks) const {
   int busy = 0;
   if (dev_.cores_per_node() > 0)
     for (int r : ranks)
       busy =
           std::max(busy, std::min(dev_.cores_per_node(), static_cast<int>(NodeComputeDemand(r))));
+  return busy;
+}
+
+CommEstimate Engine::CommPrice(const SimInstr& in, double fallback, const std::vector<int>& ranks,
+                               double bytes) const {
+  if (!comm_ || in.group_size < 2) return {bytes == 0 ? 0 : fallback, false, 0};
   CommKind kind = in.kind == InstrKind::kCollective ? CommKind::kAllReduce : CommKind::kSendRecv;
-  return comm_->Time(kind, in.bytes, in.group_size, in.inter_node, busy);
+  return comm_->Time(kind, bytes < 0 ? in.bytes : bytes, in.group_size, in.inter_node,
+                     BusyCores(ranks));
 }
 
 void Engine::ComputeRates() {
@@ -288,6 +297,7 @@ void Engine::ComputeRates() {
     // Ranks on shared cores arrive apart: the collective waits for the last one.
     if (a.comm->kind == InstrKind::kCollective) price.seconds += price.straggle;
     a.rate = price.seconds > 0 ? 1.0 / price.seconds : 1e30;
+    a.latency = std::min(price.seconds, CommPrice(*a.comm, a.seconds, a.ranks, 0).seconds);
     a.comm_threads = price.cpu > 0 && price.seconds > 0 ? std::min(1.0, price.cpu / price.seconds)
                                                         : dev_.comm_threads();
   }
@@ -311,8 +321,10 @@ void Engine::ComputeRates() {
 // Communication that runs at once on one rank shares its links: collectives a rank
 // takes part in share them with each other (two all-reduces on mp_comm and mp_fwd_comm
 // each get half the bandwidth), a rank's outgoing transfers share its sending side and its
-// incoming ones its receiving side (links carry both directions at once). Each runs at the
-// rate of its most shared member.
+// incoming ones its receiving side (links carry both directions at once). Only the
+// bandwidth part of a time is shared (its fixed cost, the model's time for no bytes, is
+// not: latency-bound messages overlap freely); each runs at the rate of its most shared
+// member.
 void Engine::ShareLinks() {
   std::vector<int> collectives(g_.world_size, 0), out(g_.world_size, 0), in(g_.world_size, 0);
   auto sender = [](const Activity& a) { return a.ranks.front(); };
@@ -334,7 +346,9 @@ void Engine::ShareLinks() {
     } else {
       shared = std::max({shared, out[sender(a)], in[receiver(a)]});
     }
-    a.rate /= shared;
+    if (shared == 1) continue;
+    const double seconds = 1.0 / a.rate;
+    a.rate = 1.0 / (a.latency + (seconds - a.latency) * shared);
   }
 }
 
