@@ -200,6 +200,12 @@ Status ReferenceRunner::Prepare() {
     return FailedPrecondition("loss var '", loss_var_, "' is not a var of program '",
                               program_.name(), "'");
 
+  for (const std::string& name : options_.track) {
+    const Var* v = program_.FindVar(name);
+    if (!v || !v->persistable || v->dtype != DataType::kFloat32 || v->num_elements() == 0)
+      return InvalidArgument("cannot track '", name, "': not a persistable f32 var of program '",
+                             program_.name(), "'");
+  }
   PW_RETURN_IF_ERROR(PlanOps());
   PW_RETURN_IF_ERROR(CheckInputsAvailable());
   PW_RETURN_IF_ERROR(OpenData());
@@ -270,6 +276,7 @@ Status ReferenceRunner::ApplyOptimizer() {
 
 StatusOr<ReferenceResult> ReferenceRunner::Run() {
   ReferenceResult result;
+  result.tracked.resize(options_.track.size());
   for (int64_t step = 0; step < options_.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     grad_acc_.clear();
@@ -290,6 +297,8 @@ StatusOr<ReferenceResult> ReferenceRunner::Run() {
     double loss = loss_sum / static_cast<double>(options_.micro_batches);
     result.losses.push_back(loss);
     result.step_time_ms.push_back(ms);
+    for (size_t i = 0; i < options_.track.size(); ++i)
+      result.tracked[i].push_back(root_.Find(options_.track[i])->f32()[0]);
     if (options_.on_step) options_.on_step(step, loss, ms);
   }
   return result;

@@ -28,17 +28,22 @@ struct ReferenceOptions {
   int64_t micro_batches = 1;
   uint64_t data_seed = 1;  // selects the token stream (executor/data.h)
   std::string data_file;   // byte-level text; empty: synthetic data
+  // Persistable scalars recorded after every step (their first element), e.g. the loss
+  // scale and skipped-step count of fp16 loss scaling.
+  std::vector<std::string> track;
   // Called after every step (0-based) as soon as it finishes; may be null.
   std::function<void(int64_t step, double loss, double step_ms)> on_step;
 };
 
 struct ReferenceResult {
-  std::vector<double> losses;        // per step
-  std::vector<double> step_time_ms;  // per step, wall time
+  std::vector<double> losses;                // per step
+  std::vector<double> step_time_ms;          // per step, wall time
+  std::vector<std::vector<double>> tracked;  // [i][step]: options.track[i] after the step
 };
 
 // One-line errors: a module that is split, not mp=1/pp=1, has no backward or no optimizer
-// ops, lacks an input, uses an op without a CPU kernel, or fails verification.
+// ops, lacks an input, uses an op without a CPU kernel, fails verification, or tracks a
+// var that is not a persistable f32 var.
 StatusOr<ReferenceResult> RunReference(const Module& module, const ReferenceOptions& options);
 
 }  // namespace pw

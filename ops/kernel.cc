@@ -68,6 +68,7 @@ CpuKernel FindCpuKernel(std::string_view type) {
     ops::cpu::RegisterOptimizerKernels(*t);
     ops::cpu::RegisterCastKernels(*t);
     ops::cpu::RegisterVocabParallelKernels(*t);
+    ops::cpu::RegisterLossScalingKernels(*t);
     return t;
   }();
   auto it = table->find(type);

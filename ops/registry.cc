@@ -71,6 +71,7 @@ OpRegistry Build() {
   RegisterOptimizerOps(staging);
   RegisterCastOps(staging);
   RegisterVocabParallelOps(staging);
+  RegisterLossScalingOps(staging);
   OpRegistry checked;
   for (const std::string& type : staging.Types()) {
     OpDef def = *staging.Find(type);

@@ -13,7 +13,7 @@
 //     sums of several contributions to a parameter's gradient run in f32.
 //   - grad-allreduce=low: the optimizer program all-reduces the gradients over dp itself,
 //     in the low dtype (cast, c_allreduce_sum, cast back), instead of the executor in f32.
-//   - fp16 (or loss-scaling=dynamic): dynamic loss scaling, see AddLossScaling.
+//   - fp16 (or loss-scaling=dynamic): dynamic loss scaling (passes/loss_scaling.h).
 
 #include <map>
 #include <set>
@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "passes/loss_scaling.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 
@@ -349,12 +350,35 @@ class AmpPass : public Pass {
            "meet, one per var and placement. Parameter gradients are cast to f32 after the op "
            "that finishes them, so micro-batch sums and the dp all-reduce run in f32; "
            "grad-allreduce=low all-reduces them over dp in the low dtype instead (dp > 1). "
-           "fp16 uses dynamic loss scaling (loss-scaling=none turns it off).";
+           "fp16 uses dynamic loss scaling (loss-scaling=none turns it off, =dynamic turns it "
+           "on for bf16): the backward starts from the scale, each stage's optimizer unscales "
+           "its gradients and checks them for inf/NaN, every rank skips the step when any "
+           "found one, the scale is multiplied by backoff-factor then and by growth-factor "
+           "after growth-interval good steps (needs vpp 1).";
   }
 
   Option<std::string> dtype{this, "dtype", "the low dtype", "bf16", {"bf16", "fp16"}};
   Option<std::string> grad_allreduce{
       this, "grad-allreduce", "dtype of the dp gradient all-reduce", "f32", {"f32", "low"}};
+  Option<std::string> loss_scaling{this,
+                                   "loss-scaling",
+                                   "auto (dynamic for fp16, none for bf16), dynamic or none",
+                                   "auto",
+                                   {"auto", "dynamic", "none"}};
+  Option<double> init_scale{this, "init-scale", "the first loss scale", 65536.0};
+  Option<int64_t> growth_interval{this, "growth-interval",
+                                  "good steps in a row before the scale grows", 2000};
+  Option<double> growth_factor{this, "growth-factor", "the scale's growth", 2.0};
+  Option<double> backoff_factor{this, "backoff-factor", "the scale's cut after an overflow", 0.5};
+
+  Status ValidateOptions() const override {
+    if (!(init_scale.value() > 0)) return InvalidArgument("init-scale must be > 0");
+    if (growth_interval.value() < 1) return InvalidArgument("growth-interval must be >= 1");
+    if (!(growth_factor.value() > 1)) return InvalidArgument("growth-factor must be > 1");
+    if (!(backoff_factor.value() > 0 && backoff_factor.value() < 1))
+      return InvalidArgument("backoff-factor must be in (0, 1)");
+    return OkStatus();
+  }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
     PW_RETURN_IF_ERROR(CheckModule(module));
@@ -363,6 +387,14 @@ class AmpPass : public Pass {
     o.grad_allreduce_low = grad_allreduce.value() == "low";
     AmpRewriter rewriter(module, context, o);
     PW_RETURN_IF_ERROR(rewriter.Run());
+    const bool scaled = loss_scaling.value() == "dynamic" ||
+                        (loss_scaling.value() == "auto" && o.low == DataType::kFloat16);
+    if (scaled) {
+      LossScalingOptions ls{init_scale.value(), growth_interval.value(), growth_factor.value(),
+                            backoff_factor.value()};
+      PW_RETURN_IF_ERROR(AddLossScaling(module, ls));
+      context.AddStatistic("loss-scaled-stages");
+    }
     module.metadata.Set("amp", std::string(DataTypeName(o.low)));
     return true;
   }

@@ -18,7 +18,7 @@ namespace {
 
 constexpr const char* kUsage =
     "pipeweave run FILE --reference --steps K [--micro-batches M (1)] [--seed N]\n"
-    "           [--data TEXT_FILE] [--report json] [--backend cpu]\n"
+    "           [--data TEXT_FILE] [--report json] [--backend cpu] [--track VAR[,VAR...]]\n"
     "Trains an unsplit mp=1, pp=1 module sequentially (gradient accumulation over M\n"
     "micro-batches, then the optimizer) and prints 'step S loss L' per step, or with\n"
     "--report json one object {\"losses\": [...], \"step_time_ms\": [...], ...}.\n"
@@ -26,6 +26,8 @@ constexpr const char* kUsage =
     "another optimizer run 'pipeweave opt FILE -p append-backward{optimizer=adam,lr=0.01}'.\n"
     "--seed selects the training tokens (default: the seed the model was built with);\n"
     "--data reads byte tokens from a text file instead of the synthetic stream.\n"
+    "--track prints persistable f32 scalars after every step (e.g. fp16 loss scaling's\n"
+    "amp.loss_scale and amp.skipped_steps), in the JSON as \"tracked\": {VAR: [...]}.\n"
     "Without --reference, `run` trains a planned module on rank processes: see\n"
     "'pipeweave run-parallel --help' (--nproc N, or --rank R --world-size N --store ...),\n"
     "which also takes --backend cpu|cuda; the reference always runs on the CPU.";
@@ -72,9 +74,16 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
   if (options.steps < 1) return InvalidArgument("flag --steps must be >= 1");
   if (options.micro_batches < 1) return InvalidArgument("flag --micro-batches must be >= 1");
   if (!HasBackward(module)) PW_RETURN_IF_ERROR(AppendBackward(module));
+  const std::string track = flags.Get("track");
+  for (std::string_view rest = track; !rest.empty();) {
+    size_t comma = rest.find(',');
+    options.track.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+  }
 
   const bool json = report == "json";
-  if (!json) {
+  const bool tracking = !options.track.empty();
+  if (!json && !tracking) {
     options.on_step = [](int64_t step, double loss, double) {
       std::printf("step %lld loss %.4f\n", static_cast<long long>(step + 1), loss);
       std::fflush(stdout);
@@ -89,7 +98,22 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
     PrintJsonArray("losses", result.losses, "%.17g");
     std::printf(", ");
     PrintJsonArray("step_time_ms", result.step_time_ms, "%.3f");
+    if (tracking) {
+      std::printf(", \"tracked\": {");
+      for (size_t i = 0; i < options.track.size(); ++i) {
+        std::printf(i ? ", " : "");
+        PrintJsonArray(options.track[i].c_str(), result.tracked[i], "%.17g");
+      }
+      std::printf("}");
+    }
     std::printf("}\n");
+  } else if (tracking) {
+    for (size_t s = 0; s < result.losses.size(); ++s) {
+      std::printf("step %zu loss %.4f", s + 1, result.losses[s]);
+      for (size_t i = 0; i < options.track.size(); ++i)
+        std::printf(" %s %g", options.track[i].c_str(), result.tracked[i][s]);
+      std::printf("\n");
+    }
   }
   return 0;
 }
@@ -99,7 +123,7 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
   if (std::find(args.begin(), args.end(), "--reference") == args.end()) return RunParallel(args);
   Flags flags;
   flags.Switch("reference");
-  for (const char* name : {"steps", "micro-batches", "seed", "data", "report", "backend"})
+  for (const char* name : {"steps", "micro-batches", "seed", "data", "report", "backend", "track"})
     flags.Value(name);
   PW_RETURN_IF_ERROR(flags.Parse(args));
   // The reference runner is the CPU's sequential baseline; GPU runs go to rank processes.

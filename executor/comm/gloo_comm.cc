@@ -75,9 +75,18 @@ class ContextPool {
   StatusOr<std::shared_ptr<gloo::Context>> Get(const std::string& kind,
                                                const std::string& channel) {
     std::string name = StrCat(channel, "/", layout_.GroupName(kind, rank_));
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = contexts_.find(name);
-    if (it != contexts_.end()) return it->second;
+    // The pool's lock only finds the entry: connecting waits for the other members, and
+    // another stream of this rank must meanwhile reach its own (already made) contexts,
+    // e.g. to post the send those members are waiting for.
+    std::shared_ptr<Entry> entry;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::shared_ptr<Entry>& e = contexts_[name];
+      if (!e) e = std::make_shared<Entry>();
+      entry = e;
+    }
+    std::lock_guard<std::mutex> lock(entry->mu);
+    if (entry->context) return entry->context;
     std::vector<int> members = layout_.Group(kind, rank_);
     int index =
         static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
@@ -86,8 +95,8 @@ class ContextPool {
       context->setTimeout(options_.timeout);
       gloo::rendezvous::PrefixStore prefixed("ctx/" + name, store_);
       context->connectFullMesh(prefixed, device_);
-      contexts_[name] = context;
-      return std::shared_ptr<gloo::Context>(context);
+      entry->context = context;
+      return entry->context;
     } catch (const std::exception& e) {
       return Unavailable("rank ", rank_, ": cannot connect to ranks ", Members(members), " (", name,
                          "): ", e.what());
@@ -100,8 +109,12 @@ class ContextPool {
   int rank_;
   GlooOptions options_;
   std::shared_ptr<gloo::transport::Device> device_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<gloo::Context>> contexts_;
+  struct Entry {
+    std::mutex mu;  // held while this context connects
+    std::shared_ptr<gloo::Context> context;
+  };
+  std::mutex mu_;  // guards the map only
+  std::map<std::string, std::shared_ptr<Entry>> contexts_;
 };
 
 class GlooStreamComm final : public StreamComm {
@@ -135,7 +148,7 @@ class GlooStreamComm final : public StreamComm {
       using Reduce = void (*)(void*, const void*, const void*, size_t);
       opts.setReduceFunction(op == ReduceOp::kSum ? static_cast<Reduce>(&gloo::sum<float>)
                                                   : static_cast<Reduce>(&gloo::max<float>));
-      opts.setTag(static_cast<uint32_t>(sequence_++));
+      opts.setTag(static_cast<uint32_t>(sequence_[kind]++));
       gloo::allreduce(opts);
     } catch (const std::exception& e) {
       return Unavailable("all-reduce over ", kind, " group (ranks ", Members(members),
@@ -195,7 +208,9 @@ class GlooStreamComm final : public StreamComm {
 
   std::shared_ptr<ContextPool> pool_;
   StreamType stream_;
-  uint64_t sequence_ = 0;
+  // Collectives issued per group kind: the members of one group count alike even when the
+  // stream also serves other groups (an optimizer's max over pp beside forward mp sums).
+  std::map<std::string, uint64_t> sequence_;
   std::vector<Pending> pending_;
 };
 

@@ -12,8 +12,19 @@ Status CheckLike(const InferContext& ctx, std::string_view slot) {
   return CheckSameType(ctx, slot, "Param");
 }
 
+// SkipUpdate (optional): a scalar; when > 0 the op leaves its state as it is (a step
+// skipped by loss scaling).
+Status CheckSkip(const InferContext& ctx) {
+  if (!ctx.HasInput("SkipUpdate")) return OkStatus();
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, "SkipUpdate", DataType::kFloat32));
+  if (NumElements(ctx.Input("SkipUpdate").shape) != 1)
+    return InvalidArgument(WhereVar(ctx, "SkipUpdate"), " must hold one element");
+  return OkStatus();
+}
+
 Status InferSgd(InferContext& ctx) {
   PW_RETURN_IF_ERROR(FloatDtype(ctx, "Param").status());
+  PW_RETURN_IF_ERROR(CheckSkip(ctx));
   PW_RETURN_IF_ERROR(CheckLike(ctx, "Grad"));
   ctx.SetOutput("ParamOut", ctx.Input("Param"));
   return OkStatus();
@@ -21,6 +32,7 @@ Status InferSgd(InferContext& ctx) {
 
 Status InferAdam(InferContext& ctx) {
   PW_RETURN_IF_ERROR(FloatDtype(ctx, "Param").status());
+  PW_RETURN_IF_ERROR(CheckSkip(ctx));
   for (const char* slot : {"Grad", "Moment1", "Moment2"}) PW_RETURN_IF_ERROR(CheckLike(ctx, slot));
   for (const char* slot : {"Beta1Pow", "Beta2Pow"}) {
     PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, DataType::kFloat32));
@@ -48,8 +60,8 @@ Status InferAdam(InferContext& ctx) {
 void RegisterOptimizerOps(OpRegistry& registry) {
   registry.Register(OpDef{
       .type = "sgd",
-      .summary = "ParamOut = Param - lr · Grad",
-      .inputs = {{"Param"}, {"Grad"}},
+      .summary = "ParamOut = Param - lr · Grad (unchanged when SkipUpdate > 0)",
+      .inputs = {{"Param"}, {"Grad"}, {"SkipUpdate", false, /*optional=*/true}},
       .outputs = {{"ParamOut"}},
       .attrs = {RequiredAttr("lr", AttrType::kFloat)},
       .inplace = {{"ParamOut", "Param"}},
@@ -60,8 +72,15 @@ void RegisterOptimizerOps(OpRegistry& registry) {
   registry.Register(OpDef{
       .type = "adam",
       .summary = "Adam; Beta{1,2}Pow hold beta^t and are multiplied by beta after the update, "
-                 "which uses lr · sqrt(1 - beta2^t) / (1 - beta1^t)",
-      .inputs = {{"Param"}, {"Grad"}, {"Moment1"}, {"Moment2"}, {"Beta1Pow"}, {"Beta2Pow"}},
+                 "which uses lr · sqrt(1 - beta2^t) / (1 - beta1^t); nothing changes when "
+                 "SkipUpdate > 0",
+      .inputs = {{"Param"},
+                 {"Grad"},
+                 {"Moment1"},
+                 {"Moment2"},
+                 {"Beta1Pow"},
+                 {"Beta2Pow"},
+                 {"SkipUpdate", false, /*optional=*/true}},
       .outputs = {{"ParamOut"}, {"Moment1Out"}, {"Moment2Out"}, {"Beta1PowOut"}, {"Beta2PowOut"}},
       .attrs = {DefaultAttr("lr", kAdamLr), DefaultAttr("beta1", kAdamBeta1),
                 DefaultAttr("beta2", kAdamBeta2), DefaultAttr("epsilon", kAdamEpsilon)},

@@ -18,5 +18,6 @@ void RegisterCollectiveOps(OpRegistry& registry);
 void RegisterOptimizerOps(OpRegistry& registry);
 void RegisterCastOps(OpRegistry& registry);
 void RegisterVocabParallelOps(OpRegistry& registry);
+void RegisterLossScalingOps(OpRegistry& registry);
 
 }  // namespace pw::ops

@@ -26,6 +26,7 @@
 
 #include "cost_model/estimator.h"
 #include "ir/rank_layout.h"
+#include "passes/loss_scaling.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 
@@ -33,6 +34,10 @@ namespace pw {
 namespace {
 
 using Place = std::pair<int, int>;  // (stage, chunk)
+
+// Optimizer work of a whole stage rather than of a forward op (loss scaling's checks):
+// rebuilt for the new stages by the pass that made it.
+bool IsStageLevel(const Op& op) { return op.role == OpRole::kOptimize && op.origin.empty(); }
 
 class StageBalancer {
  public:
@@ -63,7 +68,7 @@ class StageBalancer {
     for (int u = 0; u < n; ++u) PW_RETURN_IF_ERROR(AddSeconds(ops[forward_[u]], u));
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
-      if (op.role == OpRole::kForward || op.role == OpRole::kLoss) continue;
+      if (op.role == OpRole::kForward || op.role == OpRole::kLoss || IsStageLevel(op)) continue;
       auto it = unit_of_.find(op.origin);
       if (it == unit_of_.end())
         return FailedPrecondition("op ", i, " (", op.type, ") names no forward op it was made ",
@@ -136,7 +141,7 @@ class StageBalancer {
     std::vector<Op>& ops = program_.ops();
     for (int u = 0; u < num_units(); ++u) Move(ops[forward_[u]], unit_place[u]);
     for (Op& op : ops)
-      if (op.role != OpRole::kForward && op.role != OpRole::kLoss)
+      if (op.role != OpRole::kForward && op.role != OpRole::kLoss && !IsStageLevel(op))
         Move(op, unit_place[unit_of_.at(op.origin)]);
     // A var sits with the first op that writes it, else the first that reads it.
     std::unordered_map<std::string, int> stage;
@@ -314,6 +319,7 @@ class BalanceStagesPass : public Pass {
       Print(est->device().name(), !fallback, balancer, before, better ? after : before);
     if (!better) return false;
     balancer.Apply(after);
+    if (HasLossScaling(module)) PW_RETURN_IF_ERROR(RestageLossScaling(module));
     context.AddStatistic("ops-moved", balancer.moved());
     return true;
   }

@@ -496,6 +496,41 @@ void AddVocabParallelCases(Maker& m, std::vector<KernelCase>& cases) {
   cases.push_back(std::move(ce_grad));
 }
 
+// Loss scaling: an unscale with an inf among its gradients, the scale's update after an
+// overflow, and updates skipped by the flag.
+void AddLossScalingCases(Maker& m, std::vector<KernelCase>& cases) {
+  KernelCase check{"check_finite_and_unscale",
+                   MakeOp("check_finite_and_unscale", {{"X", {"a", "b"}}, {"Scale", {"s"}}},
+                          {{"Out", {"ua", "ub"}}, {"FoundInfinite", {"found"}}}),
+                   {}};
+  check.inputs["a"] = m.Uniform({7});
+  check.inputs["b"] = m.Uniform({3, 5});
+  check.inputs["b"].f32()[4] = INFINITY;
+  check.inputs["s"] = Maker::Value({}, 1024);
+  cases.push_back(std::move(check));
+  KernelCase update{
+      "update_loss_scaling",
+      MakeOp("update_loss_scaling",
+             {{"FoundInfinite", {"f"}},
+              {"LossScale", {"s"}},
+              {"GoodSteps", {"g"}},
+              {"SkippedSteps", {"k"}}},
+             {{"LossScaleOut", {"s"}}, {"GoodStepsOut", {"g"}}, {"SkippedStepsOut", {"k"}}}),
+      {}};
+  update.inputs = {{"f", Maker::Value({}, 1)},
+                   {"s", Maker::Value({}, 1024)},
+                   {"g", Maker::Value({}, 3)},
+                   {"k", Maker::Value({}, 0)}};
+  cases.push_back(std::move(update));
+  KernelCase sgd{"sgd_skipped",
+                 MakeOp("sgd", {{"Param", {"p"}}, {"Grad", {"g"}}, {"SkipUpdate", {"skip"}}},
+                        {{"ParamOut", {"p"}}}),
+                 {}};
+  sgd.op.SetAttr("lr", 0.5);
+  sgd.inputs = {{"p", m.Uniform({6})}, {"g", m.Uniform({6})}, {"skip", Maker::Value({}, 1)}};
+  cases.push_back(std::move(sgd));
+}
+
 std::vector<KernelCase> KernelCases() {
   Maker m;
   std::vector<KernelCase> cases;
@@ -508,6 +543,7 @@ std::vector<KernelCase> KernelCases() {
   AddMiscCases(m, cases);
   AddLowPrecisionCases(m, cases);
   AddVocabParallelCases(m, cases);
+  AddLossScalingCases(m, cases);
   AddOptimizerCases(m, cases);
   return cases;
 }

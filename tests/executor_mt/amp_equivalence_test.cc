@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "equivalence_util.h"
+#include "executor/initializer.h"
 #include "executor/plan_check.h"
 #include "executor/reference_runner.h"
 #include "models/gpt.h"
@@ -129,6 +130,50 @@ INSTANTIATE_TEST_SUITE_P(Schedules, AmpPipelineTest,
                          [](const auto& info) {
                            return std::string(info.param.split_backward ? "zb_h1" : "onef1b");
                          });
+
+// fp16 with a loss scale far too large: the first steps overflow in the backward, every
+// rank skips them (parameters unchanged) and halves the scale, then training goes on. The
+// flags are reduced exactly, so two pipeline stages skip the same steps and stay bit-
+// identical to one rank; with mp = 2 every rank still skips the same steps.
+TEST(AmpEquivalenceTest, Fp16LossScalingSkipsOverflowingStepsOnEveryRank) {
+  constexpr const char* kFp16 =
+      "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1e6}";
+  constexpr int kFp16Steps = 6;
+  ReferenceOptions options;
+  options.steps = kFp16Steps;
+  options.micro_batches = kMicroBatches;  // the plans' count
+  options.data_seed = kSeed;
+  options.track = {"amp.loss_scale", "amp.skipped_steps"};
+  Module one = AmpGpt(kFp16, 1, 1);
+  auto reference = RunReference(one, options);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  ASSERT_EQ(reference->losses.size(), static_cast<size_t>(kFp16Steps));
+  const std::vector<double>& skipped = reference->tracked[1];
+  EXPECT_EQ(skipped.front(), 1);  // the first step overflowed
+  EXPECT_GE(skipped.back(), 1);
+  EXPECT_LT(skipped.back(), kFp16Steps);  // and training went on
+  EXPECT_EQ(reference->tracked[0].back(), 1e6 * std::pow(0.5, skipped.back()));
+
+  auto base = RunAsThreads(one, kFp16Steps, kMicroBatches, kSeed);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  EXPECT_EQ(base->losses, reference->losses);
+  // A skipped step leaves the parameters as they were.
+  auto first = RunAsThreads(one, 1, kMicroBatches, kSeed);
+  ASSERT_TRUE(first.ok());
+  const Var& wte = *one.main_program().FindVar("wte");
+  EXPECT_TRUE(SameBits(first->params[0].at("wte"), *MaterializeVar(wte)));
+
+  Module pp2 = AmpGpt(kFp16, 1, 2, "1f1b");
+  auto two = RunAsThreads(pp2, kFp16Steps, kMicroBatches, kSeed);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->losses, reference->losses);
+  Module mp2 = AmpGpt(kFp16, 2, 2, "1f1b");
+  auto four = RunAsThreads(mp2, kFp16Steps, kMicroBatches, kSeed);
+  ASSERT_TRUE(four.ok()) << four.status().ToString();
+  for (const ThreadRun* run : {&*two, &*four})
+    for (const auto& params : run->params)
+      EXPECT_EQ(params.at("amp.skipped_steps").f32()[0], skipped.back());
+}
 
 }  // namespace
 }  // namespace pw::testing

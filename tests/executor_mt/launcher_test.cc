@@ -356,6 +356,43 @@ TEST_F(LauncherTest, MixedPrecisionOverGlooMatchesTheBf16Reference) {
   }
 }
 
+// fp16 over Gloo with a loss scale that overflows the first steps: the overflow flags meet
+// over the mp and pp groups, every rank skips the same steps, and the run matches the fp16
+// reference (bit for bit with pp = 2; within the mp tolerance with mp = 2 x pp = 2).
+TEST_F(LauncherTest, Fp16LossScalingOverGlooSkipsTheSameSteps) {
+  const std::string training =
+      "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1e6}";
+  std::string amp1 = (dir_ / "fp16.pb").string();
+  Finished opt =
+      RunTool({"opt", BuildGpt(dir_, "gpt1.pb", 1), "-p", training, "-o", amp1}, dir_, "opt");
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  Finished ref = RunTool({"run", amp1, "--reference", "--steps", "5", "--micro-batches", "8",
+                          "--seed", "1", "--report", "json", "--track", "amp.skipped_steps"},
+                         dir_, "reference");
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_THAT(ref.out, HasSubstr("\"amp.skipped_steps\": [1, "));
+  std::vector<double> want = JsonLosses(ref.out);
+  ASSERT_EQ(want.size(), 5u) << ref.out;
+  for (int mp : {1, 2}) {
+    std::string path = BuildGpt(dir_, StrCat("gpt_mp", mp, ".pb"), mp, 2);
+    Finished par =
+        RunTool({"run-parallel", path, "--nproc", std::to_string(2 * mp), "--steps", "5", "--seed",
+                 "1", "--report", "json", "--pipeline",
+                 training + ",split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p"},
+                dir_, StrCat("parallel_mp", mp));
+    ASSERT_EQ(par.exit_code, 0) << par.err;
+    std::vector<double> got = JsonLosses(par.out);
+    ASSERT_EQ(got.size(), 5u) << par.out;
+    for (int s = 0; s < 5; ++s) {
+      if (mp == 1) {
+        EXPECT_EQ(got[s], want[s]) << "step " << s;
+      } else {
+        EXPECT_NEAR(got[s], want[s], 2e-4 * want[s]) << "step " << s;
+      }
+    }
+  }
+}
+
 // A rank killed mid-run: the others stop, and the run exits non-zero naming it, within 60 s.
 TEST_F(LauncherTest, AKilledRankStopsTheRunNamingIt) {
   std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);

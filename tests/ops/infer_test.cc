@@ -68,11 +68,12 @@ TEST(OpsInfer, RegistryListsEveryOp) {
   std::istringstream words(
       "adam add attention attention_grad bias_add bias_add_grad c_allreduce_max c_allreduce_sum "
       "c_embedding c_embedding_grad c_identity c_softmax_cross_entropy "
-      "c_softmax_cross_entropy_grad c_softmax_stats cast concat embedding embedding_grad "
+      "c_softmax_cross_entropy_grad c_softmax_stats cast check_finite_and_unscale concat "
+      "embedding embedding_grad "
       "fill_constant gelu gelu_grad "
       "layer_norm layer_norm_grad layer_norm_param_grad matmul matmul_weight_grad "
       "mean mean_grad reduce_max reshape scale sgd softmax softmax_cross_entropy "
-      "softmax_cross_entropy_grad softmax_grad split sum transpose");
+      "softmax_cross_entropy_grad softmax_grad split sum transpose update_loss_scaling");
   std::vector<std::string> expected{std::istream_iterator<std::string>(words), {}};
   EXPECT_EQ(ops::Registry().Types(), expected);
   for (const std::string& type : expected) {

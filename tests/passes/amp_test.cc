@@ -69,7 +69,7 @@ TEST(AmpPassTest, ParametersAreReadThroughACopyRefreshedOncePerStep) {
 }
 
 TEST(AmpPassTest, MasterGradientsAreF32CastsOfTheLowGradients) {
-  Module m = AmpGpt("amp{dtype=fp16}");
+  Module m = AmpGpt("amp{dtype=fp16,loss-scaling=none}");
   const Program& p = m.main_program();
   std::map<std::string, const Op*> writer;
   for (const Op& op : p.ops())
@@ -176,6 +176,83 @@ TEST(AmpPassTest, SplitProgramsKeepTheCopiesOnTheirStage) {
         EXPECT_TRUE(p.FindVar(v)->persistable) << v;
       });
   }
+}
+
+int Count(const Module& m, const std::string& type) {
+  int n = 0;
+  for (const Op& op : m.main_program().ops()) n += op.type == type;
+  return n;
+}
+
+// Each stage's check lists exactly the gradients its updates read.
+void ExpectChecksMatchTheirStages(const Module& m) {
+  std::map<std::pair<int, int>, std::multiset<std::string>> checked, updated;
+  for (const Op& op : m.main_program().ops()) {
+    if (op.type == "check_finite_and_unscale")
+      for (const std::string& g : *op.FindOutput("Out")) checked[{op.stage, op.chunk}].insert(g);
+    if (op.type == "adam") {
+      updated[{op.stage, op.chunk}].insert(op.Input("Grad"));
+      EXPECT_FALSE(op.Input("SkipUpdate").empty());
+    }
+  }
+  EXPECT_EQ(checked, updated);
+}
+
+TEST(AmpPassTest, Fp16ScalesTheLossAndChecksEveryStage) {
+  Module m = AmpGpt("amp{dtype=fp16,init-scale=1024,growth-interval=10}");
+  const Program& p = m.main_program();
+  for (const Op& op : p.ops())
+    if (op.Output("Out") == "loss@GRAD") {
+      EXPECT_EQ(op.type, "scale");
+      EXPECT_EQ(op.Input("X"), "amp.loss_scale");
+    }
+  const Var* scale = p.FindVar("amp.loss_scale");
+  ASSERT_NE(scale, nullptr);
+  EXPECT_TRUE(scale->persistable);
+  EXPECT_EQ(scale->init.value, 1024);
+  EXPECT_EQ(Count(m, "check_finite_and_unscale"), 2);  // one per stage
+  EXPECT_EQ(Count(m, "update_loss_scaling"), 2);
+  std::multiset<std::string> groups;
+  for (const Op& op : p.ops())
+    if (op.type == "c_allreduce_max" && op.role == OpRole::kOptimize)
+      groups.insert(op.attrs.GetString("group"));
+  EXPECT_EQ(groups, (std::multiset<std::string>{"mp", "mp", "pp", "pp"}));
+  ExpectChecksMatchTheirStages(m);
+  for (const Op& op : p.ops())
+    if (op.type == "update_loss_scaling") EXPECT_EQ(op.attrs.GetInt("growth_interval"), 10);
+}
+
+TEST(AmpPassTest, LossScalingFollowsTheDtypeUnlessAsked) {
+  EXPECT_EQ(Count(AmpGpt("amp{dtype=bf16}"), "update_loss_scaling"), 0);
+  EXPECT_EQ(Count(AmpGpt("amp{dtype=bf16,loss-scaling=dynamic}"), "update_loss_scaling"), 2);
+  EXPECT_EQ(Count(AmpGpt("amp{dtype=fp16,loss-scaling=none}"), "update_loss_scaling"), 0);
+  // One optimizer program per rank is needed: interleaved chunks are refused.
+  auto built = models::BuildGpt(SmallGptConfig(1, 2, 2));
+  PassManager pm;
+  ASSERT_TRUE(pm.AddPipeline("append-backward,amp{dtype=fp16}").ok());
+  auto run = pm.Run(*built);
+  ASSERT_FALSE(run.ok());
+  EXPECT_THAT(run.status().message(), ::testing::HasSubstr("needs one optimizer program per rank"));
+}
+
+// balance-stages moves updates between stages: the per-stage checks are rebuilt to match.
+TEST(AmpPassTest, BalanceStagesRestagesTheChecks) {
+  models::GptConfig c = SmallGptConfig(1, 2);
+  c.vocab = 1024;  // a heavy last stage
+  Module m = *models::BuildGpt(c);
+  PassManager pm;
+  ASSERT_TRUE(
+      pm.AddPipeline("append-backward{optimizer=adam},amp{dtype=fp16},balance-stages{report=false}")
+          .ok());
+  PassContext context(ops::Registry());
+  ASSERT_TRUE(pm.Run(m, context).ok());
+  int64_t moved = 0;
+  for (const PassStatistics& s : context.statistics())
+    for (const auto& [name, value] : s.counters)
+      if (s.pass == "balance-stages" && name == "ops-moved") moved = value;
+  EXPECT_GT(moved, 0);
+  EXPECT_EQ(Count(m, "check_finite_and_unscale"), 2);
+  ExpectChecksMatchTheirStages(m);
 }
 
 }  // namespace

@@ -69,5 +69,6 @@ void RegisterCollectiveKernels(KernelTable& table);
 void RegisterOptimizerKernels(KernelTable& table);
 void RegisterCastKernels(KernelTable& table);
 void RegisterVocabParallelKernels(KernelTable& table);
+void RegisterLossScalingKernels(KernelTable& table);
 
 }  // namespace pw::ops::cpu

@@ -5,11 +5,22 @@
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/registry.h"
 
 namespace pw::ops::cpu {
 namespace {
 
+// A step skipped by loss scaling: every output keeps its input's values.
+bool Skipped(KernelContext& ctx) {
+  const Tensor* skip = ctx.In("SkipUpdate");
+  if (!skip || !(skip->f32()[0] > 0)) return false;
+  for (const auto& [out, in] : Registry().Find(ctx.op.type)->inplace)
+    CopyIfDistinct(*ctx.In(in), *ctx.Out(out));
+  return true;
+}
+
 Status Sgd(KernelContext& ctx) {
+  if (Skipped(ctx)) return OkStatus();
   const float* p = ctx.In("Param")->f32();
   const float* g = ctx.In("Grad")->f32();
   Tensor& out = *ctx.Out("ParamOut");
@@ -22,6 +33,7 @@ Status Sgd(KernelContext& ctx) {
 // p -= lr·sqrt(1-b2^t)/(1-b1^t) · m1 / (sqrt(m2) + eps·sqrt(1-b2^t)),
 // which equals PyTorch's bias-corrected update exactly.
 Status Adam(KernelContext& ctx) {
+  if (Skipped(ctx)) return OkStatus();
   const AttrList& a = ctx.attrs();
   double lr = a.GetFloat("lr", kAdamLr);
   double beta1 = a.GetFloat("beta1", kAdamBeta1);

@@ -26,6 +26,7 @@ CpuKernel FindCudaKernel(std::string_view type) {
     ops::cuda::RegisterOptimizerKernels(*t);
     ops::cuda::RegisterCastKernels(*t);
     ops::cuda::RegisterVocabParallelKernels(*t);
+    ops::cuda::RegisterLossScalingKernels(*t);
     return t;
   }();
   auto it = table->find(type);

@@ -111,8 +111,9 @@ void LaunchCSoftmaxCrossEntropyGrad(const float* probs, const int64_t* labels, c
 
 // sgd, and adam in two launches: the update, then the beta powers (in place, so they are
 // written only after every thread has read them). A bad beta power is reported and both
-// launches then change nothing.
-void LaunchSgd(const float* p, const float* g, float* out, int64_t n, float lr,
+// launches then change nothing. `skip` (may be null): loss scaling's flag, > 0 keeps
+// every output at its input.
+void LaunchSgd(const float* p, const float* g, float* out, int64_t n, float lr, const float* skip,
                cudaStream_t stream);
 struct AdamParams {
   double lr, beta1, beta2, epsilon;
@@ -120,8 +121,27 @@ struct AdamParams {
 void LaunchAdam(const float* p, const float* g, const float* m1, const float* m2,
                 const float* beta1_pow, const float* beta2_pow, float* p_out, float* m1_out,
                 float* m2_out, int64_t n, AdamParams params, DeviceError* error, int site,
-                cudaStream_t stream);
+                const float* skip, cudaStream_t stream);
 void LaunchAdamPowers(const float* beta1_pow, const float* beta2_pow, float* beta1_pow_out,
-                      float* beta2_pow_out, AdamParams params, cudaStream_t stream);
+                      float* beta2_pow_out, AdamParams params, const float* skip,
+                      cudaStream_t stream);
+
+// Loss scaling: Out[k] = X[k] · (1 / scale[0]) for every listed tensor, and found[0] = 1 when
+// any of them holds an inf or NaN (else 0); then the scale's update (one thread).
+inline constexpr int kMaxUnscaleInputs = 64;
+struct UnscaleList {
+  int count;
+  const float* xs[kMaxUnscaleInputs];
+  float* outs[kMaxUnscaleInputs];
+  int64_t sizes[kMaxUnscaleInputs];
+};
+void LaunchCheckFiniteAndUnscale(const UnscaleList& list, const float* scale, float* found,
+                                 cudaStream_t stream);
+// into[0] = max(into[0], from[0]).
+void LaunchMaxInto(float* into, const float* from, cudaStream_t stream);
+void LaunchUpdateLossScaling(const float* found, const float* scale, const float* good,
+                             const float* skipped, float* scale_out, float* good_out,
+                             float* skipped_out, int64_t growth_interval, float growth_factor,
+                             float backoff_factor, cudaStream_t stream);
 
 }  // namespace pw::ops::cuda

@@ -8,10 +8,16 @@
 namespace pw::ops::cuda {
 namespace {
 
+// Loss scaling's flag on the device, or null.
+const float* Skip(const KernelContext& ctx) {
+  const Tensor* skip = ctx.In("SkipUpdate");
+  return skip ? skip->f32() : nullptr;
+}
+
 Status Sgd(KernelContext& ctx) {
   Tensor& out = *ctx.Out("ParamOut");
   float lr = static_cast<float>(ctx.attrs().GetFloat("lr"));
-  LaunchSgd(ctx.In("Param")->f32(), ctx.In("Grad")->f32(), out.f32(), out.numel(), lr,
+  LaunchSgd(ctx.In("Param")->f32(), ctx.In("Grad")->f32(), out.f32(), out.numel(), lr, Skip(ctx),
             CurrentLaunch().stream);
   return OkStatus();
 }
@@ -26,9 +32,10 @@ Status Adam(KernelContext& ctx) {
   LaunchAdam(ctx.In("Param")->f32(), ctx.In("Grad")->f32(), ctx.In("Moment1")->f32(),
              ctx.In("Moment2")->f32(), b1pow, b2pow, ctx.Out("ParamOut")->f32(),
              ctx.Out("Moment1Out")->f32(), ctx.Out("Moment2Out")->f32(),
-             ctx.Out("ParamOut")->numel(), params, launch.error, launch.site, launch.stream);
+             ctx.Out("ParamOut")->numel(), params, launch.error, launch.site, Skip(ctx),
+             launch.stream);
   LaunchAdamPowers(b1pow, b2pow, ctx.Out("Beta1PowOut")->f32(), ctx.Out("Beta2PowOut")->f32(),
-                   params, launch.stream);
+                   params, Skip(ctx), launch.stream);
   return OkStatus();
 }
 

@@ -1,0 +1,206 @@
+#include "passes/loss_scaling.h"
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace pw {
+namespace {
+
+constexpr const char* kGoodStepsVar = "amp.good_steps";
+constexpr const char* kSkippedStepsVar = "amp.skipped_steps";
+
+bool IsUpdate(const Op& op) { return op.type == "sgd" || op.type == "adam"; }
+
+// The per-stage ops: optimizer-role ops that no forward op made.
+bool IsStageOp(const Op& op) { return op.role == OpRole::kOptimize && op.origin.empty(); }
+
+Var Scalar(const std::string& name, double value) {
+  Var v;
+  v.name = name;
+  v.dtype = DataType::kFloat32;
+  v.persistable = true;
+  v.init.kind = value == 0 ? Initializer::Kind::kZeros : Initializer::Kind::kConstant;
+  v.init.value = value;
+  return v;
+}
+
+Op StageOp(std::string type, const Op& place) {
+  Op op;
+  op.type = std::move(type);
+  op.role = OpRole::kOptimize;
+  op.stage = place.stage;
+  op.chunk = place.chunk;
+  return op;
+}
+
+Status Declare(Program& program, Var var) {
+  std::string name = var.name;
+  if (!program.AddVar(std::move(var)))
+    return FailedPrecondition("var '", name, "' is already declared: loss scaling is added once");
+  return OkStatus();
+}
+
+// The per-stage ops for the updates in `ops`, inserted around them.
+Status AddStageOps(Module& module, const LossScalingOptions& o) {
+  Program& program = module.main_program();
+  std::vector<Op>& ops = program.ops();
+  // Per place: its first update and its last optimizer op.
+  struct Span {
+    size_t first_update = SIZE_MAX;
+    size_t last = 0;
+  };
+  std::map<std::pair<int, int>, Span> spans;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].role != OpRole::kOptimize) continue;
+    Span& s = spans[{ops[i].stage, ops[i].chunk}];
+    s.last = i;
+    if (IsUpdate(ops[i]) && s.first_update == SIZE_MAX) s.first_update = i;
+  }
+  std::map<size_t, std::vector<Op>> before, after;  // ops to insert around op indices
+  int stages = 0;
+  for (const auto& [place, range] : spans) {
+    if (range.first_update == SIZE_MAX) continue;  // no update on this place
+    ++stages;
+    const Op& first = ops[range.first_update];
+    const std::string tag = StrCat(".s", place.first, "c", place.second);
+    Op check = StageOp("check_finite_and_unscale", first);
+    std::vector<std::string> grads, unscaled;
+    for (size_t i = range.first_update; i <= range.last; ++i) {
+      Op& update = ops[i];
+      if (!IsUpdate(update) || update.stage != place.first || update.chunk != place.second)
+        continue;
+      const std::string& g = update.Input("Grad");
+      const Var* gv = program.FindVar(g);
+      if (!gv) return NotFound("loss scaling: gradient '", g, "' is not declared");
+      Var u = *gv;
+      u.name = g + "@UNSCALED";
+      PW_RETURN_IF_ERROR(Declare(program, u));
+      grads.push_back(g);
+      unscaled.push_back(u.name);
+      update.SetInput("Grad", {u.name});
+    }
+    check.SetInput("X", grads).SetInput("Scale", {kLossScaleVar});
+    std::string flag = "amp.found_inf" + tag;
+    check.SetOutput("Out", unscaled).SetOutput("FoundInfinite", {flag});
+    PW_RETURN_IF_ERROR(Declare(program, Var{flag, DataType::kFloat32, {}}));
+    before[range.first_update].push_back(std::move(check));
+    // Any rank's overflow skips the step everywhere: max over mp, then over the pipeline.
+    for (auto [group, degree] :
+         {std::pair{"mp", module.mesh.mp}, std::pair{"pp", module.mesh.pp}}) {
+      if (degree <= 1) continue;
+      Op reduce = StageOp("c_allreduce_max", first);
+      const std::string reduced = StrCat(flag, "@", group);
+      PW_RETURN_IF_ERROR(Declare(program, Var{reduced, DataType::kFloat32, {}}));
+      reduce.SetInput("X", {flag}).SetOutput("Out", {reduced});
+      reduce.SetAttr("group", std::string(group));
+      before[range.first_update].push_back(std::move(reduce));
+      flag = reduced;
+    }
+    for (size_t i = range.first_update; i <= range.last; ++i)
+      if (IsUpdate(ops[i]) && ops[i].stage == place.first && ops[i].chunk == place.second)
+        ops[i].SetInput("SkipUpdate", {flag});
+    Op update = StageOp("update_loss_scaling", first);
+    update.SetInput("FoundInfinite", {flag})
+        .SetInput("LossScale", {kLossScaleVar})
+        .SetInput("GoodSteps", {kGoodStepsVar})
+        .SetInput("SkippedSteps", {kSkippedStepsVar});
+    update.SetOutput("LossScaleOut", {kLossScaleVar})
+        .SetOutput("GoodStepsOut", {kGoodStepsVar})
+        .SetOutput("SkippedStepsOut", {kSkippedStepsVar});
+    update.SetAttr("growth_interval", o.growth_interval)
+        .SetAttr("growth_factor", o.growth_factor)
+        .SetAttr("backoff_factor", o.backoff_factor);
+    after[range.last].push_back(std::move(update));
+  }
+  if (stages == 0) return FailedPrecondition("loss scaling: the program has no sgd or adam op");
+  std::vector<Op> out;
+  out.reserve(ops.size() + 4 * spans.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (Op& op : before[i]) out.push_back(std::move(op));
+    out.push_back(std::move(ops[i]));
+    for (Op& op : after[i]) out.push_back(std::move(op));
+  }
+  ops = std::move(out);
+  return OkStatus();
+}
+
+}  // namespace
+
+Status AddLossScaling(Module& module, const LossScalingOptions& options) {
+  if (module.mesh.vpp > 1)
+    return FailedPrecondition(
+        "dynamic loss scaling needs one optimizer program per rank "
+        "(vpp 1), got vpp ",
+        module.mesh.vpp);
+  Program& program = module.main_program();
+  const std::string seed = GradVarName(ModuleLoss(module));
+  Op* fill = nullptr;
+  for (Op& op : program.ops())
+    if (op.type == "fill_constant" && op.Output("Out") == seed) fill = &op;
+  if (!fill)
+    return FailedPrecondition("loss scaling: no fill_constant seeds '", seed,
+                              "' (run append-backward first)");
+  // loss@GRAD = S: the whole backward is scaled.
+  Op scaled;
+  scaled.type = "scale";
+  scaled.role = fill->role;
+  scaled.stage = fill->stage;
+  scaled.chunk = fill->chunk;
+  scaled.origin = fill->origin;
+  scaled.SetInput("X", {kLossScaleVar}).SetOutput("Out", {seed});
+  scaled.SetAttr("scale", 1.0).SetAttr("bias", 0.0);
+  *fill = std::move(scaled);
+  PW_RETURN_IF_ERROR(Declare(program, Scalar(kLossScaleVar, options.init_scale)));
+  PW_RETURN_IF_ERROR(Declare(program, Scalar(kGoodStepsVar, 0)));
+  PW_RETURN_IF_ERROR(Declare(program, Scalar(kSkippedStepsVar, 0)));
+  return AddStageOps(module, options);
+}
+
+bool HasLossScaling(const Module& module) {
+  for (const Program& p : module.programs())
+    for (const Op& op : p.ops())
+      if (op.type == "update_loss_scaling") return true;
+  return false;
+}
+
+Status RestageLossScaling(Module& module) {
+  Program& program = module.main_program();
+  LossScalingOptions o;
+  std::unordered_map<std::string, std::string> original;  // unscaled grad -> grad
+  std::unordered_set<std::string> dropped_vars;
+  std::vector<Op> kept;
+  bool found = false;
+  for (Op& op : program.ops()) {
+    if (!IsStageOp(op)) {
+      kept.push_back(std::move(op));
+      continue;
+    }
+    if (op.type == "update_loss_scaling") {
+      found = true;
+      o.growth_interval = op.attrs.GetInt("growth_interval");
+      o.growth_factor = op.attrs.GetFloat("growth_factor");
+      o.backoff_factor = op.attrs.GetFloat("backoff_factor");
+    }
+    if (op.type == "check_finite_and_unscale") {
+      const std::vector<std::string>& xs = *op.FindInput("X");
+      const std::vector<std::string>& outs = *op.FindOutput("Out");
+      for (size_t i = 0; i < xs.size() && i < outs.size(); ++i) original[outs[i]] = xs[i];
+    }
+    if (op.type != "update_loss_scaling")
+      op.ForEachOutput([&](const std::string& v) { dropped_vars.insert(v); });
+  }
+  if (!found) return FailedPrecondition("the module has no loss scaling to restage");
+  for (Op& op : kept) {
+    if (!IsUpdate(op)) continue;
+    auto it = original.find(op.Input("Grad"));
+    if (it != original.end()) op.SetInput("Grad", {it->second});
+    std::erase_if(op.inputs, [](const Slot& s) { return s.name == "SkipUpdate"; });
+  }
+  program.ops() = std::move(kept);
+  program.RemoveVarsIf([&](const Var& v) { return dropped_vars.count(v.name) > 0; });
+  return AddStageOps(module, o);
+}
+
+}  // namespace pw

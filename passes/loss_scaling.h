@@ -1,0 +1,40 @@
+#pragma once
+// Dynamic loss scaling of an unsplit training program (fp16 needs it: small gradients
+// underflow its range): the backward starts from loss@GRAD = S instead of 1, and per
+// virtual stage the optimizer first unscales that stage's gradients by S and flags an inf
+// or NaN among them (check_finite_and_unscale); the flag's max over the mp and the pp group
+// (gradients are already summed over dp) makes every rank see any overflow; every update
+// is skipped when it is set (SkipUpdate); update_loss_scaling then lowers S after an
+// overflow and raises it after growth_interval good steps.
+//
+// State (persistable f32 scalars on every rank): amp.loss_scale, amp.good_steps,
+// amp.skipped_steps. The per-stage ops have no origin (they belong to a stage, not to a
+// forward op): a pass that moves optimizer ops between stages rebuilds them with
+// RestageLossScaling. One optimizer program per rank is needed (vpp 1), so that one flag
+// per rank meets the others in the pp group.
+
+#include <cstdint>
+
+#include "ir/module.h"
+#include "ir/status.h"
+
+namespace pw {
+
+struct LossScalingOptions {
+  double init_scale = 65536;
+  int64_t growth_interval = 2000;
+  double growth_factor = 2;
+  double backoff_factor = 0.5;
+};
+
+inline constexpr const char* kLossScaleVar = "amp.loss_scale";
+
+// Errors name what is missing: no loss@GRAD seed, no optimizer update, vpp > 1.
+Status AddLossScaling(Module& module, const LossScalingOptions& options);
+
+bool HasLossScaling(const Module& module);
+// Removes the per-stage ops and adds them again for the optimizer ops' current stages,
+// with the same options.
+Status RestageLossScaling(Module& module);
+
+}  // namespace pw
