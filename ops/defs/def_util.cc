@@ -32,6 +32,14 @@ StatusOr<DataType> FloatDtype(const InferContext& ctx, std::string_view slot, si
   return t.dtype;
 }
 
+Status CheckOneElement(const InferContext& ctx, std::string_view slot, DataType dtype) {
+  PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, dtype));
+  if (NumElements(ctx.Input(slot).shape) != 1)
+    return InvalidArgument(WhereVar(ctx, slot), " ", ShapeToString(ctx.Input(slot).shape),
+                           " must hold one element");
+  return OkStatus();
+}
+
 Status CheckRankAtLeast(const InferContext& ctx, std::string_view slot, DataType dtype,
                         int min_rank) {
   PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, dtype));

@@ -30,6 +30,8 @@ Status CheckDtype(const InferContext& ctx, std::string_view slot, DataType dtype
 // The dtype of input `slot` (var `i`) when it is present and floating (f32, bf16, f16):
 // the dtype the op computes in, which its other floating inputs and outputs share.
 StatusOr<DataType> FloatDtype(const InferContext& ctx, std::string_view slot, size_t i = 0);
+// Checks dtype and that input `slot` holds exactly one element (a scalar of any rank).
+Status CheckOneElement(const InferContext& ctx, std::string_view slot, DataType dtype);
 // Checks dtype and that the rank is at least `min_rank`.
 Status CheckRankAtLeast(const InferContext& ctx, std::string_view slot, DataType dtype,
                         int min_rank);

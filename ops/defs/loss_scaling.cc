@@ -10,11 +10,7 @@ namespace pw::ops {
 namespace {
 
 Status CheckScalar(const InferContext& ctx, std::string_view slot) {
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, DataType::kFloat32));
-  if (NumElements(ctx.Input(slot).shape) != 1)
-    return InvalidArgument(WhereVar(ctx, slot), " ", ShapeToString(ctx.Input(slot).shape),
-                           " must hold one element");
-  return OkStatus();
+  return CheckOneElement(ctx, slot, DataType::kFloat32);
 }
 
 Status InferCheckFiniteAndUnscale(InferContext& ctx) {

@@ -16,10 +16,7 @@ Status CheckLike(const InferContext& ctx, std::string_view slot) {
 // skipped by loss scaling).
 Status CheckSkip(const InferContext& ctx) {
   if (!ctx.HasInput("SkipUpdate")) return OkStatus();
-  PW_RETURN_IF_ERROR(CheckDtype(ctx, "SkipUpdate", DataType::kFloat32));
-  if (NumElements(ctx.Input("SkipUpdate").shape) != 1)
-    return InvalidArgument(WhereVar(ctx, "SkipUpdate"), " must hold one element");
-  return OkStatus();
+  return CheckOneElement(ctx, "SkipUpdate", DataType::kFloat32);
 }
 
 Status InferSgd(InferContext& ctx) {
@@ -34,13 +31,8 @@ Status InferAdam(InferContext& ctx) {
   PW_RETURN_IF_ERROR(FloatDtype(ctx, "Param").status());
   PW_RETURN_IF_ERROR(CheckSkip(ctx));
   for (const char* slot : {"Grad", "Moment1", "Moment2"}) PW_RETURN_IF_ERROR(CheckLike(ctx, slot));
-  for (const char* slot : {"Beta1Pow", "Beta2Pow"}) {
-    PW_RETURN_IF_ERROR(CheckDtype(ctx, slot, DataType::kFloat32));
-    if (NumElements(ctx.Input(slot).shape) != 1) {
-      return InvalidArgument(Where(ctx, slot), " ", ShapeToString(ctx.Input(slot).shape),
-                             " must hold one element");
-    }
-  }
+  for (const char* slot : {"Beta1Pow", "Beta2Pow"})
+    PW_RETURN_IF_ERROR(CheckOneElement(ctx, slot, DataType::kFloat32));
   for (auto [name, fallback] : {std::pair{"beta1", kAdamBeta1}, std::pair{"beta2", kAdamBeta2}}) {
     double v = ctx.attrs().GetFloat(name, fallback);
     if (!(v >= 0 && v < 1)) {

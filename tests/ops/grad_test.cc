@@ -13,16 +13,6 @@
 namespace pw::testing {
 namespace {
 
-using Slots = std::vector<std::pair<std::string, std::vector<std::string>>>;
-
-Op MakeOp(std::string type, const Slots& inputs, const Slots& outputs) {
-  Op op;
-  op.type = std::move(type);
-  for (const auto& [slot, vars] : inputs) op.SetInput(slot, vars);
-  for (const auto& [slot, vars] : outputs) op.SetOutput(slot, vars);
-  return op;
-}
-
 const Op* FindOp(const GradCheckResult& r, const std::string& type) {
   for (const Op& op : r.grad_ops)
     if (op.type == type) return &op;

@@ -17,15 +17,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Op MakeOp(std::string type, std::vector<std::pair<std::string, std::vector<std::string>>> in,
-          std::vector<std::pair<std::string, std::vector<std::string>>> out) {
-  Op op;
-  op.type = std::move(type);
-  for (auto& [s, v] : in) op.SetInput(s, v);
-  for (auto& [s, v] : out) op.SetOutput(s, v);
-  return op;
-}
-
 // Element (i, j) of the last two dims of batch b, with a 2-D tensor shared by all b.
 float At(const Tensor& t, int64_t b, int64_t i, int64_t j, bool trans) {
   if (trans) std::swap(i, j);

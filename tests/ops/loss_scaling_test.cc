@@ -12,15 +12,6 @@
 namespace pw::testing {
 namespace {
 
-Op MakeOp(std::string type, std::vector<std::pair<std::string, std::vector<std::string>>> in,
-          std::vector<std::pair<std::string, std::vector<std::string>>> out) {
-  Op op;
-  op.type = std::move(type);
-  for (auto& [s, v] : in) op.SetInput(s, v);
-  for (auto& [s, v] : out) op.SetOutput(s, v);
-  return op;
-}
-
 Tensor Scalar(float v) { return MakeTensor({}, {v}); }
 
 TEST(LossScaling, UnscalesAndFlagsNonFiniteGradients) {

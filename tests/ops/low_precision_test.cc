@@ -112,15 +112,6 @@ Inferred InferWith(const Op& op, const std::vector<Var>& vars) {
   return r;
 }
 
-Op MakeOp(std::string type, std::vector<std::pair<std::string, std::vector<std::string>>> in,
-          std::vector<std::pair<std::string, std::vector<std::string>>> out) {
-  Op op;
-  op.type = std::move(type);
-  for (auto& [s, v] : in) op.SetInput(s, v);
-  for (auto& [s, v] : out) op.SetOutput(s, v);
-  return op;
-}
-
 TEST(LowPrecisionInfer, OutputsFollowTheComputeDtype) {
   Op mm = MakeOp("matmul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"o"}}});
   auto r = InferWith(

@@ -69,6 +69,14 @@ Status RunOps(const std::vector<Op>& ops, TensorEnv& env, Communicator* comm) {
   return OkStatus();
 }
 
+Op MakeOp(std::string type, const SlotList& inputs, const SlotList& outputs) {
+  Op op;
+  op.type = std::move(type);
+  for (const auto& [slot, vars] : inputs) op.SetInput(slot, vars);
+  for (const auto& [slot, vars] : outputs) op.SetOutput(slot, vars);
+  return op;
+}
+
 Tensor RandomTensor(const Shape& shape, uint32_t seed, float low, float high) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(low, high);

@@ -37,6 +37,10 @@ class TensorEnv {
 // (in place); every other output is freshly allocated.
 Status RunOps(const std::vector<Op>& ops, TensorEnv& env, Communicator* comm = nullptr);
 
+// An op of `type` with the given input and output slots.
+using SlotList = std::vector<std::pair<std::string, std::vector<std::string>>>;
+Op MakeOp(std::string type, const SlotList& inputs, const SlotList& outputs);
+
 // Deterministic random tensors.
 Tensor RandomTensor(const Shape& shape, uint32_t seed, float low = -1.f, float high = 1.f);
 Tensor RandomIds(const Shape& shape, int64_t vocab, uint32_t seed);

@@ -28,15 +28,6 @@ class RankOf : public Communicator {
   int rank_;
 };
 
-Op MakeOp(std::string type, std::vector<std::pair<std::string, std::vector<std::string>>> in,
-          std::vector<std::pair<std::string, std::vector<std::string>>> out) {
-  Op op;
-  op.type = std::move(type);
-  for (auto& [s, v] : in) op.SetInput(s, v);
-  for (auto& [s, v] : out) op.SetOutput(s, v);
-  return op;
-}
-
 // Columns [begin, begin + n) of a [rows, cols] tensor.
 Tensor Columns(const Tensor& t, int64_t begin, int64_t n) {
   const int64_t cols = t.dim(-1), rows = t.numel() / cols;
