@@ -4,10 +4,11 @@
 // from its data sheet, NVLink within the node):
 //
 //   1. the step before and after each change: f32 -> bf16 (amp) -> vocabulary-parallel ->
-//      balance-stages, with the simulator's bubble rate (compute idle, which counts the
-//      tensor-parallel all-reduces that block the compute stream), the compute stream's
-//      idle share (the pipeline bubble proper), exposed communication, and the slowest
-//      rank's compute over the mean;
+//      balance-stages (-> the stream passes with overlap-1f1b, which hide the
+//      tensor-parallel communication), with the simulator's bubble rate (compute idle, which counts
+//      the tensor-parallel all-reduces that block the compute stream), the compute stream's idle
+//      share (the pipeline bubble proper), exposed communication, and the slowest rank's compute
+//      over the mean;
 //   2. one layer's matmul time per micro-batch against the 989 TFLOP/s bf16 peak.
 //
 //   build/benchmarks/amp_figures [MICRO_BATCHES (16)]
@@ -44,11 +45,12 @@ void Check(const Status& s, const char* what) {
 }
 
 StatusOr<Module> Planned(bool vocab_parallel, const std::string& passes, int micro_batches,
-                         std::shared_ptr<cost::Estimator> est) {
+                         std::shared_ptr<cost::Estimator> est, const std::string& after = "") {
   PW_ASSIGN_OR_RETURN(Module m, models::BuildGpt(Gpt67B(vocab_parallel)));
   PassManager pm;
-  PW_RETURN_IF_ERROR(pm.AddPipeline(StrCat(
-      passes, ",split-program,schedule{kind=1f1b,micro-batches=", micro_batches, "},insert-p2p")));
+  PW_RETURN_IF_ERROR(pm.AddPipeline(
+      StrCat(passes, ",split-program,schedule{kind=1f1b,micro-batches=", micro_batches,
+             "},insert-p2p", after)));
   PassContext context(ops::Registry());
   context.Attach(std::move(est));
   PW_RETURN_IF_ERROR(pm.Run(m, context).status());
@@ -60,6 +62,7 @@ void StepTable(std::shared_ptr<cost::Estimator> est, int micro_batches) {
     const char* name;
     bool vocab_parallel;
     const char* passes;
+    const char* after = "";  // passes after insert-p2p
   };
   const Row rows[] = {
       {"f32, whole vocabulary, whole-layer stages", false, "append-backward{optimizer=adam}"},
@@ -67,6 +70,9 @@ void StepTable(std::shared_ptr<cost::Estimator> est, int micro_batches) {
       {"+ vocabulary-parallel", true, "append-backward{optimizer=adam},amp{dtype=bf16}"},
       {"+ balance-stages", true,
        "append-backward{optimizer=adam},amp{dtype=bf16},balance-stages{report=false}"},
+      {"+ stream passes and overlap-1f1b", true,
+       "append-backward{optimizer=adam},amp{dtype=bf16},balance-stages{report=false}",
+       ",assign-streams,overlap-column-parallel-backward,overlap-1f1b,insert-events"},
   };
   const double formula = double(kPp - 1) / (micro_batches + kPp - 1);
   std::printf("GPT-3 6.7B shape, mp 2 x pp 4, 1f1b, %d micro-batches, h100 (simulated)\n",
@@ -78,7 +84,7 @@ void StepTable(std::shared_ptr<cost::Estimator> est, int micro_batches) {
               "rank work");
   cost::Simulator sim(est, ops::Registry());
   for (const Row& r : rows) {
-    StatusOr<Module> m = Planned(r.vocab_parallel, r.passes, micro_batches, est);
+    StatusOr<Module> m = Planned(r.vocab_parallel, r.passes, micro_batches, est, r.after);
     Check(m.status(), r.name);
     StatusOr<cost::SimResult> s = sim.Run(*m);
     Check(s.status(), r.name);
