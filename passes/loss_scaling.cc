@@ -8,6 +8,14 @@
 namespace pw {
 namespace {
 
+// A scalar f32 var (an overflow flag).
+Var ScalarVar(const std::string& name) {
+  Var v;
+  v.name = name;
+  v.dtype = DataType::kFloat32;
+  return v;
+}
+
 constexpr const char* kGoodStepsVar = "amp.good_steps";
 constexpr const char* kSkippedStepsVar = "amp.skipped_steps";
 
@@ -84,7 +92,7 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
     check.SetInput("X", grads).SetInput("Scale", {kLossScaleVar});
     std::string flag = "amp.found_inf" + tag;
     check.SetOutput("Out", unscaled).SetOutput("FoundInfinite", {flag});
-    PW_RETURN_IF_ERROR(Declare(program, Var{flag, DataType::kFloat32, {}}));
+    PW_RETURN_IF_ERROR(Declare(program, ScalarVar(flag)));
     before[range.first_update].push_back(std::move(check));
     // Any rank's overflow skips the step everywhere: max over mp, then over the pipeline.
     for (auto [group, degree] :
@@ -92,7 +100,7 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
       if (degree <= 1) continue;
       Op reduce = StageOp("c_allreduce_max", first);
       const std::string reduced = StrCat(flag, "@", group);
-      PW_RETURN_IF_ERROR(Declare(program, Var{reduced, DataType::kFloat32, {}}));
+      PW_RETURN_IF_ERROR(Declare(program, ScalarVar(reduced)));
       reduce.SetInput("X", {flag}).SetOutput("Out", {reduced});
       reduce.SetAttr("group", std::string(group));
       before[range.first_update].push_back(std::move(reduce));
