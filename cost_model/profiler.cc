@@ -10,7 +10,6 @@
 #include <set>
 #include <thread>
 
-#include "cost_model/implicit_ops.h"
 #include "cost_model/wake_latency.h"
 #include "ir/p2p_vars.h"
 #include "ir/rank_sequence.h"
@@ -94,16 +93,9 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
       (optimizer_program || op.role == OpRole::kOptimize ? optimizer_ops : other_ops)
           .push_back(&op);
   }
-  auto lookup = [&](const std::string& name) -> const Var* {
-    for (const Program& p : module.programs())
-      if (const Var* v = p.FindVar(name)) return v;
-    return nullptr;
-  };
+  auto lookup = [&](const std::string& name) { return module.FindVar(name); };
   for (const Program& p : module.programs()) {
-    auto local = [&](const std::string& name) -> const Var* {
-      const Var* v = p.FindVar(name);
-      return v ? v : lookup(name);
-    };
+    auto local = [&](const std::string& name) { return module.FindVar(name, &p); };
     for (const Op& op : p.ops()) {
       Status s = AddDistinct(op, registry, local, seen, out);
       if (!s.ok()) return s.WithContext(StrCat("program '", p.name(), "'"));

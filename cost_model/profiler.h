@@ -1,6 +1,6 @@
 #pragma once
 // Measures op costs on this machine's CPU backend: every distinct op signature of a
-// module (its programs' ops and the work the executor adds, implicit_ops.h) runs its CPU
+// module (its programs' ops and the work the executor adds, ir/rank_sequence.h) runs its CPU
 // kernel on synthetic inputs, with warm-up and repetitions; the table keeps the median and
 // the spread. Each repetition allocates the outputs afresh, as the executor does, so the
 // allocation and zero-fill are part of the cost. Also measures the CPU's DeviceSpec figures

@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-#include "cost_model/implicit_ops.h"
+#include "cost_model/op_price.h"
 #include "ir/event_ref.h"
 #include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
@@ -62,12 +62,6 @@ bool IsGemmOp(const std::string& type) {
          type == "attention_grad";
 }
 
-bool InterNode(const DeviceSpec& spec, const std::vector<int>& ranks) {
-  for (int r : ranks)
-    if (!SameNode(spec, ranks.front(), r)) return true;
-  return false;
-}
-
 // Lowers one rank's sequence (ir/rank_sequence.h) into priced instructions: the same work,
 // in the same order, on the same streams as the executor runs it.
 class RankLowerer {
@@ -87,8 +81,7 @@ class RankLowerer {
   Status Lower(int item);
   Status LowerOp(int item, const Op& op, const Program& program, SimInstr& instr);
   Status LowerTransfer(int item, SimInstr& instr);
-  StatusOr<Estimate> Cost(const Op& op, const Program& program);
-  const Var* FindDecl(const std::string& var, const Program& program) const;
+  StatusOr<const OpPrice*> Price(const Op& op, const Program& program);
 
   const Module& module_;
   int rank_;
@@ -100,60 +93,41 @@ class RankLowerer {
   int first_slot_ = 0;    // the rank's first SimSlot
   std::vector<int> ids_;  // per item: its SimInstr
   std::set<int> allocated_;
-  std::map<const Op*, Estimate> op_costs_;
-  std::deque<Op> added_;  // the executor's own ops, kept alive for the cost cache
+  std::map<const Op*, OpPrice> prices_;  // every job of a program runs the same ops
+  std::deque<Op> added_;                 // the executor's own ops, kept alive for the cache
 };
 
-const Var* RankLowerer::FindDecl(const std::string& var, const Program& program) const {
-  if (const Var* v = program.FindVar(var)) return v;
-  for (const Program& p : module_.programs())
-    if (const Var* v = p.FindVar(var)) return v;
-  return nullptr;
-}
-
-StatusOr<Estimate> RankLowerer::Cost(const Op& op, const Program& program) {
-  auto it = op_costs_.find(&op);
-  if (it != op_costs_.end()) return it->second;
-  auto lookup = [&](const std::string& v) { return FindDecl(v, program); };
-  PW_ASSIGN_OR_RETURN(OpSignature sig, SignatureOf(op, registry_, lookup));
-  Estimate e = est_.OpTime(sig);
-  op_costs_[&op] = e;
-  return e;
+StatusOr<const OpPrice*> RankLowerer::Price(const Op& op, const Program& program) {
+  auto it = prices_.find(&op);
+  if (it == prices_.end()) {
+    auto lookup = [&](const std::string& v) { return module_.FindVar(v, &program); };
+    PW_ASSIGN_OR_RETURN(OpPrice price, PriceOp(op, module_, rank_, est_, registry_, lookup));
+    it = prices_.emplace(&op, std::move(price)).first;
+  }
+  return &it->second;
 }
 
 Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInstr& instr) {
   const WorkItem& item = seq_.items[i];
-  // A collective over a group of more than one rank is communication; otherwise it is the
-  // identity its kernel computes locally.
-  const OpDef* def = registry_.Find(op.type);
-  std::vector<int> group;
-  if (def && def->collective)
-    group = RankLayout(module_.mesh).Group(op.attrs.GetString("group", "mp"), rank_);
-  if (group.size() > 1) {
-    const Var* x = FindDecl(op.Input("X"), program);
-    const std::string group_kind = op.attrs.GetString("group", "mp");
-    instr.kind = InstrKind::kCollective;
-    instr.comm_class = group_kind == "dp"                               ? CommClass::kDp
-                       : seq_.jobs[item.job]->kind == JobKind::kForward ? CommClass::kMpForward
-                                                                        : CommClass::kMpBackward;
-    instr.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
-    instr.group_size = static_cast<int>(group.size());
-    instr.inter_node = InterNode(est_.device(), group);
-    instr.seconds = est_.comm()
-                        .Time(CommKind::kAllReduce, instr.bytes, instr.group_size, instr.inter_node)
-                        .seconds;
-    instr.path = EstimatePath::kComm;
-    std::string name = group_kind + ":";
-    for (int r : group) name += StrCat(r, ",");
-    CollectiveKey key{name, static_cast<int>(item.stream)};
-    match_.collectives[key][rank_].push_back(static_cast<int>(g_.instrs.size()));
-    match_.group_members[key] = group;
+  PW_ASSIGN_OR_RETURN(const OpPrice* price, Price(op, program));
+  instr.seconds = price->seconds;
+  instr.path = price->path;
+  if (!price->collective) {
+    instr.gemm = IsGemmOp(op.type);
     return OkStatus();
   }
-  PW_ASSIGN_OR_RETURN(Estimate e, Cost(op, program));
-  instr.seconds = e.seconds;
-  instr.path = e.path;
-  instr.gemm = IsGemmOp(op.type);
+  instr.kind = InstrKind::kCollective;
+  instr.comm_class = price->group_kind == "dp"                        ? CommClass::kDp
+                     : seq_.jobs[item.job]->kind == JobKind::kForward ? CommClass::kMpForward
+                                                                      : CommClass::kMpBackward;
+  instr.bytes = price->bytes;
+  instr.group_size = static_cast<int>(price->group.size());
+  instr.inter_node = price->inter_node;
+  std::string name = price->group_kind + ":";
+  for (int r : price->group) name += StrCat(r, ",");
+  CollectiveKey key{name, static_cast<int>(item.stream)};
+  match_.collectives[key][rank_].push_back(static_cast<int>(g_.instrs.size()));
+  match_.group_members[key] = price->group;
   return OkStatus();
 }
 

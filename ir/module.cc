@@ -14,6 +14,14 @@ const Program* Module::FindProgram(std::string_view name) const {
   return nullptr;
 }
 
+const Var* Module::FindVar(std::string_view name, const Program* first) const {
+  if (first)
+    if (const Var* v = first->FindVar(name)) return v;
+  for (const Program& p : programs_)
+    if (const Var* v = p.FindVar(name)) return v;
+  return nullptr;
+}
+
 std::vector<std::string> ModuleInputs(const Module& module) {
   const Attribute* inputs = module.metadata.Find("inputs");
   if (inputs && TypeOf(*inputs) == AttrType::kStrings)

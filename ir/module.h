@@ -35,6 +35,9 @@ class Module {
     programs_.push_back(std::move(program));
     return programs_.back();
   }
+  // The declaration of `name`: `first`'s when it declares it, else the first program's
+  // that does (a split module declares a var in every program that uses it), or null.
+  const Var* FindVar(std::string_view name, const Program* first = nullptr) const;
   // The single program of an unsplit module (the first program).
   Program& main_program() { return programs_.front(); }
   const Program& main_program() const { return programs_.front(); }

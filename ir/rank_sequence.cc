@@ -73,7 +73,6 @@ class RankSequenceBuilder {
   Status CollectJobs();
   void FindGradients();
   void FindLastWrites();
-  const Var* FindDecl(const std::string& var, const Program& program) const;
   StatusOr<int> SlotFor(const std::string& var, int table, const Program& program);
   int Add(WorkItem item);
   Status LowerProgramJob(int j);
@@ -130,22 +129,17 @@ Status RankSequenceBuilder::CollectJobs() {
 // Gradients: vars the optimizer programs read that the rank's other programs write,
 // except persistable ones.
 void RankSequenceBuilder::FindGradients() {
-  std::set<std::string> written;
+  std::vector<const Op*> optimizer_ops, other_ops;
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
-    const Job& job = *seq_.jobs[j];
-    if (job.kind == JobKind::kOptimizer || IsP2pJob(job.kind)) continue;
+    const JobKind kind = seq_.jobs[j]->kind;
+    if (IsP2pJob(kind)) continue;
     for (const Op& op : seq_.programs[j]->ops())
-      op.ForEachOutput([&](const std::string& v) { written.insert(v); });
+      (kind == JobKind::kOptimizer ? optimizer_ops : other_ops).push_back(&op);
   }
-  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
-    if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
-    const Program& p = *seq_.programs[j];
-    for (const Op& op : p.ops())
-      op.ForEachInput([&](const std::string& v) {
-        const Var* decl = FindDecl(v, p);
-        if (written.count(v) && !(decl && decl->persistable)) grads_.insert(v);
-      });
-  }
+  grads_ = OptimizerGradients(optimizer_ops, other_ops, [&](const std::string& v) {
+    const Var* decl = module_.FindVar(v);
+    return decl && decl->persistable;
+  });
   seq_.grads.assign(grads_.begin(), grads_.end());
 }
 
@@ -162,16 +156,9 @@ void RankSequenceBuilder::FindLastWrites() {
   }
 }
 
-const Var* RankSequenceBuilder::FindDecl(const std::string& var, const Program& program) const {
-  if (const Var* v = program.FindVar(var)) return v;
-  for (const Program& p : module_.programs())
-    if (const Var* v = p.FindVar(var)) return v;
-  return nullptr;
-}
-
 StatusOr<int> RankSequenceBuilder::SlotFor(const std::string& var, int table,
                                            const Program& program) {
-  const Var* decl = FindDecl(var, program);
+  const Var* decl = module_.FindVar(var, &program);
   if (!decl) return NotFound("var '", var, "' is not declared in program '", program.name(), "'");
   const bool accumulator = table == kStepTable && grads_.count(var);
   const bool persistable = decl->persistable;
@@ -408,6 +395,19 @@ StatusOr<RankSequence> BuildRankSequence(const Module& module, int rank,
                                          const RankSequenceOptions& options) {
   RankSequenceBuilder builder(module, rank, options);
   return builder.Run();
+}
+
+std::set<std::string> OptimizerGradients(
+    const std::vector<const Op*>& optimizer_ops, const std::vector<const Op*>& other_ops,
+    const std::function<bool(const std::string&)>& is_persistable) {
+  std::set<std::string> written, grads;
+  for (const Op* op : other_ops)
+    op->ForEachOutput([&](const std::string& v) { written.insert(v); });
+  for (const Op* op : optimizer_ops)
+    op->ForEachInput([&](const std::string& v) {
+      if (written.count(v) && !is_persistable(v)) grads.insert(v);
+    });
+  return grads;
 }
 
 Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale) {

@@ -23,7 +23,9 @@
 // Tensors are slots: a var of one micro-batch, of the step (the optimizer job's own
 // intermediates) or of the rank (parameters, optimizer state, gradient sums).
 
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,6 +118,13 @@ struct RankSequence {
 // waited on before it is recorded or recorded twice, a send/recv that moves nothing.
 StatusOr<RankSequence> BuildRankSequence(const Module& module, int rank,
                                          const RankSequenceOptions& options = {});
+
+// Gradients: vars the optimizer ops read that the other ops write, except persistable
+// ones (`is_persistable` looks the var up): what the executor sums over micro-batches. The
+// profiler asks the same of a module with no plan.
+std::set<std::string> OptimizerGradients(
+    const std::vector<const Op*>& optimizer_ops, const std::vector<const Op*>& other_ops,
+    const std::function<bool(const std::string&)>& is_persistable);
 
 // The op the executor runs for a piece of its own work: `add` (X = Y = Out = grad) for
 // kAccumulate, `c_allreduce_sum` over dp for kGradAllReduce, `scale` by `scale` otherwise.

@@ -257,12 +257,7 @@ StatusOr<std::vector<ChainOp>> Overlap1F1BPass::Chain(const Module& module, cons
       ops = cached->second;
     } else {
       const int rank = PricingRank(module, *program);
-      auto lookup = [&](const std::string& v) -> const Var* {
-        if (const Var* var = program->FindVar(v)) return var;
-        for (const Program& p : module.programs())
-          if (const Var* var = p.FindVar(v)) return var;
-        return nullptr;
-      };
+      auto lookup = [&](const std::string& v) { return module.FindVar(v, program); };
       for (const Op& op : program->ops()) {
         StatusOr<cost::OpPrice> price =
             cost::PriceOp(op, module, rank, estimator, context.ops(), lookup);

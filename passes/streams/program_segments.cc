@@ -21,14 +21,8 @@ Program MakeSegment(const Module& module, const Program& parent, const SegmentRa
     });
     segment.AddOp(ops[k]);
   }
-  auto decl = [&](const std::string& v) -> const Var* {
-    if (const Var* var = parent.FindVar(v)) return var;
-    for (const Program& p : module.programs())
-      if (const Var* var = p.FindVar(v)) return var;
-    return nullptr;
-  };
   for (const std::string& v : used)
-    if (const Var* var = decl(v)) segment.AddVar(*var);
+    if (const Var* var = module.FindVar(v, &parent)) segment.AddVar(*var);
 
   // What later ops of the parent, or other programs, read of what the segment writes.
   std::unordered_set<std::string> read_later(parent.info().outputs.begin(),
