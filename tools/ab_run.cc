@@ -9,7 +9,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "executor/comm/kv_store.h"
@@ -18,6 +17,7 @@
 #include "executor/tensor_file.h"
 #include "executor/watchdog.h"
 #include "tools/progress_bar.h"
+#include "tools/run_report.h"
 
 namespace pw::tools {
 namespace {
@@ -42,12 +42,13 @@ class RoundState {
 
   // True when `step` has now been reported by every rank. Malformed lines are ignored.
   bool Record(int rank, const std::string& line) {
-    std::istringstream in(line);
-    std::string word;
-    int64_t step, bytes;
+    RankStepReport report;
+    if (!ParseStepReport(line, &report)) return false;
+    const int64_t step = report.step, bytes = report.peak_bytes;
     RankStep s;
-    if (!(in >> word >> step >> s.loss_count >> s.ms >> bytes >> s.loss_sum) || word != "step")
-      return false;
+    s.loss_count = report.loss_count;
+    s.ms = report.step_ms;
+    s.loss_sum = report.loss_sum;
     std::lock_guard<std::mutex> lock(mu_);
     if (step < 0 || step >= static_cast<int64_t>(steps_[rank].size())) return false;
     s.reported = true;

@@ -3,8 +3,6 @@
 // figure, a confidence interval on the measured step time, and a check that both plans
 // train alike.
 
-#include <stdlib.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -23,6 +21,7 @@
 #include "tools/command.h"
 #include "tools/cost_inputs.h"
 #include "tools/flags.h"
+#include "tools/run_report.h"
 
 namespace pw::tools {
 namespace {
@@ -167,9 +166,7 @@ StatusOr<MeasuredAB> Measure(const Flags& flags, AbRunSettings settings, const P
   settings.run_dir = flags.Get("run-dir");
   settings.keep_rounds = !settings.run_dir.empty();
   if (settings.run_dir.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "pipeweave-ab-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) return Internal("cannot create a run directory in /tmp");
-    settings.run_dir = tmpl;
+    PW_ASSIGN_OR_RETURN(settings.run_dir, MakeRunDir("pipeweave-ab"));
   }
   std::error_code ec;
   fs::create_directories(settings.run_dir, ec);

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <sstream>
 
 #include "executor/backend_factory.h"
 #include "executor/launcher.h"
@@ -23,6 +22,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/run_parallel.h"
+#include "tools/run_report.h"
 
 namespace pw::tools {
 namespace {
@@ -117,11 +117,7 @@ StatusOr<int> RunOneRank(const Flags& flags) {
   if (fd >= 0) {
     options.dead_after = std::chrono::milliseconds(0);  // the launcher watches its ranks
     options.run.on_step = [fd](const RankStepReport& r) {
-      std::string line =
-          StrCat("step ", r.step, " ", r.loss_count, " ", r.step_ms, " ", r.peak_bytes, " ");
-      char loss[64];
-      std::snprintf(loss, sizeof(loss), "%.17g\n", r.loss_sum);
-      line += loss;
+      const std::string line = StepReportLine(r);
       (void)!write(static_cast<int>(fd), line.data(), line.size());
     };
   } else {
@@ -166,9 +162,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
   std::string run_dir = flags.Get("run-dir");
   if (run_dir.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "pipeweave-run-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) return Internal("cannot create a run directory in /tmp");
-    run_dir = tmpl;
+    PW_ASSIGN_OR_RETURN(run_dir, MakeRunDir("pipeweave-run"));
   }
   fs::create_directories(run_dir);
   if (!flags.Get("save-params").empty()) fs::create_directories(flags.Get("save-params"));
@@ -214,18 +208,14 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   std::vector<double> peak(nproc, 0);
   int64_t next_print = 0;
   options.on_report = [&](int rank, const std::string& line) {
-    std::istringstream in(line);
-    std::string word;
-    int64_t step;
-    int count;
-    double ms, bytes, loss_sum;
-    if (!(in >> word >> step >> count >> ms >> bytes >> loss_sum) || word != "step") return;
-    StepRow& row = rows[step];
+    RankStepReport r;
+    if (!ParseStepReport(line, &r)) return;
+    StepRow& row = rows[r.step];
     ++row.reports;
-    row.loss_sum += loss_sum;
-    row.loss_count += count;
-    row.max_ms = std::max(row.max_ms, ms);
-    peak[rank] = std::max(peak[rank], bytes);
+    row.loss_sum += r.loss_sum;
+    row.loss_count += r.loss_count;
+    row.max_ms = std::max(row.max_ms, r.step_ms);
+    peak[rank] = std::max(peak[rank], static_cast<double>(r.peak_bytes));
     while (!json && rows.count(next_print) && rows[next_print].reports == nproc) {
       const StepRow& r = rows[next_print];
       std::printf("step %lld loss %.4f", static_cast<long long>(next_print + 1),
