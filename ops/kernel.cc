@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -154,8 +155,16 @@ bool HasLowPrecision(const KernelContext& ctx) {
   return false;
 }
 
-Status RunWidened(KernelContext& ctx, CpuKernel kernel) {
-  std::map<const Tensor*, Tensor> wide;  // node-based: pointers into it stay valid
+Status RunOnF32View(KernelContext& ctx, CpuKernel kernel,
+                    const std::function<StatusOr<Tensor*>(const Tensor& t, bool input)>& f32_of,
+                    const std::function<void(const Tensor& f32, Tensor& out)>& narrow) {
+  std::map<const Tensor*, Tensor*> wide;  // an output that is also an input shares its copy
+  auto view = [&](const Tensor* t, bool input) -> StatusOr<Tensor*> {
+    auto it = wide.find(t);
+    if (it != wide.end()) return it->second;
+    PW_ASSIGN_OR_RETURN(Tensor * copy, f32_of(*t, input));
+    return wide.emplace(t, copy).first->second;
+  };
   KernelContext f32{ctx.op, {}, {}, ctx.comm};
   f32.inputs.resize(ctx.inputs.size());
   for (size_t i = 0; i < ctx.inputs.size(); ++i)
@@ -164,9 +173,8 @@ Status RunWidened(KernelContext& ctx, CpuKernel kernel) {
         f32.inputs[i].push_back(t);
         continue;
       }
-      auto [it, fresh] = wide.try_emplace(t);
-      if (fresh) it->second = ToF32(*t);
-      f32.inputs[i].push_back(&it->second);
+      PW_ASSIGN_OR_RETURN(Tensor * copy, view(t, true));
+      f32.inputs[i].push_back(copy);
     }
   f32.outputs.resize(ctx.outputs.size());
   for (size_t i = 0; i < ctx.outputs.size(); ++i)
@@ -175,15 +183,24 @@ Status RunWidened(KernelContext& ctx, CpuKernel kernel) {
         f32.outputs[i].push_back(t);
         continue;
       }
-      auto [it, fresh] = wide.try_emplace(t);
-      if (fresh) it->second = Tensor(DataType::kFloat32, t->shape());
-      f32.outputs[i].push_back(&it->second);
+      PW_ASSIGN_OR_RETURN(Tensor * copy, view(t, false));
+      f32.outputs[i].push_back(copy);
     }
   PW_RETURN_IF_ERROR(kernel(f32));
   for (size_t i = 0; i < ctx.outputs.size(); ++i)
     for (Tensor* t : ctx.outputs[i])
-      if (IsLowPrecision(t->dtype())) StoreFromF32(wide.at(t), *t);
+      if (IsLowPrecision(t->dtype())) narrow(*wide.at(t), *t);
   return OkStatus();
+}
+
+Status RunWidened(KernelContext& ctx, CpuKernel kernel) {
+  std::deque<Tensor> copies;  // pointers into it stay valid
+  return RunOnF32View(
+      ctx, kernel,
+      [&](const Tensor& t, bool input) -> StatusOr<Tensor*> {
+        return &copies.emplace_back(input ? ToF32(t) : Tensor(DataType::kFloat32, t.shape()));
+      },
+      [](const Tensor& f32, Tensor& out) { StoreFromF32(f32, out); });
 }
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

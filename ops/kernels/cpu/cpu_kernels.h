@@ -24,6 +24,15 @@ Status ValidateKernelContext(const KernelContext& ctx);
 Status RunWidened(KernelContext& ctx, CpuKernel kernel);
 bool HasLowPrecision(const KernelContext& ctx);
 
+// What every backend's RunWidened does, whatever memory its f32 copies live in: runs
+// `kernel` on a view of `ctx` where each distinct bf16/f16 tensor is the f32 tensor
+// `f32_of(tensor, input)` gives (filled with the widened values for an input, to be
+// written for an output), then `narrow(f32, output)` rounds each low-precision output
+// back from its copy.
+Status RunOnF32View(KernelContext& ctx, CpuKernel kernel,
+                    const std::function<StatusOr<Tensor*>(const Tensor& t, bool input)>& f32_of,
+                    const std::function<void(const Tensor& f32, Tensor& out)>& narrow);
+
 template <CpuKernel kKernel>
 Status Checked(KernelContext& ctx) {
   PW_RETURN_IF_ERROR(ValidateKernelContext(ctx));

@@ -1,6 +1,6 @@
 // The CUDA kernel table and the checks every CUDA kernel runs first.
 
-#include <map>
+#include <deque>
 #include <vector>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
@@ -65,52 +65,27 @@ Status RunWidened(KernelContext& ctx, CpuKernel kernel) {
   // f32 copies in stream-ordered scratch, wrapped as device tensors for the kernel; the
   // scratch is freed (in stream order) after the rounding back is queued.
   std::vector<Scratch> scratch;
-  std::map<const Tensor*, Tensor> wide;
+  std::deque<Tensor> copies;  // pointers into it stay valid
   const cudaStream_t stream = CurrentLaunch().stream;
-  auto f32_copy = [&](const Tensor* t, bool fill) -> StatusOr<Tensor*> {
-    auto it = wide.find(t);
-    if (it != wide.end()) return &it->second;
-    PW_ASSIGN_OR_RETURN(Scratch s, Scratch::Make(t->numel() * int64_t{sizeof(float)}));
+  auto f32_of = [&](const Tensor& t, bool input) -> StatusOr<Tensor*> {
+    PW_ASSIGN_OR_RETURN(Scratch s, Scratch::Make(t.numel() * int64_t{sizeof(float)}));
     auto* p = static_cast<std::byte*>(s.get());
     scratch.push_back(std::move(s));
-    Tensor copy(DataType::kFloat32, t->shape(), std::shared_ptr<std::byte>(p, [](std::byte*) {}),
-                Device::kCuda);
-    if (fill) {
-      LaunchWidenToF32(t->dtype() == DataType::kBFloat16, t->raw(), copy.f32(), t->numel(), stream);
+    Tensor& copy =
+        copies.emplace_back(DataType::kFloat32, t.shape(),
+                            std::shared_ptr<std::byte>(p, [](std::byte*) {}), Device::kCuda);
+    if (input) {
+      LaunchWidenToF32(t.dtype() == DataType::kBFloat16, t.raw(), copy.f32(), t.numel(), stream);
     } else {
       PW_RETURN_IF_ERROR(
           CudaCheck(cudaMemsetAsync(copy.raw(), 0, copy.nbytes(), stream), "zero fill"));
     }
-    return &wide.emplace(t, std::move(copy)).first->second;
+    return &copy;
   };
-  KernelContext f32{ctx.op, {}, {}, ctx.comm};
-  f32.inputs.resize(ctx.inputs.size());
-  for (size_t i = 0; i < ctx.inputs.size(); ++i)
-    for (const Tensor* t : ctx.inputs[i]) {
-      if (!IsLowPrecision(t->dtype())) {
-        f32.inputs[i].push_back(t);
-        continue;
-      }
-      PW_ASSIGN_OR_RETURN(Tensor * copy, f32_copy(t, true));
-      f32.inputs[i].push_back(copy);
-    }
-  f32.outputs.resize(ctx.outputs.size());
-  for (size_t i = 0; i < ctx.outputs.size(); ++i)
-    for (Tensor* t : ctx.outputs[i]) {
-      if (!IsLowPrecision(t->dtype())) {
-        f32.outputs[i].push_back(t);
-        continue;
-      }
-      PW_ASSIGN_OR_RETURN(Tensor * copy, f32_copy(t, false));
-      f32.outputs[i].push_back(copy);
-    }
-  PW_RETURN_IF_ERROR(kernel(f32));
-  for (size_t i = 0; i < ctx.outputs.size(); ++i)
-    for (Tensor* t : ctx.outputs[i])
-      if (IsLowPrecision(t->dtype()))
-        LaunchNarrowFromF32(t->dtype() == DataType::kBFloat16, wide.at(t).f32(), t->raw(),
-                            t->numel(), stream);
-  return OkStatus();
+  return cpu::RunOnF32View(ctx, kernel, f32_of, [&](const Tensor& f32, Tensor& out) {
+    LaunchNarrowFromF32(out.dtype() == DataType::kBFloat16, f32.f32(), out.raw(), out.numel(),
+                        stream);
+  });
 }
 
 Status CudaCheck(cudaError_t e, std::string_view what) {
