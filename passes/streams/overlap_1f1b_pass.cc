@@ -72,10 +72,9 @@ struct SegmentRun {
 };
 
 struct Decision {
-  bool interleave = false;
+  bool interleave = false;  // the simulator found the fused job faster than back to back
   std::vector<SegmentRun> runs;
-  double estimated_fused = 0, estimated_apart = 0;  // the list scheduler's estimates
-  double simulated_fused = 0, simulated_apart = 0;  // the simulator's, when attached
+  std::vector<SegmentRange> segments;  // the programs the runs name, per run
 };
 
 // The key of a kind of pair: the programs of both parts, in order.
@@ -416,10 +415,7 @@ StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& fir
   // Two jobs alike (warm-up F, F or cool-down B, B): the earlier leads.
   options.lead_first = options.same_program;
   Interleaving fused = Interleave(a, b, options);
-  Interleaving apart = BackToBack(a, b, options);
   Decision d;
-  d.estimated_fused = fused.makespan;
-  d.estimated_apart = apart.makespan;
 
   // Runs of the merged order, split where a part moves on to its next program.
   const Part* parts[2] = {&first, &second};
@@ -439,16 +435,15 @@ StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& fir
       d.runs.push_back(SegmentRun{chain, program, index, index + 1});
     }
   }
-  std::vector<SegmentRange> segments;
   for (const SegmentRun& r : d.runs)
-    segments.push_back({parts[r.chain]->runs[r.program]->program, r.begin, r.end});
+    d.segments.push_back({parts[r.chain]->runs[r.program]->program, r.begin, r.end});
   std::vector<Job> together = Interleaved(module, first, second, d);
   std::vector<Job> one_then_other;
   for (const Part* part : {&first, &second})
     for (const Job* run : part->runs) one_then_other.push_back(*run);
-  PW_ASSIGN_OR_RETURN(d.simulated_fused, Simulate(module, together, segments, context));
-  PW_ASSIGN_OR_RETURN(d.simulated_apart, Simulate(module, one_then_other, {}, context));
-  d.interleave = d.simulated_fused < d.simulated_apart * (1 - 1e-9);
+  PW_ASSIGN_OR_RETURN(double fused_time, Simulate(module, together, d.segments, context));
+  PW_ASSIGN_OR_RETURN(double apart_time, Simulate(module, one_then_other, {}, context));
+  d.interleave = fused_time < apart_time * (1 - 1e-9);
   return d;
 }
 
@@ -514,10 +509,7 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
       if (!d.ok()) return d.status().WithContext(StrCat("overlap-1f1b, pair ", JobName(*job)));
       it = decisions_.emplace(key, std::move(d).value()).first;
       if (it->second.interleave)
-        for (const SegmentRun& r : it->second.runs) {
-          const Part& part = r.chain == 0 ? first : second;
-          segments.push_back({part.runs[r.program]->program, r.begin, r.end});
-        }
+        segments.insert(segments.end(), it->second.segments.begin(), it->second.segments.end());
     }
     const Decision& d = it->second;
     if (!d.interleave) {
