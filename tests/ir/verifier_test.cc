@@ -197,5 +197,28 @@ TEST(BuilderTest, DeclaresInferredOutputsAndDefersErrors) {
   EXPECT_EQ(p.ops().size(), 1u);  // nothing is appended after the first error
 }
 
+// Only send/recv jobs carry events of their own (an op of a program carries its own), and
+// their references must parse.
+TEST(VerifierTest, PlanRefusesEventsOnComputeJobsAndBadEventReferences) {
+  Module m;
+  m.AddProgram(ValidProgram());
+  m.metadata.Set("inputs", std::vector<std::string>{"x"});
+  const std::string main = m.programs().front().name();
+  Job forward{JobKind::kForward, 0, 0, main};
+  forward.wait_events = {"e"};
+  m.plan.ranks = {RankPlan{0, {forward}}};
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
+            "plan of rank 0, job 0: 0F0: only send/recv jobs carry events (put them on the "
+            "program's ops)");
+  Job recv{JobKind::kRecvF, 1, 0, ""};
+  recv.peer = 0;
+  recv.record_events = {"e@x"};
+  m.plan.ranks = {RankPlan{0, {recv}}};
+  Status bad = VerifyModule(m, TestRegistry());
+  EXPECT_NE(bad.message().find("event reference 'e@x'"), std::string::npos) << bad.message();
+  m.plan.ranks[0].jobs[0].record_events = {"e@-1"};
+  EXPECT_TRUE(VerifyModule(m, TestRegistry()).ok()) << VerifyModule(m, TestRegistry()).message();
+}
+
 }  // namespace
 }  // namespace pw
