@@ -15,7 +15,10 @@
 //      to back runs back to back (the statistics say how many).
 //   3. Op splitting (row_split.h): a matmul whose all-reduce no other job hides is cut
 //      into row blocks with the all-reduce, so that each block's runs under the next
-//      block's matmul (bit-identical: offered for two-rank groups only).
+//      block's matmul (bit-identical: offered for two-rank groups only). The blocks are
+//      views of the matmul's input (split{view}) where they lie one after another, and the
+//      cuts live in a variant of the forward program that only the forwards with no
+//      backward beside them run (warm-up forwards, F/F pairs).
 //   4. Streams: forward collectives move to mp_fwd_comm, below the backward's mp_comm.
 //
 // Segment programs are real programs of the module, named after their parent and op range
@@ -135,8 +138,10 @@ class Overlap1F1BPass : public Pass {
            "from the cost model (needs opt --device, and --costs for measured ops) and are "
            "checked with the simulator; pairs that would not gain run back to back. "
            "split-ops=auto cuts a row-parallel matmul and its two-rank all-reduce into row "
-           "blocks so each block's all-reduce runs under the next block (bit-identical), all "
-           "cuts every eligible matmul, off none. Forward "
+           "blocks (views of its input where they are contiguous) so each block's all-reduce "
+           "runs under the next block (bit-identical), in a variant of the forward program "
+           "(<name>.rows) that only forwards with no backward beside them run; all cuts every "
+           "eligible matmul of every program, off none. Forward "
            "collectives move to mp_fwd_comm. Plans of 1f1b, eager-1f1b, interleaved-1f1b "
            "and dualpipe-v; run after assign-streams and before insert-events.";
   }
