@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -24,15 +25,22 @@ struct GreedyRules {
   double mem_limit = 0;          // M_B per rank
   bool input_grad_first = true;  // prefer a ready I over a ready F
   // When > 0, stage s keeps at most factor*(P-s) - (factor-1) forwards in flight on top of
-  // the memory limit (1: 1F1B's warm-up, 2: eager 1F1B's).
+  // the memory limit (1: 1F1B's warm-up, 2: eager 1F1B's). kTimedWarmup and
+  // kTimedWarmupLoose size each stage's warm-up by the clock instead (TimedWarmup).
   int warmup_factor = 0;
-  // Run a W in a gap only when nothing becomes ready within w_gap W-costs.
+  // Run a W in a gap only when nothing becomes ready within w_gap W-costs; kTailWGap: one
+  // W-cost on a rank whose next input gradient is the last one an earlier stage waits for
+  // (a W that holds it back delays the end of every stage before), none elsewhere.
   double w_gap = 0;
 };
 
+constexpr int kTimedWarmup = -1;       // the forwards that end before I(0) arrives
+constexpr int kTimedWarmupLoose = -2;  // the forwards that start before I(0) arrives
+
 // The variants zb-auto tries of each rule.
-constexpr std::array<int, 3> kWarmupFactors = {0, 1, 2};
-constexpr std::array<double, 2> kWGaps = {0.0, 1.0};
+constexpr std::array<int, 5> kWarmupFactors = {0, 1, 2, kTimedWarmup, kTimedWarmupLoose};
+constexpr double kTailWGap = -1;
+constexpr std::array<double, 3> kWGaps = {0.0, 1.0, kTailWGap};
 
 template <typename T, size_t N>
 size_t IndexOf(const std::array<T, N>& values, T value) {
@@ -134,6 +142,7 @@ class ListScheduler {
     next_f_.assign(S_, 0);
     next_i_.assign(S_, 0);
     ranks_.assign(R_, RankState{});
+    TimedWarmup();
     for (int r = 0; r < R_; ++r) {
       result.schedule.ranks[r].reserve(3 * stages_of_[r].size() * static_cast<size_t>(M_));
       Wake(r, 0);
@@ -184,12 +193,43 @@ class ListScheduler {
     if (ranks_[r].mem + 1 > rules_.mem_limit + 1e-9) return false;
     const int in_flight = next_f_[s] - next_i_[s];
     auto allowed = [&](int k) {
+      if (k == kTimedWarmup) return in_flight < timed_cap_[s];
+      if (k == kTimedWarmupLoose) return in_flight < timed_cap_loose_[s];
       return k == 0 || in_flight < std::max(1, k * (R_ - rank_of_[s]) - (k - 1));
     };
     const bool ok = allowed(rules_.warmup_factor);
     for (size_t i = 0; i < kWarmupFactors.size(); ++i)
       sensitivity_.warmup[i] |= allowed(kWarmupFactors[i]) != ok;
     return ok;
+  }
+
+  // The Zero Bubble paper's warm-up: stage s runs forwards back to back from when F(0)
+  // reaches it until I(0) comes back (when nothing on the way delays either), so that no
+  // forward is still running when I(0) arrives, which would hold it back on every stage
+  // before. The loose cap also counts the forward that starts just before I(0) arrives.
+  void TimedWarmup() {
+    timed_cap_.assign(S_, 1);
+    timed_cap_loose_.assign(S_, 1);
+    std::vector<double> f0_end(S_);
+    for (int s = 0; s < S_; ++s)
+      f0_end[s] = (s ? f0_end[s - 1] + Cross(s - 1, s) : 0) + costs_.Of(ActionType::kForward, s);
+    double i0_ready = f0_end[S_ - 1];
+    for (int s = S_ - 1; s >= 0; --s) {
+      if (s < S_ - 1) i0_ready += costs_.Of(ActionType::kBackwardInput, s + 1) + Cross(s + 1, s);
+      const double f = costs_.Of(ActionType::kForward, s);
+      if (f <= 0) continue;
+      const double room = (i0_ready - (f0_end[s] - f)) / f;
+      timed_cap_[s] = std::max(1, static_cast<int>(std::floor(room + 1e-9)));
+      timed_cap_loose_[s] = std::max(1, static_cast<int>(std::ceil(room - 1e-9)));
+    }
+  }
+
+  // Whether rank r owes the last input gradient of a stage that an earlier stage waits
+  // for: that I sets when the first stage can finish.
+  bool OwesLastInputGrad(int r) const {
+    for (int s : stages_of_[r])
+      if (s > 0 && next_i_[s] == M_ - 1) return true;
+    return false;
   }
 
   void Wake(int r, double t) { queue_.Wake(r, t); }
@@ -243,7 +283,10 @@ class ListScheduler {
       if (best_f + 1 < S_) Notify(best_f + 1, end + Cross(best_f, best_f + 1));
       return true;
     }
-    auto runs_w = [&](double w_gap) { return next_known - t >= w_gap * w_cost; };
+    auto runs_w = [&](double w_gap) {
+      if (w_gap == kTailWGap) w_gap = OwesLastInputGrad(r) ? 1 : 0;
+      return next_known - t >= w_gap * w_cost;
+    };
     if (!rank.pending_w.empty())
       for (size_t i = 0; i < kWGaps.size(); ++i)
         sensitivity_.w_gap[i] |= runs_w(kWGaps[i]) != runs_w(rules_.w_gap);
@@ -278,6 +321,7 @@ class ListScheduler {
   std::vector<std::vector<int>> stages_of_;
   std::vector<double> f_end_, i_end_;
   std::vector<int> next_f_, next_i_;
+  std::vector<int> timed_cap_, timed_cap_loose_;  // by stage, see TimedWarmup
   std::vector<RankState> ranks_;
   RankQueue queue_;
   RuleSensitivity sensitivity_;
