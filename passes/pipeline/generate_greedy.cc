@@ -38,9 +38,11 @@ constexpr int kTimedWarmup = -1;       // the forwards that end before I(0) arri
 constexpr int kTimedWarmupLoose = -2;  // the forwards that start before I(0) arrives
 
 // The variants zb-auto tries of each rule.
-constexpr std::array<int, 5> kWarmupFactors = {0, 1, 2, kTimedWarmup, kTimedWarmupLoose};
+// In the order the search tries them: the timed and 1F1B warm-ups and the careful W rule
+// usually win, and a good first result lets the later runs stop early.
+constexpr std::array<int, 5> kWarmupFactors = {kTimedWarmup, 1, kTimedWarmupLoose, 2, 0};
 constexpr double kTailWGap = -1;
-constexpr std::array<double, 3> kWGaps = {0.0, 1.0, kTailWGap};
+constexpr std::array<double, 3> kWGaps = {1.0, kTailWGap, 0.0};
 
 template <typename T, size_t N>
 size_t IndexOf(const std::array<T, N>& values, T value) {
@@ -130,7 +132,11 @@ class ListScheduler {
   // Which rules this run's decisions depended on (also after a failed run).
   const RuleSensitivity& sensitivity() const { return sensitivity_; }
 
-  StatusOr<GreedyResult> Run() {
+  // A run that cannot end below `cutoff` stops early with cost infinity: zb-auto has a
+  // schedule that good already, and a rank that idled more than that one's cannot catch
+  // up.
+  StatusOr<GreedyResult> Run(double cutoff = kNever) {
+    cutoff_ = cutoff;
     GreedyResult result;
     result.schedule = EmptySchedule(spec_);
     rank_of_ = result.schedule.stage_to_rank;
@@ -144,6 +150,10 @@ class ListScheduler {
     ranks_.assign(R_, RankState{});
     TimedWarmup();
     for (int r = 0; r < R_; ++r) {
+      for (int s : stages_of_[r])
+        ranks_[r].work_left +=
+            M_ * (costs_.Of(ActionType::kForward, s) + costs_.Of(ActionType::kBackwardInput, s) +
+                  costs_.Of(ActionType::kBackwardWeight, s));
       result.schedule.ranks[r].reserve(3 * stages_of_[r].size() * static_cast<size_t>(M_));
       Wake(r, 0);
     }
@@ -154,6 +164,10 @@ class ListScheduler {
                                   " M_B per rank");
       const int r = queue_.Pop();
       if (Step(r, queue_.time(r), result.schedule.ranks[r])) --remaining;
+      if (over_cutoff_) {
+        result.cost = kNever;
+        return result;
+      }
     }
     for (const RankState& rank : ranks_) {
       result.cost = std::max(result.cost, rank.last_end - rank.first_start);
@@ -166,6 +180,7 @@ class ListScheduler {
   struct RankState {
     double idle_since = 0;  // when it last found nothing to do (or its busy end)
     double first_start = kNever, last_end = 0;
+    double work_left = 0;  // compute time of the actions it has not run yet
     double mem = 0, peak = 0;
     std::deque<std::pair<int, int>> pending_w;  // (stage, micro-batch) whose W is due
   };
@@ -304,10 +319,13 @@ class ListScheduler {
 
   double Run(int r, ActionType type, int s, int m, double t, std::vector<Action>& out) {
     RankState& rank = ranks_[r];
-    double end = t + costs_.Of(type, s);
+    const double cost = costs_.Of(type, s);
+    double end = t + cost;
     out.push_back(MakeAction(type, s, m));
     rank.first_start = std::min(rank.first_start, t);
     rank.last_end = end;
+    rank.work_left -= cost;
+    over_cutoff_ |= end - rank.first_start + rank.work_left > cutoff_ - 1e-9;
     rank.idle_since = end;
     Wake(r, end);
     return end;
@@ -325,6 +343,8 @@ class ListScheduler {
   std::vector<RankState> ranks_;
   RankQueue queue_;
   RuleSensitivity sensitivity_;
+  double cutoff_ = kNever;
+  bool over_cutoff_ = false;
 };
 
 double DefaultMemLimit(const ScheduleSpec& spec) {
@@ -373,7 +393,7 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
           continue;
         }
         ListScheduler scheduler(spec, rules);
-        StatusOr<GreedyResult> r = scheduler.Run();
+        StatusOr<GreedyResult> r = scheduler.Run(best ? best->cost : kNever);
         tried.push_back({rules, r.status(), r.ok() ? r->cost : 0, r.ok() ? r->peak : 0,
                          scheduler.sensitivity()});
         if (!r.ok()) {
