@@ -19,7 +19,7 @@ class InsertP2PPass : public Pass {
            "skip connections; none between stages on one rank). order: naive (send after the "
            "producer, recv before the consumer), parity (Megatron's even/odd order, for "
            "blocking p2p), batched (one batch_isend_irecv per gap), torch (PyTorch's "
-           "_add_send_recv placement, after its _merge_bw).";
+           "_add_send_recv; with merge-bw, _add_send_recv(_merge_bw(...))).";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
@@ -52,9 +52,9 @@ class InsertP2PPass : public Pass {
                             "naive",
                             {"naive", "parity", "batched", "torch"}};
   Option<bool> merge_backward{this, "merge-bw",
-                              "order=torch: merge an I directly followed by its W into one B, "
-                              "as PyTorch's lowering does",
-                              true};
+                              "order=torch: run PyTorch's _merge_bw first (an I directly "
+                              "followed by its W becomes one B, idle cells go)",
+                              false};
 };
 
 }  // namespace
