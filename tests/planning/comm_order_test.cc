@@ -9,6 +9,7 @@
 
 #include "comm_order_cases.h"
 #include "passes/pipeline/comm_order_search.h"
+#include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
 
 namespace pw::pipeline {
@@ -56,11 +57,60 @@ TEST(OrderComm, UnetAndSixStageSkips) {
       best_gain =
           std::max(best_gain, Gain(*unet, semantics, ("unet pp" + std::to_string(pp)).c_str()));
     }
-    StatusOr<ActionSchedule> six = comm_order_cases::SixStagesWithSkips(12);
+    StatusOr<ActionSchedule> six = comm_order_cases::SixStagesWithSkips(8);
     ASSERT_TRUE(six.ok()) << six.status().message();
     best_gain = std::max(best_gain, Gain(*six, semantics, "6 stages"));
   }
   EXPECT_GT(best_gain, 0.1);
+}
+
+// The pass on the U-Net module: the plan gets its sends and recvs, checks under rendezvous
+// semantics, and simulates no slower than insert-p2p's best fixed order.
+TEST(OrderComm, PassLowersTheUnetPlan) {
+  models::UnetConfig config;
+  config.layers = 12;
+  config.hidden = 8;
+  config.seq = 4;
+  config.vocab = 16;
+  config.pp = 6;
+  StatusOr<Module> m = models::BuildUnet(config);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  PassManager manager;
+  ASSERT_TRUE(manager
+                  .AddPipeline("append-backward,split-program,schedule{kind=1f1b,micro-batches="
+                               "12},order-comm{comm=0.5}")
+                  .ok());
+  StatusOr<bool> changed = manager.Run(*m);
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  StatusOr<ActionSchedule> lowered = PlanToActionSchedule(m->plan);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().message();
+  EXPECT_TRUE(lowered->HasComms());
+  StatusOr<ModuleStages> stages = ReadModuleStages(*m);
+  ASSERT_TRUE(stages.ok());
+  lowered->skip_edges = stages->skip_edges;
+  CheckOptions check;
+  check.semantics = CommSemantics::kRendezvous;
+  SimulationOptions simulation;
+  simulation.costs.comm = 0.5;
+  StatusOr<TimedResult> timed = CheckAndSimulate(*lowered, check, simulation);
+  ASSERT_TRUE(timed.ok()) << timed.status().message();
+  StatusOr<ActionSchedule> unet = comm_order_cases::Unet(6, 12);
+  ASSERT_TRUE(unet.ok());
+  StatusOr<ActionSchedule> batched = InsertP2P(*unet, {P2POrder::kBatched});
+  ASSERT_TRUE(batched.ok());
+  StatusOr<TimedResult> fixed = CheckAndSimulate(*batched, check, simulation);
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_LT(timed->makespan, fixed->makespan);
+}
+
+TEST(OrderComm, RefusesALoweredPlan) {
+  StatusOr<ActionSchedule> six = comm_order_cases::SixStagesWithSkips(8);
+  ASSERT_TRUE(six.ok());
+  StatusOr<ActionSchedule> lowered = InsertP2P(*six, {P2POrder::kNaive});
+  ASSERT_TRUE(lowered.ok());
+  StatusOr<CommOrderResult> r = SearchCommOrder(*lowered, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("instead of insert-p2p"), std::string::npos);
 }
 
 }  // namespace
