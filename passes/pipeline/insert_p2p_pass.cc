@@ -26,9 +26,8 @@ class InsertP2PPass : public Pass {
     if (module.plan.empty())
       return FailedPrecondition("the module has no plan (run schedule first)");
     PW_ASSIGN_OR_RETURN(pipeline::ModuleStages stages, pipeline::ReadModuleStages(module));
-    PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));
+    PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::PlannedSchedule(module, stages));
     if (schedule.HasComms()) return false;  // already lowered
-    schedule.skip_edges = stages.skip_edges;
     PW_ASSIGN_OR_RETURN(pipeline::P2POrder p2p_order, pipeline::ParseP2POrder(order.value()));
     pipeline::P2POptions options{p2p_order, merge_backward.value()};
     PW_ASSIGN_OR_RETURN(ActionSchedule lowered, pipeline::InsertP2P(schedule, options));
@@ -36,10 +35,7 @@ class InsertP2PPass : public Pass {
     check.semantics = pipeline::DesignedSemantics(p2p_order);
     Status checked = pipeline::CheckSchedule(lowered, check);
     if (!checked.ok()) return checked.WithContext("insert-p2p check");
-    const std::string kind = module.plan.schedule;
-    const int micro_batches = module.plan.num_micro_batches;
-    module.plan = ActionScheduleToPlan(lowered, kind, stages.Naming());
-    module.plan.num_micro_batches = micro_batches;
+    pipeline::ReplacePlan(module, lowered, stages);
     context.AddStatistic("p2p-jobs",
                          static_cast<int64_t>(lowered.num_actions() - schedule.num_actions()));
     return true;

@@ -26,8 +26,7 @@ class OrderCommPass : public Pass {
     if (module.plan.empty())
       return FailedPrecondition("the module has no plan (run schedule first)");
     PW_ASSIGN_OR_RETURN(pipeline::ModuleStages stages, pipeline::ReadModuleStages(module));
-    PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));
-    schedule.skip_edges = stages.skip_edges;
+    PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::PlannedSchedule(module, stages));
     pipeline::CommOrderOptions options;
     PW_ASSIGN_OR_RETURN(options.semantics, ParseCommSemantics(semantics.value()));
     options.costs.forward = forward_cost.value();
@@ -37,10 +36,7 @@ class OrderCommPass : public Pass {
     options.max_evaluations = max_evaluations.value();
     PW_ASSIGN_OR_RETURN(pipeline::CommOrderResult result,
                         pipeline::SearchCommOrder(schedule, options));
-    const std::string kind = module.plan.schedule;
-    const int micro_batches = module.plan.num_micro_batches;
-    module.plan = ActionScheduleToPlan(result.schedule, kind, stages.Naming());
-    module.plan.num_micro_batches = micro_batches;
+    pipeline::ReplacePlan(module, result.schedule, stages);
     double best_fixed = 0;
     for (const pipeline::FixedOrderMakespan& f : result.fixed)
       if (f.valid && (best_fixed == 0 || f.makespan < best_fixed)) best_fixed = f.makespan;
