@@ -103,6 +103,35 @@ TEST(OrderComm, PassLowersTheUnetPlan) {
   EXPECT_LT(timed->makespan, fixed->makespan);
 }
 
+// The pass's bad inputs: no plan yet, a plan already lowered by insert-p2p, an unknown
+// semantics; each one error line.
+TEST(OrderComm, PassRefusesWhatItCannotLower) {
+  models::UnetConfig config;
+  config.layers = 8;
+  config.hidden = 8;
+  config.seq = 4;
+  config.vocab = 16;
+  config.pp = 4;
+  auto run = [&](const std::string& pipeline) {
+    StatusOr<Module> m = models::BuildUnet(config);
+    EXPECT_TRUE(m.ok());
+    PassManager manager;
+    Status added = manager.AddPipeline(pipeline);
+    if (!added.ok()) return added;
+    return manager.Run(*m).status();
+  };
+  Status st = run("append-backward,split-program,order-comm");
+  EXPECT_NE(st.message().find("has no plan"), std::string::npos) << st.message();
+  st = run(
+      "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p,order-comm");
+  EXPECT_NE(st.message().find("instead of insert-p2p"), std::string::npos) << st.message();
+  st =
+      run("append-backward,split-program,schedule{kind=1f1b,micro-batches=4},"
+          "order-comm{semantics=blocking}");
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+}
+
 TEST(OrderComm, RefusesALoweredPlan) {
   StatusOr<ActionSchedule> six = comm_order_cases::SixStagesWithSkips(8);
   ASSERT_TRUE(six.ok());
