@@ -146,6 +146,32 @@ void BM_ZbAuto(benchmark::State& state) {
 BENCHMARK(BM_ZbAuto)->Args({32, 256})->UseRealTime()->MeasureProcessCPUTime()->Unit(
     benchmark::kMillisecond);
 
+// The same with the Zero Bubble paper's measured costs for P = 32, M = 256 (its Table 9,
+// 28.3B model) at memory limits p and 2p (its ZB-1p and ZB-2p).
+void BM_ZbAutoPaperCosts(benchmark::State& state) {
+  ScheduleSpec spec;
+  spec.kind = ScheduleKind::kZbAuto;
+  spec.num_ranks = spec.num_stages = 32;
+  spec.num_micro_batches = 256;
+  spec.costs.forward = 10.402;
+  spec.costs.backward = 10.248;
+  spec.costs.weight = 7.698;
+  spec.costs.comm = 0.460;
+  spec.mem_limit = static_cast<double>(state.range(0)) * spec.num_ranks;
+  for (auto _ : state) {
+    StatusOr<ActionSchedule> s = GenerateSchedule(spec);
+    if (!s.ok()) std::abort();
+    benchmark::DoNotOptimize(s->ranks.data());
+  }
+}
+BENCHMARK(BM_ZbAutoPaperCosts)
+    ->ArgName("mem_p")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace pw::pipeline
 

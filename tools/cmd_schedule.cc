@@ -55,6 +55,7 @@ struct Request {
   pipeline::ScheduleSpec spec;
   bool with_comms = false;
   pipeline::P2POrder order = pipeline::P2POrder::kNaive;
+  bool merge_backward = false;  // order torch: PyTorch's _merge_bw before _add_send_recv
   CommSemantics semantics = CommSemantics::kEager;
   bool unit_steps = false;
   bool arrows = false;
@@ -94,6 +95,10 @@ StatusOr<Request> ParseRequest(const Flags& flags) {
   PW_ASSIGN_OR_RETURN(spec.costs.w_mem, flags.GetDouble("w-mem", spec.costs.w_mem));
   if (spec.kind == ScheduleKind::kCsv) {
     PW_ASSIGN_OR_RETURN(spec.csv_file, flags.Require("file"));
+    for (const char* shape : {"chunks", "model"})
+      if (flags.Has(shape))
+        return InvalidArgument("--", shape, " does not apply to --kind csv (the file has the ",
+                               "schedule)");
   } else {
     PW_ASSIGN_OR_RETURN(int64_t stages, flags.RequireInt("stages"));
     PW_ASSIGN_OR_RETURN(int64_t mbs, flags.RequireInt("micro-batches"));
@@ -117,6 +122,14 @@ StatusOr<Request> ParseRequest(const Flags& flags) {
   req.with_comms = flags.Has("with-comms") || flags.Has("order");
   if (flags.Has("order")) {
     PW_ASSIGN_OR_RETURN(req.order, pipeline::ParseP2POrder(flags.Get("order")));
+  }
+  if (flags.Has("merge-bw")) {
+    const std::string merge = flags.Get("merge-bw");
+    if (merge != "on" && merge != "off")
+      return InvalidArgument("--merge-bw takes on or off, got '", merge, "'");
+    if (req.order != pipeline::P2POrder::kTorch)
+      return InvalidArgument("--merge-bw applies to --order torch only");
+    req.merge_backward = merge == "on";
   }
   req.semantics = pipeline::DesignedSemantics(req.order);
   if (flags.Has("comm")) {
@@ -313,12 +326,34 @@ std::string ToTrace(const ActionSchedule& drawn, const Summary& sum) {
   return trace.Finish();
 }
 
+// --kind csv takes the shape from the file; --stages, --ranks, --micro-batches and
+// --placement, when given, must agree with it.
+Status CheckCsvShape(const Flags& flags, const ActionSchedule& s) {
+  auto check = [&](const char* name, int64_t in_file) -> Status {
+    if (!flags.Has(name)) return OkStatus();
+    PW_ASSIGN_OR_RETURN(int64_t given, flags.RequireInt(name));
+    if (given != in_file)
+      return InvalidArgument("--", name, " ", given, " does not match the file's ", in_file);
+    return OkStatus();
+  };
+  PW_RETURN_IF_ERROR(check("stages", s.num_stages));
+  PW_RETURN_IF_ERROR(check("ranks", s.num_ranks()));
+  PW_RETURN_IF_ERROR(check("micro-batches", s.num_micro_batches));
+  if (flags.Has("placement")) {
+    PW_ASSIGN_OR_RETURN(StagePlacement placement, ParseStagePlacement(flags.Get("placement")));
+    if (PlaceStages(placement, s.num_stages, s.num_ranks()) != s.stage_to_rank)
+      return InvalidArgument("--placement ", flags.Get("placement"),
+                             " does not match the file's stage placement");
+  }
+  return OkStatus();
+}
+
 StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
   Flags flags;
   flags.Value("kind").Value("stages").Value("micro-batches").Value("ranks").Value("placement");
   flags.Value("chunks").Value("costs").Value("mem-limit").Value("w-mem").Value("order");
   flags.Value("comm").Value("format").Value("output").Alias("o", "output").Value("file");
-  flags.Value("model");
+  flags.Value("model").Value("merge-bw");
   flags.Switch("with-comms").Switch("unit-steps").Switch("arrows");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (!flags.positional().empty())
@@ -328,8 +363,11 @@ StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
     return InvalidArgument("-o must name a file, got '", req.output, "'");
 
   PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::GenerateSchedule(req.spec));
+  if (req.spec.kind == ScheduleKind::kCsv) {
+    PW_RETURN_IF_ERROR(CheckCsvShape(flags, schedule));
+  }
   if (req.with_comms) {
-    PW_ASSIGN_OR_RETURN(schedule, pipeline::InsertP2P(schedule, {req.order}));
+    PW_ASSIGN_OR_RETURN(schedule, pipeline::InsertP2P(schedule, {req.order, req.merge_backward}));
   }
   pipeline::CheckOptions check;
   check.semantics = req.semantics;
@@ -374,6 +412,7 @@ PW_REGISTER_COMMAND(
     "pipeweave schedule --kind K --stages S --micro-batches M [--ranks R] [--placement loop|v]\n"
     "         [--chunks V] [--costs F=1,B=1,W=1,comm=0] [--model FILE] [--mem-limit X]\n"
     "         [--w-mem Y] [--with-comms] [--order naive|parity|batched|torch]\n"
+    "         [--merge-bw on|off]\n"
     "         [--comm eager|rendezvous] [--unit-steps] [--format table|json|csv|svg|trace] "
     "[--arrows]\n"
     "         [-o FILE]\n"
@@ -385,7 +424,11 @@ PW_REGISTER_COMMAND(
     "  comm is the latency of every cross-rank edge. --mem-limit is in M_B (one micro-batch's\n"
     "  activations on one stage). --unit-steps simulates PyTorch-style unit steps. --model\n"
     "  prices F, B and W as the GFLOPs of the busiest stage of a model module (explicit\n"
-    "  --costs entries override them).",
+    "  --costs entries override them). --kind csv takes stages, ranks, micro-batches and\n"
+    "  placement from the file (given ones must match it). --order torch equals PyTorch's\n"
+    "  _add_send_recv on the per-rank lists as they are, idle cells included (as its\n"
+    "  test_send_recv calls it; its runtime lowering does not merge either); --merge-bw on\n"
+    "  equals _add_send_recv(_merge_bw(...)) (as its test_csv_compare lowers a compute CSV).",
     RunSchedule);
 
 }  // namespace pw::tools

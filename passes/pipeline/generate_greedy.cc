@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -24,15 +25,24 @@ struct GreedyRules {
   double mem_limit = 0;          // M_B per rank
   bool input_grad_first = true;  // prefer a ready I over a ready F
   // When > 0, stage s keeps at most factor*(P-s) - (factor-1) forwards in flight on top of
-  // the memory limit (1: 1F1B's warm-up, 2: eager 1F1B's).
+  // the memory limit (1: 1F1B's warm-up, 2: eager 1F1B's). kTimedWarmup and
+  // kTimedWarmupLoose size each stage's warm-up by the clock instead (TimedWarmup).
   int warmup_factor = 0;
-  // Run a W in a gap only when nothing becomes ready within w_gap W-costs.
+  // Run a W in a gap only when nothing becomes ready within w_gap W-costs; kTailWGap: one
+  // W-cost on a rank whose next input gradient is the last one an earlier stage waits for
+  // (a W that holds it back delays the end of every stage before), none elsewhere.
   double w_gap = 0;
 };
 
+constexpr int kTimedWarmup = -1;       // the forwards that end before I(0) arrives
+constexpr int kTimedWarmupLoose = -2;  // the forwards that start before I(0) arrives
+
 // The variants zb-auto tries of each rule.
-constexpr std::array<int, 3> kWarmupFactors = {0, 1, 2};
-constexpr std::array<double, 2> kWGaps = {0.0, 1.0};
+// In the order the search tries them: the timed and 1F1B warm-ups and the careful W rule
+// usually win, and a good first result lets the later runs stop early.
+constexpr std::array<int, 5> kWarmupFactors = {kTimedWarmup, 1, kTimedWarmupLoose, 2, 0};
+constexpr double kTailWGap = -1;
+constexpr std::array<double, 3> kWGaps = {1.0, kTailWGap, 0.0};
 
 template <typename T, size_t N>
 size_t IndexOf(const std::array<T, N>& values, T value) {
@@ -122,7 +132,11 @@ class ListScheduler {
   // Which rules this run's decisions depended on (also after a failed run).
   const RuleSensitivity& sensitivity() const { return sensitivity_; }
 
-  StatusOr<GreedyResult> Run() {
+  // A run that cannot end below `cutoff` stops early with cost infinity: zb-auto has a
+  // schedule that good already, and a rank that idled more than that one's cannot catch
+  // up.
+  StatusOr<GreedyResult> Run(double cutoff = kNever) {
+    cutoff_ = cutoff;
     GreedyResult result;
     result.schedule = EmptySchedule(spec_);
     rank_of_ = result.schedule.stage_to_rank;
@@ -134,7 +148,12 @@ class ListScheduler {
     next_f_.assign(S_, 0);
     next_i_.assign(S_, 0);
     ranks_.assign(R_, RankState{});
+    TimedWarmup();
     for (int r = 0; r < R_; ++r) {
+      for (int s : stages_of_[r])
+        ranks_[r].work_left +=
+            M_ * (costs_.Of(ActionType::kForward, s) + costs_.Of(ActionType::kBackwardInput, s) +
+                  costs_.Of(ActionType::kBackwardWeight, s));
       result.schedule.ranks[r].reserve(3 * stages_of_[r].size() * static_cast<size_t>(M_));
       Wake(r, 0);
     }
@@ -145,6 +164,10 @@ class ListScheduler {
                                   " M_B per rank");
       const int r = queue_.Pop();
       if (Step(r, queue_.time(r), result.schedule.ranks[r])) --remaining;
+      if (over_cutoff_) {
+        result.cost = kNever;
+        return result;
+      }
     }
     for (const RankState& rank : ranks_) {
       result.cost = std::max(result.cost, rank.last_end - rank.first_start);
@@ -157,6 +180,7 @@ class ListScheduler {
   struct RankState {
     double idle_since = 0;  // when it last found nothing to do (or its busy end)
     double first_start = kNever, last_end = 0;
+    double work_left = 0;  // compute time of the actions it has not run yet
     double mem = 0, peak = 0;
     std::deque<std::pair<int, int>> pending_w;  // (stage, micro-batch) whose W is due
   };
@@ -184,12 +208,43 @@ class ListScheduler {
     if (ranks_[r].mem + 1 > rules_.mem_limit + 1e-9) return false;
     const int in_flight = next_f_[s] - next_i_[s];
     auto allowed = [&](int k) {
+      if (k == kTimedWarmup) return in_flight < timed_cap_[s];
+      if (k == kTimedWarmupLoose) return in_flight < timed_cap_loose_[s];
       return k == 0 || in_flight < std::max(1, k * (R_ - rank_of_[s]) - (k - 1));
     };
     const bool ok = allowed(rules_.warmup_factor);
     for (size_t i = 0; i < kWarmupFactors.size(); ++i)
       sensitivity_.warmup[i] |= allowed(kWarmupFactors[i]) != ok;
     return ok;
+  }
+
+  // The Zero Bubble paper's warm-up: stage s runs forwards back to back from when F(0)
+  // reaches it until I(0) comes back (when nothing on the way delays either), so that no
+  // forward is still running when I(0) arrives, which would hold it back on every stage
+  // before. The loose cap also counts the forward that starts just before I(0) arrives.
+  void TimedWarmup() {
+    timed_cap_.assign(S_, 1);
+    timed_cap_loose_.assign(S_, 1);
+    std::vector<double> f0_end(S_);
+    for (int s = 0; s < S_; ++s)
+      f0_end[s] = (s ? f0_end[s - 1] + Cross(s - 1, s) : 0) + costs_.Of(ActionType::kForward, s);
+    double i0_ready = f0_end[S_ - 1];
+    for (int s = S_ - 1; s >= 0; --s) {
+      if (s < S_ - 1) i0_ready += costs_.Of(ActionType::kBackwardInput, s + 1) + Cross(s + 1, s);
+      const double f = costs_.Of(ActionType::kForward, s);
+      if (f <= 0) continue;
+      const double room = (i0_ready - (f0_end[s] - f)) / f;
+      timed_cap_[s] = std::max(1, static_cast<int>(std::floor(room + 1e-9)));
+      timed_cap_loose_[s] = std::max(1, static_cast<int>(std::ceil(room - 1e-9)));
+    }
+  }
+
+  // Whether rank r owes the last input gradient of a stage that an earlier stage waits
+  // for: that I sets when the first stage can finish.
+  bool OwesLastInputGrad(int r) const {
+    for (int s : stages_of_[r])
+      if (s > 0 && next_i_[s] == M_ - 1) return true;
+    return false;
   }
 
   void Wake(int r, double t) { queue_.Wake(r, t); }
@@ -243,7 +298,10 @@ class ListScheduler {
       if (best_f + 1 < S_) Notify(best_f + 1, end + Cross(best_f, best_f + 1));
       return true;
     }
-    auto runs_w = [&](double w_gap) { return next_known - t >= w_gap * w_cost; };
+    auto runs_w = [&](double w_gap) {
+      if (w_gap == kTailWGap) w_gap = OwesLastInputGrad(r) ? 1 : 0;
+      return next_known - t >= w_gap * w_cost;
+    };
     if (!rank.pending_w.empty())
       for (size_t i = 0; i < kWGaps.size(); ++i)
         sensitivity_.w_gap[i] |= runs_w(kWGaps[i]) != runs_w(rules_.w_gap);
@@ -261,10 +319,13 @@ class ListScheduler {
 
   double Run(int r, ActionType type, int s, int m, double t, std::vector<Action>& out) {
     RankState& rank = ranks_[r];
-    double end = t + costs_.Of(type, s);
+    const double cost = costs_.Of(type, s);
+    double end = t + cost;
     out.push_back(MakeAction(type, s, m));
     rank.first_start = std::min(rank.first_start, t);
     rank.last_end = end;
+    rank.work_left -= cost;
+    over_cutoff_ |= end - rank.first_start + rank.work_left > cutoff_ - 1e-9;
     rank.idle_since = end;
     Wake(r, end);
     return end;
@@ -278,9 +339,12 @@ class ListScheduler {
   std::vector<std::vector<int>> stages_of_;
   std::vector<double> f_end_, i_end_;
   std::vector<int> next_f_, next_i_;
+  std::vector<int> timed_cap_, timed_cap_loose_;  // by stage, see TimedWarmup
   std::vector<RankState> ranks_;
   RankQueue queue_;
   RuleSensitivity sensitivity_;
+  double cutoff_ = kNever;
+  bool over_cutoff_ = false;
 };
 
 double DefaultMemLimit(const ScheduleSpec& spec) {
@@ -329,7 +393,7 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
           continue;
         }
         ListScheduler scheduler(spec, rules);
-        StatusOr<GreedyResult> r = scheduler.Run();
+        StatusOr<GreedyResult> r = scheduler.Run(best ? best->cost : kNever);
         tried.push_back({rules, r.status(), r.ok() ? r->cost : 0, r.ok() ? r->peak : 0,
                          scheduler.sensitivity()});
         if (!r.ok()) {

@@ -19,16 +19,15 @@ class InsertP2PPass : public Pass {
            "skip connections; none between stages on one rank). order: naive (send after the "
            "producer, recv before the consumer), parity (Megatron's even/odd order, for "
            "blocking p2p), batched (one batch_isend_irecv per gap), torch (PyTorch's "
-           "_add_send_recv placement, after its _merge_bw).";
+           "_add_send_recv; with merge-bw, _add_send_recv(_merge_bw(...))).";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
     if (module.plan.empty())
       return FailedPrecondition("the module has no plan (run schedule first)");
     PW_ASSIGN_OR_RETURN(pipeline::ModuleStages stages, pipeline::ReadModuleStages(module));
-    PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));
+    PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::PlannedSchedule(module, stages));
     if (schedule.HasComms()) return false;  // already lowered
-    schedule.skip_edges = stages.skip_edges;
     PW_ASSIGN_OR_RETURN(pipeline::P2POrder p2p_order, pipeline::ParseP2POrder(order.value()));
     pipeline::P2POptions options{p2p_order, merge_backward.value()};
     PW_ASSIGN_OR_RETURN(ActionSchedule lowered, pipeline::InsertP2P(schedule, options));
@@ -36,10 +35,7 @@ class InsertP2PPass : public Pass {
     check.semantics = pipeline::DesignedSemantics(p2p_order);
     Status checked = pipeline::CheckSchedule(lowered, check);
     if (!checked.ok()) return checked.WithContext("insert-p2p check");
-    const std::string kind = module.plan.schedule;
-    const int micro_batches = module.plan.num_micro_batches;
-    module.plan = ActionScheduleToPlan(lowered, kind, stages.Naming());
-    module.plan.num_micro_batches = micro_batches;
+    pipeline::ReplacePlan(module, lowered, stages);
     context.AddStatistic("p2p-jobs",
                          static_cast<int64_t>(lowered.num_actions() - schedule.num_actions()));
     return true;
@@ -52,9 +48,9 @@ class InsertP2PPass : public Pass {
                             "naive",
                             {"naive", "parity", "batched", "torch"}};
   Option<bool> merge_backward{this, "merge-bw",
-                              "order=torch: merge an I directly followed by its W into one B, "
-                              "as PyTorch's lowering does",
-                              true};
+                              "order=torch: run PyTorch's _merge_bw first (an I directly "
+                              "followed by its W becomes one B, idle cells go)",
+                              false};
 };
 
 }  // namespace

@@ -92,4 +92,17 @@ StatusOr<ModuleStages> ReadModuleStages(const Module& module) {
   return out;
 }
 
+StatusOr<ActionSchedule> PlannedSchedule(const Module& module, const ModuleStages& stages) {
+  PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));
+  schedule.skip_edges = stages.skip_edges;
+  return schedule;
+}
+
+void ReplacePlan(Module& module, const ActionSchedule& lowered, const ModuleStages& stages) {
+  const std::string kind = module.plan.schedule;
+  const int micro_batches = module.plan.num_micro_batches;
+  module.plan = ActionScheduleToPlan(lowered, kind, stages.Naming());
+  module.plan.num_micro_batches = micro_batches;
+}
+
 }  // namespace pw::pipeline

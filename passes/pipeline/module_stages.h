@@ -42,4 +42,10 @@ struct ModuleStages {
 // pattern above); an error when the module has not been split.
 StatusOr<ModuleStages> ReadModuleStages(const Module& module);
 
+// For the passes that lower a planned schedule (insert-p2p, order-comm): the plan's
+// compute schedule with the module's skip edges, and the plan replaced by the lowered
+// schedule, its kind and micro-batches kept.
+StatusOr<ActionSchedule> PlannedSchedule(const Module& module, const ModuleStages& stages);
+void ReplacePlan(Module& module, const ActionSchedule& lowered, const ModuleStages& stages);
+
 }  // namespace pw::pipeline

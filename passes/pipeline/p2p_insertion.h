@@ -16,9 +16,14 @@
 //             the previous, send to the next, ...), which pairs neighbours up.
 //  * batched: the same order, and every run of sends/recvs between two compute actions is
 //             one BATCH_P2P exchange (batch_isend_irecv), as Megatron's batched p2p.
-//  * torch:   exactly PyTorch's `_add_send_recv` placement (after its `_merge_bw`, which
-//             fuses an I directly followed by its W into one B): ranks take turns in
-//             order; a sender appends the matching recv to the receiver's list.
+//  * torch:   PyTorch's `_add_send_recv` (torch.distributed.pipelining.schedules): ranks
+//             take turns in order; a sender appends the matching recv to the receiver's
+//             list. The result equals `_add_send_recv(compute)` on the same per-rank lists,
+//             idle cells included (as PyTorch's test_schedule.py test_send_recv calls it);
+//             with merge_backward it equals `_add_send_recv(_merge_bw(compute))` (as its
+//             test_csv_compare lowers the ZB1P artifact). PyTorch's runtime lowering of a
+//             compute-only schedule (`_PipelineScheduleRuntime`) calls `_add_send_recv`
+//             without `_merge_bw`.
 
 #include <string_view>
 
@@ -37,8 +42,9 @@ CommSemantics DesignedSemantics(P2POrder order);
 
 struct P2POptions {
   P2POrder order = P2POrder::kNaive;
-  // order=torch only: run PyTorch's `_merge_bw` first (on by default, as its tests do).
-  bool merge_backward = true;
+  // order=torch only: run PyTorch's `_merge_bw` first (drops idle cells and fuses an I
+  // directly followed by its W into one B).
+  bool merge_backward = false;
 };
 
 StatusOr<ActionSchedule> InsertP2P(const ActionSchedule& compute, const P2POptions& options);

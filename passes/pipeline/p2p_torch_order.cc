@@ -1,5 +1,5 @@
-// PyTorch's `_add_send_recv` (torch.distributed.pipelining.schedules), rule for rule, so
-// that a PyTorch user gets the lowered schedule PyTorch would run:
+// PyTorch's `_add_send_recv` (torch.distributed.pipelining.schedules), rule for rule: on
+// the same per-rank compute lists the result is the one that function returns.
 //  * in rounds, each rank in increasing order looks at its next compute action;
 //  * an action is ready when its input is here: stage 0's F always; another F when its
 //    RECV_F is already in this rank's list, or its previous stage ran on this rank; a B or
@@ -9,7 +9,9 @@
 //    right after it and the matching RECV is appended to the receiving rank's list at once
 //    (so a receiver's recvs appear in the order the senders ran);
 //  * an idle cell is consumed as a turn that does nothing.
-// A round where no rank moves means the compute schedule cannot be lowered.
+// A round where no rank moves means the compute schedule cannot be lowered; the error
+// follows who waits for whom from the first stuck rank to the cause: an input whose
+// producer its rank never runs, or a cycle of ranks waiting for each other.
 
 #include "passes/pipeline/p2p_insertion.h"
 
@@ -18,6 +20,52 @@ namespace pw::pipeline {
 namespace {
 
 enum : uint8_t { kForwardRan = 1, kInputGradRan = 2, kRecvFHere = 4, kRecvBHere = 8 };
+
+// The input a part waits for: the forward of the stage before, or the input gradient of
+// the stage after.
+Action InputOf(const Action& part) {
+  if (part.type == ActionType::kForward)
+    return MakeAction(ActionType::kForward, part.stage - 1, part.micro_batch);
+  return MakeAction(ActionType::kBackward, part.stage + 1, part.micro_batch);
+}
+
+// Whether `a` (or one of its parts) produces `input` (any backward counts for a backward).
+bool Produces(const ActionSchedule& s, const Action& a, const Action& input) {
+  for (const Action& p : s.Parts(a))
+    if (p.stage == input.stage && p.micro_batch == input.micro_batch &&
+        (p.type == input.type || (input.type == ActionType::kBackward && IsInputBackward(p.type))))
+      return true;
+  return false;
+}
+
+// From the first stuck rank, who waits for whom, up to the cause: an input whose rank never
+// runs its producer, or a rank met twice (a cycle).
+template <typename Ready>
+std::string ExplainStall(const ActionSchedule& s, const std::vector<size_t>& pos, int first,
+                         const Ready& ready) {
+  std::string out;
+  std::vector<bool> seen(s.num_ranks(), false);
+  for (int r = first;;) {
+    seen[r] = true;
+    const Action& at = s.ranks[r][pos[r]];
+    Action input;
+    for (const Action& p : s.Parts(at))
+      if (!ready(r, p)) {
+        input = InputOf(p);
+        break;
+      }
+    const int q = s.stage_to_rank[input.stage];
+    size_t k = pos[q];
+    while (k < s.ranks[q].size() && !Produces(s, s.ranks[q][k], input)) ++k;
+    const Action& producer = k < s.ranks[q].size() ? s.ranks[q][k] : input;
+    out += out.empty() ? StrCat("rank ", r, " waits at ") : std::string(", which waits at ");
+    out += StrCat(ActionToString(at, s), " for ", ActionToString(producer, s), " from rank ", q);
+    if (k == s.ranks[q].size()) return out + StrCat(", which rank ", q, " never runs");
+    if (q == r) return out + ", later in its own list";
+    if (seen[q]) return out + StrCat(" (a cycle)");
+    r = q;
+  }
+}
 
 }  // namespace
 
@@ -89,12 +137,9 @@ StatusOr<ActionSchedule> InsertP2PTorchOrder(const ActionSchedule& compute) {
       progress = true;
     }
     std::erase_if(active, [&](int r) { return pos[r] >= compute.ranks[r].size(); });
-    if (!progress) {
-      int r = active.front();
+    if (!progress)
       return FailedPrecondition("order=torch cannot place sends and recvs (PyTorch would fail ",
-                                "too): no rank can move; rank ", r, " waits at ",
-                                ActionToString(compute.ranks[r][pos[r]], compute));
-    }
+                                "too): ", ExplainStall(compute, pos, active.front(), ready));
   }
   return out;
 }
