@@ -83,6 +83,8 @@ struct Decision {
 // The key of a kind of pair: the programs of both parts, in order.
 using PairKey = std::vector<std::string>;
 
+constexpr int kMaxRowBlocks = 8;
+
 // How many row blocks make a matmul and its all-reduce finish soonest, by the cost model:
 // k blocks cost a copy of the rows in (none when they are views of X) and of the reduced
 // result out, k all-reduces of
@@ -114,7 +116,7 @@ int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
   };
   int best = 1;
   double best_time = finish(1);
-  for (int k = 2; k <= 8; ++k) {
+  for (int k = 2; k <= kMaxRowBlocks; ++k) {
     if (!CanSplitRowsWithAllReduce(program, index, k, kMinSplitRows,
                                    static_cast<int>(reduce.group.size())))
       continue;
