@@ -16,6 +16,11 @@ void AppendDistinct(std::vector<T>& v, T x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
+// Keys of (table or micro-batch, var id).
+int64_t PairKey(int table, int var) {
+  return (static_cast<int64_t>(table) << 32) | static_cast<uint32_t>(var);
+}
+
 bool HasOwnDpAllReduce(const Program& optimizer) {
   for (const Op& op : optimizer.ops())
     if (op.type == "c_allreduce_sum" && op.attrs.GetString("group") == "dp") return true;
@@ -27,8 +32,10 @@ bool HasOwnDpAllReduce(const Program& optimizer) {
 int RankSequence::SlotOf(const WorkItem& item, const std::string& var) const {
   const bool optimizer = jobs[item.job]->kind == JobKind::kOptimizer;
   const int table = optimizer || item.micro_batch < 0 ? kStepTable : item.micro_batch;
-  auto it = slot_index_.find({table, var});
-  if (it == slot_index_.end()) it = slot_index_.find({kRankTable, var});
+  auto id = var_ids_.find(var);
+  if (id == var_ids_.end()) return -1;
+  auto it = slot_index_.find(PairKey(table, id->second));
+  if (it == slot_index_.end()) it = slot_index_.find(PairKey(kRankTable, id->second));
   return it == slot_index_.end() ? -1 : it->second;
 }
 
@@ -88,7 +95,12 @@ class RankSequenceBuilder {
   std::set<std::string> grads_;
   std::set<std::string> feeds_;
   // (var, micro-batch) -> (job, op) of its last write: where attached work goes.
-  std::map<std::pair<std::string, int>, std::pair<int, int>> last_write_;
+  std::unordered_map<int64_t, std::pair<int, int>> last_write_;  // by PairKey(mb, var id)
+  std::vector<char> is_grad_;                                    // per var id
+  // Per program, per var id: its declaration as the program sees it, once looked up.
+  std::unordered_map<const Program*, std::vector<std::pair<bool, const Var*>>> decls_;
+  int VarId(const std::string& var);
+  bool IsGrad(int var) const { return var < static_cast<int>(is_grad_.size()) && is_grad_[var]; }
   std::map<std::pair<std::string, int>, int> event_index_;  // (name, micro-batch)
   std::vector<int> writer_;  // per slot: has an item written it (for check_reads)
   std::map<std::tuple<JobKind, int, int, int, std::string>, std::vector<std::string>> vars_;
@@ -141,6 +153,15 @@ void RankSequenceBuilder::FindGradients() {
     return decl && decl->persistable;
   });
   seq_.grads.assign(grads_.begin(), grads_.end());
+  for (const std::string& g : grads_) {
+    const int id = VarId(g);
+    if (id >= static_cast<int>(is_grad_.size())) is_grad_.resize(id + 1, 0);
+    is_grad_[id] = 1;
+  }
+}
+
+int RankSequenceBuilder::VarId(const std::string& var) {
+  return seq_.var_ids_.try_emplace(var, static_cast<int>(seq_.var_ids_.size())).first->second;
 }
 
 void RankSequenceBuilder::FindLastWrites() {
@@ -150,20 +171,25 @@ void RankSequenceBuilder::FindLastWrites() {
     const std::vector<Op>& ops = seq_.programs[j]->ops();
     for (size_t o = 0; o < ops.size(); ++o)
       ops[o].ForEachOutput([&](const std::string& v) {
-        if (grads_.count(v) || v == options_.loss)
-          last_write_[{v, job.micro_batch}] = {static_cast<int>(j), static_cast<int>(o)};
+        if (v == options_.loss || grads_.count(v))
+          last_write_[PairKey(job.micro_batch, VarId(v))] = {static_cast<int>(j),
+                                                             static_cast<int>(o)};
       });
   }
 }
 
 StatusOr<int> RankSequenceBuilder::SlotFor(const std::string& var, int table,
                                            const Program& program) {
-  const Var* decl = module_.FindVar(var, &program);
+  const int id = VarId(var);
+  std::vector<std::pair<bool, const Var*>>& decls = decls_[&program];
+  if (id >= static_cast<int>(decls.size())) decls.resize(id + 1, {false, nullptr});
+  if (!decls[id].first) decls[id] = {true, module_.FindVar(var, &program)};
+  const Var* decl = decls[id].second;
   if (!decl) return NotFound("var '", var, "' is not declared in program '", program.name(), "'");
-  const bool accumulator = table == kStepTable && grads_.count(var);
+  const bool accumulator = table == kStepTable && IsGrad(id);
   const bool persistable = decl->persistable;
   const int key_table = persistable || accumulator ? kRankTable : table;
-  auto [it, inserted] = seq_.slot_index_.try_emplace({key_table, var}, -1);
+  auto [it, inserted] = seq_.slot_index_.try_emplace(PairKey(key_table, id), -1);
   if (!inserted) return it->second;
   SeqSlot slot;
   slot.var = var;
@@ -301,7 +327,7 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
     if (!optimizer) {
       std::vector<std::string> finished;
       op.ForEachOutput([&](const std::string& v) {
-        auto it = last_write_.find({v, mb});
+        auto it = last_write_.find(PairKey(mb, VarId(v)));
         if (it != last_write_.end() && it->second == std::make_pair(j, static_cast<int>(o)))
           AppendDistinct(finished, v);
       });
