@@ -497,6 +497,14 @@ StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimato
   const bool fold = options.fold_replicas && estimator.device().cores_per_node() <= 0 &&
                     assembler.PricedAlike(templates, stand_in, template_of);
   if (fold) g.replica_of = stand_in;
+  size_t instrs = 0, slots = 0;
+  for (int r = 0; r < g.world_size; ++r)
+    if (!fold || stand_in[r] == r) {
+      instrs += templates[template_of[r]].instrs.size();
+      slots += templates[template_of[r]].slots.size();
+    }
+  g.instrs.reserve(instrs);
+  g.slots.reserve(slots);
   for (int r = 0; r < g.world_size; ++r)
     if (!fold || stand_in[r] == r) assembler.Instantiate(templates[template_of[r]], r);
   PW_RETURN_IF_ERROR(assembler.MatchP2p());

@@ -237,15 +237,10 @@ StatusOr<TuneResult> Search::Run() {
   PW_RETURN_IF_ERROR(Prefixed(false).status());
   PW_RETURN_IF_ERROR(PriceStages());
 
-  // Plain 1f1b: what every plan is compared with.
+  // Plain 1f1b: what every plan is compared with (where the module's stages allow it: one
+  // per rank).
   const KindInfo* one_f_one_b = &kKinds[1];
-  std::optional<TunedPlan> baseline = Simulate(Candidate{one_f_one_b});
-  if (!baseline)
-    return FailedPrecondition(
-        "plain 1f1b (", PipelineOf(Candidate{one_f_one_b}),
-        ") does not plan or simulate on this module: ",
-        Apply(false, ScheduleText(*one_f_one_b) + ",insert-p2p").status().ToString());
-  result_.baseline = *baseline;
+  result_.baseline = Simulate(Candidate{one_f_one_b});
 
   // 1. Every kind on the action-level simulator; the best few go on.
   std::vector<std::pair<double, const KindInfo*>> ranked;
@@ -301,9 +296,12 @@ StatusOr<TuneResult> Search::Run() {
   for (const std::string& p : opt_.extra_passes)
     if (Registered({p})) extras.push_back(p);
   // Plain 1f1b too: overlap-1f1b pairs only its jobs.
-  std::vector<Candidate> bases = {Candidate{one_f_one_b}};
-  for (size_t i = 0; i < found.size() && bases.size() < 3; ++i)
-    if (PipelineOf(found[i].second) != PipelineOf(bases[0])) bases.push_back(found[i].second);
+  std::vector<Candidate> bases;
+  if (result_.baseline) bases.push_back(Candidate{one_f_one_b});
+  const size_t wanted = bases.size() + 2;
+  for (size_t i = 0; i < found.size() && bases.size() < wanted; ++i)
+    if (!result_.baseline || PipelineOf(found[i].second) != PipelineOf(bases[0]))
+      bases.push_back(found[i].second);
   for (const Candidate& base : bases) {
     std::vector<std::string> tails = {""};
     for (const auto& ladder : OverlapLadders())
@@ -321,21 +319,24 @@ StatusOr<TuneResult> Search::Run() {
   Progress(StrCat("tune: ", result_.simulated, " pipelines simulated, ", result_.refused,
                   " refused by a pass"));
 
-  // The best distinct plans within memory: of equally fast plans the one that holds less,
-  // of plans the simulator cannot tell apart (the same time and memory) the shortest.
+  // The best distinct plans within memory: of equally fast plans only the one that holds
+  // least (the others are dominated), the shortest pipeline of those.
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
     return std::make_tuple(Microseconds(a.first), a.first.peak_bytes, a.first.pipeline.size()) <
            std::make_tuple(Microseconds(b.first), b.first.peak_bytes, b.first.pipeline.size());
   });
-  std::set<std::pair<int64_t, int64_t>> seen;
+  std::set<int64_t> seen;
   for (const auto& [plan, c] : found) {
-    if (!seen.insert({Microseconds(plan), plan.peak_bytes}).second) continue;
+    if (!seen.insert(Microseconds(plan)).second) continue;
     if (opt_.mem_limit_bytes > 0 && plan.peak_bytes > opt_.mem_limit_bytes) {
       ++result_.over_memory;
       continue;
     }
     if (static_cast<int>(result_.best.size()) < opt_.top) result_.best.push_back(plan);
   }
+  if (found.empty())
+    return FailedPrecondition("no schedule kind plans and simulates on this module (",
+                              result_.refused, " candidates refused)");
   return result_;
 }
 

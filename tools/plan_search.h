@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,8 @@ struct TunedPlan {
 };
 
 struct TuneResult {
-  TunedPlan baseline;           // plain 1f1b
+  // Plain 1f1b; absent where the module's stages do not run one per rank (vpp > 1).
+  std::optional<TunedPlan> baseline;
   std::vector<TunedPlan> best;  // fastest first, at most TuneOptions::top, distinct
   int planned = 0;              // schedules priced by the action-level simulator
   int simulated = 0;            // pipelines priced by the op-level simulator

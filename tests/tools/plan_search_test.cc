@@ -58,13 +58,14 @@ TEST(PlanSearchTest, BestIsAtLeastPlain1F1BAndItsPipelineReproducesIt) {
   EXPECT_GT(tuned->simulated, tuned->planned);
   EXPECT_LE(tuned->best.size(), 5u);
   const TunedPlan& best = tuned->best.front();
-  EXPECT_LE(best.step_ms, tuned->baseline.step_ms);
+  ASSERT_TRUE(tuned->baseline.has_value());
+  EXPECT_LE(best.step_ms, tuned->baseline->step_ms);
   for (size_t i = 1; i < tuned->best.size(); ++i)
     EXPECT_LE(tuned->best[i - 1].step_ms, tuned->best[i].step_ms);
   // The baseline is plain 1f1b, and it and the best reproduce through opt + sim.
-  EXPECT_NE(tuned->baseline.pipeline.find("schedule{kind=1f1b,micro-batches=8},insert-p2p"),
+  EXPECT_NE(tuned->baseline->pipeline.find("schedule{kind=1f1b,micro-batches=8},insert-p2p"),
             std::string::npos);
-  for (const TunedPlan* plan : {static_cast<const TunedPlan*>(&tuned->baseline), &best}) {
+  for (const TunedPlan* plan : {static_cast<const TunedPlan*>(&*tuned->baseline), &best}) {
     cost::SimResult r = OptThenSim(module, plan->pipeline, estimator);
     EXPECT_EQ(r.step_time * 1e3, plan->step_ms) << plan->pipeline;
     EXPECT_EQ(r.bubble_rate, plan->bubble_rate) << plan->pipeline;
@@ -91,6 +92,21 @@ TEST(PlanSearchTest, TheMemoryLimitDropsPlansThatHoldMore) {
   EXPECT_GT(limited->over_memory, 0);
   ASSERT_FALSE(limited->best.empty());
   for (const TunedPlan& p : limited->best) EXPECT_LE(p.peak_bytes, options.mem_limit_bytes);
+}
+
+TEST(PlanSearchTest, InterleavedStagesHaveNoPlain1F1BButStillPlans) {
+  auto built = models::BuildGpt(pw::testing::SmallGptConfig(/*mp=*/2, /*pp=*/2, /*vpp=*/2));
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  TuneOptions options;
+  options.micro_batches = 8;
+  auto tuned = TunePlan(*built, H100(), options);
+  ASSERT_TRUE(tuned.ok()) << tuned.status().ToString();
+  EXPECT_FALSE(tuned->baseline.has_value());
+  ASSERT_FALSE(tuned->best.empty());
+  bool interleaved = false;
+  for (const TunedPlan& p : tuned->best)
+    interleaved |= p.pipeline.find("kind=interleaved-1f1b") != std::string::npos;
+  EXPECT_TRUE(interleaved);
 }
 
 TEST(PlanSearchTest, RefusesAPlannedModuleAndNoMicroBatches) {
