@@ -238,7 +238,7 @@ Status RankLowerer::Run() {
   for (const SeqSlot& s : seq_.slots) {
     SimSlot slot;
     slot.rank = rank_;
-    slot.bytes = s.decl->num_bytes();
+    slot.bytes = s.view_of >= 0 ? 0 : s.decl->num_bytes();  // a view's bytes are its source's
     slot.persistent = s.persistable || s.accumulator;
     t_.slots.push_back(slot);
   }

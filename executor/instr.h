@@ -11,8 +11,8 @@
 
 #include "executor/backend.h"
 #include "executor/memory_tracker.h"
-#include "ir/stream_type.h"
 #include "executor/value_slot.h"
+#include "ir/stream_type.h"
 #include "ops/kernel.h"
 
 namespace pw {
@@ -39,6 +39,10 @@ struct Instr {
   CpuKernel kernel = nullptr;  // set by the backend's Prepare
   std::optional<KernelContext> context;
   std::vector<ValueSlot*> outputs;  // allocated before the kernel when still empty
+  // A split{view}: instead of a kernel, each output becomes a view of this slot's tensor
+  // at its offset (bytes), so nothing is copied.
+  ValueSlot* view_source = nullptr;
+  std::vector<int64_t> view_offsets;
 
   // kSend / kRecv / kFetch
   ValueSlot* value = nullptr;
@@ -56,6 +60,11 @@ struct Instr {
   };
   std::vector<Feed> feeds;
   int micro_batch = -1;  // of the job (-1 for step-level work)
+
+  void BindViews() const {
+    for (size_t k = 0; k < outputs.size(); ++k)
+      outputs[k]->tensor = view_source->tensor.View(view_offsets[k], outputs[k]->shape);
+  }
 
   void ReleaseUses() const {
     for (ValueSlot* slot : uses) slot->Release(*memory);

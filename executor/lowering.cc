@@ -66,6 +66,7 @@ void Lowerer::MakeSlots() {
       out_->persistent_decls[s.var] = *s.decl;
     }
     if (s.accumulator) out_->accumulators.push_back(&slot);
+    slot.view = s.view_of >= 0;
     slots_.push_back(&slot);
   }
 }
@@ -92,6 +93,10 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
     case WorkKind::kOp: {
       auto resolve = [&](const std::string& v) { return slots_[seq_.SlotOf(item, v)]; };
       FillKernel(instr, seq_.op(item), item, resolve);
+      if (const SeqSlot& block = seq_.slots[item.writes.front()]; block.view_of >= 0) {
+        instr.view_source = slots_[block.view_of];
+        for (int s : item.writes) instr.view_offsets.push_back(seq_.slots[s].view_offset);
+      }
       break;
     }
     case WorkKind::kAccumulate: {

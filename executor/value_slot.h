@@ -24,6 +24,7 @@ struct ValueSlot {
   DataType dtype = DataType::kFloat32;
   Shape shape;
   bool persistent = false;  // parameters and optimizer state: never freed
+  bool view = false;        // a block of another slot's tensor (split{view}): no bytes of its own
   int uses_per_step = 0;    // instructions that use the slot in one step
 
   Tensor tensor;                // empty while the value does not exist
@@ -43,7 +44,7 @@ struct ValueSlot {
   // One use is done; the last one frees the tensor.
   void Release(MemoryTracker& memory) {
     if (pending.fetch_sub(1, std::memory_order_acq_rel) != 1 || persistent) return;
-    if (tensor.defined()) memory.Free(tensor.nbytes());
+    if (tensor.defined() && !view) memory.Free(tensor.nbytes());
     tensor = Tensor();
   }
 };

@@ -23,6 +23,9 @@ struct ProgramInfo {
   // stage and chunk it has; jobs run it in the parent's place. Empty for other programs.
   std::string segment_of;
   int segment_begin = 0;  // the parent's index of the segment's first op
+  // Another program's computation with other ops (overlap-1f1b's row splits), whose kind,
+  // stage and chunk it has: jobs may run it in that program's place, with the same results.
+  std::string variant_of;
   bool operator==(const ProgramInfo&) const = default;
 };
 

@@ -122,6 +122,7 @@ void ProgramToProto(const Program& program, pb::ProgramDesc* out) {
   StringsToProto(info.keep_alive, pi->mutable_keep_alive());
   pi->set_segment_of(info.segment_of);
   pi->set_segment_begin(info.segment_begin);
+  pi->set_variant_of(info.variant_of);
 }
 
 void JobToProto(const Job& job, pb::JobDesc* out) {
@@ -292,6 +293,7 @@ StatusOr<Program> ProgramFromProto(const pb::ProgramDesc& desc) {
     info.keep_alive.assign(pi.keep_alive().begin(), pi.keep_alive().end());
     info.segment_of = pi.segment_of();
     info.segment_begin = pi.segment_begin();
+    info.variant_of = pi.variant_of();
   }
   return program;
 }

@@ -91,6 +91,7 @@ class RankSequenceBuilder {
   StatusOr<int> SlotFor(int id, const std::string& var, int table, const Program& program,
                         ProgramVars& vars);
   int Add(WorkItem item);
+  void MarkViews(const WorkItem& split);
   Status LowerProgramJob(int j);
   Status LowerP2pJob(int j);
   Status LowerGradFinalize(int j);
@@ -304,6 +305,17 @@ Status RankSequenceBuilder::LowerGradFinalize(int j) {
   return OkStatus();
 }
 
+// A split{view}'s blocks lie one after another in its input (the verifier holds every dim
+// before the axis to 1).
+void RankSequenceBuilder::MarkViews(const WorkItem& split) {
+  int64_t offset = 0;
+  for (int block : split.writes) {
+    seq_.slots[block].view_of = split.reads.front();
+    seq_.slots[block].view_offset = offset;
+    offset += seq_.slots[block].decl->num_bytes();
+  }
+}
+
 Status RankSequenceBuilder::LowerProgramJob(int j) {
   const Job& job = *seq_.jobs[j];
   const Program& program = *seq_.programs[j];
@@ -354,6 +366,7 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
         if (!slot.ok()) return slot.status().WithContext(where());
         AppendDistinct(item.writes, *slot);
       }
+    if (op.type == "split" && op.attrs.GetBool("view", false)) MarkViews(item);
     for (const std::string& w : op.wait_events) {
       PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where()));
       if (e >= 0) AppendDistinct(item.wait_events, e);

@@ -56,6 +56,10 @@ struct SeqSlot {
   bool persistable = false;  // parameters, optimizer state
   bool accumulator = false;  // a gradient sum: zeroed by the host at the start of a step
   bool fed = false;          // an input fed from outside for every micro-batch
+  // A block of a split{view}: it holds no bytes of its own but these of slot `view_of`,
+  // from `view_offset` bytes on.
+  int view_of = -1;
+  int64_t view_offset = 0;
 };
 
 struct SeqEvent {

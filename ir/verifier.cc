@@ -97,6 +97,26 @@ Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program
   return OkStatus();
 }
 
+// A split{view}'s blocks share X's bytes in the executor: neither X nor a block may be
+// written after it, or the other would change too.
+Status CheckViewsUnwritten(const Program& program, size_t index) {
+  const Op& op = program.ops()[index];
+  if (op.type != "split" || !op.attrs.GetBool("view", false)) return OkStatus();
+  std::unordered_set<std::string> shared;
+  op.ForEachInput([&](const std::string& v) { shared.insert(v); });
+  op.ForEachOutput([&](const std::string& v) { shared.insert(v); });
+  for (size_t k = index + 1; k < program.ops().size(); ++k) {
+    Status status;
+    program.ops()[k].ForEachOutput([&](const std::string& v) {
+      if (status.ok() && shared.count(v))
+        status = InvalidArgument("op ", k, " (", program.ops()[k].type, ") writes '", v,
+                                 "', which shares its bytes with this split{view}: drop view");
+    });
+    PW_RETURN_IF_ERROR(status);
+  }
+  return OkStatus();
+}
+
 Status CheckProgram(const Program& program, const OpRegistry& registry,
                     const std::unordered_set<std::string>* external_inputs) {
   const auto& ops = program.ops();
@@ -153,6 +173,7 @@ Status CheckProgram(const Program& program, const OpRegistry& registry,
     }
     if (Status s = CheckInferredTypes(op, *def, program, refs.inputs(i), refs.outputs(i)); !s.ok())
       return fail(s);
+    if (Status s = CheckViewsUnwritten(program, i); !s.ok()) return fail(s);
   }
   return OkStatus();
 }

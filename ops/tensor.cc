@@ -43,6 +43,12 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return view;
 }
 
+Tensor Tensor::View(int64_t byte_offset, Shape shape) const {
+  // The aliasing constructor shares the allocation's owner (and a backend's deleter).
+  std::shared_ptr<std::byte> bytes(storage_, storage_.get() + byte_offset);
+  return Tensor(dtype_, std::move(shape), std::move(bytes), device_);
+}
+
 void Tensor::Fill(float value) { std::fill_n(f32(), numel_, value); }
 
 }  // namespace pw

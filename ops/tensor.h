@@ -52,6 +52,9 @@ class Tensor {
   Tensor Clone() const;  // host tensors only
   // Same storage, another shape with the same number of elements.
   Tensor Reshaped(Shape shape) const;
+  // A tensor of `shape` over this one's bytes from `byte_offset` on (a contiguous block,
+  // e.g. rows of a split{view}): it keeps the whole storage alive and writes through.
+  Tensor View(int64_t byte_offset, Shape shape) const;
   void Fill(float value);  // f32 host tensors only
   // True when both share the same storage.
   bool SharesStorage(const Tensor& other) const { return storage_ == other.storage_; }

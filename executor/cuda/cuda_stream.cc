@@ -107,6 +107,10 @@ Status CudaStream::Run(const Instr& instr) {
   }
   switch (instr.kind) {
     case Instr::Kind::kKernel:
+      if (instr.view_source) {
+        instr.BindViews();  // host-side pointers only: no work on the stream
+        return OkStatus();
+      }
       for (ValueSlot* out : instr.outputs)
         if (!out->tensor.defined()) PW_RETURN_IF_ERROR(Allocate(*out, *instr.memory));
       launched_.push_back(&instr);

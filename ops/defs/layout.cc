@@ -11,6 +11,11 @@ namespace {
 
 OpCost MoveCost(const InferContext& ctx) { return OpCost{0, IoBytes(ctx)}; }
 
+// A split{view}'s blocks are X's own bytes: nothing moves.
+OpCost SplitCost(const InferContext& ctx) {
+  return ctx.attrs().GetBool("view", false) ? OpCost{0, 0} : MoveCost(ctx);
+}
+
 // ---- reshape ----
 
 Status InferReshape(InferContext& ctx) {
@@ -113,6 +118,11 @@ Status InferSplit(InferContext& ctx) {
         ctx, "X", x, "sections", sections,
         StrCat("sections must be >= 0, sum to dim ", axis, " and match the ", n_out, " Out vars"));
   }
+  if (ctx.attrs().GetBool("view", false) &&
+      std::accumulate(x.begin(), x.begin() + axis, int64_t{1}, std::multiplies<>()) != 1)
+    return InvalidArgument(Where(ctx, "X"), " ", ShapeToString(x), ": split{view} needs blocks ",
+                           "that are contiguous in X, so every dim before axis ", axis,
+                           " must be 1 (drop view to copy)");
   for (size_t i = 0; i < sections.size(); ++i) {
     Shape s = x;
     s[axis] = sections[i];
@@ -234,12 +244,14 @@ void RegisterLayoutOps(OpRegistry& registry) {
   });
   registry.Register(OpDef{
       .type = "split",
-      .summary = "Out[i] = the i-th slice of X along axis, sized sections[i]",
+      .summary = "Out[i] = the i-th slice of X along axis, sized sections[i]; view: the "
+                 "slices are X's own bytes (executor), never written",
       .inputs = {{"X"}},
       .outputs = {{"Out", /*duplicable=*/true}},
-      .attrs = {DefaultAttr("axis", int64_t{0}), RequiredAttr("sections", AttrType::kInts)},
+      .attrs = {DefaultAttr("axis", int64_t{0}), RequiredAttr("sections", AttrType::kInts),
+                DefaultAttr("view", false)},
       .infer = InferSplit,
-      .cost = MoveCost,
+      .cost = SplitCost,
       .grad = SplitGrad,
   });
   registry.Register(OpDef{

@@ -46,7 +46,7 @@ StatusOr<ModuleStages> ReadModuleStages(const Module& module) {
   std::map<int, std::pair<int, int>> placed;  // virtual stage -> (rank, chunk)
   for (const Program& p : module.programs()) {
     const ProgramInfo& info = p.info();
-    if (info.kind.empty() || !info.segment_of.empty()) continue;
+    if (info.kind.empty() || !info.segment_of.empty() || !info.variant_of.empty()) continue;
     const std::string prefix = "stage";
     size_t underscore = p.name().find('_');
     if (p.name().rfind(prefix, 0) != 0 || underscore == std::string::npos)

@@ -15,7 +15,10 @@
 //      to back runs back to back (the statistics say how many).
 //   3. Op splitting (row_split.h): a matmul whose all-reduce no other job hides is cut
 //      into row blocks with the all-reduce, so that each block's runs under the next
-//      block's matmul (bit-identical: offered for two-rank groups only).
+//      block's matmul (bit-identical: offered for two-rank groups only). The blocks are
+//      views of the matmul's input (split{view}) where they lie one after another, and the
+//      cuts live in a variant of the forward program that only the forwards with no
+//      backward beside them run (warm-up forwards, F/F pairs).
 //   4. Streams: forward collectives move to mp_fwd_comm, below the backward's mp_comm.
 //
 // Segment programs are real programs of the module, named after their parent and op range
@@ -81,7 +84,8 @@ struct Decision {
 using PairKey = std::vector<std::string>;
 
 // How many row blocks make a matmul and its all-reduce finish soonest, by the cost model:
-// k blocks cost a copy of the rows in and of the reduced result out, k all-reduces of
+// k blocks cost a copy of the rows in (none when they are views of X) and of the reduced
+// result out, k all-reduces of
 // 1/k of the bytes (each with its latency) and two hand-overs each; all but the last run
 // under the next block's matmul. 1: not worth cutting.
 int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
@@ -89,8 +93,8 @@ int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
   const cost::DeviceSpec& device = estimator.device();
   const Var* x = program.FindVar(program.ops()[index].Input("X"));
   const DataType dtype = x ? x->dtype : DataType::kFloat32;
-  const double copies =
-      cost::RooflineTime(device, dtype, 0, 2.0 * (x ? x->num_bytes() : 0) + 2.0 * reduce.bytes);
+  const double rows_in = SplitsAsView(program, index) ? 0 : 2.0 * (x ? x->num_bytes() : 0);
+  const double copies = cost::RooflineTime(device, dtype, 0, rows_in + 2.0 * reduce.bytes);
   InterleaveOptions options;
   options.event_latency = device.event_latency();
   auto finish = [&](int k) {
@@ -134,8 +138,10 @@ class Overlap1F1BPass : public Pass {
            "from the cost model (needs opt --device, and --costs for measured ops) and are "
            "checked with the simulator; pairs that would not gain run back to back. "
            "split-ops=auto cuts a row-parallel matmul and its two-rank all-reduce into row "
-           "blocks so each block's all-reduce runs under the next block (bit-identical), all "
-           "cuts every eligible matmul, off none. Forward "
+           "blocks (views of its input where they are contiguous) so each block's all-reduce "
+           "runs under the next block (bit-identical), in a variant of the forward program "
+           "(<name>.rows) that only forwards with no backward beside them run; all cuts every "
+           "eligible matmul of every program, off none. Forward "
            "collectives move to mp_fwd_comm. Plans of 1f1b, eager-1f1b, interleaved-1f1b "
            "and dualpipe-v; run after assign-streams and before insert-events.";
   }
@@ -145,6 +151,8 @@ class Overlap1F1BPass : public Pass {
  private:
   Status CheckModule(const Module& module, PassContext& context) const;
   int SplitOps(Module& module, PassContext& context);
+  int SplitProgram(const Module& module, Program& program, bool all, PassContext& context) const;
+  int UseVariants(Plan& plan) const;
   StatusOr<std::vector<ChainOp>> Chain(const Module& module, const Part& part,
                                        PassContext& context);
   StatusOr<Decision> Decide(const Module& module, const Part& first, const Part& second,
@@ -170,6 +178,7 @@ class Overlap1F1BPass : public Pass {
   Option<bool> warmup{this, "warmup-cooldown",
                       "also pair F with F in the warm-up and B with B in the cool-down", true};
   std::map<PairKey, Decision> decisions_;
+  std::map<std::string, std::string> variants_;         // forward program -> its row-split variant
   std::map<std::string, std::vector<ChainOp>> chains_;  // per program
 };
 
@@ -201,43 +210,93 @@ Status Overlap1F1BPass::CheckModule(const Module& module, PassContext& context) 
   return OkStatus();
 }
 
-// Row splits (row_split.h). auto: a forward matmul read only by a two-rank all-reduce is
-// cut so that the all-reduce of each block runs under the next block's matmul (an
-// all-reduce no other job hides, e.g. in a pipeline's warm-up, then shows only its last
-// block), in the number of blocks the cost model finds fastest (BestBlocks). all: every eligible
-// matmul in two, with its all-reduce where it can (tests).
+// Row splits (row_split.h). auto: in a variant of each forward program (`<name>.rows`),
+// a matmul read only by a two-rank all-reduce is cut so that the all-reduce of each block
+// runs under the next block's matmul, in the number of blocks the cost model finds fastest
+// (BestBlocks). Only forwards with no backward beside them run the variant (UseVariants):
+// there nothing else hides the all-reduce, and it then shows only its last block; beside a
+// backward the plain forward is hidden already and the cuts would only cost. all: every
+// eligible matmul of every program in two, with its all-reduce where it can (tests).
 int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
+  variants_.clear();
   if (split_ops.value() == "off") return 0;
   const bool all = split_ops.value() == "all";
-  const cost::Estimator& estimator = *context.Find<cost::Estimator>();
   int split = 0;
-  for (Program& program : module.programs()) {
-    const std::string& kind = program.info().kind;
-    if (kind != "forward" && kind != "backward" && kind != "backward_input") continue;
-    auto lookup = [&](const std::string& v) -> const Var* { return program.FindVar(v); };
-    const int rank = PricingRank(module, program);
-    std::vector<cost::OpPrice> prices;
-    for (const Op& op : program.ops()) {
-      StatusOr<cost::OpPrice> price =
-          cost::PriceOp(op, module, rank, estimator, context.ops(), lookup);
-      prices.push_back(price.ok() ? *price : cost::OpPrice{});
+  if (all) {
+    for (Program& program : module.programs())
+      split += SplitProgram(module, program, true, context);
+    return split;
+  }
+  std::vector<Program> variants;
+  for (const Program& program : module.programs()) {
+    const ProgramInfo& info = program.info();
+    if (info.kind != "forward" || !info.segment_of.empty() || !info.variant_of.empty()) continue;
+    Program variant = program;
+    variant.set_name(program.name() + ".rows");
+    variant.info().variant_of = program.name();
+    const int n = SplitProgram(module, variant, false, context);
+    if (n == 0 || module.FindProgram(variant.name())) continue;
+    split += n;
+    variants_[program.name()] = variant.name();
+    variants.push_back(std::move(variant));
+  }
+  for (Program& p : variants) module.AddProgram(std::move(p));  // moves the programs
+  return split;
+}
+
+// Forwards alone and F/F pairs run the row-split variants; forwards beside a backward
+// keep the plain program. Returns how many jobs now run a variant.
+int Overlap1F1BPass::UseVariants(Plan& plan) const {
+  auto variant = [&](Job& job) {
+    auto it = variants_.find(job.program);
+    if (job.kind != JobKind::kForward || it == variants_.end()) return 0;
+    job.program = it->second;
+    return 1;
+  };
+  int n = 0;
+  for (RankPlan& rank : plan.ranks)
+    for (Job& job : rank.jobs) {
+      if (job.kind == JobKind::kForward) n += variant(job);
+      const bool forwards_only =
+          job.kind == JobKind::kOverlapFB &&
+          std::all_of(job.sub_jobs.begin(), job.sub_jobs.end(),
+                      [](const Job& s) { return s.kind == JobKind::kForward; });
+      if (forwards_only)
+        for (Job& sub : job.sub_jobs) n += variant(sub);
     }
-    for (int i = static_cast<int>(program.ops().size()); i-- > 0;) {
-      const bool reduced = i + 1 < static_cast<int>(prices.size()) && prices[i + 1].collective;
-      const int group = reduced ? static_cast<int>(prices[i + 1].group.size()) : 0;
-      if (all) {
-        StatusOr<int> done = CanSplitRowsWithAllReduce(program, i, 2, 1, group)
-                                 ? SplitRowsWithAllReduce(program, i, 2, group)
-                                 : SplitRows(program, i, 2);
-        split += done.ok();
-        continue;
-      }
-      // The backward's all-reduces already run under the weight gradient
-      // (overlap-column-parallel-backward): only the forward's are cut.
-      if (!reduced || kind != "forward") continue;
-      int blocks = BestBlocks(program, i, prices[i], prices[i + 1], estimator);
-      if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group).ok()) ++split;
+  return n;
+}
+
+// Cuts the matmuls of `program` (of `module`, whose mesh prices them) as SplitOps says.
+int Overlap1F1BPass::SplitProgram(const Module& module, Program& program, bool all,
+                                  PassContext& context) const {
+  const std::string& kind = program.info().kind;
+  if (kind != "forward" && kind != "backward" && kind != "backward_input") return 0;
+  const cost::Estimator& estimator = *context.Find<cost::Estimator>();
+  auto lookup = [&](const std::string& v) -> const Var* { return program.FindVar(v); };
+  const int rank = PricingRank(module, program);
+  std::vector<cost::OpPrice> prices;
+  for (const Op& op : program.ops()) {
+    StatusOr<cost::OpPrice> price =
+        cost::PriceOp(op, module, rank, estimator, context.ops(), lookup);
+    prices.push_back(price.ok() ? *price : cost::OpPrice{});
+  }
+  int split = 0;
+  for (int i = static_cast<int>(program.ops().size()); i-- > 0;) {
+    const bool reduced = i + 1 < static_cast<int>(prices.size()) && prices[i + 1].collective;
+    const int group = reduced ? static_cast<int>(prices[i + 1].group.size()) : 0;
+    if (all) {
+      StatusOr<int> done = CanSplitRowsWithAllReduce(program, i, 2, 1, group)
+                               ? SplitRowsWithAllReduce(program, i, 2, group)
+                               : SplitRows(program, i, 2);
+      split += done.ok();
+      continue;
     }
+    // The backward's all-reduces already run under the weight gradient
+    // (overlap-column-parallel-backward): only the forward's are cut.
+    if (!reduced || kind != "forward") continue;
+    int blocks = BestBlocks(program, i, prices[i], prices[i + 1], estimator);
+    if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group).ok()) ++split;
   }
   return split;
 }
@@ -481,6 +540,7 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   context.AddStatistic("pairs-cooldown", fused->cooldown);
   context.AddStatistic("pairs-dualpipe", fused->existing);
   context.AddStatistic("forwards-earlier", fused->shift);
+  context.AddStatistic("jobs-on-row-split-variants", UseVariants(module.plan));
 
   // The cuts of every kind of pair; then the jobs.
   std::vector<SegmentRange> segments;

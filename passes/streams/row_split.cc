@@ -32,6 +32,18 @@ bool CanSplitRows(const Program& program, int index, int blocks, int64_t min_row
   return gemm_rows >= std::max(min_rows, kMinSplitRows) && out->shape.back() >= kMinSplitColumns;
 }
 
+bool SplitsAsView(const Program& program, int index) {
+  const std::string& name = program.ops()[index].Input("X");
+  const Var* x = program.FindVar(name);
+  if (!x || x->shape.size() < 2) return false;
+  for (size_t d = 0; d + 2 < x->shape.size(); ++d)
+    if (x->shape[d] != 1) return false;
+  bool written = false;
+  for (size_t k = index + 1; k < program.ops().size(); ++k)
+    program.ops()[k].ForEachOutput([&](const std::string& v) { written |= v == name; });
+  return !written;
+}
+
 namespace {
 
 // Whether the all-reduce at `index + 1` is the only reader of the matmul at `index`.
@@ -88,6 +100,7 @@ StatusOr<int> Split(Program& program, int index, int blocks, bool reduce) {
   Op split = like(original, "split");
   split.SetInput("X", {x.name}).SetOutput("Out", x_blocks);
   split.SetAttr("axis", axis).SetAttr("sections", std::vector<int64_t>(blocks, rows));
+  if (SplitsAsView(program, index)) split.SetAttr("view", true);
   ops.push_back(std::move(split));
   for (int b = 0; b < blocks; ++b) {
     Op mm = original;

@@ -20,6 +20,10 @@ inline constexpr int64_t kMinSplitColumns = 64;
 // blocks of at least max(`min_rows`, kMinSplitRows) GEMM rows each.
 bool CanSplitRows(const Program& program, int index, int blocks, int64_t min_rows);
 
+// Whether the row blocks of matmul `index`'s X can be views of X rather than copies
+// (split{view}): every dim before the rows is 1 and no later op writes X.
+bool SplitsAsView(const Program& program, int index);
+
 // Replaces op `index` by split, `blocks` matmuls and concat (same role, placement and
 // stream), declaring the block vars. Returns how many ops it inserted in its place.
 StatusOr<int> SplitRows(Program& program, int index, int blocks);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cost_model/device_spec.h"
+#include "cost_model/estimator.h"
 #include "equivalence_util.h"
 #include "executor/plan_check.h"
 #include "models/gpt.h"
@@ -34,6 +36,10 @@ struct Case {
   int dp = 1;
   const char* overlap = kOverlap;  // the passes B adds
   int seq = 16;
+  int micro_batch_size = 2;  // 1: row blocks are views of their matmul's input (split{view})
+  // Slows the H100's compute and links this much, so that on this small model the cost
+  // model cuts forwards into row blocks (split-ops=auto) as it does at full size.
+  double slower = 1;
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.kind << " dp=" << c.dp; }
@@ -41,6 +47,7 @@ void PrintTo(const Case& c, std::ostream* out) { *out << c.kind << " dp=" << c.d
 Module PlannedGpt(const Case& c) {
   models::GptConfig g = SmallGptConfig(2, 2, c.vpp, c.placement);
   g.seq = c.seq;
+  g.micro_batch_size = c.micro_batch_size;
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   built->mesh.dp = c.dp;
@@ -67,7 +74,11 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
   Module plain = PlannedGpt(GetParam());
   ASSERT_FALSE(plain.plan.empty());
   // The passes price their choices on the H100 spec (overlap-1f1b needs a cost model).
-  auto estimator = tools::MakeEstimator("h100", "");
+  StatusOr<cost::DeviceSpec> spec = cost::BuiltinDeviceSpec("h100");
+  ASSERT_TRUE(spec.ok());
+  spec->set_flops_efficiency(spec->flops_efficiency() / GetParam().slower);
+  spec->set_intra_node_bandwidth(spec->intra_node_bandwidth() / GetParam().slower);
+  auto estimator = cost::Estimator::Create(*spec, cost::OpCostTable{});
   ASSERT_TRUE(estimator.ok());
   PassContext context(ops::Registry());
   tools::AttachCostModel(*estimator, context);
@@ -84,14 +95,23 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
   };
   if (GetParam().overlap != kOverlap)
     EXPECT_GT(count(*overlapped, [](const Program& p) { return !p.info().segment_of.empty(); }), 0);
-  if (GetParam().overlap == k1F1BSplitAll) {
-    auto splits = [](const Program& p) {
+  auto splits = [](const Program& p) {
+    int n = 0;
+    for (const Op& op : p.ops()) n += op.type == "split";
+    return n;
+  };
+  if (GetParam().overlap == k1F1BSplitAll || GetParam().slower > 1)
+    EXPECT_GT(count(*overlapped, splits), count(plain, splits));
+  if (GetParam().micro_batch_size == 1) {
+    auto views = [](const Program& p) {
       int n = 0;
-      for (const Op& op : p.ops()) n += op.type == "split";
+      for (const Op& op : p.ops()) n += op.type == "split" && op.attrs.GetBool("view", false);
       return n;
     };
-    EXPECT_GT(count(*overlapped, splits), count(plain, splits));
+    EXPECT_GT(count(*overlapped, views), 0);
   }
+  if (GetParam().slower > 1)  // the row-split variants some forwards run
+    EXPECT_GT(count(*overlapped, [](const Program& p) { return !p.info().variant_of.empty(); }), 0);
 
   // The executor adds no event of its own to the overlapped plan; the plain one needs them.
   LoweringOptions strict{ModuleInputs(plain), ModuleLoss(plain), true};
@@ -143,11 +163,17 @@ INSTANTIATE_TEST_SUITE_P(Overlap1F1B, OverlapEquivalenceTest,
                                            Case{"1f1b", 1, false, kLoop, 2, k1F1B},
                                            Case{"1f1b", 1, false, kLoop, 1, k1F1BSplitAll, 64},
                                            Case{"interleaved-1f1b", 2, false, kLoop, 2,
-                                                k1F1BSplitAll, 64}),
+                                                k1F1BSplitAll, 64},
+                                           // Row blocks as views of the matmul's input.
+                                           Case{"1f1b", 1, false, kLoop, 1, k1F1BSplitAll, 128, 1},
+                                           // Warm-up forwards on row-split variants.
+                                           Case{"1f1b", 1, false, kLoop, 1, k1F1B, 128, 1, 1e4}),
                          [](const auto& info) {
                            std::string name =
                                StrCat(info.param.kind, "_dp", info.param.dp,
-                                      info.param.overlap == k1F1BSplitAll ? "_split_all" : "");
+                                      info.param.overlap == k1F1BSplitAll ? "_split_all" : "",
+                                      info.param.micro_batch_size == 1 ? "_views" : "",
+                                      info.param.slower > 1 ? "_variants" : "");
                            for (char& ch : name)
                              if (ch == '-') ch = '_';
                            return name;

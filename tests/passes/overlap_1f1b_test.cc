@@ -8,6 +8,7 @@
 #include <map>
 
 #include "ir/plan.h"
+#include "ir/verifier.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
@@ -163,6 +164,46 @@ TEST(RowSplitTest, RefusesWhatWouldChangeResults) {
   w.ops()[0].type = "matmul_weight_grad";
   EXPECT_FALSE(CanSplitRows(w, 0, 2, 1));
   EXPECT_FALSE(CanSplitRows(MatmulProgram({1, 256, 32}, {32, 64}, false, false), 0, 3, 1));
+}
+
+TEST(RowSplitTest, BlocksAreViewsOfTheirInputWhereTheyLieOneAfterAnother) {
+  auto split_of = [](Program p) {
+    EXPECT_TRUE(SplitRows(p, 0, 2).ok());
+    Status verified = VerifyProgram(p, ops::Registry());
+    EXPECT_TRUE(verified.ok()) << verified.ToString();
+    return p.ops().front();
+  };
+  EXPECT_TRUE(
+      split_of(MatmulProgram({1, 256, 32}, {32, 64}, false, false)).attrs.GetBool("view", false));
+  // Rows of two batches interleave in X: copied.
+  EXPECT_FALSE(
+      split_of(MatmulProgram({2, 256, 32}, {32, 64}, false, false)).attrs.GetBool("view", false));
+  // X written again after the matmul: a view would change with it.
+  Program rewritten = MatmulProgram({1, 256, 32}, {32, 64}, false, false);
+  Op again;
+  again.type = "scale";
+  again.SetInput("X", {"x"}).SetOutput("Out", {"x"}).SetAttr("scale", 2.0);
+  rewritten.AddOp(again);
+  EXPECT_FALSE(SplitsAsView(rewritten, 0));
+}
+
+TEST(RowSplitTest, TheVerifierRefusesAViewThatIsNotContiguousOrIsWrittenAfter) {
+  Program p = MatmulProgram({2, 256, 32}, {32, 64}, false, false);
+  ASSERT_TRUE(SplitRows(p, 0, 2).ok());
+  p.ops().front().SetAttr("view", true);
+  Status s = VerifyProgram(p, ops::Registry());
+  EXPECT_NE(s.message().find("every dim before axis 1 must be 1"), std::string::npos)
+      << s.ToString();
+  Program q = MatmulProgram({1, 256, 32}, {32, 64}, false, false);
+  ASSERT_TRUE(SplitRows(q, 0, 2).ok());
+  const std::string block = q.ops().front().outputs.front().vars.front();
+  Op again;  // a block scaled in place would scale X's rows too
+  again.type = "scale";
+  again.SetInput("X", {block}).SetOutput("Out", {block}).SetAttr("scale", 2.0);
+  q.AddOp(again);
+  s = VerifyProgram(q, ops::Registry());
+  EXPECT_NE(s.message().find("shares its bytes with this split{view}"), std::string::npos)
+      << s.ToString();
 }
 
 // ---- Segments ----
