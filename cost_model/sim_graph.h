@@ -8,6 +8,10 @@
 // write, write-after-read or write-after-write open (ir/stream_order.h), one edge each, as
 // the executor covers those with events of its own. Sends are matched to recvs and
 // collectives across their group here.
+//
+// Ranks of one pipeline rank (its mp and dp peers) run the same sequence: it is lowered
+// once per pipeline rank and copied to each peer, which reprices only what its place in the
+// mesh changes (its communication's groups, partners and whether they span nodes).
 
 #include <array>
 #include <cstdint>
@@ -80,12 +84,29 @@ struct SimGraph {
   // Dependencies between pieces of the plan's work that its events left open (the executor
   // covers each with an event of its own): 0 once insert-events has run.
   int auto_events = 0;
+  // Empty, or (folded graph) per rank the rank whose instructions stand for it: only those
+  // ranks have instructions, collectives hold only their members, and the simulator
+  // reports each other rank as a copy of its stand-in.
+  std::vector<int> replica_of;
+
+  bool folded() const { return !replica_of.empty(); }
+  // The rank whose instructions are `rank`'s.
+  int simulated_rank(int rank) const { return folded() ? replica_of[rank] : rank; }
+};
+
+struct SimGraphOptions {
+  // Lower only the first rank of each pipeline rank (mp 0, dp 0) where that is exact: the
+  // device shares no cores between the ranks of a node (then nothing couples a rank to
+  // its peers beyond the collectives they run together, which start for all members at
+  // once), and every peer's communication is priced as its stand-in's (the same groups
+  // spanning nodes, the same transfers crossing them). Otherwise the graph is whole.
+  bool fold_replicas = false;
 };
 
 // Lowers `module`'s plan (it must have one) for every rank of its mesh. Errors: no plan, a
 // rank without jobs, an unknown program or stream, an event waited on before it is recorded,
 // a send without its recv, a collective some member of its group never joins.
 StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimator,
-                                 const OpRegistry& registry);
+                                 const OpRegistry& registry, const SimGraphOptions& options = {});
 
 }  // namespace pw::cost

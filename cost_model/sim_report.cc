@@ -9,7 +9,8 @@ namespace {
 
 std::array<bool, kNumStreamTypes> StreamsInUse(const SimGraph& g, int rank) {
   std::array<bool, kNumStreamTypes> used{};
-  for (int i : g.rank_order[rank]) used[static_cast<int>(g.instrs[i].stream)] = true;
+  for (int i : g.rank_order[g.simulated_rank(rank)])
+    used[static_cast<int>(g.instrs[i].stream)] = true;
   return used;
 }
 

@@ -389,7 +389,7 @@ void Engine::Report(SimResult& out) const {
     rr.busy[static_cast<int>(in.stream)] += end - active;
     rr.end = std::max(rr.end, t_[i].end);
     out.step_time = std::max(out.step_time, t_[i].end);
-    out.path_seconds[static_cast<int>(in.path)] += in.seconds;
+    if (!g_.folded()) out.path_seconds[static_cast<int>(in.path)] += in.seconds;
     if (in.kind == InstrKind::kCompute) {
       compute[in.rank].Add(active, end);
     } else {
@@ -398,9 +398,21 @@ void Engine::Report(SimResult& out) const {
       if (in.kind == InstrKind::kSend) comm[g_.instrs[in.partner].rank].Add(active, end);
     }
   }
+  // A folded graph's replicas ran as their stand-ins did, every instruction alike (the
+  // same sums, in the same order, as over the whole graph).
+  if (g_.folded())
+    for (int r = 0; r < g_.world_size; ++r)
+      for (int i : g_.rank_order[g_.replica_of[r]])
+        out.path_seconds[static_cast<int>(g_.instrs[i].path)] += g_.instrs[i].seconds;
   double idle = 0;
   for (int r = 0; r < g_.world_size; ++r) {
     RankResult& rr = out.ranks[r];
+    if (g_.simulated_rank(r) != r) {
+      rr = out.ranks[g_.replica_of[r]];
+      rr.rank = r;
+      idle += rr.bubble;
+      continue;
+    }
     rr.rank = r;
     rr.compute_busy = compute[r].Length();
     rr.comm_busy = comm[r].Length();
@@ -419,6 +431,12 @@ void Engine::Report(SimResult& out) const {
   for (const SimSlot& s : g_.slots)
     if (s.persistent) out.ranks[s.rank].persistent_bytes += s.bytes;
   for (int r = 0; r < g_.world_size; ++r) {
+    const int stand_in = g_.simulated_rank(r);
+    if (stand_in != r) {
+      out.ranks[r].persistent_bytes = out.ranks[stand_in].persistent_bytes;
+      out.ranks[r].peak_bytes = out.ranks[stand_in].peak_bytes;
+      continue;
+    }
     std::vector<std::pair<double, int64_t>> events = memory_[r];
     // Frees before allocations at the same instant.
     std::sort(events.begin(), events.end());
@@ -510,7 +528,10 @@ StatusOr<SimResult> Simulate(const SimGraph& graph, const DeviceSpec& device,
 StatusOr<SimResult> Simulator::Run(const Module& module) const { return Run(module, nullptr); }
 
 StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) const {
-  PW_ASSIGN_OR_RETURN(SimGraph graph, BuildSimGraph(module, *estimator_, registry_));
+  // Replicas fold only where nothing asks for every rank's timeline.
+  SimGraphOptions graph_options;
+  graph_options.fold_replicas = !options_.record_timeline;
+  PW_ASSIGN_OR_RETURN(SimGraph graph, BuildSimGraph(module, *estimator_, registry_, graph_options));
   SimOptions options = options_;
   if (options.compute_threads <= 0)
     options.compute_threads = std::max(1, estimator_->table().proto().blas_threads());

@@ -16,6 +16,11 @@ void AppendDistinct(std::vector<T>& v, T x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
+// Keys of (table or micro-batch, var id).
+int64_t PairKey(int table, int var) {
+  return (static_cast<int64_t>(table) << 32) | static_cast<uint32_t>(var);
+}
+
 bool HasOwnDpAllReduce(const Program& optimizer) {
   for (const Op& op : optimizer.ops())
     if (op.type == "c_allreduce_sum" && op.attrs.GetString("group") == "dp") return true;
@@ -27,8 +32,10 @@ bool HasOwnDpAllReduce(const Program& optimizer) {
 int RankSequence::SlotOf(const WorkItem& item, const std::string& var) const {
   const bool optimizer = jobs[item.job]->kind == JobKind::kOptimizer;
   const int table = optimizer || item.micro_batch < 0 ? kStepTable : item.micro_batch;
-  auto it = slot_index_.find({table, var});
-  if (it == slot_index_.end()) it = slot_index_.find({kRankTable, var});
+  auto id = var_ids_.find(var);
+  if (id == var_ids_.end()) return -1;
+  auto it = slot_index_.find(PairKey(table, id->second));
+  if (it == slot_index_.end()) it = slot_index_.find(PairKey(kRankTable, id->second));
   return it == slot_index_.end() ? -1 : it->second;
 }
 
@@ -73,7 +80,16 @@ class RankSequenceBuilder {
   Status CollectJobs();
   void FindGradients();
   void FindLastWrites();
+  // Per program: each var's declaration as the program sees it (by var id) and each op's
+  // vars as ids, in slot order; found once, as every job of the program reads them.
+  struct ProgramVars {
+    std::vector<std::pair<bool, const Var*>> decls;
+    std::vector<std::vector<int>> inputs, outputs;
+  };
+  ProgramVars& VarsOf(const Program& program);
   StatusOr<int> SlotFor(const std::string& var, int table, const Program& program);
+  StatusOr<int> SlotFor(int id, const std::string& var, int table, const Program& program,
+                        ProgramVars& vars);
   int Add(WorkItem item);
   void MarkViews(const WorkItem& split);
   Status LowerProgramJob(int j);
@@ -89,7 +105,13 @@ class RankSequenceBuilder {
   std::set<std::string> grads_;
   std::set<std::string> feeds_;
   // (var, micro-batch) -> (job, op) of its last write: where attached work goes.
-  std::map<std::pair<std::string, int>, std::pair<int, int>> last_write_;
+  std::unordered_map<int64_t, std::pair<int, int>> last_write_;  // by PairKey(mb, var id)
+  std::vector<char> is_grad_;                                    // per var id
+  std::unordered_map<const Program*, ProgramVars> program_vars_;
+  // Per table (kRankTable, kStepTable, then micro-batches), per var id: its slot or -1.
+  std::vector<std::vector<int>> slot_of_;
+  int VarId(const std::string& var);
+  bool IsGrad(int var) const { return var < static_cast<int>(is_grad_.size()) && is_grad_[var]; }
   std::map<std::pair<std::string, int>, int> event_index_;  // (name, micro-batch)
   std::vector<int> writer_;  // per slot: has an item written it (for check_reads)
   std::map<std::tuple<JobKind, int, int, int, std::string>, std::vector<std::string>> vars_;
@@ -142,6 +164,15 @@ void RankSequenceBuilder::FindGradients() {
     return decl && decl->persistable;
   });
   seq_.grads.assign(grads_.begin(), grads_.end());
+  for (const std::string& g : grads_) {
+    const int id = VarId(g);
+    if (id >= static_cast<int>(is_grad_.size())) is_grad_.resize(id + 1, 0);
+    is_grad_[id] = 1;
+  }
+}
+
+int RankSequenceBuilder::VarId(const std::string& var) {
+  return seq_.var_ids_.try_emplace(var, static_cast<int>(seq_.var_ids_.size())).first->second;
 }
 
 void RankSequenceBuilder::FindLastWrites() {
@@ -151,21 +182,49 @@ void RankSequenceBuilder::FindLastWrites() {
     const std::vector<Op>& ops = seq_.programs[j]->ops();
     for (size_t o = 0; o < ops.size(); ++o)
       ops[o].ForEachOutput([&](const std::string& v) {
-        if (grads_.count(v) || v == options_.loss)
-          last_write_[{v, job.micro_batch}] = {static_cast<int>(j), static_cast<int>(o)};
+        if (v == options_.loss || grads_.count(v))
+          last_write_[PairKey(job.micro_batch, VarId(v))] = {static_cast<int>(j),
+                                                             static_cast<int>(o)};
       });
   }
 }
 
+RankSequenceBuilder::ProgramVars& RankSequenceBuilder::VarsOf(const Program& program) {
+  auto [it, inserted] = program_vars_.try_emplace(&program);
+  ProgramVars& vars = it->second;
+  if (inserted)
+    for (const Op& op : program.ops()) {
+      std::vector<int>& in = vars.inputs.emplace_back();
+      std::vector<int>& out = vars.outputs.emplace_back();
+      for (const Slot& s : op.inputs)
+        for (const std::string& v : s.vars) in.push_back(VarId(v));
+      op.ForEachOutput([&](const std::string& v) { out.push_back(VarId(v)); });
+    }
+  return vars;
+}
+
 StatusOr<int> RankSequenceBuilder::SlotFor(const std::string& var, int table,
                                            const Program& program) {
-  const Var* decl = module_.FindVar(var, &program);
+  return SlotFor(VarId(var), var, table, program, VarsOf(program));
+}
+
+StatusOr<int> RankSequenceBuilder::SlotFor(int id, const std::string& var, int table,
+                                           const Program& program, ProgramVars& vars) {
+  std::vector<std::pair<bool, const Var*>>& decls = vars.decls;
+  if (id >= static_cast<int>(decls.size())) decls.resize(id + 1, {false, nullptr});
+  if (!decls[id].first) decls[id] = {true, module_.FindVar(var, &program)};
+  const Var* decl = decls[id].second;
   if (!decl) return NotFound("var '", var, "' is not declared in program '", program.name(), "'");
-  const bool accumulator = table == kStepTable && grads_.count(var);
+  const bool accumulator = table == kStepTable && IsGrad(id);
   const bool persistable = decl->persistable;
   const int key_table = persistable || accumulator ? kRankTable : table;
-  auto [it, inserted] = seq_.slot_index_.try_emplace({key_table, var}, -1);
-  if (!inserted) return it->second;
+  if (key_table < kRankTable)
+    return InvalidArgument("var '", var, "' of micro-batch ", table, ": no such micro-batch");
+  const size_t t = static_cast<size_t>(key_table - kRankTable);
+  if (t >= slot_of_.size()) slot_of_.resize(t + 1);
+  std::vector<int>& index = slot_of_[t];
+  if (id >= static_cast<int>(index.size())) index.resize(id + 1, -1);
+  if (index[id] >= 0) return index[id];
   SeqSlot slot;
   slot.var = var;
   slot.table = key_table;
@@ -173,10 +232,11 @@ StatusOr<int> RankSequenceBuilder::SlotFor(const std::string& var, int table,
   slot.persistable = persistable;
   slot.accumulator = accumulator;
   slot.fed = feeds_.count(var) && key_table >= 0;
-  it->second = static_cast<int>(seq_.slots.size());
+  index[id] = static_cast<int>(seq_.slots.size());
+  seq_.slot_index_.emplace(PairKey(key_table, id), index[id]);
   seq_.slots.push_back(std::move(slot));
   writer_.push_back(0);
-  return it->second;
+  return index[id];
 }
 
 int RankSequenceBuilder::Add(WorkItem item) {
@@ -264,9 +324,12 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
   const int mb = optimizer ? -1 : job.micro_batch;
   if (optimizer) PW_RETURN_IF_ERROR(LowerGradFinalize(j));
 
+  ProgramVars& vars = VarsOf(program);
   const std::vector<Op>& ops = program.ops();
   for (size_t o = 0; o < ops.size(); ++o) {
     const Op& op = ops[o];
+    const std::vector<int>& in_ids = vars.inputs[o];
+    const std::vector<int>& out_ids = vars.outputs[o];
     auto where = [&] {
       return StrCat("op ", o, " (", op.type, ") of program '", program.name(), "'",
                     mb >= 0 ? StrCat(" for micro-batch ", mb) : "");
@@ -280,9 +343,10 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
     item.op = static_cast<int>(o);
     item.micro_batch = mb;
     item.carrier = -2;  // itself
+    size_t k = 0;
     for (const Slot& s : op.inputs)
       for (const std::string& v : s.vars) {
-        StatusOr<int> slot = SlotFor(v, table, program);
+        StatusOr<int> slot = SlotFor(in_ids[k++], v, table, program, vars);
         if (!slot.ok()) return slot.status().WithContext(where());
         if (options_.check_reads && !writer_[*slot] && !seq_.slots[*slot].persistable &&
             !seq_.slots[*slot].accumulator && !seq_.slots[*slot].fed)
@@ -295,9 +359,10 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
           writer_[*slot] = 1;  // the feed writes it once
         }
       }
+    k = 0;
     for (const Slot& s : op.outputs)
       for (const std::string& v : s.vars) {
-        StatusOr<int> slot = SlotFor(v, table, program);
+        StatusOr<int> slot = SlotFor(out_ids[k++], v, table, program, vars);
         if (!slot.ok()) return slot.status().WithContext(where());
         AppendDistinct(item.writes, *slot);
       }
@@ -312,11 +377,15 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
     // Attached work, on the op's stream: accumulation of each gradient this op finishes
     // for its micro-batch, and the loss fetch.
     if (!optimizer) {
-      std::vector<std::string> finished;
+      std::vector<std::pair<int, const std::string*>> finished;  // (var id, name)
+      k = 0;
       op.ForEachOutput([&](const std::string& v) {
-        auto it = last_write_.find({v, mb});
-        if (it != last_write_.end() && it->second == std::make_pair(j, static_cast<int>(o)))
-          AppendDistinct(finished, v);
+        const int var = out_ids[k++];
+        auto it = last_write_.find(PairKey(mb, var));
+        if (it != last_write_.end() && it->second == std::make_pair(j, static_cast<int>(o)) &&
+            std::none_of(finished.begin(), finished.end(),
+                         [&](const auto& f) { return f.first == var; }))
+          finished.push_back({var, &v});
       });
       // Attached to op `id`: same stream, job and micro-batch, carried by the op.
       auto attach = [&](WorkKind kind, int value, std::vector<int> reads, std::vector<int> writes) {
@@ -332,13 +401,13 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
         work.writes = std::move(writes);
         last = Add(std::move(work));
       };
-      for (const std::string& v : finished) {
-        PW_ASSIGN_OR_RETURN(int value, SlotFor(v, table, program));
-        if (grads_.count(v)) {
-          PW_ASSIGN_OR_RETURN(int acc, SlotFor(v, kStepTable, program));
+      for (const auto& [var, name] : finished) {
+        PW_ASSIGN_OR_RETURN(int value, SlotFor(var, *name, table, program, vars));
+        if (IsGrad(var)) {
+          PW_ASSIGN_OR_RETURN(int acc, SlotFor(var, *name, kStepTable, program, vars));
           attach(WorkKind::kAccumulate, value, {acc, value}, {acc});
         }
-        if (v == options_.loss) attach(WorkKind::kFetch, value, {value}, {});
+        if (*name == options_.loss) attach(WorkKind::kFetch, value, {value}, {});
       }
     }
     for (const std::string& r : op.record_events)

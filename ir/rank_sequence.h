@@ -27,6 +27,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -114,7 +115,10 @@ struct RankSequence {
 
  private:
   friend class RankSequenceBuilder;
-  std::map<std::pair<int, std::string>, int> slot_index_;  // (table, var)
+  // Vars as small integers, and slots by (table, var id): the lookups every op's every
+  // var makes, once per job.
+  std::unordered_map<std::string, int> var_ids_;
+  std::unordered_map<int64_t, int> slot_index_;
 };
 
 // The sequence of global rank `rank` of `module`, which must have a plan. Errors name the

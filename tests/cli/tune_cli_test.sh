@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `pipeweave tune` end to end on the small GPT (mp 2 x pp 2, h100): the table and the JSON
+# have their keys, the best plan is no slower than plain 1f1b, and its printed pipeline
+# run through `opt` then `sim` predicts exactly the step time tune printed.
+#   tune_cli_test.sh PIPEWEAVE WORK_DIR
+set -u
+pw=$1
+work=$2
+mkdir -p "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(cat "$1")"; }
+
+"$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --seq 16 --vocab 128 --mp 2 --pp 2 \
+  -o "$work/gpt.pbtxt" >/dev/null || fail "build-model"
+"$pw" tune "$work/gpt.pbtxt" --ranks 4 --device h100 --global-batch 8 --top 3 \
+  >"$work/table.txt" 2>"$work/progress.txt" || fail "tune (table) exited $?"
+has "$work/table.txt" "4 ranks (mp 2 x pp 2 x dp 1, vpp 1), 8 micro-batches, device h100"
+has "$work/table.txt" "plain 1f1b: "
+has "$work/table.txt" "speedup"
+has "$work/progress.txt" "priced by the action-level simulator"
+"$pw" tune "$work/gpt.pbtxt" --ranks 4 --device h100 --micro-batches 8 --format json \
+  >"$work/tune.json" 2>/dev/null || fail "tune (json) exited $?"
+for key in '"ranks": 4' '"micro_batches": 8' '"baseline": {"module": ' '"plans": [' \
+  '"speedup": ' '"peak_bytes": ' '"searched": {"schedules": ' '"vpp": 1'; do
+  has "$work/tune.json" "$key"
+done
+# The baseline comes first in the JSON, then the plans: the second pipeline and step time
+# are the best plan's.
+nth() { grep -o "\"$1\": $2" "$work/tune.json" | sed -n "$3p" | sed "s/\"$1\": //; s/\"//g"; }
+baseline=$(nth step_time_ms '[^,]*' 1)
+predicted=$(nth step_time_ms '[^,]*' 2)
+pipeline=$(nth pipeline '"[^"]*"' 2)
+[[ -n $pipeline && -n $predicted && -n $baseline ]] || fail "no plan in $(cat "$work/tune.json")"
+awk -v a="$predicted" -v b="$baseline" 'BEGIN { exit !(a <= b) }' ||
+  fail "best plan $predicted ms is slower than plain 1f1b $baseline ms"
+"$pw" opt "$work/gpt.pbtxt" -p "$pipeline" --device h100 -o "$work/best.pb" ||
+  fail "opt rejects the printed pipeline: $pipeline"
+"$pw" sim "$work/best.pb" --device h100 --format json >"$work/sim.json" || fail "sim exited $?"
+simulated=$(grep -o '"step_time_ms": [^,]*' "$work/sim.json" | head -1 | sed 's/.*: //')
+[[ $simulated == "$predicted" ]] ||
+  fail "opt + sim of '$pipeline' predicts $simulated ms, tune printed $predicted ms"
+# Two stagings of the same model (vpp 1 and 2) compared at one global batch: the
+# interleaved kinds plan only on the second, and every plan names its module.
+"$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --seq 16 --vocab 128 --mp 2 --pp 2 \
+  --vpp 2 -o "$work/gpt_vpp2.pbtxt" >/dev/null || fail "build-model vpp 2"
+"$pw" tune "$work/gpt.pbtxt" "$work/gpt_vpp2.pbtxt" --ranks 4 --device h100 --global-batch 8 \
+  --top 20 >"$work/both.txt" 2>/dev/null || fail "tune of two modules exited $?"
+has "$work/both.txt" "module: pipeline"
+has "$work/both.txt" "plain 1f1b on $work/gpt.pbtxt"
+has "$work/both.txt" "$work/gpt_vpp2.pbtxt: append-backward,split-program,schedule{kind=interleaved-1f1b"
+# The first module is the reference: plain 1f1b must run on it (one stage per rank).
+"$(dirname "$0")/expect_error.sh" "put first a module it runs on" - -- "$pw" tune \
+  "$work/gpt_vpp2.pbtxt" "$work/gpt.pbtxt" --ranks 4 --device h100 --global-batch 8 ||
+  fail "a vpp 2 module first is not refused"
+echo "tune's best plan ($predicted ms, plain 1f1b $baseline ms) reproduces through opt + sim"

@@ -1,0 +1,246 @@
+// `pipeweave tune MODULE... --ranks N`: searches the plan choices of modules with the
+// simulators and prints the best few as pass pipelines (tools/plan_search.h).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "cost_model/chrome_trace.h"
+#include "ir/proto_io.h"
+#include "tools/command.h"
+#include "tools/cost_inputs.h"
+#include "tools/flags.h"
+#include "tools/plan_search.h"
+
+namespace pw::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "pipeweave tune MODULE [MODULE...] --ranks N [--device cpu|h100|a100|SPEC_FILE (cpu)]\n"
+    "           [--costs COSTS] [--global-batch G | --micro-batches M (4 x pp)]\n"
+    "           [--mem-limit GB] [--top K (5)] [--format table|json]\n"
+    "Searches, with the simulators, the plan choices a user would otherwise try by hand on\n"
+    "unplanned training modules (their mesh, stages, chunk placement and micro-batch size as\n"
+    "build-model made them): the schedule kind (each planned and pruned with the\n"
+    "action-level simulator), then the p2p order of insert-p2p and the overlap passes that\n"
+    "are registered (assign-streams, overlap-column-parallel-backward, overlap-1f1b,\n"
+    "insert-events, order-comm) on the op-level simulator. Prints the best K plans as\n"
+    "pipelines that 'pipeweave opt -p' accepts verbatim on their module, each with its\n"
+    "predicted step time, bubble rate, largest peak memory of a rank and speed-up over plain\n"
+    "1f1b (on the first module). --ranks must be each module's world (mp x pp x dp).\n"
+    "--global-batch G (samples per step) gives each module G / (dp x its micro-batch size)\n"
+    "micro-batches; several modules (e.g. built with other --vpp, --placement or\n"
+    "--micro-batch-size) are compared at the same global batch, which they then need.\n"
+    "--mem-limit drops plans whose largest rank holds more than GB GiB. Progress goes to\n"
+    "stderr.";
+
+StatusOr<int> MicroBatchSize(const Module& module) {
+  for (const std::string& input : ModuleInputs(module))
+    if (const Var* v = module.FindVar(input))
+      if (!v->shape.empty() && v->shape[0] > 0) return static_cast<int>(v->shape[0]);
+  return FailedPrecondition("module '", module.name,
+                            "' declares no input to read its micro-batch size from");
+}
+
+// One module searched: its staging as built and the micro-batches its step runs.
+struct Variant {
+  std::string path;
+  Module module;
+  int micro_batches = 0;
+  TuneResult result;
+};
+
+// A reported plan and the module it runs on.
+struct Ranked {
+  const Variant* variant;
+  const TunedPlan* plan;
+};
+
+struct Report {
+  std::vector<Variant> variants;
+  std::vector<Ranked> best;  // fastest first
+  const TunedPlan* baseline = nullptr;
+  std::string device;
+  double seconds = 0;
+};
+
+void AppendPlanJson(std::string& out, const Ranked& r, double baseline_ms) {
+  out += "{\"module\": ";
+  AppendJsonString(out, r.variant->path);
+  out += StrCat(", \"micro_batches\": ", r.variant->micro_batches, ", \"pipeline\": ");
+  AppendJsonString(out, r.plan->pipeline);
+  out += ", \"step_time_ms\": ";
+  AppendJsonNumber(out, r.plan->step_ms);
+  out += ", \"bubble_rate\": ";
+  AppendJsonNumber(out, r.plan->bubble_rate);
+  out += StrCat(", \"peak_bytes\": ", r.plan->peak_bytes, ", \"speedup\": ");
+  AppendJsonNumber(out, baseline_ms / r.plan->step_ms);
+  out += "}";
+}
+
+void PrintJson(const Report& report) {
+  const double base_ms = report.baseline->step_ms;
+  std::string out = "{\"ranks\": ";
+  out += StrCat(report.variants[0].module.mesh.world_size(), ", \"device\": ");
+  AppendJsonString(out, report.device);
+  out += ", \"modules\": [";
+  int planned = 0, simulated = 0, refused = 0, over_memory = 0;
+  for (size_t i = 0; i < report.variants.size(); ++i) {
+    const Variant& v = report.variants[i];
+    const Mesh& mesh = v.module.mesh;
+    if (i) out += ", ";
+    out += "{\"path\": ";
+    AppendJsonString(out, v.path);
+    out += StrCat(", \"mp\": ", mesh.mp, ", \"pp\": ", mesh.pp, ", \"dp\": ", mesh.dp,
+                  ", \"vpp\": ", mesh.vpp, ", \"micro_batches\": ", v.micro_batches, "}");
+    planned += v.result.planned;
+    simulated += v.result.simulated;
+    refused += v.result.refused;
+    over_memory += v.result.over_memory;
+  }
+  out += "], \"baseline\": ";
+  AppendPlanJson(out, Ranked{&report.variants[0], report.baseline}, base_ms);
+  out += ", \"plans\": [";
+  for (size_t i = 0; i < report.best.size(); ++i) {
+    if (i) out += ", ";
+    AppendPlanJson(out, report.best[i], base_ms);
+  }
+  out += StrCat("], \"searched\": {\"schedules\": ", planned, ", \"simulated\": ", simulated,
+                ", \"refused\": ", refused, ", \"over_memory\": ", over_memory, "}, \"seconds\": ");
+  AppendJsonNumber(out, report.seconds);
+  out += "}\n";
+  std::fputs(out.c_str(), stdout);
+}
+
+void PrintTable(const Report& report) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const bool several = report.variants.size() > 1;
+  int planned = 0, simulated = 0, refused = 0, over_memory = 0;
+  for (const Variant& v : report.variants) {
+    const Mesh& m = v.module.mesh;
+    std::printf("%s: %d ranks (mp %d x pp %d x dp %d, vpp %d), %d micro-batches, device %s\n",
+                v.path.c_str(), m.world_size(), m.mp, m.pp, m.dp, m.vpp, v.micro_batches,
+                report.device.c_str());
+    planned += v.result.planned;
+    simulated += v.result.simulated;
+    refused += v.result.refused;
+    over_memory += v.result.over_memory;
+  }
+  const TunedPlan& base = *report.baseline;
+  std::printf("plain 1f1b%s: %.3f ms, bubble %.3f, peak %.2f GiB\n\n",
+              several ? (" on " + report.variants[0].path).c_str() : "", base.step_ms,
+              base.bubble_rate, base.peak_bytes / gib);
+  std::printf("%-4s %12s %8s %7s %9s  %s\n", "rank", "step_ms", "speedup", "bubble", "peak_GiB",
+              several ? "module: pipeline" : "pipeline");
+  for (size_t i = 0; i < report.best.size(); ++i) {
+    const TunedPlan& p = *report.best[i].plan;
+    std::printf("%-4zu %12.3f %7.3fx %7.3f %9.2f  %s%s\n", i + 1, p.step_ms,
+                base.step_ms / p.step_ms, p.bubble_rate, p.peak_bytes / gib,
+                several ? (report.best[i].variant->path + ": ").c_str() : "", p.pipeline.c_str());
+  }
+  std::printf(
+      "\nsearched %d schedule kinds (action-level), %d pipelines (op-level); %d refused "
+      "by a pass, %d over the memory limit; %.2f s\n",
+      planned, simulated, refused, over_memory, report.seconds);
+}
+
+// The module at `path`, checked against --ranks, with the micro-batches its step runs.
+StatusOr<Variant> LoadVariant(const std::string& path, int64_t ranks, const Flags& flags) {
+  Variant v;
+  v.path = path;
+  PW_ASSIGN_OR_RETURN(v.module, LoadModule(path));
+  const Mesh& mesh = v.module.mesh;
+  if (ranks != mesh.world_size())
+    return InvalidArgument("--ranks ", ranks, ": ", path, " is built for ", mesh.world_size(),
+                           " ranks (mp ", mesh.mp, " x pp ", mesh.pp, " x dp ", mesh.dp,
+                           "); build it for ", ranks, " with pipeweave build-model");
+  int64_t micro_batches = 4 * mesh.pp;
+  if (flags.Has("micro-batches")) {
+    PW_ASSIGN_OR_RETURN(micro_batches, flags.GetInt("micro-batches", 0));
+    if (micro_batches < 1) return InvalidArgument("flag --micro-batches must be >= 1");
+  }
+  if (flags.Has("global-batch")) {
+    PW_ASSIGN_OR_RETURN(int64_t global, flags.GetInt("global-batch", 0));
+    PW_ASSIGN_OR_RETURN(int b, MicroBatchSize(v.module));
+    if (global < 1 || global % (static_cast<int64_t>(mesh.dp) * b) != 0)
+      return InvalidArgument("flag --global-batch ", global, " is not a positive multiple of dp ",
+                             mesh.dp, " x micro-batch size ", b, " (", path, ")");
+    micro_batches = global / (static_cast<int64_t>(mesh.dp) * b);
+  }
+  v.micro_batches = static_cast<int>(micro_batches);
+  return v;
+}
+
+StatusOr<int> RunTune(const std::vector<std::string>& args) {
+  const auto start = std::chrono::steady_clock::now();
+  Flags flags;
+  for (const char* name :
+       {"ranks", "device", "costs", "global-batch", "micro-batches", "mem-limit", "top", "format"})
+    flags.Value(name);
+  PW_RETURN_IF_ERROR(flags.Parse(args));
+  const std::vector<std::string>& paths = flags.positional();
+  if (paths.empty()) return InvalidArgument("expected a module file");
+  if (!flags.Has("ranks")) return InvalidArgument("flag --ranks N is required");
+  PW_ASSIGN_OR_RETURN(int64_t ranks, flags.GetInt("ranks", 0));
+  if (ranks < 1) return InvalidArgument("flag --ranks must be >= 1");
+  const std::string format = flags.Get("format", "table");
+  if (format != "table" && format != "json")
+    return InvalidArgument("flag --format: unknown format '", format, "' (table, json)");
+  if (flags.Has("global-batch") && flags.Has("micro-batches"))
+    return InvalidArgument("give --global-batch or --micro-batches, not both");
+  if (paths.size() > 1 && !flags.Has("global-batch"))
+    return InvalidArgument(paths.size(),
+                           " modules are compared at one global batch: give --global-batch G");
+  PW_ASSIGN_OR_RETURN(double mem_gib, flags.GetDouble("mem-limit", 0));
+  if (flags.Has("mem-limit") && !(mem_gib > 0))
+    return InvalidArgument("flag --mem-limit must be > 0 (GiB per rank)");
+  PW_ASSIGN_OR_RETURN(int64_t top, flags.GetInt("top", 5));
+  if (top < 1) return InvalidArgument("flag --top must be >= 1");
+  PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
+                      MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
+
+  Report report;
+  for (const std::string& path : paths) {
+    PW_ASSIGN_OR_RETURN(Variant v, LoadVariant(path, ranks, flags));
+    report.variants.push_back(std::move(v));
+  }
+  if (report.variants[0].module.mesh.vpp > 1)
+    return FailedPrecondition(paths[0], ": plain 1f1b does not plan on it (vpp ",
+                              report.variants[0].module.mesh.vpp,
+                              "); put first a module it runs on, the reference of the speed-ups");
+  for (Variant& v : report.variants) {
+    TuneOptions options;
+    options.micro_batches = v.micro_batches;
+    options.mem_limit_bytes = static_cast<int64_t>(mem_gib * 1024.0 * 1024.0 * 1024.0);
+    options.top = static_cast<int>(top);
+    options.progress = [&](const std::string& line) {
+      std::fprintf(stderr, "%s%s\n", paths.size() > 1 ? (v.path + ": ").c_str() : "", line.c_str());
+    };
+    StatusOr<TuneResult> result = TunePlan(v.module, estimator, options);
+    if (!result.ok()) return result.status().WithContext(v.path);
+    v.result = std::move(result).value();
+    if (!report.variants[0].result.baseline)
+      return FailedPrecondition(paths[0], ": plain 1f1b does not plan on it (vpp ",
+                                v.module.mesh.vpp,
+                                "); put first a module it runs on, the reference of the speed-ups");
+    for (const TunedPlan& p : v.result.best) report.best.push_back(Ranked{&v, &p});
+  }
+  std::stable_sort(report.best.begin(), report.best.end(), [](const Ranked& a, const Ranked& b) {
+    return a.plan->step_ms < b.plan->step_ms;
+  });
+  if (static_cast<int64_t>(report.best.size()) > top) report.best.resize(top);
+  report.baseline = &*report.variants[0].result.baseline;
+  report.device = estimator->device().name();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (format == "json")
+    PrintJson(report);
+  else
+    PrintTable(report);
+  return 0;
+}
+
+}  // namespace
+
+PW_REGISTER_COMMAND(tune, "tune", "search plan choices with the simulators", kUsage, RunTune);
+
+}  // namespace pw::tools
