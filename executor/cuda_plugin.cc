@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -12,14 +13,18 @@ namespace pw {
 #if PW_HAVE_CUDA
 namespace {
 
-// Where the library may be, first match wins: $PW_CUDA_BACKEND_LIBRARY, the installed
-// copy, the copy in this build tree.
+// Where the library may be, first match wins: $PW_CUDA_BACKEND_LIBRARY; beside this
+// program as installed (BIN/../LIB, wherever the prefix was moved); the configured install
+// location; the copy in this build tree.
 std::vector<std::string> CandidatePaths() {
   std::vector<std::string> paths;
   if (const char* env = std::getenv("PW_CUDA_BACKEND_LIBRARY"); env != nullptr && *env != '\0') {
     paths.push_back(env);
     return paths;
   }
+  std::error_code error;
+  const auto program = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) paths.push_back((program.parent_path() / PW_CUDA_PLUGIN_FROM_BIN).string());
   paths.push_back(PW_CUDA_PLUGIN_INSTALLED);
   paths.push_back(PW_CUDA_PLUGIN_BUILT);
   return paths;
