@@ -31,6 +31,11 @@ int ComputeThreads(int requested, int local_processes) {
 void KeepFreedMemory() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: larger blocks still get mmap
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // One arena for every thread: a stream thread's own arena lives in 64 MiB heaps that
+  // glibc unmaps whole once they are free, whatever the trim threshold, so a rank's
+  // per-micro-batch tensors were faulted in again on every micro-batch. Tensors are few
+  // and large, so the shared arena's lock is not contended.
+  mallopt(M_ARENA_MAX, 1);
 }
 
 }  // namespace pw

@@ -12,7 +12,7 @@ int ComputeThreads(int requested, int local_processes);
 // Freed tensors stay in the process: by default glibc hands every micro-batch's large
 // buffers back to the kernel and faults them in again on the next one (a page-fault storm
 // costing seconds of system time per step on a medium model). Only the allocator changes,
-// never a result bit.
+// never a result bit. Call it before the process starts its threads.
 void KeepFreedMemory();
 
 }  // namespace pw
