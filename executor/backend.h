@@ -8,8 +8,8 @@
 #include <memory>
 #include <string_view>
 
-#include "ir/stream_type.h"
 #include "ir/status.h"
+#include "ir/stream_type.h"
 #include "ops/tensor.h"
 
 namespace pw {
@@ -47,6 +47,10 @@ class Backend {
   // Fills in the device-specific part of a lowered instruction (the kernel of a kernel
   // instruction, the communicator of its stream); an error names the op.
   virtual Status Prepare(Instr& instr) = 0;
+  // Once every instruction is prepared: makes the connections they will use, so that the
+  // first step does not pay for them (StreamComm::Connect). A backend whose streams
+  // connect by themselves keeps the default.
+  virtual Status Connect() { return OkStatus(); }
 
   // How the host thread makes and reads values: a zero-filled tensor of a slot's type
   // (gradient sums), a host value made usable by work queued after the call (feeds,

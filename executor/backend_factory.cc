@@ -1,14 +1,7 @@
 #include "executor/backend_factory.h"
 
 #include "executor/cpu/cpu_backend.h"
-
-#if PW_HAVE_CUDA
-#include "executor/cuda/cuda_backend.h"
-#include "executor/cuda/device_probe.h"
-#endif
-#if PW_HAVE_NCCL
-#include "executor/comm/nccl_comm.h"
-#endif
+#include "executor/cuda_plugin.h"
 
 namespace pw {
 
@@ -24,12 +17,8 @@ const char* BackendKindName(BackendKind kind) {
 
 Status CheckBackendAvailable(BackendKind kind) {
   if (kind == BackendKind::kCpu) return OkStatus();
-#if PW_HAVE_CUDA
-  return cuda::CudaDeviceCount().status();
-#else
-  return Unimplemented(
-      "this build has no CUDA backend (no CUDA toolkit was found when it was configured)");
-#endif
+  PW_ASSIGN_OR_RETURN(const CudaBackendPlugin* cuda, LoadCudaBackendPlugin());
+  return cuda->device_count().status();
 }
 
 StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendConfig& config) {
@@ -39,33 +28,26 @@ StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendConfig& config) {
     options.thread_prefix = config.thread_prefix;
     return std::unique_ptr<Backend>(std::make_unique<cpu::CpuBackend>(std::move(options)));
   }
-#if PW_HAVE_CUDA
-  PW_ASSIGN_OR_RETURN(int devices, cuda::CudaDeviceCount());
-  cuda::CudaBackendOptions options;
-  options.device = config.device >= 0 ? config.device : config.rank % devices;
-  options.comm = config.comm;
-  PW_ASSIGN_OR_RETURN(auto backend, cuda::CudaBackend::Create(options));
-  return std::unique_ptr<Backend>(std::move(backend));
-#else
-  PW_RETURN_IF_ERROR(CheckBackendAvailable(config.kind));
-  return Internal("unreachable");
-#endif
+  PW_ASSIGN_OR_RETURN(const CudaBackendPlugin* cuda, LoadCudaBackendPlugin());
+  PW_ASSIGN_OR_RETURN(int devices, cuda->device_count());
+  return cuda->make_backend(config.device >= 0 ? config.device : config.rank % devices,
+                            config.comm);
 }
 
 StatusOr<std::unique_ptr<CommFactory>> MakeCommFactory(BackendKind kind, KvStore& store,
                                                        const Mesh& mesh, int rank,
                                                        const GlooOptions& gloo) {
   if (kind == BackendKind::kCpu) return MakeGlooCommFactory(store, mesh, rank, gloo);
-#if PW_HAVE_NCCL
+  PW_ASSIGN_OR_RETURN(const CudaBackendPlugin* cuda, LoadCudaBackendPlugin());
+  if (cuda->make_comm_factory == nullptr) {
+    PW_RETURN_IF_ERROR(cuda->device_count().status());
+    return Unimplemented(
+        "this build's CUDA backend has no NCCL (not found when it was configured), so it runs "
+        "one rank only");
+  }
   NcclOptions nccl;
   nccl.timeout = gloo.timeout;
-  return MakeNcclCommFactory(store, mesh, rank, nccl);
-#else
-  PW_RETURN_IF_ERROR(CheckBackendAvailable(kind));
-  return Unimplemented(
-      "this build's CUDA backend has no NCCL (not found when it was configured), so it runs "
-      "one rank only");
-#endif
+  return cuda->make_comm_factory(store, mesh, rank, nccl);
 }
 
 }  // namespace pw

@@ -1,8 +1,9 @@
 #pragma once
 // Chooses a backend by name ("cpu" or "cuda") for the training loop, the command line and
 // the embedding API, with the communicators that go with it: Gloo for the CPU, NCCL for
-// CUDA. The CUDA backend is compiled when the toolkit was found at configure time; asking
-// for it otherwise, or on a machine without a GPU, is a clear error, never a crash.
+// CUDA. The CUDA backend is compiled when the toolkit was found at configure time and
+// loaded only when asked for (executor/cuda_plugin.h); asking for it otherwise, or on a
+// machine without a GPU, is a clear error, never a crash.
 
 #include <memory>
 #include <string>

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "executor/backend_factory.h"
+#include "executor/process_resources.h"
 #include "executor/watchdog.h"
 #include "ops/kernel.h"
 
@@ -60,7 +61,8 @@ const RankProcessOptions* g_options = nullptr;
 }  // namespace
 
 int RunRankProcess(const Module& module, const RankProcessOptions& options) {
-  ops::SetBlasThreads(1);  // one GEMM thread per stream: the streams are the parallelism
+  ops::SetBlasThreads(options.threads);
+  KeepFreedMemory();
   // Gloo writes to sockets without MSG_NOSIGNAL in places: a dead peer must surface as an
   // error, not as SIGPIPE killing this rank.
   signal(SIGPIPE, SIG_IGN);

@@ -25,6 +25,7 @@ struct RankProcessOptions {
   GlooOptions gloo;
   std::chrono::milliseconds dead_after{std::chrono::seconds(20)};  // heartbeats; 0: off
   std::string log_prefix = "pipeweave run";
+  int threads = 1;  // BLAS threads of this process (executor/process_resources.h)
 };
 
 int RunRankProcess(const Module& module, const RankProcessOptions& options);

@@ -26,6 +26,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
   PW_ASSIGN_OR_RETURN(auto interp,
                       Interpreter::Create(module, options.rank, backend, interp_options));
   PW_RETURN_IF_ERROR(interp->InitializeParameters());
+  PW_RETURN_IF_ERROR(backend.Connect());  // before the first step, not inside it
 
   const RankCoord coord = interp->layout().Coord(options.rank);
   const int micro_batches = interp->lowered().num_micro_batches;

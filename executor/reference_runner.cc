@@ -1,7 +1,5 @@
 #include "executor/reference_runner.h"
 
-#include <malloc.h>
-
 #include <chrono>
 #include <map>
 #include <optional>
@@ -11,6 +9,7 @@
 
 #include "executor/data.h"
 #include "executor/initializer.h"
+#include "executor/process_resources.h"
 #include "executor/scope.h"
 #include "ir/verifier.h"
 #include "ops/kernel.h"
@@ -307,14 +306,8 @@ StatusOr<ReferenceResult> ReferenceRunner::Run() {
 }  // namespace
 
 StatusOr<ReferenceResult> RunReference(const Module& module, const ReferenceOptions& options) {
-  // One BLAS thread, as every rank of a parallel run uses: OpenBLAS's sums differ in the
-  // last bits between thread counts, and comparisons with parallel runs must be exact.
-  ops::SetBlasThreads(1);
-  // Freed tensors stay in the process: by default glibc hands every micro-batch's weight
-  // gradients back to the kernel and faults them in again (a sixth of a 100 MB model's
-  // step on this machine). Only the allocator changes, not a single result bit.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ops::SetBlasThreads(options.threads);
+  KeepFreedMemory();
   ReferenceRunner runner(module, options);
   PW_RETURN_IF_ERROR(runner.Prepare().WithContext("reference run"));
   auto result = runner.Run();

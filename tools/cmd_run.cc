@@ -12,6 +12,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/run_parallel.h"
+#include "tools/threads_flag.h"
 
 namespace pw::tools {
 namespace {
@@ -19,6 +20,7 @@ namespace {
 constexpr const char* kUsage =
     "pipeweave run FILE --reference --steps K [--micro-batches M (1)] [--seed N]\n"
     "           [--data TEXT_FILE] [--report json] [--backend cpu] [--track VAR[,VAR...]]\n"
+    "           [--threads N]\n"
     "Trains an unsplit mp=1, pp=1 module sequentially (gradient accumulation over M\n"
     "micro-batches, then the optimizer) and prints 'step S loss L' per step, or with\n"
     "--report json one object {\"losses\": [...], \"step_time_ms\": [...], ...}.\n"
@@ -28,6 +30,8 @@ constexpr const char* kUsage =
     "--data reads byte tokens from a text file instead of the synthetic stream.\n"
     "--track prints persistable f32 scalars after every step (e.g. fp16 loss scaling's\n"
     "amp.loss_scale and amp.skipped_steps), in the JSON as \"tracked\": {VAR: [...]}.\n"
+    "--threads sets the BLAS threads (default: $OPENBLAS_NUM_THREADS, $OMP_NUM_THREADS,\n"
+    "else every core).\n"
     "Without --reference, `run` trains a planned module on rank processes: see\n"
     "'pipeweave run-parallel --help' (--nproc N, or --rank R --world-size N --store ...),\n"
     "which also takes --backend cpu|cuda; the reference always runs on the CPU.";
@@ -73,6 +77,7 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
   options.data_file = flags.Get("data");
   if (options.steps < 1) return InvalidArgument("flag --steps must be >= 1");
   if (options.micro_batches < 1) return InvalidArgument("flag --micro-batches must be >= 1");
+  PW_ASSIGN_OR_RETURN(options.threads, ReadThreadsFlag(flags, 1));
   if (!HasBackward(module)) PW_RETURN_IF_ERROR(AppendBackward(module));
   const std::string track = flags.Get("track");
   for (std::string_view rest = track; !rest.empty();) {
@@ -123,7 +128,8 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
   if (std::find(args.begin(), args.end(), "--reference") == args.end()) return RunParallel(args);
   Flags flags;
   flags.Switch("reference");
-  for (const char* name : {"steps", "micro-batches", "seed", "data", "report", "backend", "track"})
+  for (const char* name :
+       {"steps", "micro-batches", "seed", "data", "report", "backend", "track", "threads"})
     flags.Value(name);
   PW_RETURN_IF_ERROR(flags.Parse(args));
   // The reference runner is the CPU's sequential baseline; GPU runs go to rank processes.

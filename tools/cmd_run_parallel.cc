@@ -23,6 +23,7 @@
 #include "tools/flags.h"
 #include "tools/run_parallel.h"
 #include "tools/run_report.h"
+#include "tools/threads_flag.h"
 
 namespace pw::tools {
 namespace {
@@ -31,7 +32,7 @@ constexpr const char* kUsage =
     "pipeweave run-parallel FILE --nproc N [--steps K (1)] [--seed S] [--micro-batches M]\n"
     "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
     "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
-    "           [--backend cpu|cuda]\n"
+    "           [--backend cpu|cuda] [--threads N]\n"
     "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
     "           [--hostname ADDR] [same training flags]\n"
     "Trains a module whose plan gives every rank its jobs (or an unplanned single-stage one,\n"
@@ -43,6 +44,8 @@ constexpr const char* kUsage =
     "runner on the same tokens and prints its loss next to each step's.\n"
     "--backend cuda runs every rank on a GPU (rank % visible devices) with NCCL between\n"
     "ranks; the default is cpu (worker threads, Gloo).\n"
+    "--threads sets each rank's BLAS threads (default: $OPENBLAS_NUM_THREADS,\n"
+    "$OMP_NUM_THREADS, else this machine's cores shared among its N ranks).\n"
     "If a rank dies, the others stop and the run exits non-zero naming it.";
 
 struct StepRow {
@@ -109,6 +112,7 @@ StatusOr<int> RunOneRank(const Flags& flags) {
   if (rank < 0 || rank >= world)
     return InvalidArgument("--rank ", rank, " is outside [0, ", world, ")");
   options.run.rank = static_cast<int>(rank);
+  PW_ASSIGN_OR_RETURN(options.threads, ReadThreadsFlag(flags, 1));
   PW_ASSIGN_OR_RETURN(options.store, flags.Require("store"));
   options.gloo.hostname = flags.Get("hostname", "127.0.0.1");
   if (!flags.Get("save-params").empty())
@@ -158,6 +162,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   if (!report.empty() && report != "json")
     return InvalidArgument("flag --report: unknown format '", report, "' (json)");
   const bool json = report == "json";
+  PW_ASSIGN_OR_RETURN(const int threads, ReadThreadsFlag(flags, static_cast<int>(nproc)));
 
   namespace fs = std::filesystem;
   std::string run_dir = flags.Get("run-dir");
@@ -184,6 +189,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     options.args.push_back(std::to_string(run.data.data_seed));
   }
   if (flags.Has("strict-events")) options.args.push_back("--strict-events");
+  options.args.push_back("--threads");
+  options.args.push_back(std::to_string(threads));
 
   // The single-rank reference on the same tokens: M·dp micro-batches per step.
   std::vector<double> reference;
@@ -200,6 +207,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     ro.micro_batches = static_cast<int64_t>(per_replica) * module.mesh.dp;
     ro.data_seed = run.data.data_seed;
     ro.data_file = run.data.data_file;
+    PW_ASSIGN_OR_RETURN(ro.threads, ReadThreadsFlag(flags, 1));  // before the ranks start
     PW_ASSIGN_OR_RETURN(ReferenceResult ref, RunReference(ref_module, ro));
     reference = ref.losses;
   }
@@ -269,7 +277,7 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"nproc", "rank", "world-size", "store", "report-fd", "hostname", "steps",
                            "seed", "micro-batches", "data", "report", "run-dir", "save-params",
-                           "pipeline", "compare-reference", "backend"})
+                           "pipeline", "compare-reference", "backend", "threads"})
     flags.Value(name);
   flags.Switch("strict-events");
   PW_RETURN_IF_ERROR(flags.Parse(args));

@@ -71,10 +71,38 @@ class ContextPool {
   int rank() const { return rank_; }
   std::chrono::milliseconds timeout() const { return options_.timeout; }
 
-  // The context of group `kind` ("mp", "dp", "pp") for `channel` (a stream name, or "p2p").
-  StatusOr<std::shared_ptr<gloo::Context>> Get(const std::string& kind,
-                                               const std::string& channel) {
-    std::string name = StrCat(channel, "/", layout_.GroupName(kind, rank_));
+  // The context of group `kind` ("mp", "dp", "pp") for `channel` (a stream name).
+  std::string GroupContext(const std::string& kind, const std::string& channel) const {
+    return StrCat(channel, "/", layout_.GroupName(kind, rank_));
+  }
+  // The context of the transfers from global rank `from` to `to`: the sender's pp_send
+  // stream and the receiver's pp_recv stream, so that the two streams of a rank never share
+  // a connection. The sender is member 0, the receiver member 1.
+  static std::string TransferContext(int from, int to) { return StrCat("p2p/", from, "->", to); }
+
+  // Notes a context to connect in ConnectExpected.
+  void Expect(const std::string& name, std::vector<int> members) {
+    std::lock_guard<std::mutex> lock(mu_);
+    expected_.emplace(name, std::move(members));
+  }
+
+  // Connects every expected context in name order: a total order all ranks share, so a
+  // rank waiting in one context's rendezvous waits only for ranks that have connected
+  // every context ordered before it.
+  Status ConnectExpected() {
+    std::map<std::string, std::vector<int>> expected;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      expected.swap(expected_);
+    }
+    for (const auto& [name, members] : expected) PW_RETURN_IF_ERROR(Get(name, members).status());
+    return OkStatus();
+  }
+
+  // The context `name` of `members` (global ranks, this one among them), connected on
+  // first use when it was not expected.
+  StatusOr<std::shared_ptr<gloo::Context>> Get(const std::string& name,
+                                               const std::vector<int>& members) {
     // The pool's lock only finds the entry: connecting waits for the other members, and
     // another stream of this rank must meanwhile reach its own (already made) contexts,
     // e.g. to post the send those members are waiting for.
@@ -87,7 +115,6 @@ class ContextPool {
     }
     std::lock_guard<std::mutex> lock(entry->mu);
     if (entry->context) return entry->context;
-    std::vector<int> members = layout_.Group(kind, rank_);
     int index =
         static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
     try {
@@ -113,8 +140,9 @@ class ContextPool {
     std::mutex mu;  // held while this context connects
     std::shared_ptr<gloo::Context> context;
   };
-  std::mutex mu_;  // guards the map only
+  std::mutex mu_;  // guards the maps only
   std::map<std::string, std::shared_ptr<Entry>> contexts_;
+  std::map<std::string, std::vector<int>> expected_;  // not yet connected by ConnectExpected
 };
 
 class GlooStreamComm final : public StreamComm {
@@ -141,7 +169,8 @@ class GlooStreamComm final : public StreamComm {
     std::vector<int> members = pool_->layout().Group(kind, pool_->rank());
     if (members.empty()) return InvalidArgument("unknown group '", group, "'");
     if (members.size() == 1 || count == 0) return OkStatus();
-    PW_ASSIGN_OR_RETURN(auto context, pool_->Get(kind, StreamTypeName(stream_)));
+    PW_ASSIGN_OR_RETURN(auto context,
+                        pool_->Get(pool_->GroupContext(kind, StreamTypeName(stream_)), members));
     try {
       gloo::AllreduceOptions opts(context);
       opts.setOutput(data, static_cast<size_t>(count));
@@ -157,9 +186,25 @@ class GlooStreamComm final : public StreamComm {
     return OkStatus();
   }
 
+  Status ExpectCollective(std::string_view group) override {
+    std::string kind(group);
+    std::vector<int> members = pool_->layout().Group(kind, pool_->rank());
+    if (members.size() > 1)
+      pool_->Expect(pool_->GroupContext(kind, StreamTypeName(stream_)), std::move(members));
+    return OkStatus();
+  }
+  Status ExpectTransfer(int peer, bool send, uint64_t, const std::string&) override {
+    const int from = send ? pool_->rank() : peer, to = send ? peer : pool_->rank();
+    pool_->Expect(ContextPool::TransferContext(from, to), {from, to});
+    return OkStatus();
+  }
+  Status Connect() override { return pool_->ConnectExpected(); }
+
   Status Send(int peer, uint64_t tag, const Tensor& tensor) override {
-    PW_ASSIGN_OR_RETURN(auto context, pool_->Get("pp", "p2p"));
-    int peer_index = pool_->layout().Coord(peer).pp;
+    const int me = pool_->rank();
+    PW_ASSIGN_OR_RETURN(auto context,
+                        pool_->Get(ContextPool::TransferContext(me, peer), {me, peer}));
+    const int peer_index = 1;
     try {
       Pending p{context->createUnboundBuffer(const_cast<void*>(tensor.raw()), tensor.nbytes()),
                 tensor, peer};
@@ -172,8 +217,10 @@ class GlooStreamComm final : public StreamComm {
   }
 
   Status Recv(int peer, uint64_t tag, Tensor& tensor) override {
-    PW_ASSIGN_OR_RETURN(auto context, pool_->Get("pp", "p2p"));
-    int peer_index = pool_->layout().Coord(peer).pp;
+    const int me = pool_->rank();
+    PW_ASSIGN_OR_RETURN(auto context,
+                        pool_->Get(ContextPool::TransferContext(peer, me), {peer, me}));
+    const int peer_index = 0;
     try {
       auto buffer = context->createUnboundBuffer(tensor.raw(), tensor.nbytes());
       buffer->recv(peer_index, tag);

@@ -1,10 +1,12 @@
 #pragma once
 // Communication between rank processes over Gloo's TCP transport. Contexts (full meshes
-// of TCP pairs) are made on first use, by rendezvous through the run's KvStore, one per
-// (stream, group): the mp group, the dp group, and for point-to-point the rank's pipeline
-// (shared by pp_send and pp_recv, since a send on one rank meets a recv on another; tags
-// keep transfers apart). Collectives on different streams never share a context, so they
-// never interleave.
+// of TCP pairs) are made by rendezvous through the run's KvStore, one per (stream, group)
+// for collectives (the mp, dp or pp group) and one per ordered pair of ranks for
+// point-to-point transfers (used by the sender's pp_send stream and the receiver's pp_recv
+// stream only; tags keep transfers apart). So collectives on different streams never
+// interleave, and a rank's send and receive streams never share a connection. Contexts
+// the plan declared while it was lowered connect before the first step, in one order all
+// ranks share (StreamComm::Connect); any other connects on first use.
 
 #include <chrono>
 #include <memory>

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 
-#include "ir/stream_type.h"
 #include "ir/status.h"
+#include "ir/stream_type.h"
 #include "ops/kernel.h"
 #include "ops/tensor.h"
 
@@ -24,6 +26,25 @@ class StreamComm : public Communicator {
   virtual Status Recv(int peer, uint64_t tag, Tensor& tensor) = 0;
   // Waits until every send started so far has been delivered.
   virtual Status Flush() = 0;
+
+  // Connections made up front. Collectives block until every member has joined, so a rank
+  // that connected lazily, one communicator at a time in its own plan order, would pay
+  // for connecting inside its first step (and a transport whose joins block could
+  // deadlock with a rank that reaches them in another order). Instead the backend
+  // declares, while the plan is lowered, every collective group and point-to-point peer
+  // its instructions use; before the first step, Connect joins them all in one order
+  // every rank agrees on. A transport that connects on first use keeps the defaults.
+  //
+  // This stream will all-reduce over `group` ("mp", "dp", "pp").
+  virtual Status ExpectCollective(std::string_view group) { return OkStatus(); }
+  // This stream will send to (or receive from) global rank `peer` the transfer `tag`;
+  // `where` names it in an error.
+  virtual Status ExpectTransfer(int peer, bool send, uint64_t tag, const std::string& where) {
+    return OkStatus();
+  }
+  // Connects everything expected so far on every stream of this rank (blocks until the
+  // peers join); then a no-op.
+  virtual Status Connect() { return OkStatus(); }
 };
 
 // Creates the StreamComm of each stream that communicates (called once per stream type,

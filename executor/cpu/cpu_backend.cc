@@ -3,6 +3,9 @@
 #include "executor/cpu/cpu_event.h"
 #include "executor/cpu/cpu_stream.h"
 #include "executor/instr.h"
+#include "ir/op_def.h"
+#include "ops/defs/defaults.h"
+#include "ops/registry.h"
 
 namespace pw::cpu {
 
@@ -38,7 +41,8 @@ Status CpuBackend::Prepare(Instr& instr) {
     if (!instr.comm)
       return FailedPrecondition(instr.where, ": stream ", StreamTypeName(instr.stream),
                                 " has no communicator (a single-rank run cannot send)");
-    return OkStatus();
+    return instr.comm->ExpectTransfer(instr.peer, instr.kind == Instr::Kind::kSend, instr.tag,
+                                      instr.where);
   }
   if (instr.kind != Instr::Kind::kKernel) return OkStatus();
   auto extra = options_.extra_kernels.find(instr.op->type);
@@ -47,6 +51,17 @@ Status CpuBackend::Prepare(Instr& instr) {
   if (!instr.kernel)
     return Unimplemented(instr.where, ": no CPU kernel for op type '", instr.op->type, "'");
   instr.context->comm = instr.comm;
+  const OpDef* def = ops::Registry().Find(instr.op->type);
+  if (instr.comm && def && def->is_communication) {
+    Status s = instr.comm->ExpectCollective(instr.op->attrs.GetString("group", ops::kDefaultGroup));
+    if (!s.ok()) return s.WithContext(instr.where);
+  }
+  return OkStatus();
+}
+
+Status CpuBackend::Connect() {
+  for (auto& comm : comms_)
+    if (comm) PW_RETURN_IF_ERROR(comm->Connect());
   return OkStatus();
 }
 

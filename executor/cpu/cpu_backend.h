@@ -33,6 +33,7 @@ class CpuBackend final : public Backend {
   StatusOr<Stream*> GetStream(StreamType type) override;
   std::unique_ptr<Event> CreateEvent() override;
   Status Prepare(Instr& instr) override;
+  Status Connect() override;
 
  private:
   CpuBackendOptions options_;

@@ -87,6 +87,25 @@ TEST(ReferenceRunnerTest, RunsAreBitReproducible) {
   EXPECT_EQ(a.losses, b.losses);
 }
 
+// OpenBLAS splits a GEMM's rows and columns, not its sums, among threads: the losses of a
+// 1-thread and a 2-thread run are the same bits.
+TEST(ReferenceRunnerTest, ThreadCountKeepsEveryBit) {
+  models::GptConfig config = TinyGpt();
+  config.hidden = 128;
+  config.ffn = 512;
+  config.seq = 64;
+  Module m = WithBackward(models::BuildGpt(config), "append-backward{optimizer=adam,lr=0.01}");
+  ReferenceOptions options;
+  options.steps = 2;
+  options.micro_batches = 2;
+  options.threads = 1;
+  StatusOr<ReferenceResult> one = RunReference(m, options);
+  options.threads = 2;
+  StatusOr<ReferenceResult> two = RunReference(m, options);
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(one->losses, two->losses);
+}
+
 TEST(ReferenceRunnerTest, StepCallbackSeesEveryStep) {
   Module m = WithBackward(models::BuildGpt(TinyGpt()), "append-backward");
   ReferenceOptions options;

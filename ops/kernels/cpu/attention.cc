@@ -7,6 +7,7 @@
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -29,13 +30,10 @@ Layout GetLayout(const KernelContext& ctx) {
 void SoftmaxRow(float* row, int64_t n, int64_t valid) {
   float mx = row[0];
   for (int64_t j = 1; j < valid; ++j) mx = std::max(mx, row[j]);
+  ExpShiftedF32(row, mx, row, valid);
   double sum = 0;
-  for (int64_t j = 0; j < valid; ++j) {
-    row[j] = std::exp(row[j] - mx);
-    sum += row[j];
-  }
-  float inv = static_cast<float>(1.0 / sum);
-  for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
+  for (int64_t j = 0; j < valid; ++j) sum += row[j];
+  ScaleF32(row, static_cast<float>(1.0 / sum), 0.f, row, valid);
   for (int64_t j = valid; j < n; ++j) row[j] = 0;
 }
 

@@ -1,15 +1,14 @@
 // Element-wise kernels. Each output element is computed from the inputs at the same
 // index only, so an output that shares storage with an input is safe.
 
-#include <cmath>
+#include <algorithm>
+#include <vector>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
 namespace {
-
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
 Status BiasAdd(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
@@ -20,7 +19,7 @@ Status BiasAdd(KernelContext& ctx) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x.f32() + r * d;
     float* o = out.f32() + r * d;
-    for (int64_t j = 0; j < d; ++j) o[j] = xr[j] + bias.f32()[j];
+    AddF32(xr, bias.f32(), o, d);
   }
   return OkStatus();
 }
@@ -34,7 +33,7 @@ Status BiasAddGrad(KernelContext& ctx) {
   db.Fill(0);
   for (int64_t r = 0; r < rows; ++r) {
     const float* gr = g.f32() + r * d;
-    for (int64_t j = 0; j < d; ++j) db.f32()[j] += gr[j];
+    AddF32(db.f32(), gr, db.f32(), d);
   }
   return OkStatus();
 }
@@ -43,16 +42,14 @@ Status AddKernel(KernelContext& ctx) {
   const float* x = ctx.In("X")->f32();
   const float* y = ctx.In("Y")->f32();
   Tensor& out = *ctx.Out("Out");
-  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = x[i] + y[i];
+  AddF32(x, y, out.f32(), out.numel());
   return OkStatus();
 }
 
 Status Gelu(KernelContext& ctx) {
   const float* x = ctx.In("X")->f32();
   Tensor& out = *ctx.Out("Out");
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    out.f32()[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
-  }
+  GeluF32(x, out.f32(), out.numel());
   return OkStatus();
 }
 
@@ -61,11 +58,7 @@ Status GeluGrad(KernelContext& ctx) {
   const float* x = ctx.In("X")->f32();
   const float* g = ctx.In(GradVarName("Out"))->f32();
   Tensor& dx = *ctx.Out(GradVarName("X"));
-  for (int64_t i = 0; i < dx.numel(); ++i) {
-    float cdf = 0.5f * (1.0f + std::erf(x[i] * kInvSqrt2));
-    float pdf = kInvSqrt2Pi * std::exp(-0.5f * x[i] * x[i]);
-    dx.f32()[i] = g[i] * (cdf + x[i] * pdf);
-  }
+  GeluGradF32(x, g, dx.f32(), dx.numel());
   return OkStatus();
 }
 
@@ -74,7 +67,7 @@ Status Scale(KernelContext& ctx) {
   Tensor& out = *ctx.Out("Out");
   float scale = static_cast<float>(ctx.attrs().GetFloat("scale", 1.0));
   float bias = static_cast<float>(ctx.attrs().GetFloat("bias", 0.0));
-  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = scale * x[i] + bias;
+  ScaleF32(x, scale, bias, out.f32(), out.numel());
   return OkStatus();
 }
 
@@ -84,10 +77,15 @@ Status Sum(KernelContext& ctx) {
   std::vector<const float*> xs;
   for (size_t k = 0; k < n; ++k) xs.push_back(ctx.In("X", k)->f32());
   Tensor& out = *ctx.Out("Out");
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    float acc = xs[0][i];
-    for (size_t k = 1; k < n; ++k) acc += xs[k][i];
-    out.f32()[i] = acc;
+  // Blocks of a local sum, ((x0 + x1) + x2) + ..., copied to Out once every summand of the
+  // block was read: Out may alias any summand.
+  constexpr int64_t kBlock = 1024;
+  float acc[kBlock];
+  for (int64_t i = 0; i < out.numel(); i += kBlock) {
+    const int64_t len = std::min(kBlock, out.numel() - i);
+    std::copy_n(xs[0] + i, len, acc);
+    for (size_t k = 1; k < n; ++k) AddF32(acc, xs[k] + i, acc, len);
+    std::copy_n(acc, len, out.f32() + i);
   }
   return OkStatus();
 }

@@ -5,6 +5,7 @@
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -87,7 +88,7 @@ Status LayerNormParamGrad(KernelContext& ctx) {
     }
     if (dbias) {
       float* db = dbias->f32();
-      for (int64_t j = 0; j < d; ++j) db[j] += dyr[j];
+      AddF32(db, dyr, db, d);
     }
   }
   return OkStatus();

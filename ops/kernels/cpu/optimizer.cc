@@ -5,6 +5,7 @@
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/vector_math.h"
 #include "ops/registry.h"
 
 namespace pw::ops::cpu {
@@ -48,23 +49,10 @@ Status Adam(KernelContext& ctx) {
   }
   float lr_t = static_cast<float>(lr * std::sqrt(1 - b2pow) / (1 - b1pow));
   float eps_t = static_cast<float>(eps * std::sqrt(1 - b2pow));
-  float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-  const float* p = ctx.In("Param")->f32();
-  const float* g = ctx.In("Grad")->f32();
-  const float* m1 = ctx.In("Moment1")->f32();
-  const float* m2 = ctx.In("Moment2")->f32();
-  float* p_out = ctx.Out("ParamOut")->f32();
-  float* m1_out = ctx.Out("Moment1Out")->f32();
-  float* m2_out = ctx.Out("Moment2Out")->f32();
-  int64_t n = ctx.Out("ParamOut")->numel();
-  for (int64_t i = 0; i < n; ++i) {
-    float gi = g[i];
-    float m1i = b1 * m1[i] + (1 - b1) * gi;
-    float m2i = b2 * m2[i] + (1 - b2) * gi * gi;
-    m1_out[i] = m1i;
-    m2_out[i] = m2i;
-    p_out[i] = p[i] - lr_t * m1i / (std::sqrt(m2i) + eps_t);
-  }
+  const AdamStepF32 step{static_cast<float>(beta1), static_cast<float>(beta2), lr_t, eps_t};
+  AdamF32(step, ctx.In("Param")->f32(), ctx.In("Grad")->f32(), ctx.In("Moment1")->f32(),
+          ctx.In("Moment2")->f32(), ctx.Out("ParamOut")->f32(), ctx.Out("Moment1Out")->f32(),
+          ctx.Out("Moment2Out")->f32(), ctx.Out("ParamOut")->numel());
   ctx.Out("Beta1PowOut")->f32()[0] = static_cast<float>(b1pow * beta1);
   ctx.Out("Beta2PowOut")->f32()[0] = static_cast<float>(b2pow * beta2);
   return OkStatus();

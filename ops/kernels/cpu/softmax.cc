@@ -6,6 +6,7 @@
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -16,13 +17,10 @@ void SoftmaxRow(const float* x, float* y, int64_t n, int64_t valid, float* max_o
                 double* log_sum) {
   float mx = valid > 0 ? x[0] : 0.f;
   for (int64_t j = 1; j < valid; ++j) mx = std::max(mx, x[j]);
+  ExpShiftedF32(x, mx, y, valid);
   double sum = 0;
-  for (int64_t j = 0; j < valid; ++j) {
-    y[j] = std::exp(x[j] - mx);
-    sum += y[j];
-  }
-  float inv = static_cast<float>(1.0 / sum);
-  for (int64_t j = 0; j < valid; ++j) y[j] *= inv;
+  for (int64_t j = 0; j < valid; ++j) sum += y[j];
+  ScaleF32(y, static_cast<float>(1.0 / sum), 0.f, y, valid);
   for (int64_t j = valid; j < n; ++j) y[j] = 0;
   if (max_out) *max_out = mx;
   if (log_sum) *log_sum = std::log(sum);

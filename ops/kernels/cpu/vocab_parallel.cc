@@ -8,6 +8,7 @@
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -82,10 +83,12 @@ Status SoftmaxStats(KernelContext& ctx) {
   const int64_t ignore = ctx.attrs().GetInt("ignore_index", kIgnoreIndex);
   for (int64_t r = 0; r < rows; ++r)
     PW_RETURN_IF_ERROR(CheckId("c_softmax_stats", "Label", r, label[r], vocab, ignore));
+  std::vector<float> exps(cols);
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = logits.f32() + r * cols;
+    ExpShiftedF32(x, max[r], exps.data(), cols);
     double sum = 0;
-    for (int64_t j = 0; j < cols; ++j) sum += std::exp(x[j] - max[r]);
+    for (int64_t j = 0; j < cols; ++j) sum += exps[j];
     sum_exp[r] = static_cast<float>(sum);
     const int64_t local = label[r] - start;
     target[r] = local >= 0 && local < cols ? x[local] - max[r] : 0.f;
@@ -107,7 +110,8 @@ Status CSoftmaxCrossEntropy(KernelContext& ctx) {
     const float* x = logits.f32() + r * cols;
     float* p = probs + r * cols;
     const float inv = static_cast<float>(1.0 / sum_exp[r]);
-    for (int64_t j = 0; j < cols; ++j) p[j] = std::exp(x[j] - max[r]) * inv;
+    ExpShiftedF32(x, max[r], p, cols);
+    ScaleF32(p, inv, 0.f, p, cols);
     loss[r] = label[r] == ignore
                   ? 0.f
                   : static_cast<float>(std::log(double{sum_exp[r]}) - double{target[r]});

@@ -1,0 +1,39 @@
+#pragma once
+// Element-wise loops of the CPU kernels on SIMD vectors (Google Highway), compiled for
+// several instruction sets and dispatched at run time to the best one the machine has
+// (AVX-512, AVX2, SSE4, baseline). An element's result depends only on its inputs, never
+// on where it lies in the array (a tail runs through the same instructions on a padded
+// copy), so a tensor split across ranks gives the same bits as the whole one.
+//
+// Add, Scale and Adam use exactly the scalar code's operations (no fused multiply-add):
+// same bits as before. Exp is Highway's (at most 1 ulp from libm's expf); Gelu and
+// GeluGrad compute the normal CDF through an erfc approximation (vector_math_test states
+// its distance from libm's erff).
+
+#include <cstdint>
+
+namespace pw::ops::cpu {
+
+// y = x * Phi(x)
+void GeluF32(const float* x, float* y, int64_t n);
+// dx = g * (Phi(x) + x * phi(x))
+void GeluGradF32(const float* x, const float* g, float* dx, int64_t n);
+// y = exp(x - shift)
+void ExpShiftedF32(const float* x, float shift, float* y, int64_t n);
+// y = a + b
+void AddF32(const float* a, const float* b, float* y, int64_t n);
+// y = scale * x + bias
+void ScaleF32(const float* x, float scale, float bias, float* y, int64_t n);
+
+struct AdamStepF32 {
+  float beta1, beta2, lr_t, eps_t;  // lr_t and eps_t carry the bias corrections
+};
+// m1' = b1·m1 + (1-b1)·g; m2' = b2·m2 + (1-b2)·g·g; p' = p - lr_t·m1' / (sqrt(m2') + eps_t).
+// Outputs may alias their inputs.
+void AdamF32(const AdamStepF32& step, const float* p, const float* g, const float* m1,
+             const float* m2, float* p_out, float* m1_out, float* m2_out, int64_t n);
+
+// The instruction set the dispatch chose, e.g. "AVX3" (AVX-512) or "AVX2".
+const char* VectorTargetName();
+
+}  // namespace pw::ops::cpu

@@ -1,0 +1,120 @@
+// The SIMD loops of the CPU kernels: same bits as the scalar code where they promise it
+// (add, scale, adam), an element's result independent of its position, and the accuracy
+// of exp and of the GELU's normal CDF against libm.
+
+#include "ops/kernels/cpu/vector_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace pw::ops::cpu {
+namespace {
+
+std::vector<float> Random(int64_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+// Distance in units in the last place between two finite floats of the same sign.
+int64_t Ulps(float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::abs(static_cast<int64_t>(ia) - static_cast<int64_t>(ib));
+}
+
+TEST(VectorMath, AddAndScaleMatchTheScalarCodeForEveryLength) {
+  for (int64_t n = 0; n < 70; ++n) {
+    std::vector<float> a = Random(n, -3, 3, 1), b = Random(n, -3, 3, 2), y(n), s(n);
+    AddF32(a.data(), b.data(), y.data(), n);
+    ScaleF32(a.data(), 0.37f, -1.25f, s.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(SameBits(y[i], a[i] + b[i])) << n << " " << i;
+      ASSERT_TRUE(SameBits(s[i], 0.37f * a[i] + -1.25f)) << n << " " << i;
+    }
+  }
+}
+
+TEST(VectorMath, AdamMatchesTheScalarUpdateInPlace) {
+  const int64_t n = 1000 + 13;
+  std::vector<float> p = Random(n, -1, 1, 3), g = Random(n, -1, 1, 4), m1 = Random(n, -1, 1, 5),
+                     m2 = Random(n, 0, 1, 6);
+  const AdamStepF32 s{0.9f, 0.999f, 1e-3f, 1e-8f};
+  std::vector<float> want_p(n), want_m1(n), want_m2(n);
+  for (int64_t i = 0; i < n; ++i) {
+    want_m1[i] = s.beta1 * m1[i] + (1 - s.beta1) * g[i];
+    want_m2[i] = s.beta2 * m2[i] + (1 - s.beta2) * g[i] * g[i];
+    want_p[i] = p[i] - s.lr_t * want_m1[i] / (std::sqrt(want_m2[i]) + s.eps_t);
+  }
+  AdamF32(s, p.data(), g.data(), m1.data(), m2.data(), p.data(), m1.data(), m2.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(SameBits(p[i], want_p[i])) << i;
+    ASSERT_TRUE(SameBits(m1[i], want_m1[i])) << i;
+    ASSERT_TRUE(SameBits(m2[i], want_m2[i])) << i;
+  }
+}
+
+TEST(VectorMath, ResultsDoNotDependOnPosition) {
+  const std::vector<float> x = Random(257, -6, 6, 7);
+  std::vector<float> whole(x.size());
+  GeluF32(x.data(), whole.data(), x.size());
+  for (int64_t offset : {1, 3, 17, 250}) {
+    std::vector<float> part(x.size() - offset);
+    GeluF32(x.data() + offset, part.data(), part.size());
+    for (size_t i = 0; i < part.size(); ++i)
+      ASSERT_TRUE(SameBits(part[i], whole[i + offset])) << offset << " " << i;
+  }
+}
+
+TEST(VectorMath, ExpIsWithinOneUlpOfLibm) {
+  const std::vector<float> x = Random(100000, -87, 0, 8);
+  std::vector<float> y(x.size());
+  ExpShiftedF32(x.data(), 0.f, y.data(), x.size());
+  int64_t worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, Ulps(y[i], std::exp(x[i])));
+  std::printf("exp: at most %lld ulp from expf on [-87, 0] (%s)\n", static_cast<long long>(worst),
+              VectorTargetName());
+  EXPECT_LE(worst, 1);
+}
+
+// The GELU against 0.5·x·(1 + erf(x/√2)) in double: the largest absolute error (the
+// scale of the values near 0) and relative error where |gelu| > 1e-3.
+TEST(VectorMath, GeluAccuracyAgainstLibm) {
+  const std::vector<float> x = Random(200000, -10, 10, 9);
+  std::vector<float> y(x.size()), dy(x.size()), ones(x.size(), 1.f);
+  GeluF32(x.data(), y.data(), x.size());
+  GeluGradF32(x.data(), ones.data(), dy.data(), x.size());
+  double abs_err = 0, rel_err = 0, grad_abs_err = 0, libm_abs_err = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double xi = x[i];
+    const double want = 0.5 * xi * (1 + std::erf(xi / std::sqrt(2.0)));
+    const double want_grad = 0.5 * (1 + std::erf(xi / std::sqrt(2.0))) +
+                             xi * std::exp(-0.5 * xi * xi) / std::sqrt(2 * M_PI);
+    const float libm = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+    abs_err = std::max(abs_err, std::abs(y[i] - want));
+    libm_abs_err = std::max(libm_abs_err, std::abs(libm - want));
+    if (std::abs(want) > 1e-3) rel_err = std::max(rel_err, std::abs(y[i] - want) / std::abs(want));
+    grad_abs_err = std::max(grad_abs_err, std::abs(dy[i] - want_grad));
+  }
+  std::printf(
+      "gelu on [-10, 10]: max abs error %.3g (libm erff formula: %.3g), max rel error %.3g "
+      "where |gelu| > 1e-3; gelu_grad max abs error %.3g\n",
+      abs_err, libm_abs_err, rel_err, grad_abs_err);
+  EXPECT_LT(abs_err, 4 * libm_abs_err + 1e-6);
+  EXPECT_LT(rel_err, 2e-6);
+  EXPECT_LT(grad_abs_err, 2e-6);
+}
+
+}  // namespace
+}  // namespace pw::ops::cpu
