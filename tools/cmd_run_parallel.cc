@@ -117,7 +117,8 @@ StatusOr<int> RunOneRank(const Flags& flags) {
     options.run.save_params = StrCat(flags.Get("save-params"), "/rank", rank, ".params");
   PW_ASSIGN_OR_RETURN(int64_t fd, flags.GetInt("report-fd", -1));
   if (fd >= 0) {
-    options.dead_after = std::chrono::milliseconds(0);  // the launcher watches its ranks
+    // Heartbeats stay on under the launcher too: it sees a rank die, but only the
+    // peers' watchdogs see one stop (SIGSTOP, a stuck host thread) and name it.
     options.run.on_step = [fd](const RankStepReport& r) {
       const std::string line = StepReportLine(r);
       (void)!write(static_cast<int>(fd), line.data(), line.size());

@@ -133,3 +133,15 @@ add_test(NAME cli.run_dir_in_use COMMAND flock ${out}/busy_run_dir/lock ${expect
   "run directory ${out}/busy_run_dir is in use by another run" - --
   ${pw} run ${plan} --nproc 2 --steps 1 --run-dir ${out}/busy_run_dir)
 set_tests_properties(cli.run_dir_in_use PROPERTIES LABELS cli TIMEOUT 30)
+
+# --- Faults under `run --nproc 4` (slow): a stopped rank is named by its peers' heartbeat
+# watch, a killed one by the launcher, each within 60 s.
+add_test(NAME cli.fault_plan_gpt COMMAND ${pw} opt ${ab_gpt} -p ${ab_plan} -o ${out}/fault_gpt.pb)
+set_tests_properties(cli.fault_plan_gpt PROPERTIES LABELS slow FIXTURES_REQUIRED ab_gpt
+  FIXTURES_SETUP fault_gpt)
+foreach(fault stop kill)
+  add_test(NAME cli.rank_${fault}_named COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rank_fault_test.sh
+    ${pw} ${out}/fault_gpt.pb ${out}/fault_${fault} ${fault} 2)
+  set_tests_properties(cli.rank_${fault}_named PROPERTIES LABELS slow TIMEOUT 180
+    FIXTURES_REQUIRED fault_gpt)
+endforeach()
