@@ -21,8 +21,7 @@ struct LaunchOptions {
   std::string executable = "/proc/self/exe";
   std::vector<std::string> args;  // argv[1..] of every rank, before the rank flags
   int nproc = 1;
-  // Holds the store; created when missing. The caller claims it (executor/run_dir_claim.h).
-  std::string run_dir;
+  std::string run_dir;  // holds the store; created when missing
   std::vector<std::string> env = {"OPENBLAS_NUM_THREADS=1"};  // added to the environment
   std::chrono::seconds grace{10};  // after a failure, before the remaining ranks are killed
   std::function<void(int rank, const std::string& line)> on_report;

@@ -10,6 +10,7 @@
 
 #include "ir/file_util.h"
 #include "ir/limits.h"
+#include "ir/tensor_size.h"
 
 namespace pw {
 

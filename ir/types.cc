@@ -1,9 +1,6 @@
 #include "ir/types.h"
 
-#include <algorithm>
 #include <sstream>
-
-#include "ir/limits.h"
 
 namespace pw {
 
@@ -64,19 +61,6 @@ int64_t NumElements(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
-}
-
-bool TensorFits(DataType dtype, const Shape& shape) {
-  if (shape.size() > static_cast<size_t>(kMaxRank)) return false;
-  int64_t bytes = std::max<int64_t>(DataTypeSize(dtype), 1);
-  for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxTensorBytes) return false;
-  }
-  return true;
-}
-
-std::string TensorLimitText() {
-  return "at most " + std::to_string(kMaxRank) + " dimensions, each >= 0, and at most 2^50 bytes";
 }
 
 std::string ShapeToString(const Shape& shape) {

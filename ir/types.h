@@ -21,9 +21,5 @@ bool IsLowPrecision(DataType dtype);
 
 int64_t NumElements(const Shape& shape);        // 1 for a scalar (empty shape)
 std::string ShapeToString(const Shape& shape);  // "[2, 16, 64]"
-// Whether a tensor of this type fits the limits of ir/limits.h (dimensions >= 0, at most
-// kMaxRank of them, at most kMaxTensorBytes) without any product overflowing on the way.
-bool TensorFits(DataType dtype, const Shape& shape);
-std::string TensorLimitText();  // the limits, for messages
 
 }  // namespace pw

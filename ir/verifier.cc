@@ -11,6 +11,7 @@
 #include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
 #include "ir/stream_type.h"
+#include "ir/tensor_size.h"
 #include "ir/var_refs.h"
 
 namespace pw {
