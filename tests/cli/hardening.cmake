@@ -145,3 +145,12 @@ foreach(fault stop kill)
   set_tests_properties(cli.rank_${fault}_named PROPERTIES LABELS slow TIMEOUT 180
     FIXTURES_REQUIRED fault_gpt)
 endforeach()
+# A run directory reused after a finished run: its old store is cleared, the run trains.
+foreach(pass 1 2)
+  add_test(NAME cli.run_dir_reused_${pass} COMMAND ${pw} run ${out}/fault_gpt.pb --nproc 4
+    --steps 1 --run-dir ${out}/reused_run_dir)
+  set_tests_properties(cli.run_dir_reused_${pass} PROPERTIES LABELS slow TIMEOUT 120
+    FIXTURES_REQUIRED fault_gpt PASS_REGULAR_EXPRESSION "step 1 loss")
+endforeach()
+set_tests_properties(cli.run_dir_reused_1 PROPERTIES FIXTURES_SETUP reused_run_dir)
+set_tests_properties(cli.run_dir_reused_2 PROPERTIES FIXTURES_REQUIRED "fault_gpt;reused_run_dir")
