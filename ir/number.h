@@ -19,8 +19,7 @@ inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 StatusOr<int64_t> ParseInteger(std::string_view text, int64_t min = kInt64Min,
                                int64_t max = kInt64Max);
 // NaN and infinities are refused whatever the range.
-StatusOr<double> ParseReal(std::string_view text,
-                           double min = -std::numeric_limits<double>::max(),
+StatusOr<double> ParseReal(std::string_view text, double min = -std::numeric_limits<double>::max(),
                            double max = std::numeric_limits<double>::max());
 
 }  // namespace pw

@@ -1,12 +1,12 @@
 #include "ir/proto_io.h"
 
-#include <algorithm>
-
 #include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
+
+#include <algorithm>
 
 #include "ir/file_util.h"
 #include "ir/limits.h"

@@ -207,7 +207,8 @@ std::string_view ProgramKindOf(JobKind kind) {
 // ir/plan_actions.h describes and its events are readable.
 Status VerifyJob(const Module& module, int rank, const Job& job) {
   const Plan& plan = module.plan;
-  if (job.kind == JobKind::kUnknown || static_cast<int>(job.kind) > static_cast<int>(JobKind::kBatchP2P))
+  if (job.kind == JobKind::kUnknown ||
+      static_cast<int>(job.kind) > static_cast<int>(JobKind::kBatchP2P))
     return InvalidArgument("job of unknown kind ", static_cast<int>(job.kind));
   const std::string name = JobToString(job);
   if (!job.program.empty()) {
@@ -228,10 +229,11 @@ Status VerifyJob(const Module& module, int rank, const Job& job) {
                              plan.num_micro_batches, ")");
   }
   if (IsP2pJob(job.kind) && (job.peer < 0 || job.peer >= module.mesh.pp || job.peer == rank))
-    return InvalidArgument(name, ": peer ", job.peer, " is not another pipeline rank (pp=",
-                           module.mesh.pp, ")");
+    return InvalidArgument(name, ": peer ", job.peer,
+                           " is not another pipeline rank (pp=", module.mesh.pp, ")");
   if ((!job.wait_events.empty() || !job.record_events.empty()) && !IsP2pJob(job.kind))
-    return InvalidArgument(name, ": only send/recv jobs carry events (put them on the program's ops)");
+    return InvalidArgument(name,
+                           ": only send/recv jobs carry events (put them on the program's ops)");
   for (const auto* list : {&job.wait_events, &job.record_events})
     for (const std::string& e : *list) PW_RETURN_IF_ERROR(ParseEventRef(e).status());
   for (size_t k = 0; k < job.sub_jobs.size(); ++k) {
@@ -261,8 +263,7 @@ Status VerifyPlan(const Module& module) {
                              ") or has two job lists");
     seen[rp.rank] = true;
   }
-  if (!plan.stage_to_rank.empty() &&
-      static_cast<int>(plan.stage_to_rank.size()) != plan.num_stages)
+  if (!plan.stage_to_rank.empty() && static_cast<int>(plan.stage_to_rank.size()) != plan.num_stages)
     return InvalidArgument("plan places ", plan.stage_to_rank.size(), " stages but has ",
                            plan.num_stages);
   for (size_t stage = 0; stage < plan.stage_to_rank.size(); ++stage)

@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "ir/number.h"
-
 #include "passes/pass.h"
 
 namespace pw {

@@ -150,7 +150,8 @@ StatusOr<AbRunSettings> ReadRunSettings(const Flags& flags, const Module& module
   PW_ASSIGN_OR_RETURN(int64_t rounds, flags.GetInt("rounds", 5));
   if (rounds < 1) return InvalidArgument("flag --rounds must be >= 1");
   r.rounds = static_cast<int>(rounds);
-  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
+  PW_ASSIGN_OR_RETURN(int64_t seed,
+                      flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
   r.seed = static_cast<uint64_t>(seed);
   PW_ASSIGN_OR_RETURN(int64_t stall, flags.GetInt("stall-timeout", 120));
   if (stall < 1) return InvalidArgument("flag --stall-timeout must be >= 1");

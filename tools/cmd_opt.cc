@@ -118,8 +118,8 @@ StatusOr<int> RunOpt(const std::vector<std::string>& args) {
     PW_ASSIGN_OR_RETURN(std::string text, SerializeModule(module, ModuleFormat::kText));
     std::cout << text;
   } else {
-    PW_RETURN_IF_ERROR(outputs.Write(
-        output, [&](const std::string& temp) { return SaveModule(module, temp); }));
+    PW_RETURN_IF_ERROR(
+        outputs.Write(output, [&](const std::string& temp) { return SaveModule(module, temp); }));
     PW_RETURN_IF_ERROR(outputs.Commit());
   }
   return 0;

@@ -17,6 +17,7 @@
 #include "tools/cost_inputs.h"
 #include "tools/flags.h"
 #include "tools/gloo_comm_bench.h"
+#include "tools/module_validation.h"
 #include "tools/output_files.h"
 #include "tools/progress_bar.h"
 #include "tools/runtime_calibration.h"
@@ -118,6 +119,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   std::vector<Module> communicating;  // modules with more than one rank, for --comm
   for (const std::string& path : flags.positional()) {
     PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
+    PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
     StatusOr<std::vector<cost::CostedOp>> distinct = cost::DistinctOps(module, ops::Registry());
     if (!distinct.ok()) return distinct.status().WithContext(path);
     for (cost::CostedOp& c : *distinct)
@@ -184,8 +186,8 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     PW_RETURN_IF_ERROR(merged.Merge(result.table));
     result.table = std::move(merged);
   }
-  PW_RETURN_IF_ERROR(outputs.Write(
-      output, [&](const std::string& temp) { return result.table.Save(temp); }));
+  PW_RETURN_IF_ERROR(
+      outputs.Write(output, [&](const std::string& temp) { return result.table.Save(temp); }));
   PW_RETURN_IF_ERROR(outputs.Commit());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("profiled %zu op signatures (caches: %s) in %.1f s",

@@ -70,7 +70,8 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
   ReferenceOptions options;
   PW_ASSIGN_OR_RETURN(options.steps, flags.RequireInt("steps"));
   PW_ASSIGN_OR_RETURN(options.micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
-  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
+  PW_ASSIGN_OR_RETURN(int64_t seed,
+                      flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
   options.data_seed = static_cast<uint64_t>(seed);
   options.data_file = flags.Get("data");
   if (options.steps < 1) return InvalidArgument("flag --steps must be >= 1");

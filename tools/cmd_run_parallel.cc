@@ -86,7 +86,8 @@ StatusOr<Module> PrepareModule(const Flags& flags) {
 Status ReadTrainingFlags(const Flags& flags, const Module& module, RankRunOptions& run) {
   PW_ASSIGN_OR_RETURN(run.steps, flags.GetInt("steps", 1));
   PW_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
-  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
+  PW_ASSIGN_OR_RETURN(int64_t seed,
+                      flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
   if (run.steps < 1) return InvalidArgument("flag --steps must be >= 1");
   run.micro_batches = static_cast<int>(mb);
   run.data.data_seed = static_cast<uint64_t>(seed);

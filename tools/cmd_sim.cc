@@ -14,6 +14,7 @@
 #include "tools/command.h"
 #include "tools/cost_inputs.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
 #include "tools/output_files.h"
 
 namespace pw::tools {
@@ -76,6 +77,7 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
   PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
+  PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
   if (module.plan.empty()) {
     StatusOr<Module> sequential = WithSequentialPlan(module, static_cast<int>(micro_batches));
     if (!sequential.ok()) return sequential.status().WithContext(path);

@@ -4,7 +4,6 @@
 #include "ir/proto_io.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
-#include "tools/module_validation.h"
 
 namespace pw::tools {
 namespace {
@@ -19,7 +18,7 @@ bool HasBackward(const Module& module) {
 }  // namespace
 
 StatusOr<Module> LoadTrainingModule(const std::string& path, const std::string& pipeline) {
-  PW_ASSIGN_OR_RETURN(Module module, LoadValidModule(path));
+  PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
   std::string passes = pipeline;
   if (passes.empty() && module.plan.empty() && !HasBackward(module)) passes = "append-backward";
   if (!passes.empty()) {
@@ -27,8 +26,6 @@ StatusOr<Module> LoadTrainingModule(const std::string& path, const std::string& 
     PW_RETURN_IF_ERROR(pm.AddPipeline(passes));
     Status s = pm.Run(module).status();
     if (!s.ok()) return s.WithContext(path);
-    // What the pipeline made is held to what a file of it would be.
-    PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(StrCat(path, " after the pipeline")));
   }
   return module;
 }

@@ -1,6 +1,5 @@
 #include "tools/flags.h"
 
-
 namespace pw::tools {
 
 Flags& Flags::Value(const std::string& name) {

@@ -35,7 +35,7 @@ class Flags {
   // A required value: an error naming the flag when missing.
   StatusOr<std::string> Require(const std::string& name) const;
   StatusOr<int64_t> RequireInt(const std::string& name, int64_t min = 0,
-                              int64_t max = kInt32Max) const;
+                               int64_t max = kInt32Max) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <new>
 #include <iostream>
+#include <new>
 
 #include "tools/command.h"
 
@@ -39,8 +39,9 @@ pw::StatusOr<int> RunGuarded(const Command& command, const std::vector<std::stri
   try {
     return command.run(args);
   } catch (const std::bad_alloc&) {
-    return pw::Internal("out of memory (the module, plan or flags ask for more than "
-                                 "this machine has)");
+    return pw::Internal(
+        "out of memory (the module, plan or flags ask for more than "
+        "this machine has)");
   } catch (const std::filesystem::filesystem_error& e) {
     return pw::Internal(e.what());
   } catch (const std::exception& e) {

@@ -47,8 +47,8 @@ Status OutputFiles::Declare(const std::string& flag, const std::string& path) {
   if (fs::is_directory(path, ec)) return InvalidArgument(flag, " ", path, " is a folder");
   // The temporary keeps the extension: writers pick the format from it.
   fs::path p(path);
-  fs::path temp = p.parent_path() / StrCat(".", p.stem().string(), ".tmp", getpid(),
-                                           p.extension().string());
+  fs::path temp =
+      p.parent_path() / StrCat(".", p.stem().string(), ".tmp", getpid(), p.extension().string());
   outputs_.push_back({path, temp.string()});
   return OkStatus();
 }
