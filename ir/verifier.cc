@@ -213,9 +213,11 @@ Status VerifyJob(const Module& module, int rank, const Job& job) {
   const std::string name = JobToString(job);
   if (!job.program.empty()) {
     const Program* program = module.FindProgram(job.program);
-    if (!program) return InvalidArgument(name, ": program '", job.program, "' does not exist");
+    if (!program) return InvalidArgument("program '", job.program, "' does not exist");
     const std::string& kind = program->info().kind;
-    if (!kind.empty() && kind != ProgramKindOf(job.kind))
+    // A send/recv names the program whose values it moves; a compute job runs its own kind.
+    const std::string_view want = ProgramKindOf(job.kind);
+    if (!kind.empty() && !want.empty() && kind != want)
       return InvalidArgument(name, ": runs program '", job.program, "' of kind ", kind);
   }
   PW_RETURN_IF_ERROR(CheckSubJobs(job));
