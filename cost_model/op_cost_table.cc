@@ -107,6 +107,9 @@ StatusOr<OpCostTable> OpCostTable::FromProto(Proto proto) {
 StatusOr<OpCostTable> OpCostTable::Load(const std::string& path) {
   Proto proto;
   PW_RETURN_IF_ERROR(LoadProtoFile(path, "cost table", &proto));
+  // An empty file parses as an empty table; prices from it would all be guesses.
+  if (proto.ByteSizeLong() == 0)
+    return InvalidArgument(path, ": the cost table is empty (write one with pipeweave profile)");
   StatusOr<OpCostTable> table = FromProto(std::move(proto));
   if (!table.ok()) return table.status().WithContext(path);
   return table;

@@ -25,6 +25,7 @@ struct Child {
   int report_fd = -1;   // read end
   std::string pending;  // a partial report line
   bool exited = false;
+  bool killed = false;  // by the launcher, after another rank failed
 };
 
 std::string Describe(int rank, int status) {
@@ -121,7 +122,9 @@ StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options) {
             WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
         bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
         if (!failed) continue;
-        bool primary = !(WIFEXITED(status) && WEXITSTATUS(status) == kExitPeerFailed);
+        // A rank the launcher killed itself (left over after a failure, e.g. one stopped
+        // with SIGSTOP that the peers' watchdogs named) is not the cause.
+        bool primary = !c.killed && !(WIFEXITED(status) && WEXITSTATUS(status) == kExitPeerFailed);
         if (result.ok || (primary && result.failure.empty())) {
           result.ok = false;
           if (primary) {
@@ -135,7 +138,10 @@ StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options) {
     }
     if (killing && alive > 0 && std::chrono::steady_clock::now() > kill_at) {
       for (Child& c : children)
-        if (!c.exited) kill(c.pid, SIGKILL);
+        if (!c.exited) {
+          kill(c.pid, SIGKILL);
+          c.killed = true;
+        }
     }
   }
   for (int rank = 0; rank < options.nproc; ++rank) {

@@ -6,7 +6,11 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
+
 #include "ir/file_util.h"
+#include "ir/limits.h"
+#include "ir/tensor_size.h"
 
 namespace pw {
 
@@ -214,8 +218,13 @@ StatusOr<Var> VarFromProto(const pb::VarDesc& desc) {
   v.dtype = static_cast<DataType>(desc.dtype());
   for (int64_t d : desc.shape()) {
     if (d < 0) return InvalidArgument("var '", v.name, "' has a negative dimension ", d);
+    if (v.shape.size() == static_cast<size_t>(kMaxRank)) break;  // TensorFits refuses it
     v.shape.push_back(d);
   }
+  if (desc.shape_size() > kMaxRank || !TensorFits(v.dtype, v.shape))
+    return InvalidArgument("var '", v.name, "' is too large: ", desc.shape_size(),
+                           " dimensions, shape ", ShapeToString(v.shape), " (", TensorLimitText(),
+                           ")");
   v.persistable = desc.persistable();
   v.is_parameter = desc.is_parameter();
   v.stage = desc.stage();
@@ -298,7 +307,23 @@ StatusOr<Program> ProgramFromProto(const pb::ProgramDesc& desc) {
   return program;
 }
 
-StatusOr<Job> JobFromProto(const pb::JobDesc& desc) {
+// Degrees of at least 1 whose product is a world size that fits (a wrapped product would
+// read as a small world).
+Status CheckMeshSize(const pb::MeshDesc& mesh) {
+  int64_t world = 1;
+  for (int64_t degree : {mesh.dp(), mesh.pp(), mesh.mp(), mesh.vpp()}) {
+    if (degree < 0) return InvalidArgument("mesh degrees must be positive");
+    if (degree > kMaxWorldSize || (world *= std::max<int64_t>(degree, 1)) > kMaxWorldSize)
+      return InvalidArgument("mesh dp=", mesh.dp(), " pp=", mesh.pp(), " mp=", mesh.mp(),
+                             " vpp=", mesh.vpp(), " is too large (at most ", kMaxWorldSize,
+                             " ranks and chunks)");
+  }
+  return OkStatus();
+}
+
+StatusOr<Job> JobFromProto(const pb::JobDesc& desc, int depth = 1) {
+  if (depth > kMaxJobNesting)
+    return InvalidArgument("jobs nested more than ", kMaxJobNesting, " deep");
   Job job;
   if (desc.kind() == pb::JobDesc::UNKNOWN) return InvalidArgument("job without a kind");
   job.kind = static_cast<JobKind>(desc.kind());
@@ -308,7 +333,7 @@ StatusOr<Job> JobFromProto(const pb::JobDesc& desc) {
   job.peer = desc.peer();
   job.peer_stage = desc.peer_stage();
   for (const pb::JobDesc& sub : desc.sub_jobs()) {
-    PW_ASSIGN_OR_RETURN(Job s, JobFromProto(sub));
+    PW_ASSIGN_OR_RETURN(Job s, JobFromProto(sub, depth + 1));
     job.sub_jobs.push_back(std::move(s));
   }
   job.wait_events.assign(desc.wait_events().begin(), desc.wait_events().end());
@@ -333,14 +358,16 @@ StatusOr<Module> ModuleFromProto(const pb::ModuleDesc& desc) {
   module.mesh.pp = mesh.pp() ? mesh.pp() : 1;
   module.mesh.mp = mesh.mp() ? mesh.mp() : 1;
   module.mesh.vpp = mesh.vpp() ? mesh.vpp() : 1;
-  if (module.mesh.dp < 0 || module.mesh.pp < 0 || module.mesh.mp < 0 || module.mesh.vpp < 0)
-    return InvalidArgument("mesh degrees must be positive");
+  PW_RETURN_IF_ERROR(CheckMeshSize(mesh));
   if (desc.has_plan()) {
     const pb::PlanDesc& pd = desc.plan();
     Plan& plan = module.plan;
     plan.schedule = pd.schedule();
     plan.num_micro_batches = pd.num_micro_batches();
     plan.num_stages = pd.num_stages();
+    if (plan.num_micro_batches < 0 || plan.num_micro_batches > kMaxMicroBatches)
+      return InvalidArgument("plan has ", plan.num_micro_batches, " micro-batches (at most ",
+                             kMaxMicroBatches, ")");
     plan.stage_to_rank.assign(pd.stage_to_rank().begin(), pd.stage_to_rank().end());
     for (const pb::RankPlan& rp : pd.ranks()) {
       RankPlan r;
@@ -363,6 +390,17 @@ StatusOr<Module> ModuleFromProto(const pb::ModuleDesc& desc) {
 // Bytes <-> module
 
 namespace {
+
+// The binary parser's default depth of nested messages; a module with kMaxJobNesting
+// levels of jobs stays well inside it.
+constexpr int kMaxMessageNesting = 100;
+static_assert(kMaxJobNesting + 8 < kMaxMessageNesting);
+
+int JobDepth(const std::vector<Job>& jobs) {
+  int depth = 0;
+  for (const Job& job : jobs) depth = std::max(depth, 1 + JobDepth(job.sub_jobs));
+  return depth;
+}
 
 // Collects the text parser's errors; the first one becomes the Status message.
 class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
@@ -407,6 +445,7 @@ StatusOr<Module> ParseModule(const std::string& bytes, ModuleFormat format) {
   pb::ModuleDesc& desc = *google::protobuf::Arena::CreateMessage<pb::ModuleDesc>(&arena);
   if (format == ModuleFormat::kText) {
     google::protobuf::TextFormat::Parser parser;
+    parser.SetRecursionLimit(kMaxMessageNesting);  // the binary parser's limit
     FirstErrorCollector errors;
     parser.RecordErrorsTo(&errors);
     if (!parser.ParseFromString(bytes, &desc)) {
@@ -423,6 +462,11 @@ StatusOr<Module> ParseModule(const std::string& bytes, ModuleFormat format) {
 }
 
 StatusOr<std::string> SerializeModule(const Module& module, ModuleFormat format) {
+  // What the loader refuses is never written.
+  for (const RankPlan& rp : module.plan.ranks)
+    if (JobDepth(rp.jobs) > kMaxJobNesting)
+      return InvalidArgument("plan of rank ", rp.rank, " nests jobs more than ", kMaxJobNesting,
+                             " deep");
   pb::ModuleDesc desc = ModuleToProto(module);
   std::string out;
   if (format == ModuleFormat::kText) {

@@ -1,13 +1,17 @@
 #include "ir/verifier.h"
 
+#include <algorithm>
 #include <span>
 #include <string_view>
 #include <unordered_set>
 
 #include "ir/event_ref.h"
 #include "ir/graph.h"
+#include "ir/limits.h"
 #include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
+#include "ir/stream_type.h"
+#include "ir/tensor_size.h"
 #include "ir/var_refs.h"
 
 namespace pw {
@@ -28,7 +32,11 @@ std::string TypeString(DataType dtype, const Shape& shape) {
 Status CheckSignature(const Op& op, const OpDef& def) {
   auto check_slots = [&](const std::vector<Slot>& slots, const std::vector<SlotDef>& defs,
                          const char* what) -> Status {
-    for (const Slot& slot : slots) {
+    for (size_t k = 0; k < slots.size(); ++k) {
+      const Slot& slot = slots[k];
+      for (size_t earlier = 0; earlier < k; ++earlier)
+        if (slots[earlier].name == slot.name)
+          return InvalidArgument(what, " slot '", slot.name, "' is given twice");
       const SlotDef* sd = nullptr;
       for (const SlotDef& d : defs)
         if (d.name == slot.name) sd = &d;
@@ -63,6 +71,23 @@ Status CheckSignature(const Op& op, const OpDef& def) {
     if (!ad.default_value && !op.attrs.Has(ad.name))
       return InvalidArgument("required attribute '", ad.name, "' is missing");
   }
+  return OkStatus();
+}
+
+// The scheduling fields every consumer reads: a known stream type and readable events.
+Status CheckScheduling(const Op& op) {
+  if (!op.stream.empty()) PW_RETURN_IF_ERROR(ParseStreamType(op.stream).status());
+  for (const auto* list : {&op.wait_events, &op.record_events})
+    for (const std::string& e : *list) PW_RETURN_IF_ERROR(ParseEventRef(e).status());
+  return OkStatus();
+}
+
+// Every declared var fits the size limits, so no count of its elements or bytes overflows.
+Status CheckVarSizes(const Program& program) {
+  for (const Var& v : program.vars())
+    if (!TensorFits(v.dtype, v.shape))
+      return InvalidArgument("var '", v.name, "' ", ShapeToString(v.shape), " is too large (",
+                             TensorLimitText(), ")");
   return OkStatus();
 }
 
@@ -120,6 +145,7 @@ Status CheckViewsUnwritten(const Program& program, size_t index) {
 Status CheckProgram(const Program& program, const OpRegistry& registry,
                     const std::unordered_set<std::string>* external_inputs) {
   const auto& ops = program.ops();
+  PW_RETURN_IF_ERROR(CheckVarSizes(program));
   const VarRefs refs(program);
 
   if (auto cycle = FindDefUseCycle(program, refs)) {
@@ -144,6 +170,7 @@ Status CheckProgram(const Program& program, const OpRegistry& registry,
     const OpDef* def = registry.Find(op.type);
     if (!def) return fail(InvalidArgument("unknown op type '", op.type, "'"));
     if (Status s = CheckSignature(op, *def); !s.ok()) return fail(s);
+    if (Status s = CheckScheduling(op); !s.ok()) return fail(s);
 
     auto ids = refs.inputs(i).begin();
     for (const Slot& slot : op.inputs) {
@@ -178,20 +205,99 @@ Status CheckProgram(const Program& program, const OpRegistry& registry,
   return OkStatus();
 }
 
-// A plan job names programs that exist, at every level, and its sub-jobs have the shape
-// ir/plan_actions.h describes.
-Status VerifyJob(const Module& module, const Job& job) {
-  if (!job.program.empty() && !module.FindProgram(job.program))
-    return InvalidArgument("program '", job.program, "' does not exist");
+// The program kind a job of `kind` runs ("" for jobs that run none of their own).
+std::string_view ProgramKindOf(JobKind kind) {
+  switch (kind) {
+    case JobKind::kForward:
+      return "forward";
+    case JobKind::kBackward:
+      return "backward";
+    case JobKind::kBackwardInput:
+      return "backward_input";
+    case JobKind::kBackwardWeight:
+      return "backward_weight";
+    case JobKind::kOptimizer:
+      return "optimizer";
+    default:
+      return "";
+  }
+}
+
+// One job of pipeline rank `rank`, at every level: it names a program that exists and is
+// of its kind, its stage, micro-batch and peer are in range, its sub-jobs have the shape
+// ir/plan_actions.h describes and its events are readable.
+Status VerifyJob(const Module& module, int rank, const Job& job) {
+  const Plan& plan = module.plan;
+  if (job.kind == JobKind::kUnknown ||
+      static_cast<int>(job.kind) > static_cast<int>(JobKind::kBatchP2P))
+    return InvalidArgument("job of unknown kind ", static_cast<int>(job.kind));
+  const std::string name = JobToString(job);
+  if (!job.program.empty()) {
+    const Program* program = module.FindProgram(job.program);
+    if (!program) return InvalidArgument("program '", job.program, "' does not exist");
+    const std::string& kind = program->info().kind;
+    // A send/recv names the program whose values it moves; a compute job runs its own kind.
+    const std::string_view want = ProgramKindOf(job.kind);
+    if (!kind.empty() && !want.empty() && kind != want)
+      return InvalidArgument(name, ": runs program '", job.program, "' of kind ", kind);
+  }
   PW_RETURN_IF_ERROR(CheckSubJobs(job));
+  const bool fused = job.kind == JobKind::kOverlapFB || job.kind == JobKind::kBatchP2P;
+  if (!fused) {
+    if (job.stage < 0 || job.stage >= plan.num_stages)
+      return InvalidArgument(name, ": stage ", job.stage, " is outside [0, ", plan.num_stages, ")");
+    bool step_level = job.kind == JobKind::kOptimizer;
+    if (!step_level && (job.micro_batch < 0 || job.micro_batch >= plan.num_micro_batches))
+      return InvalidArgument(name, ": micro-batch ", job.micro_batch, " is outside [0, ",
+                             plan.num_micro_batches, ")");
+  }
+  if (IsP2pJob(job.kind) && (job.peer < 0 || job.peer >= module.mesh.pp || job.peer == rank))
+    return InvalidArgument(name, ": peer ", job.peer,
+                           " is not another pipeline rank (pp=", module.mesh.pp, ")");
   if ((!job.wait_events.empty() || !job.record_events.empty()) && !IsP2pJob(job.kind))
-    return InvalidArgument(JobToString(job),
+    return InvalidArgument(name,
                            ": only send/recv jobs carry events (put them on the program's ops)");
   for (const auto* list : {&job.wait_events, &job.record_events})
     for (const std::string& e : *list) PW_RETURN_IF_ERROR(ParseEventRef(e).status());
   for (size_t k = 0; k < job.sub_jobs.size(); ++k) {
-    Status sub = VerifyJob(module, job.sub_jobs[k]);
+    Status sub = VerifyJob(module, rank, job.sub_jobs[k]);
     if (!sub.ok()) return sub.WithContext(StrCat("sub-job ", k));
+  }
+  return OkStatus();
+}
+
+// The plan as a whole agrees with the mesh: one job list per pipeline rank, stages placed
+// on ranks that exist, a micro-batch count within the limits.
+Status VerifyPlan(const Module& module) {
+  const Plan& plan = module.plan;
+  if (plan.empty()) return OkStatus();
+  const int pp = module.mesh.pp;
+  if (plan.num_micro_batches < 1 || plan.num_micro_batches > kMaxMicroBatches)
+    return InvalidArgument("plan runs ", plan.num_micro_batches, " micro-batches (1 to ",
+                           kMaxMicroBatches, ")");
+  if (plan.num_stages < 1) return InvalidArgument("plan has ", plan.num_stages, " stages");
+  if (static_cast<int>(plan.ranks.size()) != pp)
+    return InvalidArgument("plan has job lists for ", plan.ranks.size(),
+                           " pipeline ranks but the mesh has pp=", pp);
+  std::vector<bool> seen(pp, false);
+  for (const RankPlan& rp : plan.ranks) {
+    if (rp.rank < 0 || rp.rank >= pp || seen[rp.rank])
+      return InvalidArgument("plan: pipeline rank ", rp.rank, " is outside [0, ", pp,
+                             ") or has two job lists");
+    seen[rp.rank] = true;
+  }
+  if (!plan.stage_to_rank.empty() && static_cast<int>(plan.stage_to_rank.size()) != plan.num_stages)
+    return InvalidArgument("plan places ", plan.stage_to_rank.size(), " stages but has ",
+                           plan.num_stages);
+  for (size_t stage = 0; stage < plan.stage_to_rank.size(); ++stage)
+    if (plan.stage_to_rank[stage] < 0 || plan.stage_to_rank[stage] >= pp)
+      return InvalidArgument("plan places stage ", stage, " on pipeline rank ",
+                             plan.stage_to_rank[stage], ", outside [0, ", pp, ")");
+  for (const RankPlan& rp : plan.ranks) {
+    for (size_t j = 0; j < rp.jobs.size(); ++j) {
+      Status job = VerifyJob(module, rp.rank, rp.jobs[j]);
+      if (!job.ok()) return job.WithContext(StrCat("plan of rank ", rp.rank, ", job ", j));
+    }
   }
   return OkStatus();
 }
@@ -209,6 +315,12 @@ Status VerifyModule(const Module& module, const OpRegistry& registry) {
   if (m.dp < 1 || m.pp < 1 || m.mp < 1 || m.vpp < 1)
     return InvalidArgument("mesh degrees must be at least 1 (dp=", m.dp, " pp=", m.pp, " mp=", m.mp,
                            " vpp=", m.vpp, ")");
+  int64_t product = 1;
+  for (int64_t degree : {m.dp, m.pp, m.mp, m.vpp})
+    product = std::min(product * degree, kMaxWorldSize + 1);  // both factors <= 2^31
+  if (product > kMaxWorldSize)
+    return InvalidArgument("mesh dp=", m.dp, " pp=", m.pp, " mp=", m.mp, " vpp=", m.vpp,
+                           " is too large (at most ", kMaxWorldSize, " ranks and chunks)");
 
   // Fed inputs (metadata "inputs") plus each program's recorded inputs may be read
   // without being written.
@@ -228,13 +340,7 @@ Status VerifyModule(const Module& module, const OpRegistry& registry) {
                            .WithContext(StrCat("program '", program.name(), "'")));
   }
 
-  for (const RankPlan& rp : module.plan.ranks) {
-    for (size_t j = 0; j < rp.jobs.size(); ++j) {
-      Status job = VerifyJob(module, rp.jobs[j]);
-      if (!job.ok()) return job.WithContext(StrCat("plan of rank ", rp.rank, ", job ", j));
-    }
-  }
-  return OkStatus();
+  return VerifyPlan(module);
 }
 
 }  // namespace pw

@@ -1,11 +1,9 @@
 #include "passes/pass_option.h"
 
-#include <cerrno>
 #include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <limits>
 
+#include "ir/number.h"
 #include "passes/pass.h"
 
 namespace pw {
@@ -29,33 +27,23 @@ Status Traits<bool>::Parse(std::string_view text, bool* out) {
 }
 std::string Traits<bool>::Print(bool value) { return value ? "true" : "false"; }
 
+// Numbers go through the one parser of ir/number.h, as flags do.
 Status Traits<int64_t>::Parse(std::string_view text, int64_t* out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  if (ec == std::errc::result_out_of_range)
-    return InvalidArgument("integer out of range: '", text, "'");
-  if (ec != std::errc() || ptr != end || text.empty())
-    return InvalidArgument("expected an integer, got '", text, "'");
+  PW_ASSIGN_OR_RETURN(*out, ParseInteger(text));
   return OkStatus();
 }
 std::string Traits<int64_t>::Print(int64_t value) { return std::to_string(value); }
 
 Status Traits<int>::Parse(std::string_view text, int* out) {
-  int64_t wide = 0;
-  PW_RETURN_IF_ERROR(Traits<int64_t>::Parse(text, &wide));
-  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max())
-    return InvalidArgument("integer out of range: '", text, "'");
+  PW_ASSIGN_OR_RETURN(int64_t wide, ParseInteger(text, std::numeric_limits<int>::min(),
+                                                 std::numeric_limits<int>::max()));
   *out = static_cast<int>(wide);
   return OkStatus();
 }
 std::string Traits<int>::Print(int value) { return std::to_string(value); }
 
 Status Traits<double>::Parse(std::string_view text, double* out) {
-  // strtod accepts leading spaces and hex; from_chars is exact about the whole text.
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  if (ec != std::errc() || ptr != end || text.empty() || !std::isfinite(*out))
-    return InvalidArgument("expected a number, got '", text, "'");
+  PW_ASSIGN_OR_RETURN(*out, ParseReal(text));
   return OkStatus();
 }
 std::string Traits<double>::Print(double value) {

@@ -9,8 +9,10 @@
 
 #include "executor/backend_factory.h"
 #include "executor/plan_check.h"
+#include "executor/run_dir_claim.h"
 #include "executor/training_feed.h"
 #include "ir/file_util.h"
+#include "ir/limits.h"
 #include "ir/proto_io.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
@@ -21,6 +23,8 @@
 #include "tools/command.h"
 #include "tools/cost_inputs.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
+#include "tools/output_files.h"
 #include "tools/run_report.h"
 
 namespace pw::tools {
@@ -126,8 +130,7 @@ StatusOr<Settings> ReadSettings(const Flags& flags) {
   if (flags.Has("svg") && !s.sim) return InvalidArgument("--svg draws the simulation: add --sim");
   if (s.run && !flags.Has("nproc"))
     return InvalidArgument("--run needs --nproc N (the module's number of ranks)");
-  PW_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("micro-batches", 1));
-  if (mb < 1) return InvalidArgument("flag --micro-batches must be >= 1");
+  PW_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
   s.micro_batches = static_cast<int>(mb);
   PW_ASSIGN_OR_RETURN(s.loss_tolerance, flags.GetDouble("loss-tolerance", 1e-6));
   if (!(s.loss_tolerance >= 0)) return InvalidArgument("flag --loss-tolerance must be >= 0");
@@ -136,7 +139,7 @@ StatusOr<Settings> ReadSettings(const Flags& flags) {
 
 StatusOr<AbRunSettings> ReadRunSettings(const Flags& flags, const Module& module) {
   AbRunSettings r;
-  PW_ASSIGN_OR_RETURN(int64_t nproc, flags.RequireInt("nproc"));
+  PW_ASSIGN_OR_RETURN(int64_t nproc, flags.RequireInt("nproc", 1, kMaxWorldSize));
   if (nproc != module.mesh.world_size())
     return InvalidArgument(
         "--nproc ", nproc, " does not match the module's mesh (dp=", module.mesh.dp,
@@ -147,7 +150,8 @@ StatusOr<AbRunSettings> ReadRunSettings(const Flags& flags, const Module& module
   PW_ASSIGN_OR_RETURN(int64_t rounds, flags.GetInt("rounds", 5));
   if (rounds < 1) return InvalidArgument("flag --rounds must be >= 1");
   r.rounds = static_cast<int>(rounds);
-  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1)));
+  PW_ASSIGN_OR_RETURN(int64_t seed,
+                      flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
   r.seed = static_cast<uint64_t>(seed);
   PW_ASSIGN_OR_RETURN(int64_t stall, flags.GetInt("stall-timeout", 120));
   if (stall < 1) return InvalidArgument("flag --stall-timeout must be >= 1");
@@ -168,15 +172,15 @@ StatusOr<MeasuredAB> Measure(const Flags& flags, AbRunSettings settings, const P
   if (settings.run_dir.empty()) {
     PW_ASSIGN_OR_RETURN(settings.run_dir, MakeRunDir("pipeweave-ab"));
   }
-  std::error_code ec;
-  fs::create_directories(settings.run_dir, ec);
-  if (ec) return Internal("cannot create ", settings.run_dir, ": ", ec.message());
+  // Held until both plans have run: a second run on this directory is refused at once.
+  PW_ASSIGN_OR_RETURN(RunDirClaim claim, RunDirClaim::Claim(settings.run_dir));
   // Ranks load the prepared modules, so the passes run once.
   settings.module_a = (fs::path(settings.run_dir) / "a.pb").string();
   settings.module_b = (fs::path(settings.run_dir) / "b.pb").string();
   PW_RETURN_IF_ERROR(SaveModule(a.module, settings.module_a));
   PW_RETURN_IF_ERROR(SaveModule(b.module, settings.module_b));
   PW_ASSIGN_OR_RETURN(MeasuredAB measured, RunAB(settings));
+  std::error_code ec;
   if (!settings.keep_rounds) fs::remove_all(settings.run_dir, ec);
   return measured;
 }
@@ -209,13 +213,19 @@ StatusOr<int> RunAb(const std::vector<std::string>& args) {
   PW_RETURN_IF_ERROR(flags.Parse(args));
   PW_ASSIGN_OR_RETURN(Settings settings, ReadSettings(flags));
 
+  const std::string path = flags.positional()[0];
+  std::vector<std::string> inputs{path};
+  if (flags.Has("costs")) inputs.push_back(flags.Get("costs"));
+  OutputFiles outputs(inputs);
+  for (const char* flag : {"output", "svg", "json"})
+    if (flags.Has(flag)) PW_RETURN_IF_ERROR(outputs.Declare(StrCat("--", flag), flags.Get(flag)));
+
   // The device and the table are checked before the module is loaded (and passes run).
   std::shared_ptr<cost::Estimator> estimator;
   if (settings.sim || flags.Has("device") || flags.Has("costs")) {
     PW_ASSIGN_OR_RETURN(estimator, MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
   }
-  const std::string path = flags.positional()[0];
-  PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
+  PW_ASSIGN_OR_RETURN(Module module, LoadValidModule(path));
   const bool cost_passes = flags.Has("device") || flags.Has("costs");
   PW_ASSIGN_OR_RETURN(Plan a,
                       MakePlan('A', flags.Get("a"), module, cost_passes ? estimator : nullptr));
@@ -263,14 +273,12 @@ StatusOr<int> RunAb(const std::vector<std::string>& args) {
   }
 
   // Every check has passed: only now is anything written.
-  if (!svg.empty()) PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("svg"), svg));
-  if (flags.Has("json"))
-    PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("json"), AbReportJson(report)));
+  if (!svg.empty()) PW_RETURN_IF_ERROR(outputs.Write(flags.Get("svg"), svg));
+  if (flags.Has("json")) PW_RETURN_IF_ERROR(outputs.Write(flags.Get("json"), AbReportJson(report)));
   std::string text = settings.format == "json" ? AbReportJson(report) : AbReportTable(report);
-  if (flags.Has("output")) {
-    PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("output"), text));
-    return 0;
-  }
+  if (flags.Has("output")) PW_RETURN_IF_ERROR(outputs.Write(flags.Get("output"), text));
+  PW_RETURN_IF_ERROR(outputs.Commit());
+  if (flags.Has("output")) return 0;
   std::fputs(text.c_str(), stdout);
   return 0;
 }

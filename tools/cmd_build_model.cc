@@ -1,8 +1,8 @@
 // `pipeweave build-model gpt|unet ... -o FILE`: writes a model's forward + loss program.
 
-#include <climits>
 #include <cstdio>
 
+#include "ir/limits.h"
 #include "ir/proto_io.h"
 #include "ir/verifier.h"
 #include "models/gpt.h"
@@ -29,30 +29,33 @@ constexpr const char* kUsage =
 // Flags of one model only; naming another model's flag is an error.
 const char* const kGptOnly[] = {"heads", "ffn", "mp", "vpp", "placement", "vocab-parallel"};
 
-StatusOr<int> GetSmallInt(const Flags& flags, const std::string& name, int fallback) {
-  PW_ASSIGN_OR_RETURN(int64_t v, flags.GetInt(name, fallback));
-  if (v < INT_MIN || v > INT_MAX) return InvalidArgument("flag --", name, " is out of range");
+// A parallel degree: the mesh's limit, checked before anything is built.
+StatusOr<int> GetDegree(const Flags& flags, const std::string& name) {
+  PW_ASSIGN_OR_RETURN(int64_t v, flags.GetInt(name, 1, 1, kMaxWorldSize));
   return static_cast<int>(v);
 }
 
+// Layers are built one by one: bounded so that a typo cannot exhaust memory.
+constexpr int64_t kMaxLayers = 4096;
+
 StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   models::GptConfig c;
-  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers"));
+  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers", 1, kMaxLayers));
   PW_ASSIGN_OR_RETURN(c.hidden, flags.RequireInt("hidden"));
   PW_ASSIGN_OR_RETURN(c.heads, flags.RequireInt("heads"));
   PW_ASSIGN_OR_RETURN(c.ffn, flags.GetInt("ffn", 4 * c.hidden));
   PW_ASSIGN_OR_RETURN(c.seq, flags.RequireInt("seq"));
   PW_ASSIGN_OR_RETURN(c.vocab, flags.RequireInt("vocab"));
   PW_ASSIGN_OR_RETURN(c.micro_batch_size, flags.GetInt("micro-batch-size", 1));
-  PW_ASSIGN_OR_RETURN(c.mp, GetSmallInt(flags, "mp", 1));
-  PW_ASSIGN_OR_RETURN(c.pp, GetSmallInt(flags, "pp", 1));
-  PW_ASSIGN_OR_RETURN(c.vpp, GetSmallInt(flags, "vpp", 1));
+  PW_ASSIGN_OR_RETURN(c.mp, GetDegree(flags, "mp"));
+  PW_ASSIGN_OR_RETURN(c.pp, GetDegree(flags, "pp"));
+  PW_ASSIGN_OR_RETURN(c.vpp, GetDegree(flags, "vpp"));
   PW_ASSIGN_OR_RETURN(c.placement, ParseStagePlacement(flags.Get("placement", "loop")));
   const std::string vocab_parallel = flags.Get("vocab-parallel", "on");
   if (vocab_parallel != "on" && vocab_parallel != "off")
     return InvalidArgument("flag --vocab-parallel takes on or off, got '", vocab_parallel, "'");
   c.vocab_parallel = vocab_parallel == "on";
-  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
+  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1, 0, kInt64Max));
   c.seed = static_cast<uint64_t>(seed);
   return models::BuildGpt(c);
 }
@@ -61,13 +64,13 @@ StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
   for (const char* name : kGptOnly)
     if (flags.Has(name)) return InvalidArgument("flag --", name, " applies to gpt, not unet");
   models::UnetConfig c;
-  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers"));
+  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers", 1, kMaxLayers));
   PW_ASSIGN_OR_RETURN(c.hidden, flags.RequireInt("hidden"));
   PW_ASSIGN_OR_RETURN(c.micro_batch_size, flags.GetInt("micro-batch-size", 1));
   PW_ASSIGN_OR_RETURN(c.seq, flags.GetInt("seq", c.seq));
   PW_ASSIGN_OR_RETURN(c.vocab, flags.GetInt("vocab", c.vocab));
-  PW_ASSIGN_OR_RETURN(c.pp, GetSmallInt(flags, "pp", 1));
-  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
+  PW_ASSIGN_OR_RETURN(c.pp, GetDegree(flags, "pp"));
+  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1, 0, kInt64Max));
   c.seed = static_cast<uint64_t>(seed);
   return models::BuildUnet(c);
 }

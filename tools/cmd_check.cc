@@ -10,13 +10,14 @@
 #include "passes/pipeline/schedule_checker.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
 
 namespace pw::tools {
 namespace {
 
 StatusOr<ActionSchedule> LoadSchedule(const std::string& path) {
   if (FileExtension(path) == ".csv") return ReadScheduleCsv(path);
-  PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
+  PW_ASSIGN_OR_RETURN(Module module, LoadValidModule(path));
   if (module.plan.empty())
     return FailedPrecondition(path, " has no plan (run the schedule pass first)");
   StatusOr<ActionSchedule> schedule = PlanToActionSchedule(module.plan);

@@ -12,6 +12,7 @@
 #include "ops/registry.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
 
 namespace pw::tools {
 namespace {
@@ -103,7 +104,7 @@ StatusOr<int> RunInspect(const std::vector<std::string>& args) {
   const std::string& path = flags.positional()[0];
   PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
   const OpRegistry& registry = ops::Registry();
-  if (!flags.Has("no-verify")) PW_RETURN_IF_ERROR(VerifyModule(module, registry).WithContext(path));
+  if (!flags.Has("no-verify")) PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
 
   const Mesh& m = module.mesh;
   std::printf("module '%s': %zu program(s), mesh dp=%d pp=%d mp=%d vpp=%d (world size %d)\n",

@@ -12,6 +12,8 @@
 #include "tools/command.h"
 #include "tools/cost_inputs.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
+#include "tools/output_files.h"
 
 namespace pw::tools {
 namespace {
@@ -87,7 +89,11 @@ StatusOr<int> RunOpt(const std::vector<std::string>& args) {
   PassManager manager(ops::Registry());
   if (flags.Has("pipeline")) PW_RETURN_IF_ERROR(manager.AddPipeline(flags.Get("pipeline")));
   std::string output = flags.Get("output");
-  if (!output.empty()) PW_RETURN_IF_ERROR(FormatFromPath(output).status());
+  OutputFiles outputs({input});
+  if (!output.empty()) {
+    PW_RETURN_IF_ERROR(FormatFromPath(output).status());
+    PW_RETURN_IF_ERROR(outputs.Declare("-o", output));
+  }
   manager.EnableVerifier(!flags.Has("no-verify"));
   if (flags.Has("print-after")) {
     PW_ASSIGN_OR_RETURN(std::set<std::string> names, ParsePrintAfter(flags.Get("print-after")));
@@ -103,14 +109,18 @@ StatusOr<int> RunOpt(const std::vector<std::string>& args) {
     AttachCostModel(std::move(estimator), context);
   }
 
-  PW_ASSIGN_OR_RETURN(Module module, LoadModule(input));
+  PW_ASSIGN_OR_RETURN(Module module, LoadValidModule(input));
   PW_RETURN_IF_ERROR(manager.Run(module, context).status());
+  // Never write a module that the commands reading it would refuse.
+  PW_RETURN_IF_ERROR(ValidateModule(module).WithContext("the optimized module"));
 
   if (output.empty()) {
     PW_ASSIGN_OR_RETURN(std::string text, SerializeModule(module, ModuleFormat::kText));
     std::cout << text;
   } else {
-    PW_RETURN_IF_ERROR(SaveModule(module, output));
+    PW_RETURN_IF_ERROR(
+        outputs.Write(output, [&](const std::string& temp) { return SaveModule(module, temp); }));
+    PW_RETURN_IF_ERROR(outputs.Commit());
   }
   return 0;
 }

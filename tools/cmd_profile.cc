@@ -17,6 +17,8 @@
 #include "tools/cost_inputs.h"
 #include "tools/flags.h"
 #include "tools/gloo_comm_bench.h"
+#include "tools/module_validation.h"
+#include "tools/output_files.h"
 #include "tools/progress_bar.h"
 #include "tools/runtime_calibration.h"
 
@@ -88,6 +90,9 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   // Everything that can fail without measuring fails first: the output's format, the
   // table to merge into, the modules and their plans.
   PW_RETURN_IF_ERROR(FormatFromPath(output).status());
+  // --merge rewrites the output table in place; no module may be overwritten.
+  OutputFiles outputs(flags.positional());
+  PW_RETURN_IF_ERROR(outputs.Declare("-o", output));
   cost::OpCostTable merged;
   const bool merge = flags.Has("merge") && std::filesystem::exists(output);
   if (merge) {
@@ -114,6 +119,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   std::vector<Module> communicating;  // modules with more than one rank, for --comm
   for (const std::string& path : flags.positional()) {
     PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
+    PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
     StatusOr<std::vector<cost::CostedOp>> distinct = cost::DistinctOps(module, ops::Registry());
     if (!distinct.ok()) return distinct.status().WithContext(path);
     for (cost::CostedOp& c : *distinct)
@@ -180,7 +186,9 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     PW_RETURN_IF_ERROR(merged.Merge(result.table));
     result.table = std::move(merged);
   }
-  PW_RETURN_IF_ERROR(result.table.Save(output));
+  PW_RETURN_IF_ERROR(
+      outputs.Write(output, [&](const std::string& temp) { return result.table.Save(temp); }));
+  PW_RETURN_IF_ERROR(outputs.Commit());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("profiled %zu op signatures (caches: %s) in %.1f s",
               ops.size() - result.skipped.size(), cost::CacheStateName(options.cache), seconds);

@@ -7,10 +7,12 @@
 #include <string>
 
 #include "executor/reference_runner.h"
+#include "ir/limits.h"
 #include "ir/proto_io.h"
 #include "passes/pass_manager.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
 #include "tools/run_parallel.h"
 #include "tools/threads_flag.h"
 
@@ -71,8 +73,9 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
     return InvalidArgument("flag --report: unknown format '", report, "' (json)");
   ReferenceOptions options;
   PW_ASSIGN_OR_RETURN(options.steps, flags.RequireInt("steps"));
-  PW_ASSIGN_OR_RETURN(options.micro_batches, flags.GetInt("micro-batches", 1));
-  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1)));
+  PW_ASSIGN_OR_RETURN(options.micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
+  PW_ASSIGN_OR_RETURN(int64_t seed,
+                      flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
   options.data_seed = static_cast<uint64_t>(seed);
   options.data_file = flags.Get("data");
   if (options.steps < 1) return InvalidArgument("flag --steps must be >= 1");
@@ -139,7 +142,7 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
   if (flags.positional().size() != 1)
     return InvalidArgument("expected one module file, got ", flags.positional().size(),
                            " positional arguments");
-  PW_ASSIGN_OR_RETURN(Module module, LoadModule(flags.positional()[0]));
+  PW_ASSIGN_OR_RETURN(Module module, LoadValidModule(flags.positional()[0]));
   return RunReferenceMode(std::move(module), flags);
 }
 

@@ -15,12 +15,15 @@
 #include "executor/plan_check.h"
 #include "executor/rank_process.h"
 #include "executor/reference_runner.h"
+#include "executor/run_dir_claim.h"
 #include "executor/sequential_plan.h"
 #include "executor/training_feed.h"
+#include "ir/limits.h"
 #include "ir/proto_io.h"
 #include "passes/pass_manager.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
 #include "tools/run_parallel.h"
 #include "tools/run_report.h"
 #include "tools/threads_flag.h"
@@ -65,7 +68,7 @@ bool HasBackward(const Module& module) {
 // Loads FILE, runs --pipeline (or append-backward for a forward-only module) and checks the
 // plan, so that a bad plan is refused before any process starts.
 StatusOr<Module> PrepareModule(const Flags& flags) {
-  PW_ASSIGN_OR_RETURN(Module module, LoadModule(flags.positional()[0]));
+  PW_ASSIGN_OR_RETURN(Module module, LoadValidModule(flags.positional()[0]));
   std::string pipeline = flags.Get("pipeline");
   if (pipeline.empty() && module.plan.empty() && !HasBackward(module)) pipeline = "append-backward";
   if (!pipeline.empty()) {
@@ -85,10 +88,10 @@ StatusOr<Module> PrepareModule(const Flags& flags) {
 
 Status ReadTrainingFlags(const Flags& flags, const Module& module, RankRunOptions& run) {
   PW_ASSIGN_OR_RETURN(run.steps, flags.GetInt("steps", 1));
-  PW_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("micro-batches", 1));
-  PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", module.metadata.GetInt("seed", 1)));
+  PW_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
+  PW_ASSIGN_OR_RETURN(int64_t seed,
+                      flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
   if (run.steps < 1) return InvalidArgument("flag --steps must be >= 1");
-  if (mb < 1) return InvalidArgument("flag --micro-batches must be >= 1");
   run.micro_batches = static_cast<int>(mb);
   run.data.data_seed = static_cast<uint64_t>(seed);
   run.data.data_file = flags.Get("data");
@@ -119,7 +122,8 @@ StatusOr<int> RunOneRank(const Flags& flags) {
     options.run.save_params = StrCat(flags.Get("save-params"), "/rank", rank, ".params");
   PW_ASSIGN_OR_RETURN(int64_t fd, flags.GetInt("report-fd", -1));
   if (fd >= 0) {
-    options.dead_after = std::chrono::milliseconds(0);  // the launcher watches its ranks
+    // Heartbeats stay on under the launcher too: it sees a rank die, but only the
+    // peers' watchdogs see one stop (SIGSTOP, a stuck host thread) and name it.
     options.run.on_step = [fd](const RankStepReport& r) {
       const std::string line = StepReportLine(r);
       (void)!write(static_cast<int>(fd), line.data(), line.size());
@@ -153,7 +157,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   PW_RETURN_IF_ERROR(ReadTrainingFlags(flags, module, run));
   // Refused here, once, rather than by every rank process.
   PW_RETURN_IF_ERROR(CheckBackendAvailable(run.backend));
-  PW_ASSIGN_OR_RETURN(int64_t nproc, flags.RequireInt("nproc"));
+  PW_ASSIGN_OR_RETURN(int64_t nproc, flags.RequireInt("nproc", 1, kMaxWorldSize));
   if (nproc != module.mesh.world_size())
     return InvalidArgument(
         "--nproc ", nproc, " does not match the module's mesh (dp=", module.mesh.dp,
@@ -169,7 +173,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   if (run_dir.empty()) {
     PW_ASSIGN_OR_RETURN(run_dir, MakeRunDir("pipeweave-run"));
   }
-  fs::create_directories(run_dir);
+  // Held until the ranks are done: a second run on this directory is refused at once.
+  PW_ASSIGN_OR_RETURN(RunDirClaim claim, RunDirClaim::Claim(run_dir));
   if (!flags.Get("save-params").empty()) fs::create_directories(flags.Get("save-params"));
   // Ranks load the prepared module, so passes run once.
   std::string prepared = (fs::path(run_dir) / "module.pb").string();
@@ -195,7 +200,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   // The single-rank reference on the same tokens: M·dp micro-batches per step.
   std::vector<double> reference;
   if (flags.Has("compare-reference")) {
-    PW_ASSIGN_OR_RETURN(Module ref_module, LoadModule(flags.Get("compare-reference")));
+    PW_ASSIGN_OR_RETURN(Module ref_module, LoadValidModule(flags.Get("compare-reference")));
     if (!HasBackward(ref_module)) {
       PassManager pm;
       PW_RETURN_IF_ERROR(pm.AddPipeline("append-backward"));

@@ -13,6 +13,7 @@
 #include "cost_model/schedule_svg.h"
 #include "cost_model/stage_flops.h"
 #include "ir/file_util.h"
+#include "ir/limits.h"
 #include "ir/proto_io.h"
 #include "ir/schedule_csv.h"
 #include "ops/registry.h"
@@ -21,6 +22,7 @@
 #include "passes/pipeline/schedule_generators.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
 
 namespace pw::tools {
 namespace {
@@ -40,13 +42,14 @@ Status ParseCosts(const std::string& text, ActionCosts& costs) {
                     : key == "comm"  ? &costs.comm
                     : key == "w-mem" ? &costs.w_mem
                                      : nullptr;
-    char* end = nullptr;
-    double value = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
-    if (!field || eq == std::string::npos || end == item.c_str() + eq + 1 || *end != '\0')
-      return InvalidArgument(
-          "bad --costs entry '", item,
-          "' (expected F=, B=, W=, comm= or w-mem= ", "with a number, e.g. F=1,B=2,W=1,comm=0.1)");
-    *field = value;
+    StatusOr<double> value = eq == std::string::npos
+                                 ? InvalidArgument("no value")
+                                 : ParseReal(std::string_view(item).substr(eq + 1), 0);
+    if (!field || !value.ok())
+      return InvalidArgument("bad --costs entry '", item,
+                             "' (expected F=, B=, W=, comm= or w-mem= with a finite number >= 0, "
+                             "e.g. F=1,B=2,W=1,comm=0.1)");
+    *field = *value;
   }
   return OkStatus();
 }
@@ -66,7 +69,7 @@ struct Request {
 // F, B and W (in GFLOP) of the busiest stage of a model module: the stage that sets a
 // pipeline's steady-state pace.
 StatusOr<ActionCosts> CostsFromModel(const std::string& path) {
-  PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
+  PW_ASSIGN_OR_RETURN(Module module, LoadValidModule(path));
   auto stages = StageFlopsOf(module, ops::Registry());
   if (!stages.ok()) return stages.status().WithContext(path);
   ActionCosts costs;
@@ -101,11 +104,11 @@ StatusOr<Request> ParseRequest(const Flags& flags) {
                                "schedule)");
   } else {
     PW_ASSIGN_OR_RETURN(int64_t stages, flags.RequireInt("stages"));
-    PW_ASSIGN_OR_RETURN(int64_t mbs, flags.RequireInt("micro-batches"));
+    PW_ASSIGN_OR_RETURN(int64_t mbs, flags.RequireInt("micro-batches", 1, kMaxMicroBatches));
     PW_ASSIGN_OR_RETURN(int64_t chunks, flags.GetInt("chunks", 0));
     int64_t default_ranks = chunks > 0 && stages % chunks == 0 ? stages / chunks : stages;
     PW_ASSIGN_OR_RETURN(int64_t ranks, flags.GetInt("ranks", default_ranks));
-    if (stages < 1 || mbs < 1 || ranks < 1 || stages > 32767 || mbs > (1 << 30))
+    if (stages < 1 || mbs < 1 || ranks < 1 || stages > 32767)
       return InvalidArgument("--stages, --ranks and --micro-batches must be positive (stages at ",
                              "most 32767)");
     if (chunks > 0 && stages != ranks * chunks)

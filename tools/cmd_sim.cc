@@ -9,10 +9,13 @@
 #include "cost_model/simulator.h"
 #include "executor/sequential_plan.h"
 #include "ir/file_util.h"
+#include "ir/limits.h"
 #include "ops/registry.h"
 #include "tools/command.h"
 #include "tools/cost_inputs.h"
 #include "tools/flags.h"
+#include "tools/module_validation.h"
+#include "tools/output_files.h"
 
 namespace pw::tools {
 namespace {
@@ -61,14 +64,20 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   const std::string runtime = flags.Get("runtime", "executor");
   if (runtime != "executor" && runtime != "reference")
     return InvalidArgument("flag --runtime: unknown runtime '", runtime, "' (executor, reference)");
-  PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 1));
-  if (micro_batches < 1) return InvalidArgument("flag --micro-batches must be >= 1");
+  PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
 
   // The device and the table are checked before the module is loaded (and passes run).
+  const std::string path = flags.positional()[0];
+  std::vector<std::string> inputs{path};
+  if (flags.Has("costs")) inputs.push_back(flags.Get("costs"));
+  if (flags.Has("device")) inputs.push_back(flags.Get("device"));
+  OutputFiles outputs(inputs);
+  for (const char* flag : {"trace", "svg"})
+    if (flags.Has(flag)) PW_RETURN_IF_ERROR(outputs.Declare(StrCat("--", flag), flags.Get(flag)));
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
-  const std::string path = flags.positional()[0];
   PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
+  PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
   if (module.plan.empty()) {
     StatusOr<Module> sequential = WithSequentialPlan(module, static_cast<int>(micro_batches));
     if (!sequential.ok()) return sequential.status().WithContext(path);
@@ -84,14 +93,15 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   if (!result.ok()) return result.status().WithContext(path);
 
   if (flags.Has("trace"))
-    PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("trace"), cost::SimTraceJson(graph, *result)));
+    PW_RETURN_IF_ERROR(outputs.Write(flags.Get("trace"), cost::SimTraceJson(graph, *result)));
   if (flags.Has("svg")) {
     std::string title =
         StrCat(module.name, ": ", module.plan.schedule, ", ", module.plan.num_micro_batches,
                " micro-batches on ", estimator->device().name(), " (op-level simulation)");
     PW_ASSIGN_OR_RETURN(std::string svg, cost::SimScheduleSvg(module, graph, *result, title));
-    PW_RETURN_IF_ERROR(WriteFileAtomically(flags.Get("svg"), svg));
+    PW_RETURN_IF_ERROR(outputs.Write(flags.Get("svg"), svg));
   }
+  PW_RETURN_IF_ERROR(outputs.Commit());
   if (format == "json") {
     std::fputs(cost::SimResultToJson(*result, graph).c_str(), stdout);
   } else {

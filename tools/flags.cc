@@ -1,8 +1,5 @@
 #include "tools/flags.h"
 
-#include <cerrno>
-#include <cstdlib>
-
 namespace pw::tools {
 
 Flags& Flags::Value(const std::string& name) {
@@ -56,26 +53,22 @@ std::string Flags::Get(const std::string& name, const std::string& fallback) con
   return it == values_.end() ? fallback : it->second;
 }
 
-StatusOr<int64_t> Flags::GetInt(const std::string& name, int64_t fallback) const {
+StatusOr<int64_t> Flags::GetInt(const std::string& name, int64_t fallback, int64_t min,
+                                int64_t max) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (errno || end == it->second.c_str() || *end != '\0')
-    return InvalidArgument("flag --", name, " needs an integer, got '", it->second, "'");
-  return static_cast<int64_t>(v);
+  StatusOr<int64_t> value = ParseInteger(it->second, min, max);
+  if (!value.ok()) return value.status().WithContext(StrCat("flag --", name));
+  return value;
 }
 
-StatusOr<double> Flags::GetDouble(const std::string& name, double fallback) const {
+StatusOr<double> Flags::GetDouble(const std::string& name, double fallback, double min,
+                                  double max) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(it->second.c_str(), &end);
-  if (errno || end == it->second.c_str() || *end != '\0')
-    return InvalidArgument("flag --", name, " needs a number, got '", it->second, "'");
-  return v;
+  StatusOr<double> value = ParseReal(it->second, min, max);
+  if (!value.ok()) return value.status().WithContext(StrCat("flag --", name));
+  return value;
 }
 
 StatusOr<std::string> Flags::Require(const std::string& name) const {
@@ -84,9 +77,9 @@ StatusOr<std::string> Flags::Require(const std::string& name) const {
   return it->second;
 }
 
-StatusOr<int64_t> Flags::RequireInt(const std::string& name) const {
+StatusOr<int64_t> Flags::RequireInt(const std::string& name, int64_t min, int64_t max) const {
   if (!Has(name)) return InvalidArgument("missing required flag --", name);
-  return GetInt(name, 0);
+  return GetInt(name, 0, min, max);
 }
 
 }  // namespace pw::tools

@@ -3,12 +3,14 @@
 // positional arguments. Unknown flags and missing values are errors that name the flag.
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "ir/number.h"
 #include "ir/status.h"
 
 namespace pw::tools {
@@ -24,11 +26,16 @@ class Flags {
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
   std::string Get(const std::string& name, const std::string& fallback = "") const;
-  StatusOr<int64_t> GetInt(const std::string& name, int64_t fallback) const;
-  StatusOr<double> GetDouble(const std::string& name, double fallback) const;
+  // Numbers go through ir/number.h: range-checked, NaN and inf refused. Counts and sizes
+  // are non-negative and fit an int32 unless a wider range is asked for.
+  StatusOr<int64_t> GetInt(const std::string& name, int64_t fallback, int64_t min = 0,
+                           int64_t max = kInt32Max) const;
+  StatusOr<double> GetDouble(const std::string& name, double fallback, double min = 0,
+                             double max = std::numeric_limits<double>::max()) const;
   // A required value: an error naming the flag when missing.
   StatusOr<std::string> Require(const std::string& name) const;
-  StatusOr<int64_t> RequireInt(const std::string& name) const;
+  StatusOr<int64_t> RequireInt(const std::string& name, int64_t min = 0,
+                               int64_t max = kInt32Max) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

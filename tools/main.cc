@@ -1,7 +1,9 @@
 // The `pipeweave` command line: dispatches to a registered subcommand.
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <new>
 
 #include "tools/command.h"
 
@@ -30,6 +32,23 @@ void PrintHelp() {
   std::cout << "\nRun 'pipeweave COMMAND --help' for a command's flags.\n";
 }
 
+// The exception boundary of every command: a failure that escapes as an exception (a
+// filesystem error, memory exhausted by a size no check refused) is one line and exit 1,
+// never an abort with a core dump.
+pw::StatusOr<int> RunGuarded(const Command& command, const std::vector<std::string>& args) {
+  try {
+    return command.run(args);
+  } catch (const std::bad_alloc&) {
+    return pw::Internal(
+        "out of memory (the module, plan or flags ask for more than "
+        "this machine has)");
+  } catch (const std::filesystem::filesystem_error& e) {
+    return pw::Internal(e.what());
+  } catch (const std::exception& e) {
+    return pw::Internal(e.what());
+  }
+}
+
 }  // namespace
 }  // namespace pw::tools
 
@@ -52,7 +71,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  pw::StatusOr<int> result = command->run(args);
+  pw::StatusOr<int> result = RunGuarded(*command, args);
   if (!result.ok()) {
     std::cerr << "pipeweave " << command->name << ": error: " << result.status().message() << "\n";
     return result.status().code() == pw::StatusCode::kInvalidArgument ? 2 : 1;

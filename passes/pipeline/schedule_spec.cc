@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/action.h"
+#include "ir/limits.h"
 
 namespace pw::pipeline {
 
@@ -60,8 +61,9 @@ Status Validate(const ScheduleSpec& s) {
   if (s.num_stages < 1 || s.num_ranks < 1 || s.num_micro_batches < 1)
     return InvalidArgument("stages, ranks and micro-batches must be at least 1");
   if (s.num_stages > 32767) return InvalidArgument("at most 32767 stages");
-  if (s.num_micro_batches > kMaxActionMicroBatch)
-    return InvalidArgument("at most ", kMaxActionMicroBatch, " micro-batches");
+  if (s.num_micro_batches > kMaxMicroBatches)
+    return InvalidArgument("at most ", kMaxMicroBatches, " micro-batches (got ",
+                           s.num_micro_batches, ")");
   if (s.num_stages % s.num_ranks != 0)
     return InvalidArgument(s.num_stages, " stages do not divide evenly over ", s.num_ranks,
                            " ranks");

@@ -440,9 +440,11 @@ TEST_F(LauncherTest, RefusesAPlanWhoseSendHasNoRecvBeforeStarting) {
   Module m;
   m.mesh.pp = 2;
   m.AddProgram(MakeProgram("f0", "forward", 0, {F32("x"), F32("h")},
-                           {{"t_double", {{"X", {"x"}}}, {{"Out", {"h"}}}}}));
+                           {{"scale", {{"X", {"x"}}}, {{"Out", {"h"}}}}}));
   m.AddProgram(MakeProgram("f1", "forward", 1, {F32("h"), F32("loss")},
-                           {{"t_add", {{"X", {"h"}}, {"Y", {"h"}}}, {{"Out", {"loss"}}}}}));
+                           {{"add", {{"X", {"h"}}, {"Y", {"h"}}}, {{"Out", {"loss"}}}}}));
+  // Real ops: the tool verifies the module before it checks the plan.
+  m.metadata.Set("inputs", std::vector<std::string>{"x", "h"});
   m.plan.num_micro_batches = 1;
   m.plan.num_stages = 2;
   m.plan.stage_to_rank = {0, 1};

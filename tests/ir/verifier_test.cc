@@ -135,9 +135,24 @@ TEST(VerifierTest, ModuleChecksFedInputsMeshAndPlan) {
   EXPECT_NE(s.message().find("input 'x' (slot X) is never defined"), std::string::npos)
       << s.message();
   m.metadata.Set("inputs", std::vector<std::string>{"x"});
+  m.plan.num_micro_batches = 1;
+  m.plan.num_stages = 1;
   m.plan.ranks = {RankPlan{0, {Job{JobKind::kForward, 0, 0, "forward_s0"}}}};
   EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
             "plan of rank 0, job 0: program 'forward_s0' does not exist");
+  // The plan agrees with the mesh: a micro-batch count, stages, one job list per rank.
+  m.plan.ranks = {RankPlan{0, {Job{JobKind::kForward, 0, 0, m.programs().front().name()}}}};
+  EXPECT_TRUE(VerifyModule(m, TestRegistry()).ok()) << VerifyModule(m, TestRegistry()).message();
+  m.plan.num_micro_batches = 0;
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(), "plan runs 0 micro-batches (1 to 65536)");
+  m.plan.num_micro_batches = 1;
+  m.mesh.pp = 2;
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
+            "plan has job lists for 1 pipeline ranks but the mesh has pp=2");
+  m.mesh.pp = 1;
+  m.plan.ranks[0].jobs[0].stage = 1;
+  EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
+            "plan of rank 0, job 0: 1F0: stage 1 is outside [0, 1)");
   m.plan.ranks.clear();
   m.mesh.pp = 0;
   EXPECT_NE(VerifyModule(m, TestRegistry()).message().find("mesh degrees"), std::string::npos);
@@ -153,6 +168,8 @@ TEST(VerifierTest, PlanChecksASplitBackwardsSubJobs) {
   Job b{JobKind::kBackward, 0, 1, ""};
   b.sub_jobs = {Job{JobKind::kBackwardInput, 0, 1, main},
                 Job{JobKind::kBackwardWeight, 0, 1, main}};
+  m.plan.num_micro_batches = 3;
+  m.plan.num_stages = 1;
   m.plan.ranks = {RankPlan{0, {b}}};
   EXPECT_TRUE(VerifyModule(m, TestRegistry()).ok()) << VerifyModule(m, TestRegistry()).message();
 
@@ -206,17 +223,20 @@ TEST(VerifierTest, PlanRefusesEventsOnComputeJobsAndBadEventReferences) {
   const std::string main = m.programs().front().name();
   Job forward{JobKind::kForward, 0, 0, main};
   forward.wait_events = {"e"};
-  m.plan.ranks = {RankPlan{0, {forward}}};
+  m.mesh.pp = 2;
+  m.plan.num_micro_batches = 1;
+  m.plan.num_stages = 2;
+  m.plan.ranks = {RankPlan{0, {forward}}, RankPlan{1, {}}};
   EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
             "plan of rank 0, job 0: 0F0: only send/recv jobs carry events (put them on the "
             "program's ops)");
   Job recv{JobKind::kRecvF, 1, 0, ""};
   recv.peer = 0;
   recv.record_events = {"e@x"};
-  m.plan.ranks = {RankPlan{0, {recv}}};
+  m.plan.ranks = {RankPlan{0, {}}, RankPlan{1, {recv}}};
   Status bad = VerifyModule(m, TestRegistry());
   EXPECT_NE(bad.message().find("event reference 'e@x'"), std::string::npos) << bad.message();
-  m.plan.ranks[0].jobs[0].record_events = {"e@-1"};
+  m.plan.ranks[1].jobs[0].record_events = {"e@-1"};
   EXPECT_TRUE(VerifyModule(m, TestRegistry()).ok()) << VerifyModule(m, TestRegistry()).message();
 }
 

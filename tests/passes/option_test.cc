@@ -44,14 +44,17 @@ TEST(PassOption, ParsesEveryType) {
 
 TEST(PassOption, RejectsBadValuesWithWhatWasExpected) {
   OptionsPass pass;
-  EXPECT_EQ(pass.count.Parse("3.5").message(), "expected an integer, got '3.5'");
-  EXPECT_EQ(pass.count.Parse("").message(), "expected an integer, got ''");
-  EXPECT_EQ(pass.count.Parse("9000000000").message(), "integer out of range: '9000000000'");
+  const std::string int_range = "expected an integer in [-2147483648, 2147483647], got ";
+  EXPECT_EQ(pass.count.Parse("3.5").message(), int_range + "'3.5'");
+  EXPECT_EQ(pass.count.Parse("").message(), int_range + "''");
+  EXPECT_EQ(pass.count.Parse("9000000000").message(), int_range + "'9000000000' (out of range)");
   EXPECT_EQ(pass.big.Parse("99999999999999999999").message(),
-            "integer out of range: '99999999999999999999'");
-  EXPECT_EQ(pass.rate.Parse("fast").message(), "expected a number, got 'fast'");
-  EXPECT_EQ(pass.rate.Parse("1.0x").message(), "expected a number, got '1.0x'");
-  EXPECT_EQ(pass.rate.Parse("inf").message(), "expected a number, got 'inf'");
+            "expected an integer, got '99999999999999999999' (out of range)");
+  EXPECT_EQ(pass.rate.Parse("fast").message(), "expected a finite number, got 'fast'");
+  EXPECT_EQ(pass.rate.Parse("1.0x").message(), "expected a finite number, got '1.0x'");
+  EXPECT_EQ(pass.rate.Parse("inf").message(), "expected a finite number, got 'inf'");
+  EXPECT_EQ(pass.rate.Parse("nan").message(), "expected a finite number, got 'nan'");
+  EXPECT_EQ(pass.rate.Parse("1e999").message(), "expected a finite number, got '1e999'");
   EXPECT_EQ(pass.flag.Parse("yes").message(), "expected true or false, got 'yes'");
   EXPECT_EQ(pass.mode.Parse("medium").message(), "expected one of fast, slow, got 'medium'");
   // A failed parse leaves the value alone.

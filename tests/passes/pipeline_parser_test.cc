@@ -88,8 +88,8 @@ TEST(PipelineParser, UnknownOptionListsThePassOptions) {
 
 TEST(PipelineParser, BadValue) {
   EXPECT_EQ(ErrorOf("test-options{rate=fast}"),
-            "pass pipeline, column 19: option 'rate' of pass 'test-options': expected a number, "
-            "got 'fast'");
+            "pass pipeline, column 19: option 'rate' of pass 'test-options': expected a finite "
+            "number, got 'fast'");
   EXPECT_EQ(ErrorOf("test-options{mode=medium}"),
             "pass pipeline, column 19: option 'mode' of pass 'test-options': expected one of "
             "fast, slow, got 'medium'");

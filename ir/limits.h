@@ -1,0 +1,22 @@
+#pragma once
+// Sizes pipeweave refuses before allocating anything for them. Each is far above what a
+// real run uses and far below what would overflow a count or exhaust memory while
+// planning; the error that refuses a value names the limit.
+
+#include <cstdint>
+
+namespace pw {
+
+// Micro-batches per step: plans hold jobs per micro-batch and rank.
+inline constexpr int64_t kMaxMicroBatches = 65536;
+// Ranks in a mesh (dp * pp * mp), and each degree.
+inline constexpr int64_t kMaxWorldSize = 65536;
+// Jobs nested inside fused jobs: the loader, the writer and every walk over sub-jobs
+// recurse, so the depth is bounded where a module is read and where it is written.
+inline constexpr int kMaxJobNesting = 32;
+// Bytes of one tensor (1 PiB): element counts times element sizes stay far from int64.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 50;
+// Dimensions of one tensor.
+inline constexpr int kMaxRank = 16;
+
+}  // namespace pw

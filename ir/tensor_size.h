@@ -1,0 +1,15 @@
+#pragma once
+// Whether a tensor's declared type fits the limits of ir/limits.h: dimensions >= 0, at
+// most kMaxRank of them, at most kMaxTensorBytes, with no product overflowing on the way.
+// The loader and the verifier refuse what does not fit, before anything is allocated.
+
+#include <string>
+
+#include "ir/types.h"
+
+namespace pw {
+
+bool TensorFits(DataType dtype, const Shape& shape);
+std::string TensorLimitText();  // the limits, for messages
+
+}  // namespace pw

@@ -1,0 +1,156 @@
+# Bad inputs and faults by class: each gives one error line, an exit code 1..127 and no
+# output, leaves its input untouched and never hangs. Included by CMakeLists.txt (pw,
+# bad, out, pw_expect_error).
+set(plan ${bad}/plan_good.pbtxt)
+add_test(NAME cli.plan_good_checks COMMAND ${pw} check ${plan})
+add_test(NAME cli.plan_good_simulates COMMAND ${pw} sim ${plan})
+set_tests_properties(cli.plan_good_checks cli.plan_good_simulates PROPERTIES LABELS cli)
+
+# --- Numbers: one parser for flags and pass options; range-checked, no NaN or inf, no
+# silent truncation to int32.
+pw_expect_error(number_micro_batches_wraps_int32
+  "flag --micro-batches: expected an integer in [1, 65536], got '4294967297' (out of range)"
+  - run ${bad}/train_good.pbtxt --reference --steps 1 --micro-batches 4294967297)
+pw_expect_error(number_micro_batches_int32_min
+  "flag --micro-batches: expected an integer in [1, 65536], got '2147483648'"
+  - run ${bad}/train_good.pbtxt --reference --steps 1 --micro-batches 2147483648)
+pw_expect_error(number_micro_batches_endless
+  "flag --micro-batches: expected an integer in [1, 65536], got '99999999999'"
+  - run ${bad}/train_good.pbtxt --reference --steps 1 --micro-batches 99999999999)
+pw_expect_error(number_mem_limit_nan "flag --mem-limit: expected a finite number >= 0, got 'nan'"
+  - check ${plan} --mem-limit nan)
+pw_expect_error(number_w_mem_inf "flag --w-mem: expected a finite number >= 0, got 'inf'"
+  - check ${plan} --w-mem inf)
+pw_expect_error(number_negative_steps "flag --steps: expected an integer in [0, 2147483647], got '-1'"
+  - run ${bad}/train_good.pbtxt --reference --steps -1)
+pw_expect_error(number_hex_seed "flag --seed: expected an integer >= 0, got '0x10'"
+  - run ${bad}/train_good.pbtxt --reference --steps 1 --seed 0x10)
+pw_expect_error(number_schedule_costs_nan "bad --costs entry 'F=nan'" -
+  schedule --kind 1f1b --stages 2 --micro-batches 4 --costs F=nan,B=2)
+pw_expect_error(number_sim_micro_batches_float
+  "flag --micro-batches: expected an integer in [1, 65536], got '2.5'" -
+  sim ${bad}/train_good.pbtxt --micro-batches 2.5)
+pw_expect_error(number_layers_huge "flag --layers: expected an integer in [1, 4096]" ${out}/h1.pb
+  build-model gpt --layers 99999999999 --hidden 64 --heads 4 --seq 16 --vocab 128 -o ${out}/h1.pb)
+pw_expect_error(number_mp_zero "flag --mp: expected an integer in [1, 65536], got '0'" ${out}/h2.pb
+  build-model gpt --layers 2 --hidden 64 --heads 4 --seq 16 --vocab 128 --mp 0 -o ${out}/h2.pb)
+pw_expect_error(number_option_lr_nan "expected a finite number, got 'nan'" ${out}/h3.pb
+  opt ${bad}/train_good.pbtxt -p "append-backward{lr=nan}" -o ${out}/h3.pb)
+pw_expect_error(number_option_micro_batches_wraps
+  "expected an integer in [-2147483648, 2147483647], got '4294967298'" ${out}/h4.pb
+  opt ${bad}/train_good.pbtxt -p "schedule{kind=fthenb,micro-batches=4294967298}" -o ${out}/h4.pb)
+
+# --- Sizes: refused before anything is allocated for them, naming the limit.
+pw_expect_error(size_parameter_overflows_int64 "var 'w' is too large" -
+  inspect ${bad}/huge_parameter.pbtxt)
+pw_expect_error(size_parameter_overflows_int64_run "var 'w' is too large" -
+  run ${bad}/huge_parameter.pbtxt --reference --steps 1)
+pw_expect_error(size_mesh_overflows "is too large (at most 65536 ranks and chunks)" -
+  inspect ${bad}/mesh_overflow.pbtxt)
+pw_expect_error(size_plan_micro_batches "plan has 2000000000 micro-batches (at most 65536)" -
+  check ${bad}/plan_huge_micro_batches.pbtxt)
+pw_expect_error(size_schedule_micro_batches "at most 65536 micro-batches (got 8000000)" ${out}/h5.pb
+  opt ${bad}/train_pp2_unplanned.pbtxt
+  -p "append-backward,split-program,schedule{kind=1f1b,micro-batches=8000000},insert-p2p"
+  -o ${out}/h5.pb)
+# Fused jobs nested deeper than the loader allows: 40 levels (over its limit of 32) and
+# 20000 (once a stack overflow in the text parser).
+foreach(depth 40 20000)
+  string(REPEAT "sub_jobs { kind: OVERLAP_F_B " ${depth} open)
+  string(REPEAT "} " ${depth} close)
+  file(WRITE ${out}/nested_${depth}.pbtxt
+    "programs { name: \"main\" }\nmesh { pp: 1 }\nplan { num_micro_batches: 1 num_stages: 1 "
+    "ranks { jobs { kind: OVERLAP_F_B ${open} ${close} } } }\n")
+endforeach()
+pw_expect_error(size_jobs_nested_40 "jobs nested more than 32 deep" ${out}/h6.pb
+  opt ${out}/nested_40.pbtxt -p dce -o ${out}/h6.pb)
+pw_expect_error(size_jobs_nested_20000 "malformed module text" - inspect ${out}/nested_20000.pbtxt)
+
+# --- One validation: check, inspect, sim, run and opt accept and refuse the same modules.
+set(plan_cases
+  "missing_program|program 'stage0_forwards' does not exist"
+  "zero_micro_batches|plan runs 0 micro-batches"
+  "bad_peer|peer 99 is not another pipeline rank"
+  "mesh_mismatch|plan has job lists for 2 pipeline ranks but the mesh has pp=3"
+  "zero_stages|plan has 0 stages"
+  "forward_runs_optimizer|runs program 'stage0_optimizer' of kind optimizer"
+  "duplicated_job|1F0"
+  "missing_backward|sends before its backward 1B1"
+  "unknown_stream|unknown stream type 'gpu_copy'")
+foreach(case ${plan_cases})
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 text)
+  set(file ${bad}/plan_${name}.pbtxt)
+  pw_expect_error(plan_${name}_check "${text}" - check ${file})
+  pw_expect_error(plan_${name}_inspect "${text}" - inspect ${file})
+  pw_expect_error(plan_${name}_sim "${text}" ${out}/plan_${name}.json
+    sim ${file} --trace ${out}/plan_${name}.json)
+  pw_expect_error(plan_${name}_run "${text}" - run ${file} --nproc 2 --steps 1)
+  pw_expect_error(plan_${name}_opt "${text}" ${out}/plan_${name}.pb
+    opt ${file} -p dce -o ${out}/plan_${name}.pb)
+endforeach()
+pw_expect_error(verify_duplicated_slot "input slot 'Y' is given twice" -
+  inspect ${bad}/duplicated_slot.pbtxt)
+pw_expect_error(verify_duplicated_slot_opt "input slot 'Y' is given twice" ${out}/h7.pb
+  opt ${bad}/duplicated_slot.pbtxt -p dce -o ${out}/h7.pb)
+pw_expect_error(verify_bad_event_ref "event reference 'ready@+x'" - inspect ${bad}/op_bad_event_ref.pbtxt)
+pw_expect_error(verify_bad_event_ref_check "event reference 'ready@+x'" -
+  check ${bad}/op_bad_event_ref.pbtxt)
+pw_expect_error(verify_unknown_stream_op "unknown stream type 'gpu_copy'" -
+  check ${bad}/op_unknown_stream.pbtxt)
+pw_expect_error(verify_empty_costs "the cost table is empty" ${out}/h8.json
+  sim ${bad}/train_good.pbtxt --costs ${bad}/empty_costs.pbtxt --trace ${out}/h8.json)
+
+# --- Outputs: never one of the inputs (also through a link), several committed together.
+configure_file(${bad}/train_good.pbtxt ${out}/own_input.pbtxt COPYONLY)
+pw_expect_error(output_profile_over_its_module "is the input" ${out}/own_input.pbtxt
+  profile ${out}/own_input.pbtxt -o ${out}/own_input.pbtxt --repeat 1)
+pw_expect_error(output_opt_over_its_module "is the input" ${out}/own_input.pbtxt
+  opt ${out}/own_input.pbtxt -p dce -o ${out}/own_input.pbtxt)
+file(CREATE_LINK ${out}/own_input.pbtxt ${out}/own_input_link.pbtxt SYMBOLIC)
+pw_expect_error(output_opt_through_a_link "is the input" ${out}/own_input.pbtxt
+  opt ${out}/own_input.pbtxt -p dce -o ${out}/own_input_link.pbtxt)
+pw_expect_error(output_sim_over_its_costs "is the input" ${bad}/costs_cpu.pbtxt
+  sim ${bad}/train_good.pbtxt --costs ${bad}/costs_cpu.pbtxt --trace ${bad}/costs_cpu.pbtxt)
+pw_expect_error(output_sim_second_output_missing_folder "does not exist" ${out}/h9.json
+  sim ${bad}/train_good.pbtxt --trace ${out}/h9.json --svg ${out}/missing/x.svg)
+pw_expect_error(output_sim_same_file_twice "is written twice" ${out}/h10.json
+  sim ${bad}/train_good.pbtxt --trace ${out}/h10.json --svg ${out}/h10.json)
+file(MAKE_DIRECTORY ${out}/a_folder.pb)
+pw_expect_error(output_is_a_folder "is a folder" - opt ${bad}/good.pbtxt -p dce -o ${out}/a_folder.pb)
+
+# --- Exceptions and run directories: a file where a folder belongs is one line, exit 1.
+file(WRITE ${out}/a_file "not a folder\n")
+pw_expect_error(run_dir_is_a_file "run directory ${out}/a_file cannot be created" -
+  run ${plan} --nproc 2 --steps 1 --run-dir ${out}/a_file)
+pw_expect_error(save_params_under_a_file "filesystem error" -
+  run ${plan} --nproc 2 --steps 1 --save-params ${out}/a_file/params)
+# A run directory belongs to one run: while another process holds it, a run is refused
+# at once (flock(1) holds the lock here as a running launcher would).
+file(MAKE_DIRECTORY ${out}/busy_run_dir)
+add_test(NAME cli.run_dir_in_use COMMAND flock ${out}/busy_run_dir/lock ${expect}
+  "run directory ${out}/busy_run_dir is in use by another run" - --
+  ${pw} run ${plan} --nproc 2 --steps 1 --run-dir ${out}/busy_run_dir)
+set_tests_properties(cli.run_dir_in_use PROPERTIES LABELS cli TIMEOUT 30)
+
+# --- Faults under `run --nproc 4` (slow): a stopped rank is named by its peers' heartbeat
+# watch, a killed one by the launcher, each within 60 s.
+add_test(NAME cli.fault_plan_gpt COMMAND ${pw} opt ${ab_gpt} -p ${ab_plan} -o ${out}/fault_gpt.pb)
+set_tests_properties(cli.fault_plan_gpt PROPERTIES LABELS slow FIXTURES_REQUIRED ab_gpt
+  FIXTURES_SETUP fault_gpt)
+foreach(fault stop kill)
+  add_test(NAME cli.rank_${fault}_named COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rank_fault_test.sh
+    ${pw} ${out}/fault_gpt.pb ${out}/fault_${fault} ${fault} 2)
+  set_tests_properties(cli.rank_${fault}_named PROPERTIES LABELS slow TIMEOUT 180
+    FIXTURES_REQUIRED fault_gpt)
+endforeach()
+# A run directory reused after a finished run: its old store is cleared, the run trains.
+foreach(pass 1 2)
+  add_test(NAME cli.run_dir_reused_${pass} COMMAND ${pw} run ${out}/fault_gpt.pb --nproc 4
+    --steps 1 --run-dir ${out}/reused_run_dir)
+  set_tests_properties(cli.run_dir_reused_${pass} PROPERTIES LABELS slow TIMEOUT 120
+    FIXTURES_REQUIRED fault_gpt PASS_REGULAR_EXPRESSION "step 1 loss")
+endforeach()
+set_tests_properties(cli.run_dir_reused_1 PROPERTIES FIXTURES_SETUP reused_run_dir)
+set_tests_properties(cli.run_dir_reused_2 PROPERTIES FIXTURES_REQUIRED "fault_gpt;reused_run_dir")
