@@ -10,6 +10,10 @@ if [[ ${1:-} == --sanitize ]]; then
   export PW_BUILD_DIR=${PW_BUILD_DIR:-$root/build-$sanitize}
 fi
 build=${PW_BUILD_DIR:-$root/build}
+# What TSan cannot see inside uninstrumented libraries (cmake/tsan.supp says which).
+if [[ $sanitize == thread ]]; then
+  export TSAN_OPTIONS="suppressions=$root/cmake/tsan.supp ${TSAN_OPTIONS:-}"
+fi
 "$root/scripts/build.sh" -DPW_SANITIZE="$sanitize"
 cd "$build"
 ctest --output-on-failure -j "${PW_JOBS:-$(nproc)}" --timeout 600
