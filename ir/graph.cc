@@ -185,6 +185,18 @@ CriticalPath LongestWeightedPath(const DepGraph& graph, const std::vector<double
   return result;
 }
 
+std::optional<std::pair<size_t, std::string>> FirstWriteAfter(
+    const Program& program, size_t index, const std::function<bool(const std::string&)>& of) {
+  for (size_t k = index + 1; k < program.ops().size(); ++k) {
+    std::optional<std::pair<size_t, std::string>> found;
+    program.ops()[k].ForEachOutput([&](const std::string& v) {
+      if (!found && of(v)) found.emplace(k, v);
+    });
+    if (found) return found;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::vector<size_t>> FindDefUseCycle(const Program& program) {
   return FindDefUseCycle(program, VarRefs(program));
 }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/program.h"
@@ -57,6 +59,10 @@ struct CriticalPath {
   std::vector<OpIndex> ops;
 };
 CriticalPath LongestWeightedPath(const DepGraph& graph, const std::vector<double>& op_weights);
+
+// The first write after op `index` of a var `of` accepts: (op, var), or nothing.
+std::optional<std::pair<size_t, std::string>> FirstWriteAfter(
+    const Program& program, size_t index, const std::function<bool(const std::string&)>& of);
 
 // A dependency cycle in def-use terms, ignoring program order: a temporary written once
 // links its writer to every reader; persistable vars and vars written several times

@@ -130,16 +130,12 @@ Status CheckViewsUnwritten(const Program& program, size_t index) {
   std::unordered_set<std::string> shared;
   op.ForEachInput([&](const std::string& v) { shared.insert(v); });
   op.ForEachOutput([&](const std::string& v) { shared.insert(v); });
-  for (size_t k = index + 1; k < program.ops().size(); ++k) {
-    Status status;
-    program.ops()[k].ForEachOutput([&](const std::string& v) {
-      if (status.ok() && shared.count(v))
-        status = InvalidArgument("op ", k, " (", program.ops()[k].type, ") writes '", v,
-                                 "', which shares its bytes with this split{view}: drop view");
-    });
-    PW_RETURN_IF_ERROR(status);
-  }
-  return OkStatus();
+  auto write =
+      FirstWriteAfter(program, index, [&](const std::string& v) { return shared.count(v); });
+  if (!write) return OkStatus();
+  const auto& [k, v] = *write;
+  return InvalidArgument("op ", k, " (", program.ops()[k].type, ") writes '", v,
+                         "', which shares its bytes with this split{view}: drop view");
 }
 
 Status CheckProgram(const Program& program, const OpRegistry& registry,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/graph.h"
+
 namespace pw {
 namespace {
 
@@ -38,10 +40,7 @@ bool SplitsAsView(const Program& program, int index) {
   if (!x || x->shape.size() < 2) return false;
   for (size_t d = 0; d + 2 < x->shape.size(); ++d)
     if (x->shape[d] != 1) return false;
-  bool written = false;
-  for (size_t k = index + 1; k < program.ops().size(); ++k)
-    program.ops()[k].ForEachOutput([&](const std::string& v) { written |= v == name; });
-  return !written;
+  return !FirstWriteAfter(program, index, [&](const std::string& v) { return v == name; });
 }
 
 namespace {
