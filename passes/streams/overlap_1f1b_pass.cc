@@ -235,9 +235,10 @@ int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
     if (info.kind != "forward" || !info.segment_of.empty() || !info.variant_of.empty()) continue;
     Program variant = program;
     variant.set_name(program.name() + ".rows");
+    if (module.FindProgram(variant.name())) continue;
     variant.info().variant_of = program.name();
     const int n = SplitProgram(module, variant, false, context);
-    if (n == 0 || module.FindProgram(variant.name())) continue;
+    if (n == 0) continue;
     split += n;
     variants_[program.name()] = variant.name();
     variants.push_back(std::move(variant));
@@ -249,22 +250,22 @@ int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
 // Forwards alone and F/F pairs run the row-split variants; forwards beside a backward
 // keep the plain program. Returns how many jobs now run a variant.
 int Overlap1F1BPass::UseVariants(Plan& plan) const {
-  auto variant = [&](Job& job) {
-    auto it = variants_.find(job.program);
-    if (job.kind != JobKind::kForward || it == variants_.end()) return 0;
-    job.program = it->second;
+  auto variant = [&](Job& forward) {
+    auto it = variants_.find(forward.program);
+    if (it == variants_.end()) return 0;
+    forward.program = it->second;
     return 1;
   };
+  auto is_forward = [](const Job& job) { return job.kind == JobKind::kForward; };
   int n = 0;
   for (RankPlan& rank : plan.ranks)
     for (Job& job : rank.jobs) {
-      if (job.kind == JobKind::kForward) n += variant(job);
-      const bool forwards_only =
-          job.kind == JobKind::kOverlapFB &&
-          std::all_of(job.sub_jobs.begin(), job.sub_jobs.end(),
-                      [](const Job& s) { return s.kind == JobKind::kForward; });
-      if (forwards_only)
+      if (is_forward(job)) {
+        n += variant(job);
+      } else if (job.kind == JobKind::kOverlapFB &&
+                 std::all_of(job.sub_jobs.begin(), job.sub_jobs.end(), is_forward)) {
         for (Job& sub : job.sub_jobs) n += variant(sub);
+      }
     }
   return n;
 }
