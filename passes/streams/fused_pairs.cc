@@ -1,6 +1,7 @@
 #include "passes/streams/fused_pairs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "passes/pipeline/p2p_insertion.h"
@@ -123,6 +124,13 @@ StatusOr<FusedPairs> Fuse(const ActionSchedule& compute_only, const FusePairsOpt
   return result;
 }
 
+int PeakInFlight(const ActionSchedule& schedule) {
+  std::vector<double> peaks = PeakActivations(schedule, /*w_mem=*/0);
+  return peaks.empty()
+             ? 0
+             : static_cast<int>(std::lround(*std::max_element(peaks.begin(), peaks.end())));
+}
+
 }  // namespace
 
 StatusOr<FusedPairs> FuseIndependentPairs(const ActionSchedule& plan,
@@ -142,7 +150,9 @@ StatusOr<FusedPairs> FuseIndependentPairs(const ActionSchedule& plan,
     if (!best || fused->makespan_after < best->makespan_after) best = std::move(fused).value();
     if (best->makespan_after <= before * (1 + 1e-9)) break;
   }
-  if (!best) return last;
+  if (!best) return last.ok() ? InvalidArgument("no forward shift to try") : last;
+  best->peak_in_flight_before = PeakInFlight(plan);
+  best->peak_in_flight_after = PeakInFlight(best->schedule);
   return std::move(best).value();
 }
 

@@ -28,7 +28,7 @@ namespace pw {
 struct FusePairsOptions {
   bool warmup_cooldown = true;  // also pair F with F and B with B
   ActionCosts costs;            // stage costs for choosing how early forwards run
-  int max_shift = 2;            // c tried from 0 to this
+  int max_shift = 2;            // c tried from 0 to this (0: no forward runs earlier)
 };
 
 struct FusedPairs {
@@ -39,6 +39,9 @@ struct FusedPairs {
   int existing = 0;                                // fused groups the plan had
   int shift = 0;                                   // c
   double makespan_before = 0, makespan_after = 0;  // action-level, under `costs`
+  // The most micro-batches in flight on any rank (forwards run whose backward has not),
+  // before and after: what running forwards earlier costs in activation memory.
+  int peak_in_flight_before = 0, peak_in_flight_after = 0;
 };
 
 StatusOr<FusedPairs> FuseIndependentPairs(const ActionSchedule& plan,

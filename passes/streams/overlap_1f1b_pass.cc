@@ -144,7 +144,10 @@ class Overlap1F1BPass : public Pass {
            "runs under the next block (bit-identical), in a variant of the forward program "
            "(<name>.rows) that only forwards with no backward beside them run; all cuts every "
            "eligible matmul of every program, off none. Forward "
-           "collectives move to mp_fwd_comm. Plans of 1f1b, eager-1f1b, interleaved-1f1b "
+           "collectives move to mp_fwd_comm. A fused pair starts once both inputs are there, so "
+           "1f1b ranks run forwards up to c*(ranks-1-r) slots earlier (rank r) where the pairs "
+           "need that slack: statistics peak-in-flight-before/after say the memory it costs, "
+           "max-forward-shift bounds c. Plans of 1f1b, eager-1f1b, interleaved-1f1b "
            "and dualpipe-v; run after assign-streams and before insert-events.";
   }
 
@@ -179,6 +182,11 @@ class Overlap1F1BPass : public Pass {
                                 {"auto", "all", "off"}};
   Option<bool> warmup{this, "warmup-cooldown",
                       "also pair F with F in the warm-up and B with B in the cool-down", true};
+  Option<int> max_forward_shift{
+      this, "max-forward-shift",
+      "at most c: forwards run up to c*(ranks-1-r) slots earlier on rank r (more activations "
+      "held) when the fused plan needs that slack to be no slower",
+      2};
   std::map<PairKey, Decision> decisions_;
   std::map<std::string, std::string> variants_;         // forward program -> its row-split variant
   std::map<std::string, std::vector<ChainOp>> chains_;  // per program
@@ -511,6 +519,9 @@ StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& fir
 
 StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   PW_RETURN_IF_ERROR(CheckModule(module, context));
+  if (max_forward_shift.value() < 0)
+    return InvalidArgument("overlap-1f1b: max-forward-shift must be at least 0, got ",
+                           max_forward_shift.value());
   PW_ASSIGN_OR_RETURN(pipeline::ModuleStages stages, pipeline::ReadModuleStages(module));
 
   // Forward and backward communication on their own streams.
@@ -531,6 +542,7 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   schedule.skip_edges = stages.skip_edges;
   FusePairsOptions fuse_options;
   fuse_options.warmup_cooldown = warmup.value();
+  fuse_options.max_shift = max_forward_shift.value();
   PW_ASSIGN_OR_RETURN(fuse_options.costs, StageCosts(module, stages, context));
   StatusOr<FusedPairs> fused = FuseIndependentPairs(schedule, fuse_options);
   if (!fused.ok()) return fused.status().WithContext("overlap-1f1b");
@@ -543,6 +555,10 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   context.AddStatistic("pairs-cooldown", fused->cooldown);
   context.AddStatistic("pairs-dualpipe", fused->existing);
   context.AddStatistic("forwards-earlier", fused->shift);
+  // Micro-batches in flight on the busiest rank: the activation memory the slack costs
+  // (max-forward-shift=0 keeps it as it was, at the price of step time).
+  context.AddStatistic("peak-in-flight-before", fused->peak_in_flight_before);
+  context.AddStatistic("peak-in-flight-after", fused->peak_in_flight_after);
   context.AddStatistic("jobs-on-row-split-variants", UseVariants(module.plan));
 
   // The cuts of every kind of pair; then the jobs.

@@ -305,6 +305,30 @@ TEST(Overlap1F1BTest, FusesBackwardsWithTheForwardsAfterThemAndCutsThemIntoSegme
   EXPECT_GT(run.stats["segment-programs"], 0);
 }
 
+// Running forwards earlier buys the fused pairs their slack with activation memory: the
+// statistics say how much, and max-forward-shift=0 keeps the memory as it was.
+TEST(Overlap1F1BTest, SaysWhatRunningForwardsEarlierCostsInMemoryAndCanBeBounded) {
+  Module shifted = Planned("1f1b");
+  PassRun run = RunWithCostModel(shifted, "overlap-1f1b,insert-events");
+  ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+  const int pipeline_ranks = shifted.mesh.pp;
+  EXPECT_GT(run.stats["peak-in-flight-before"], 0);
+  EXPECT_GT(run.stats["forwards-earlier"], 0);  // on this model the pairs need the slack
+  // Rank 0 runs c * (ranks - 1) more forwards before its first backward.
+  EXPECT_EQ(run.stats["peak-in-flight-after"] - run.stats["peak-in-flight-before"],
+            run.stats["forwards-earlier"] * (pipeline_ranks - 1));
+
+  Module bounded = Planned("1f1b");
+  PassRun kept = RunWithCostModel(bounded, "overlap-1f1b{max-forward-shift=0},insert-events");
+  ASSERT_TRUE(kept.status.ok()) << kept.status.ToString();
+  EXPECT_EQ(kept.stats["forwards-earlier"], 0);
+  EXPECT_EQ(kept.stats["peak-in-flight-after"], kept.stats["peak-in-flight-before"]);
+  EXPECT_GT(kept.stats["pairs-steady"], 0);
+
+  Module bad = Planned("1f1b");
+  EXPECT_FALSE(RunWithCostModel(bad, "overlap-1f1b{max-forward-shift=-1}").status.ok());
+}
+
 TEST(Overlap1F1BTest, RefusesWithoutACostModelAScheduleItCannotPairOrCollectivesOnCompute) {
   Module m = Planned("1f1b");
   PassRun no_model = RunWithCostModel(m, "overlap-1f1b", "");
