@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <set>
 
 #include "cuda_test_util.h"
@@ -167,6 +169,60 @@ TEST_P(CudaKernelCheckTest, ReportsWhatTheCpuKernelRefuses) {
 
 INSTANTIATE_TEST_SUITE_P(BadInputs, CudaKernelCheckTest, ::testing::ValuesIn(BadInputCases()),
                          CaseName);
+
+// overlap-1f1b cuts a matmul's rows into blocks and promises the same bits
+// (passes/streams/row_split.h): each output element must be the same dot product summed
+// over K in the same order whatever the number of rows. The CPU kernels are held to that
+// in tests/passes; here cuBLAS, whose heuristics choose a kernel (and a split of K) by
+// shape, on shapes of the GPT-3 6.7B layers (mp 2) scaled down, in f32 and bf16.
+TEST(CudaRowBlockTest, RowBlocksOfAMatmulGiveItsRowsBitForBit) {
+  PW_REQUIRE_CUDA_DEVICES(1);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto random = [&](DataType dtype, Shape shape) {
+    Tensor f32(DataType::kFloat32, shape);
+    for (int64_t i = 0; i < f32.numel(); ++i) f32.f32()[i] = u(rng);
+    Tensor out(dtype, std::move(shape));
+    ops::StoreFromF32(f32, out);
+    return out;
+  };
+  // Rows [first, first + count) of a host tensor [1, M, K].
+  auto rows = [](const Tensor& t, int64_t first, int64_t count) {
+    const int64_t width = t.shape().back(), elem = DataTypeSize(t.dtype());
+    Tensor block(t.dtype(), {1, count, width});
+    std::memcpy(block.raw(), static_cast<const std::byte*>(t.raw()) + first * width * elem,
+                static_cast<size_t>(count * width * elem));
+    return block;
+  };
+  int cases = 0;
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16})
+    for (int64_t m : {256, 2048})
+      for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 4096}, {8192, 4096}, {4096, 1024}})
+        for (int blocks : {2, 4, 8}) {
+          KernelCase whole;
+          whole.name = "whole";
+          whole.op.type = "matmul";
+          whole.op.SetInput("X", {"x"}).SetInput("Y", {"y"}).SetOutput("Out", {"out"});
+          whole.inputs["x"] = random(dtype, {1, m, k});
+          whole.inputs["y"] = random(dtype, {k, n});
+          Status status;
+          Tensor full = Runner(true).Run(whole, &status).at("out");
+          ASSERT_TRUE(status.ok()) << status.ToString();
+          const int64_t r = m / blocks;
+          for (int b = 0; b < blocks; ++b) {
+            KernelCase block = whole;
+            block.inputs["x"] = rows(whole.inputs["x"], b * r, r);
+            Tensor got = Runner(true).Run(block, &status).at("out");
+            ASSERT_TRUE(status.ok()) << status.ToString();
+            Tensor want = rows(full, b * r, r);
+            EXPECT_EQ(std::memcmp(want.raw(), got.raw(), static_cast<size_t>(want.nbytes())), 0)
+                << DataTypeName(dtype) << " m " << m << " k " << k << " n " << n << ": block " << b
+                << " of " << blocks << " differs from its rows of the whole product";
+          }
+          ++cases;
+        }
+  EXPECT_EQ(cases, 36);
+}
 
 TEST(CudaKernelContextTest, RefusesHostTensorsAndAMissingLaunchContext) {
   KernelCase c = KernelCases().front();
