@@ -15,7 +15,9 @@
 //      to back runs back to back (the statistics say how many).
 //   3. Op splitting (row_split.h): a matmul whose all-reduce no other job hides is cut
 //      into row blocks with the all-reduce, so that each block's runs under the next
-//      block's matmul (bit-identical: offered for two-rank groups only). The blocks are
+//      block's matmul (bit-identical: offered for two-rank groups only); the bias and
+//      residual adds after it run per block too, the first blocks' while the last blocks'
+//      all-reduces are still on the link. The blocks are
 //      views of the matmul's input (split{view}) where they lie one after another, and the
 //      cuts live in a variant of the forward program that only the forwards with no
 //      backward beside them run (warm-up forwards, F/F pairs).
@@ -91,7 +93,7 @@ constexpr int kMaxRowBlocks = 8;
 // 1/k of the bytes (each with its latency) and two hand-overs each; all but the last run
 // under the next block's matmul. 1: not worth cutting.
 int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
-               const cost::OpPrice& reduce, const cost::Estimator& estimator) {
+               const cost::OpPrice& reduce, double tail_seconds, const cost::Estimator& estimator) {
   const cost::DeviceSpec& device = estimator.device();
   const Var* x = program.FindVar(program.ops()[index].Input("X"));
   const DataType dtype = x ? x->dtype : DataType::kFloat32;
@@ -99,8 +101,10 @@ int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
   const double copies = cost::RooflineTime(device, dtype, 0, rows_in + 2.0 * reduce.bytes);
   InterleaveOptions options;
   options.event_latency = device.event_latency();
+  // Each block's row-wise tail (RowWiseTail) runs once its all-reduce is in.
   auto finish = [&](int k) {
     std::vector<ChainOp> chain;
+    std::vector<int> reduced;
     if (k > 1) chain.push_back(ChainOp{copies / 2, false, -1});
     for (int b = 0; b < k; ++b) {
       const double bytes = reduce.bytes / k;
@@ -109,9 +113,11 @@ int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
                                     static_cast<int>(reduce.group.size()), reduce.inter_node)
                               .seconds;
       chain.push_back(ChainOp{matmul.seconds / k, false, -1});
+      reduced.push_back(static_cast<int>(chain.size()));
       chain.push_back(ChainOp{comm, true, -1});
     }
-    chain.push_back(ChainOp{k > 1 ? copies / 2 : 0, false, static_cast<int>(chain.size()) - 1});
+    for (int b = 0; b < k; ++b) chain.push_back(ChainOp{tail_seconds / k, false, reduced[b]});
+    chain.push_back(ChainOp{k > 1 ? copies / 2 : 0, false, reduced.back()});
     return BackToBack(chain, {}, options).makespan;
   };
   int best = 1;
@@ -139,9 +145,10 @@ class Overlap1F1BPass : public Pass {
            "each job's tensor-parallel all-reduces run under the other's compute. Cuts come "
            "from the cost model (needs opt --device, and --costs for measured ops) and are "
            "checked with the simulator; pairs that would not gain run back to back. "
-           "split-ops=auto cuts a row-parallel matmul and its two-rank all-reduce into row "
-           "blocks (views of its input where they are contiguous) so each block's all-reduce "
-           "runs under the next block (bit-identical), in a variant of the forward program "
+           "split-ops=auto cuts a row-parallel matmul and its two-rank all-reduce (with the bias "
+           "and residual adds after it) into row blocks (views of its inputs where they are "
+           "contiguous) so each block's all-reduce runs under the next block's work "
+           "(bit-identical), in a variant of the forward program "
            "(<name>.rows) that only forwards with no backward beside them run; all cuts every "
            "eligible matmul of every program, off none. Forward "
            "collectives move to mp_fwd_comm. A fused pair starts once both inputs are there, so "
@@ -296,9 +303,10 @@ int Overlap1F1BPass::SplitProgram(const Module& module, Program& program, bool a
   for (int i = static_cast<int>(program.ops().size()); i-- > 0;) {
     const bool reduced = i + 1 < static_cast<int>(prices.size()) && prices[i + 1].collective;
     const int group = reduced ? static_cast<int>(prices[i + 1].group.size()) : 0;
+    const int tail = RowWiseTail(program, i);
     if (all) {
       StatusOr<int> done = CanSplitRowsWithAllReduce(program, i, 2, 1, group)
-                               ? SplitRowsWithAllReduce(program, i, 2, group)
+                               ? SplitRowsWithAllReduce(program, i, 2, group, tail)
                                : SplitRows(program, i, 2);
       split += done.ok();
       continue;
@@ -306,8 +314,10 @@ int Overlap1F1BPass::SplitProgram(const Module& module, Program& program, bool a
     // The backward's all-reduces already run under the weight gradient
     // (overlap-column-parallel-backward): only the forward's are cut.
     if (!reduced || kind != "forward") continue;
-    int blocks = BestBlocks(program, i, prices[i], prices[i + 1], estimator);
-    if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group).ok()) ++split;
+    double tail_seconds = 0;
+    for (int t = 0; t < tail; ++t) tail_seconds += prices[i + 2 + t].seconds;
+    int blocks = BestBlocks(program, i, prices[i], prices[i + 1], tail_seconds, estimator);
+    if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group, tail).ok()) ++split;
   }
   return split;
 }

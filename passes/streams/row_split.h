@@ -38,6 +38,19 @@ StatusOr<int> SplitRows(Program& program, int index, int blocks);
 // groups of two only (`group_size`).
 bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows,
                                int group_size);
-StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, int group_size);
+
+// The element-wise ops right after that all-reduce that can run per row block as well,
+// each the only reader of the one before: a bias_add (the bias broadcast over the rows)
+// and an add whose other summand has the same shape (cut into the same blocks, as views
+// where they lie one after another). Each element is computed as before, so the bits are
+// too; the blocks of the first rows then run while the last rows are still reduced. How
+// many of them follow op `index + 1` (0 when the matmul does not qualify).
+int RowWiseTail(const Program& program, int index);
+
+// The split, carrying the first `tail` (<= RowWiseTail) of those ops into the blocks:
+// per block its matmul and all-reduce, then per block its tail ops, then one concat of
+// the last op's blocks into its output.
+StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, int group_size,
+                                     int tail = 0);
 
 }  // namespace pw

@@ -100,8 +100,18 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
     for (const Op& op : p.ops()) n += op.type == "split";
     return n;
   };
-  if (GetParam().overlap == k1F1BSplitAll || GetParam().slower > 1)
+  if (GetParam().overlap == k1F1BSplitAll || GetParam().slower > 1) {
     EXPECT_GT(count(*overlapped, splits), count(plain, splits));
+    // The bias and residual adds after a row-parallel all-reduce run per block too.
+    auto tails = [](const Program& p) {
+      int n = 0;
+      for (const Op& op : p.ops())
+        n += (op.type == "bias_add" || op.type == "add") &&
+             op.Output("Out").find("@ROWS") != std::string::npos;
+      return n;
+    };
+    EXPECT_GT(count(*overlapped, tails), 0);
+  }
   if (GetParam().micro_batch_size == 1) {
     auto views = [](const Program& p) {
       int n = 0;

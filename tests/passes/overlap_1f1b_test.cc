@@ -155,6 +155,64 @@ TEST(RowSplitTest, AMatmulWithItsTwoRankAllReduceAlternatesBlocksAndReductions) 
   EXPECT_FALSE(CanSplitRows(p, 1, 2, 1));        // 64-row blocks do not split again
 }
 
+// A row-parallel linear as the GPT has it: matmul, all-reduce, bias, residual add, then
+// a layer norm (not row-wise over the blocks' rows here: it stays whole).
+Program RowParallelLinear(const Shape& x) {
+  Program p = MatmulProgram(x, {x.back(), 64}, false, true);
+  Shape out = x;
+  out.back() = 64;
+  p.AddVar(Var{"bias", DataType::kFloat32, {64}, true, true});
+  p.AddVar(Var{"residual", DataType::kFloat32, out});
+  p.AddVar(Var{"biased", DataType::kFloat32, out});
+  p.AddVar(Var{"h", DataType::kFloat32, out});
+  p.AddVar(Var{"normed", DataType::kFloat32, out});
+  Op bias;
+  bias.type = "bias_add";
+  bias.SetInput("X", {"y"}).SetInput("Bias", {"bias"}).SetOutput("Out", {"biased"});
+  p.AddOp(bias);
+  Op add;
+  add.type = "add";
+  add.SetInput("X", {"residual"}).SetInput("Y", {"biased"}).SetOutput("Out", {"h"});
+  p.AddOp(add);
+  Op scale;
+  scale.type = "scale";
+  scale.SetInput("X", {"h"}).SetOutput("Out", {"normed"}).SetAttr("scale", 2.0);
+  p.AddOp(scale);
+  return p;
+}
+
+TEST(RowSplitTest, CarriesTheBiasAndResidualAddAfterTheAllReduceIntoTheBlocks) {
+  Program p = RowParallelLinear({1, 256, 32});
+  ASSERT_EQ(RowWiseTail(p, 0), 2);  // bias_add, add; the scale is not carried
+  ASSERT_TRUE(SplitRowsWithAllReduce(p, 0, 2, 2, 2).ok());
+  std::vector<std::string> types;
+  for (const Op& op : p.ops()) types.push_back(op.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"split", "split", "matmul", "c_allreduce_sum",
+                                             "matmul", "c_allreduce_sum", "bias_add", "add",
+                                             "bias_add", "add", "concat", "scale"}));
+  // Both splits are views (one batch); the concat makes the add's output for its readers.
+  EXPECT_TRUE(p.ops()[0].attrs.GetBool("view", false));
+  EXPECT_EQ(p.ops()[1].Input("X"), "residual");
+  EXPECT_TRUE(p.ops()[1].attrs.GetBool("view", false));
+  EXPECT_EQ(p.ops()[10].Output("Out"), "h");
+  for (const char* gone : {"out", "y", "biased"}) EXPECT_EQ(p.FindVar(gone), nullptr) << gone;
+  Status verified = VerifyProgram(p, ops::Registry());
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
+  EXPECT_FALSE(SplitRowsWithAllReduce(p, 2, 2, 2, 3).ok());  // more than follows
+
+  // What stops the chain: a second reader of the biased value, or an export of it.
+  Program read_twice = RowParallelLinear({1, 256, 32});
+  read_twice.ops().back().SetInput("X", {"biased"});
+  EXPECT_EQ(RowWiseTail(read_twice, 0), 1);
+  Program exported = RowParallelLinear({1, 256, 32});
+  exported.info().outputs = {"biased"};
+  EXPECT_EQ(RowWiseTail(exported, 0), 1);
+  // A residual of another shape is not cut into the same blocks.
+  Program broadcast = RowParallelLinear({1, 256, 32});
+  broadcast.FindVar("residual")->shape = {256, 64};
+  EXPECT_EQ(RowWiseTail(broadcast, 0), 1);
+}
+
 TEST(RowSplitTest, RefusesWhatWouldChangeResults) {
   Program p = MatmulProgram({1, 256, 32}, {32, 64}, false, false);
   ASSERT_TRUE(CanSplitRows(p, 0, 2, 1));
