@@ -5,7 +5,7 @@
 # and B against the plain plan (no overlap pass at all), on
 #   1. the GPT-3 6.7B shape (32 layers, hidden 4096, mp 2 x pp 4), 16 micro-batches, h100:
 #      1f1b and interleaved-1f1b (vpp 2), f32, and in bf16 (amp{dtype=bf16}) when the
-#      build has the amp pass;
+#      build has the amp pass; and zb-h1 with overlap-row-split in B instead;
 #   2. the GPT-3 175B shape (96 layers, hidden 12288, mp 8 x pp 16), 64 micro-batches, h100
 #      (each simulation takes about 20 s here), and the passes' time on it;
 #   3. the small GPT (mp 2 x pp 2), 8 micro-batches: simulated with this machine's profile
@@ -62,6 +62,18 @@ for precision in f32 ${amp:+bf16}; do
     echo "== the same, plain plan against B"
     ab "gpt_6.7b_${kind}_${precision}_plain" "$module" "$p" "$p$b_suffix" --sim --device h100
   done
+done
+
+# Zero-bubble plans have no backward beside a forward to pair: overlap-row-split cuts their
+# forwards' and input gradients' all-reduces into row blocks instead.
+for precision in f32 ${amp:+bf16}; do
+  extra=""
+  [[ $precision == bf16 ]] && extra=$amp
+  module=$out/gpt_6.7b_vpp1.pb
+  p="append-backward{optimizer=adam}$extra,split-program{split-backward=true},schedule{kind=zb-h1,micro-batches=16},insert-p2p"
+  echo "== GPT-3 6.7B shape, mp 2 x pp 4, zb-h1, 16 micro-batches, $precision, h100: overlap-row-split A/B"
+  ab "gpt_6.7b_zb-h1_${precision}_row_split" "$module" "$p$a_suffix" \
+    "$p$cpb,overlap-row-split,insert-events" --sim --device h100
 done
 
 if [[ -z ${PW_SKIP_175B:-} ]]; then

@@ -47,6 +47,7 @@
 #include "passes/streams/interleave.h"
 #include "passes/streams/program_segments.h"
 #include "passes/streams/row_split.h"
+#include "passes/streams/row_split_choice.h"
 
 namespace pw {
 namespace {
@@ -85,56 +86,6 @@ struct Decision {
 // The key of a kind of pair: the programs of both parts, in order.
 using PairKey = std::vector<std::string>;
 
-constexpr int kMaxRowBlocks = 8;
-
-// How many row blocks make a matmul and its all-reduce finish soonest, by the cost model:
-// k blocks cost a copy of the rows in (none when they are views of X) and of the reduced
-// result out, k all-reduces of
-// 1/k of the bytes (each with its latency) and two hand-overs each; all but the last run
-// under the next block's matmul. 1: not worth cutting.
-int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
-               const cost::OpPrice& reduce, double tail_seconds, const cost::Estimator& estimator) {
-  const cost::DeviceSpec& device = estimator.device();
-  const Var* x = program.FindVar(program.ops()[index].Input("X"));
-  const DataType dtype = x ? x->dtype : DataType::kFloat32;
-  const double rows_in = SplitsAsView(program, index) ? 0 : 2.0 * (x ? x->num_bytes() : 0);
-  const double copies = cost::RooflineTime(device, dtype, 0, rows_in + 2.0 * reduce.bytes);
-  InterleaveOptions options;
-  options.event_latency = device.event_latency();
-  // Each block's row-wise tail (RowWiseTail) runs once its all-reduce is in.
-  auto finish = [&](int k) {
-    std::vector<ChainOp> chain;
-    std::vector<int> reduced;
-    if (k > 1) chain.push_back(ChainOp{copies / 2, false, -1});
-    for (int b = 0; b < k; ++b) {
-      const double bytes = reduce.bytes / k;
-      const double comm = estimator.comm()
-                              .Time(cost::CommKind::kAllReduce, bytes,
-                                    static_cast<int>(reduce.group.size()), reduce.inter_node)
-                              .seconds;
-      chain.push_back(ChainOp{matmul.seconds / k, false, -1});
-      reduced.push_back(static_cast<int>(chain.size()));
-      chain.push_back(ChainOp{comm, true, -1});
-    }
-    for (int b = 0; b < k; ++b) chain.push_back(ChainOp{tail_seconds / k, false, reduced[b]});
-    chain.push_back(ChainOp{k > 1 ? copies / 2 : 0, false, reduced.back()});
-    return BackToBack(chain, {}, options).makespan;
-  };
-  int best = 1;
-  double best_time = finish(1);
-  for (int k = 2; k <= kMaxRowBlocks; ++k) {
-    if (!CanSplitRowsWithAllReduce(program, index, k, kMinSplitRows,
-                                   static_cast<int>(reduce.group.size())))
-      continue;
-    const double t = finish(k);
-    if (t < best_time * 0.999) {
-      best = k;
-      best_time = t;
-    }
-  }
-  return best;
-}
-
 class Overlap1F1BPass : public Pass {
  public:
   std::string_view name() const override { return "overlap-1f1b"; }
@@ -163,7 +114,6 @@ class Overlap1F1BPass : public Pass {
  private:
   Status CheckModule(const Module& module, PassContext& context) const;
   int SplitOps(Module& module, PassContext& context);
-  int SplitProgram(const Module& module, Program& program, bool all, PassContext& context) const;
   int UseVariants(Plan& plan) const;
   StatusOr<std::vector<ChainOp>> Chain(const Module& module, const Part& part,
                                        PassContext& context);
@@ -177,9 +127,6 @@ class Overlap1F1BPass : public Pass {
                                   PassContext& context);
   StatusOr<ActionCosts> StageCosts(const Module& module, const pipeline::ModuleStages& stages,
                                    PassContext& context);
-  int PricingRank(const Module& module, const Program& program) const {
-    return RankLayout(module.mesh).Rank(RankCoord{0, ProgramPipelineRank(module, program), 0});
-  }
 
   Option<std::string> split_ops{this,
                                 "split-ops",
@@ -241,7 +188,7 @@ int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
   int split = 0;
   if (all) {
     for (Program& program : module.programs())
-      split += SplitProgram(module, program, true, context);
+      split += SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, context);
     return split;
   }
   std::vector<Program> variants;
@@ -252,7 +199,7 @@ int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
     variant.set_name(program.name() + ".rows");
     if (module.FindProgram(variant.name())) continue;
     variant.info().variant_of = program.name();
-    const int n = SplitProgram(module, variant, false, context);
+    const int n = SplitRowParallelMatmuls(module, variant, RowSplitMode::kForward, context);
     if (n == 0) continue;
     split += n;
     variants_[program.name()] = variant.name();
@@ -283,43 +230,6 @@ int Overlap1F1BPass::UseVariants(Plan& plan) const {
       }
     }
   return n;
-}
-
-// Cuts the matmuls of `program` (of `module`, whose mesh prices them) as SplitOps says.
-int Overlap1F1BPass::SplitProgram(const Module& module, Program& program, bool all,
-                                  PassContext& context) const {
-  const std::string& kind = program.info().kind;
-  if (kind != "forward" && kind != "backward" && kind != "backward_input") return 0;
-  const cost::Estimator& estimator = *context.Find<cost::Estimator>();
-  auto lookup = [&](const std::string& v) -> const Var* { return program.FindVar(v); };
-  const int rank = PricingRank(module, program);
-  std::vector<cost::OpPrice> prices;
-  for (const Op& op : program.ops()) {
-    StatusOr<cost::OpPrice> price =
-        cost::PriceOp(op, module, rank, estimator, context.ops(), lookup);
-    prices.push_back(price.ok() ? *price : cost::OpPrice{});
-  }
-  int split = 0;
-  for (int i = static_cast<int>(program.ops().size()); i-- > 0;) {
-    const bool reduced = i + 1 < static_cast<int>(prices.size()) && prices[i + 1].collective;
-    const int group = reduced ? static_cast<int>(prices[i + 1].group.size()) : 0;
-    const int tail = RowWiseTail(program, i);
-    if (all) {
-      StatusOr<int> done = CanSplitRowsWithAllReduce(program, i, 2, 1, group)
-                               ? SplitRowsWithAllReduce(program, i, 2, group, tail)
-                               : SplitRows(program, i, 2);
-      split += done.ok();
-      continue;
-    }
-    // The backward's all-reduces already run under the weight gradient
-    // (overlap-column-parallel-backward): only the forward's are cut.
-    if (!reduced || kind != "forward") continue;
-    double tail_seconds = 0;
-    for (int t = 0; t < tail; ++t) tail_seconds += prices[i + 2 + t].seconds;
-    int blocks = BestBlocks(program, i, prices[i], prices[i + 1], tail_seconds, estimator);
-    if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group, tail).ok()) ++split;
-  }
-  return split;
 }
 
 StatusOr<std::vector<ChainOp>> Overlap1F1BPass::Chain(const Module& module, const Part& part,

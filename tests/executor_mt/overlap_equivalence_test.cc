@@ -27,6 +27,11 @@ constexpr const char* k1F1B =
 // Every eligible matmul cut in two (the model's seq 64 gives 128-row GEMMs, blocks of 64).
 constexpr const char* k1F1BSplitAll =
     "assign-streams,overlap-column-parallel-backward,overlap-1f1b{split-ops=all},insert-events";
+constexpr const char* kRowSplit =
+    "assign-streams,overlap-column-parallel-backward,overlap-row-split,insert-events";
+constexpr const char* kRowSplitAll =
+    "assign-streams,overlap-column-parallel-backward,overlap-row-split{split-ops=all},"
+    "insert-events";
 
 struct Case {
   const char* kind;
@@ -93,14 +98,17 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
     for (const Program& p : m.programs()) n += pred(p);
     return n;
   };
-  if (GetParam().overlap != kOverlap)
+  const std::string overlap = GetParam().overlap;
+  const bool pairs = overlap.find("overlap-1f1b") != std::string::npos;
+  const bool split_all = overlap == k1F1BSplitAll || overlap == kRowSplitAll;
+  if (pairs)
     EXPECT_GT(count(*overlapped, [](const Program& p) { return !p.info().segment_of.empty(); }), 0);
   auto splits = [](const Program& p) {
     int n = 0;
     for (const Op& op : p.ops()) n += op.type == "split";
     return n;
   };
-  if (GetParam().overlap == k1F1BSplitAll || GetParam().slower > 1) {
+  if (split_all || GetParam().slower > 1) {
     EXPECT_GT(count(*overlapped, splits), count(plain, splits));
     // The bias and residual adds after a row-parallel all-reduce run per block too.
     auto tails = [](const Program& p) {
@@ -111,6 +119,14 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
       return n;
     };
     EXPECT_GT(count(*overlapped, tails), 0);
+    // A split backward's input gradient has no weight gradient to hide its all-reduce under:
+    // overlap-row-split cuts it too.
+    if (GetParam().split_backward && !pairs)
+      EXPECT_GT(count(*overlapped,
+                      [&](const Program& p) {
+                        return p.info().kind == "backward_input" ? splits(p) : 0;
+                      }),
+                0);
   }
   if (GetParam().micro_batch_size == 1) {
     auto views = [](const Program& p) {
@@ -120,7 +136,7 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
     };
     EXPECT_GT(count(*overlapped, views), 0);
   }
-  if (GetParam().slower > 1)  // the row-split variants some forwards run
+  if (pairs && GetParam().slower > 1)  // the row-split variants some forwards run
     EXPECT_GT(count(*overlapped, [](const Program& p) { return !p.info().variant_of.empty(); }), 0);
 
   // The executor adds no event of its own to the overlapped plan; the plain one needs them.
@@ -188,6 +204,22 @@ INSTANTIATE_TEST_SUITE_P(Overlap1F1B, OverlapEquivalenceTest,
                              if (ch == '-') ch = '_';
                            return name;
                          });
+
+// overlap-row-split: plans whose jobs run alone, their forwards and (split backward) input
+// gradients cut into row blocks; forced, and by the cost model on a slowed H100.
+INSTANTIATE_TEST_SUITE_P(
+    OverlapRowSplit, OverlapEquivalenceTest,
+    ::testing::Values(Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64},
+                      Case{"zb-h1", 1, true, kLoop, 1, kRowSplit, 128, 1, 1e4},
+                      Case{"fthenb", 1, false, kLoop, 1, kRowSplit, 128, 1, 1e4},
+                      Case{"1f1b", 1, false, kLoop, 2, kRowSplit, 128, 1, 1e4}),
+    [](const auto& info) {
+      std::string name = StrCat(info.param.kind, "_dp", info.param.dp,
+                                info.param.overlap == kRowSplitAll ? "_split_all" : "_cost_model");
+      for (char& ch : name)
+        if (ch == '-') ch = '_';
+      return name;
+    });
 
 }  // namespace
 }  // namespace pw::testing

@@ -408,6 +408,66 @@ TEST(Overlap1F1BTest, RefusesWithoutACostModelAScheduleItCannotPairOrCollectives
   EXPECT_NE(streams.status.message().find("run assign-streams before it"), std::string::npos);
 }
 
+TEST(OverlapRowSplitTest, CutsForwardsAndInputGradientsOfPlansWhoseJobsRunAloneOrRefuses) {
+  auto count_splits = [](const Module& m, const std::string& kind) {
+    int n = 0;
+    for (const Program& p : m.programs())
+      if (p.info().kind == kind)
+        for (const Op& op : p.ops()) n += op.type == "split";
+    return n;
+  };
+  auto row_split_stat = [](const PassContext& context) {
+    for (const PassStatistics& s : context.statistics())
+      if (s.pass == "overlap-row-split")
+        for (const auto& [name, value] : s.counters)
+          if (name == "matmuls-split") return value;
+    return int64_t{-1};
+  };
+  // seq 64: 128-row GEMMs (micro-batch size 2), which split into 64-row blocks.
+  models::GptConfig config = SmallGptConfig(2, 2);
+  config.seq = 64;
+  auto gpt = models::BuildGpt(config);
+  ASSERT_TRUE(gpt.ok());
+  Module zb = std::move(gpt).value();
+  ASSERT_TRUE(RunWithCostModel(zb,
+                               "append-backward{optimizer=adam},split-program{split-backward="
+                               "true},schedule{kind=zb-h1,micro-batches=8},insert-p2p,assign-"
+                               "streams,overlap-column-parallel-backward")
+                  .status.ok());
+  PassManager pm;
+  PassContext context(ops::Registry());
+  auto estimator = tools::MakeEstimator("h100", "");
+  ASSERT_TRUE(estimator.ok());
+  tools::AttachCostModel(*estimator, context);
+  ASSERT_TRUE(pm.AddPipeline("overlap-row-split{split-ops=all},insert-events").ok());
+  Status ran = pm.Run(zb, context).status();
+  ASSERT_TRUE(ran.ok()) << ran.ToString();
+  EXPECT_GT(count_splits(zb, "forward"), 0);
+  EXPECT_GT(count_splits(zb, "backward_input"), 0);
+  EXPECT_GT(row_split_stat(context), 0);
+
+  Module no_model = Planned("zb-h1", 1, true);
+  PassRun refused = RunWithCostModel(no_model, "overlap-row-split", "");
+  ASSERT_FALSE(refused.status.ok());
+  EXPECT_NE(refused.status.message().find("--device"), std::string::npos);
+
+  Module paired = Planned("1f1b");
+  PassRun after = RunWithCostModel(paired, "overlap-1f1b,overlap-row-split");
+  ASSERT_FALSE(after.status.ok());
+  EXPECT_NE(after.status.message().find("overlap-1f1b cuts the forwards"), std::string::npos)
+      << after.status.ToString();
+
+  auto built = models::BuildGpt(SmallGptConfig(2, 2));
+  ASSERT_TRUE(built.ok());
+  Module on_compute = std::move(built).value();
+  PassRun streams = RunWithCostModel(
+      on_compute,
+      "append-backward,split-program,schedule{kind=fthenb,micro-batches=8},insert-p2p,"
+      "overlap-row-split");
+  ASSERT_FALSE(streams.status.ok());
+  EXPECT_NE(streams.status.message().find("run assign-streams before it"), std::string::npos);
+}
+
 TEST(Overlap1F1BTest, InterleavesDualPipesOwnFusedJobs) {
   Module m = Planned("dualpipe-v", 2, true, models::ChunkPlacement::kV);
   PassRun run = RunWithCostModel(m, "overlap-1f1b,insert-events");

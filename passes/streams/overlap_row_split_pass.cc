@@ -1,0 +1,71 @@
+// overlap-row-split: overlap-1f1b's adaptive op splitting for plans whose jobs run alone.
+// A row-parallel matmul's two-rank tensor-parallel all-reduce has nothing to hide under
+// where no other job runs beside it (zero-bubble kinds, fthenb, 1f1b without
+// overlap-1f1b): cut into row blocks, with the bias and residual adds after it, each
+// block's all-reduce runs under the next block's work (row_split.h: bit-identical). The
+// number of blocks comes from the cost model (row_split_choice.h), in forward programs
+// and in split backwards' input-gradient programs (a full backward's all-reduces already
+// run under its weight gradient: overlap-column-parallel-backward).
+
+#include "cost_model/estimator.h"
+#include "ir/stream_type.h"
+#include "passes/pass.h"
+#include "passes/pass_registry.h"
+#include "passes/streams/row_split_choice.h"
+
+namespace pw {
+namespace {
+
+class OverlapRowSplitPass : public Pass {
+ public:
+  std::string_view name() const override { return "overlap-row-split"; }
+  std::string_view description() const override {
+    return "cuts each row-parallel matmul of the forward and backward-input programs whose "
+           "two-rank tensor-parallel all-reduce nothing else hides into row blocks, with the "
+           "bias and residual adds after it, so that each block's all-reduce runs under the "
+           "next block's work (bit-identical), in the number of blocks the cost model finds "
+           "fastest (needs opt --device, and --costs for measured ops); split-ops=all cuts "
+           "every eligible matmul of every program in two (tests). For plans whose jobs run "
+           "alone (zero-bubble kinds, fthenb, 1f1b); overlap-1f1b makes its own cuts for the "
+           "forwards it does not pair. Run after assign-streams and before insert-events.";
+  }
+
+  StatusOr<bool> Run(Module& module, PassContext& context) override {
+    if (!context.Find<cost::Estimator>())
+      return FailedPrecondition(
+          "overlap-row-split chooses its blocks with the cost model: pass --device D (and "
+          "--costs F from 'pipeweave profile') to 'pipeweave opt'");
+    for (const Program& p : module.programs()) {
+      if (!p.info().segment_of.empty() || !p.info().variant_of.empty())
+        return FailedPrecondition(
+            "overlap-row-split runs on plans overlap-1f1b has not rewritten ('", p.name(),
+            "' is one of its programs): overlap-1f1b cuts the forwards it does not pair itself");
+      for (const Op& op : p.ops())
+        if (op.type == "c_allreduce_sum" && (op.stream.empty() || op.stream == "compute"))
+          return FailedPrecondition(
+              "overlap-row-split hides all-reduces on the communication streams, but '", p.name(),
+              "' runs one on compute: run assign-streams before it");
+    }
+    const RowSplitMode mode =
+        split_ops.value() == "all" ? RowSplitMode::kAll : RowSplitMode::kForwardBackwardInput;
+    int split = 0;
+    for (Program& program : module.programs())
+      split += SplitRowParallelMatmuls(module, program, mode, context);
+    context.AddStatistic("matmuls-split", split);
+    return split > 0;
+  }
+
+ private:
+  Option<std::string> split_ops{this,
+                                "split-ops",
+                                "auto (where the cost model finds it pays) or all (every "
+                                "eligible matmul in two, for tests)",
+                                "auto",
+                                {"auto", "all"}};
+};
+
+}  // namespace
+
+PW_REGISTER_PASS(OverlapRowSplitPass)
+
+}  // namespace pw

@@ -1,0 +1,28 @@
+#pragma once
+// Where row splits (row_split.h) pay, by the cost model: the choice overlap-1f1b makes for
+// the forwards no other job hides, and overlap-row-split makes for every program of a plan
+// whose jobs run alone (zero-bubble kinds, fthenb, plain 1f1b).
+
+#include "ir/module.h"
+#include "passes/pass_context.h"
+
+namespace pw {
+
+// The global rank whose placement prices `program`'s ops: its pipeline rank's first
+// mp/dp replica.
+int PricingRank(const Module& module, const Program& program);
+
+enum class RowSplitMode {
+  kForward,               // forward programs: the cost model's number of blocks
+  kForwardBackwardInput,  // and backward-input programs (split backward's I)
+  kAll,                   // every eligible matmul of every forward/backward program in two (tests)
+};
+
+// Cuts the row-parallel matmuls of `program` (of `module`, whose mesh prices them; the
+// cost model from `context`) whose two-rank all-reduce finishes sooner in row blocks,
+// each with its row-wise tail, into the number of blocks that finishes soonest. Blocks of
+// a previous cut are not cut again. Returns how many matmuls it cut.
+int SplitRowParallelMatmuls(const Module& module, Program& program, RowSplitMode mode,
+                            PassContext& context);
+
+}  // namespace pw
