@@ -15,7 +15,7 @@
 //      to back runs back to back (the statistics say how many).
 //   3. Op splitting (row_split.h): a matmul whose all-reduce no other job hides is cut
 //      into row blocks with the all-reduce, so that each block's runs under the next
-//      block's matmul (bit-identical: offered for two-rank groups only); the bias and
+//      block's matmul (bit-identical: two-rank groups only, unless exact=false); the bias and
 //      residual adds after it run per block too, the first blocks' while the last blocks'
 //      all-reduces are still on the link. The blocks are
 //      views of the matmul's input (split{view}) where they lie one after another, and the
@@ -99,7 +99,9 @@ class Overlap1F1BPass : public Pass {
            "split-ops=auto cuts a row-parallel matmul and its two-rank all-reduce (with the bias "
            "and residual adds after it) into row blocks (views of its inputs where they are "
            "contiguous) so each block's all-reduce runs under the next block's work "
-           "(bit-identical), in a variant of the forward program "
+           "(bit-identical; exact=false also cuts all-reduces of more ranks, equal up to "
+           "rounding), "
+           "in a variant of the forward program "
            "(<name>.rows) that only forwards with no backward beside them run; all cuts every "
            "eligible matmul of every program, off none. Forward "
            "collectives move to mp_fwd_comm. A fused pair starts once both inputs are there, so "
@@ -113,7 +115,7 @@ class Overlap1F1BPass : public Pass {
 
  private:
   Status CheckModule(const Module& module, PassContext& context) const;
-  int SplitOps(Module& module, PassContext& context);
+  RowSplitCounts SplitOps(Module& module, PassContext& context);
   int UseVariants(Plan& plan) const;
   StatusOr<std::vector<ChainOp>> Chain(const Module& module, const Part& part,
                                        PassContext& context);
@@ -134,6 +136,7 @@ class Overlap1F1BPass : public Pass {
                                 "matmul, for tests) or off",
                                 "auto",
                                 {"auto", "all", "off"}};
+  Option<bool> exact{this, "exact", kExactOptionHelp, true};
   Option<bool> warmup{this, "warmup-cooldown",
                       "also pair F with F in the warm-up and B with B in the cool-down", true};
   Option<int> max_forward_shift{
@@ -181,15 +184,20 @@ Status Overlap1F1BPass::CheckModule(const Module& module, PassContext& context) 
 // there nothing else hides the all-reduce, and it then shows only its last block; beside a
 // backward the plain forward is hidden already and the cuts would only cost. all: every
 // eligible matmul of every program in two, with its all-reduce where it can (tests).
-int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
+RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
   variants_.clear();
-  if (split_ops.value() == "off") return 0;
-  const bool all = split_ops.value() == "all";
-  int split = 0;
-  if (all) {
+  RowSplitCounts counts;
+  if (split_ops.value() == "off") return counts;
+  const AllReduceCuts cuts = exact.value() ? AllReduceCuts::kExact : AllReduceCuts::kReassociate;
+  auto add = [&](const RowSplitCounts& c) {
+    counts.matmuls += c.matmuls;
+    counts.wide_all_reduces += c.wide_all_reduces;
+    return c.matmuls;
+  };
+  if (split_ops.value() == "all") {
     for (Program& program : module.programs())
-      split += SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, context);
-    return split;
+      add(SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, cuts, context));
+    return counts;
   }
   std::vector<Program> variants;
   for (const Program& program : module.programs()) {
@@ -199,14 +207,13 @@ int Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
     variant.set_name(program.name() + ".rows");
     if (module.FindProgram(variant.name())) continue;
     variant.info().variant_of = program.name();
-    const int n = SplitRowParallelMatmuls(module, variant, RowSplitMode::kForward, context);
-    if (n == 0) continue;
-    split += n;
+    if (add(SplitRowParallelMatmuls(module, variant, RowSplitMode::kForward, cuts, context)) == 0)
+      continue;
     variants_[program.name()] = variant.name();
     variants.push_back(std::move(variant));
   }
   for (Program& p : variants) module.AddProgram(std::move(p));  // moves the programs
-  return split;
+  return counts;
 }
 
 // Forwards alone and F/F pairs run the row-split variants; forwards beside a backward
@@ -455,7 +462,9 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
       }
   }
   context.AddStatistic("forward-collectives-on-mp_fwd_comm", moved);
-  context.AddStatistic("ops-split", SplitOps(module, context));
+  const RowSplitCounts split = SplitOps(module, context);
+  context.AddStatistic("ops-split", split.matmuls);
+  context.AddStatistic("all-reduces-reassociated", split.wide_all_reduces);
 
   // Pairs, and the plan around them.
   PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));

@@ -24,7 +24,9 @@ class OverlapRowSplitPass : public Pass {
            "two-rank tensor-parallel all-reduce nothing else hides into row blocks, with the "
            "bias and residual adds after it, so that each block's all-reduce runs under the "
            "next block's work (bit-identical), in the number of blocks the cost model finds "
-           "fastest (needs opt --device, and --costs for measured ops); split-ops=all cuts "
+           "fastest (needs opt --device, and --costs for measured ops); exact=false also cuts "
+           "all-reduces of more than two ranks (sums reassociated: equal up to rounding, not "
+           "bit for bit); split-ops=all cuts "
            "every eligible matmul of every program in two (tests). For plans whose jobs run "
            "alone (zero-bubble kinds, fthenb, 1f1b); overlap-1f1b makes its own cuts for the "
            "forwards it does not pair. Run after assign-streams and before insert-events.";
@@ -48,11 +50,16 @@ class OverlapRowSplitPass : public Pass {
     }
     const RowSplitMode mode =
         split_ops.value() == "all" ? RowSplitMode::kAll : RowSplitMode::kForwardBackwardInput;
-    int split = 0;
-    for (Program& program : module.programs())
-      split += SplitRowParallelMatmuls(module, program, mode, context);
-    context.AddStatistic("matmuls-split", split);
-    return split > 0;
+    const AllReduceCuts cuts = exact.value() ? AllReduceCuts::kExact : AllReduceCuts::kReassociate;
+    RowSplitCounts counts;
+    for (Program& program : module.programs()) {
+      RowSplitCounts c = SplitRowParallelMatmuls(module, program, mode, cuts, context);
+      counts.matmuls += c.matmuls;
+      counts.wide_all_reduces += c.wide_all_reduces;
+    }
+    context.AddStatistic("matmuls-split", counts.matmuls);
+    context.AddStatistic("all-reduces-reassociated", counts.wide_all_reduces);
+    return counts.matmuls > 0;
   }
 
  private:
@@ -62,6 +69,7 @@ class OverlapRowSplitPass : public Pass {
                                 "eligible matmul in two, for tests)",
                                 "auto",
                                 {"auto", "all"}};
+  Option<bool> exact{this, "exact", kExactOptionHelp, true};
 };
 
 }  // namespace

@@ -28,16 +28,23 @@ bool SplitsAsView(const Program& program, int index);
 // stream), declaring the block vars. Returns how many ops it inserted in its place.
 StatusOr<int> SplitRows(Program& program, int index, int blocks);
 
+// Which all-reduces a row split may cut. An all-reduce sums each element over the group's
+// ranks; cut into blocks, each element is still summed over the same ranks, but in the
+// same order only where the collective's order does not depend on the element's place in
+// the buffer: always for a group of two (one addition, which commutes), not for the ring
+// and tree all-reduces of more ranks (Gloo's, NCCL's), where blocks give the same sums up
+// to the rounding of a reordered addition.
+enum class AllReduceCuts {
+  kExact,        // groups of two: bit-identical
+  kReassociate,  // any group: equal up to reassociation, not bit for bit
+};
+
 // A matmul whose output only the all-reduce right after it reads (a row-parallel linear):
 // split, then per block its matmul and the all-reduce of its rows, then a concat of the
 // reduced blocks, so that each block's all-reduce runs while the next block multiplies.
-// An all-reduce sums each element over the group's ranks; cut into blocks, each element is
-// still summed over the same ranks, in the same order only where the collective's order
-// does not depend on the element's place in the buffer: always for a group of two (one
-// addition, which commutes), not for ring all-reduces of more ranks. So it is offered for
-// groups of two only (`group_size`).
+// `group_size`: the all-reduce's group, which `cuts` must allow.
 bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows,
-                               int group_size);
+                               int group_size, AllReduceCuts cuts = AllReduceCuts::kExact);
 
 // The element-wise ops right after that all-reduce that can run per row block as well,
 // each the only reader of the one before: a bias_add (the bias broadcast over the rows)
@@ -51,6 +58,6 @@ int RowWiseTail(const Program& program, int index);
 // per block its matmul and all-reduce, then per block its tail ops, then one concat of
 // the last op's blocks into its output.
 StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, int group_size,
-                                     int tail = 0);
+                                     int tail = 0, AllReduceCuts cuts = AllReduceCuts::kExact);
 
 }  // namespace pw

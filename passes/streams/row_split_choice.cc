@@ -17,7 +17,8 @@ constexpr int kMaxRowBlocks = 8;
 // each; all but the last run under the next block's matmul, and each block's row-wise tail
 // (`tail_seconds` in all) once its all-reduce is in. 1: not worth cutting.
 int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
-               const cost::OpPrice& reduce, double tail_seconds, const cost::Estimator& estimator) {
+               const cost::OpPrice& reduce, double tail_seconds, AllReduceCuts cuts,
+               const cost::Estimator& estimator) {
   const cost::DeviceSpec& device = estimator.device();
   const Var* x = program.FindVar(program.ops()[index].Input("X"));
   const DataType dtype = x ? x->dtype : DataType::kFloat32;
@@ -47,7 +48,7 @@ int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
   double best_time = finish(1);
   for (int k = 2; k <= kMaxRowBlocks; ++k) {
     if (!CanSplitRowsWithAllReduce(program, index, k, kMinSplitRows,
-                                   static_cast<int>(reduce.group.size())))
+                                   static_cast<int>(reduce.group.size()), cuts))
       continue;
     const double t = finish(k);
     if (t < best_time * 0.999) {
@@ -69,11 +70,12 @@ int PricingRank(const Module& module, const Program& program) {
   return RankLayout(module.mesh).Rank(RankCoord{0, ProgramPipelineRank(module, program), 0});
 }
 
-int SplitRowParallelMatmuls(const Module& module, Program& program, RowSplitMode mode,
-                            PassContext& context) {
+RowSplitCounts SplitRowParallelMatmuls(const Module& module, Program& program, RowSplitMode mode,
+                                       AllReduceCuts cuts, PassContext& context) {
   const bool all = mode == RowSplitMode::kAll;
+  RowSplitCounts counts;
   const std::string& kind = program.info().kind;
-  if (kind != "forward" && kind != "backward" && kind != "backward_input") return 0;
+  if (kind != "forward" && kind != "backward" && kind != "backward_input") return counts;
   const cost::Estimator& estimator = *context.Find<cost::Estimator>();
   auto lookup = [&](const std::string& v) -> const Var* { return program.FindVar(v); };
   const int rank = PricingRank(module, program);
@@ -83,16 +85,16 @@ int SplitRowParallelMatmuls(const Module& module, Program& program, RowSplitMode
         cost::PriceOp(op, module, rank, estimator, context.ops(), lookup);
     prices.push_back(price.ok() ? *price : cost::OpPrice{});
   }
-  int split = 0;
   for (int i = static_cast<int>(program.ops().size()); i-- > 0;) {
     const bool reduced = i + 1 < static_cast<int>(prices.size()) && prices[i + 1].collective;
     const int group = reduced ? static_cast<int>(prices[i + 1].group.size()) : 0;
     const int tail = RowWiseTail(program, i);
     if (all) {
-      StatusOr<int> done = CanSplitRowsWithAllReduce(program, i, 2, 1, group)
-                               ? SplitRowsWithAllReduce(program, i, 2, group, tail)
-                               : SplitRows(program, i, 2);
-      split += done.ok();
+      const bool with_reduce = CanSplitRowsWithAllReduce(program, i, 2, 1, group, cuts);
+      StatusOr<int> done = with_reduce ? SplitRowsWithAllReduce(program, i, 2, group, tail, cuts)
+                                       : SplitRows(program, i, 2);
+      counts.matmuls += done.ok();
+      counts.wide_all_reduces += done.ok() && with_reduce && group > 2;
       continue;
     }
     // A full backward's all-reduces run under its weight gradient
@@ -102,10 +104,13 @@ int SplitRowParallelMatmuls(const Module& module, Program& program, RowSplitMode
     if (!reduced || !cut_kind || ReadsARowBlock(program, i)) continue;
     double tail_seconds = 0;
     for (int t = 0; t < tail; ++t) tail_seconds += prices[i + 2 + t].seconds;
-    int blocks = BestBlocks(program, i, prices[i], prices[i + 1], tail_seconds, estimator);
-    if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group, tail).ok()) ++split;
+    int blocks = BestBlocks(program, i, prices[i], prices[i + 1], tail_seconds, cuts, estimator);
+    if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group, tail, cuts).ok()) {
+      ++counts.matmuls;
+      counts.wide_all_reduces += group > 2;
+    }
   }
-  return split;
+  return counts;
 }
 
 }  // namespace pw

@@ -320,6 +320,51 @@ INSTANTIATE_TEST_SUITE_P(Schedules, Overlap1F1BOverGlooTest,
                            return name;
                          });
 
+// exact=false lets a row split cut the all-reduces of a four-rank group too: the ring
+// all-reduce then sums each element of a block in another order than the whole buffer's,
+// so training equals the plan without the pass up to rounding, not bit for bit; with the
+// default exact=true those all-reduces are left whole.
+TEST_F(LauncherTest, ReassociatedCutsOfFourRankAllReducesTrainWithinRounding) {
+  const std::string path = (dir_ / "gpt_mp4.pb").string();
+  Finished built =
+      RunTool({"build-model", "gpt", "--layers", "2",   "--hidden",           "64", "--heads", "4",
+               "--seq",       "64",  "--vocab",  "128", "--micro-batch-size", "2",  "--mp",    "4",
+               "--seed",      "1",   "-o",       path},
+              dir_, "build");
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const std::string plain =
+      "append-backward{optimizer=adam},split-program,schedule{kind=fthenb,micro-batches=2},"
+      "insert-p2p";
+  auto plan = [&](const std::string& name, const std::string& exact) {
+    const std::string out = (dir_ / name).string();
+    Finished opt =
+        RunTool({"opt", path, "-p",
+                 plain + ",assign-streams,overlap-row-split{split-ops=all,exact=" + exact +
+                     "},insert-events",
+                 "--device", "h100", "--stats", "-o", out},
+                dir_, "opt_" + exact);
+    EXPECT_EQ(opt.exit_code, 0) << opt.err;
+    return std::make_pair(out, opt.out + opt.err);
+  };
+  auto [exact_plan, exact_stats] = plan("exact.pb", "true");
+  EXPECT_THAT(exact_stats, ::testing::ContainsRegex("all-reduces-reassociated +0\n"));
+  auto [wide_plan, wide_stats] = plan("wide.pb", "false");
+  EXPECT_THAT(wide_stats, ::testing::ContainsRegex("all-reduces-reassociated +[1-9]"));
+  Finished a = RunTool({"run-parallel", path, "--nproc", "4", "--steps", "2", "--report", "json",
+                        "--pipeline", plain},
+                       dir_, "plain");
+  Finished b = RunTool({"run-parallel", wide_plan, "--nproc", "4", "--steps", "2", "--report",
+                        "json", "--strict-events"},
+                       dir_, "wide");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  std::vector<double> want = JsonLosses(a.out), got = JsonLosses(b.out);
+  ASSERT_EQ(got.size(), 2u) << b.out;
+  ASSERT_EQ(want.size(), 2u) << a.out;
+  for (size_t s = 0; s < want.size(); ++s)
+    EXPECT_NEAR(got[s], want[s], 1e-5 * std::abs(want[s])) << "step " << s;
+}
+
 // The amp module `training` makes of the small GPT, trained `steps` steps by the reference
 // runner (with `extra` flags) and as mp x pp 2 plans (1f1b, 8 micro-batches) on rank
 // processes over Gloo. pp = 2 keeps every reduction's order, so its losses are bit-identical

@@ -143,6 +143,7 @@ TEST(RowSplitTest, BitIdenticalOnTheCpuKernelsForEveryShapeItAllows) {
 TEST(RowSplitTest, AMatmulWithItsTwoRankAllReduceAlternatesBlocksAndReductions) {
   Program p = MatmulProgram({1, 256, 32}, {32, 64}, false, true);
   EXPECT_FALSE(CanSplitRowsWithAllReduce(p, 0, 4, 1, 4));  // ring order differs: refused
+  EXPECT_TRUE(CanSplitRowsWithAllReduce(p, 0, 4, 1, 4, AllReduceCuts::kReassociate));
   ASSERT_TRUE(CanSplitRowsWithAllReduce(p, 0, 4, 1, 2));
   ASSERT_TRUE(SplitRowsWithAllReduce(p, 0, 4, 2).ok());
   std::vector<std::string> types;
