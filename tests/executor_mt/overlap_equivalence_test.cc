@@ -45,6 +45,7 @@ struct Case {
   // Slows the H100's compute and links this much, so that on this small model the cost
   // model cuts forwards into row blocks (split-ops=auto) as it does at full size.
   double slower = 1;
+  const char* after_backward = "";  // passes between append-backward and split-program
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.kind << " dp=" << c.dp; }
@@ -57,7 +58,7 @@ Module PlannedGpt(const Case& c) {
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   built->mesh.dp = c.dp;
   std::string pipeline =
-      StrCat("append-backward{optimizer=adam},split-program",
+      StrCat("append-backward{optimizer=adam}", c.after_backward, ",split-program",
              c.split_backward ? "{split-backward=true}" : "", ",schedule{kind=", c.kind,
              ",micro-batches=", kMicroBatches, "},insert-p2p");
   auto planned = WithPasses(std::move(built).value(), pipeline);
@@ -212,10 +213,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64},
                       Case{"zb-h1", 1, true, kLoop, 1, kRowSplit, 128, 1, 1e4},
                       Case{"fthenb", 1, false, kLoop, 1, kRowSplit, 128, 1, 1e4},
-                      Case{"1f1b", 1, false, kLoop, 2, kRowSplit, 128, 1, 1e4}),
+                      Case{"1f1b", 1, false, kLoop, 2, kRowSplit, 128, 1, 1e4},
+                      // bf16 compute: the blocks' bias and residual adds round alike too.
+                      Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64, 2, 1, ",amp{dtype=bf16}"}),
     [](const auto& info) {
       std::string name = StrCat(info.param.kind, "_dp", info.param.dp,
-                                info.param.overlap == kRowSplitAll ? "_split_all" : "_cost_model");
+                                info.param.overlap == kRowSplitAll ? "_split_all" : "_cost_model",
+                                *info.param.after_backward ? "_bf16" : "");
       for (char& ch : name)
         if (ch == '-') ch = '_';
       return name;
