@@ -83,7 +83,8 @@ std::string OtherOperand(const Op& op, const std::string& in) {
 }
 
 // The matmul at `index` as split, its row blocks, and concat (see SplitRows); with
-// `reduce`, each block's all-reduce after its matmul and the concat of the reduced blocks.
+// `reduce`, each block's all-reduce after its matmul, then each block's copy of the `tail`
+// ops after the all-reduce (RowWiseTail), and the concat of the last op's blocks.
 StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int tail = 0) {
   const Op original = program.ops()[index];
   const Op all_reduce = reduce ? program.ops()[index + 1] : Op{};
