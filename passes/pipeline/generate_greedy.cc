@@ -70,46 +70,42 @@ struct RuleSensitivity {
 };
 
 // The ranks due to be looked at, by time, the higher rank first among equal times. A
-// tournament tree over the ranks: every node holds the first of the queued ranks below
-// it, so waking or taking a rank replays only the matches on its path to the root.
+// tournament tree over the ranks: every node holds the first of the queued ranks below it
+// with its time (so a match reads no other array), and waking or dropping a rank replays
+// only the matches on its path to the root. The scheduler spends most of its time here.
 class RankQueue {
  public:
-  explicit RankQueue(int ranks) : time_(ranks, 0) {
+  explicit RankQueue(int ranks) {
     while (leaves_ < ranks) leaves_ *= 2;
-    tree_.assign(2 * static_cast<size_t>(leaves_), kNone);
+    tree_.assign(2 * static_cast<size_t>(leaves_), Entry{});
   }
-  bool empty() const { return tree_[1] == kNone; }
-  bool queued(int r) const { return tree_[leaves_ + r] != kNone; }
-  double time(int r) const { return time_[r]; }
+  bool empty() const { return tree_[1].rank == kNone; }
+  bool queued(int r) const { return tree_[leaves_ + r].rank != kNone; }
+  double time(int r) const { return tree_[leaves_ + r].time; }
+  int first() const { return tree_[1].rank; }
   // Queues rank r at time t, or moves it there.
-  void Wake(int r, double t) {
-    time_[r] = t;
-    Replay(r, r);
-  }
-  // Removes the first rank and returns it.
-  int Pop() {
-    const int first = tree_[1];
-    Replay(first, kNone);
-    return first;
-  }
+  void Wake(int r, double t) { Replay(r, Entry{t, r}); }
+  void Drop(int r) { Replay(r, Entry{}); }
 
  private:
   static constexpr int kNone = -1;
+  struct Entry {
+    double time = kNever;  // an empty leaf loses every match
+    int rank = kNone;
+  };
 
-  int Winner(int a, int b) const {
-    if (a == kNone || b == kNone) return a == kNone ? b : a;
-    return time_[a] < time_[b] || (time_[a] == time_[b] && a > b) ? a : b;
+  static const Entry& Winner(const Entry& a, const Entry& b) {
+    return a.time < b.time || (a.time == b.time && a.rank > b.rank) ? a : b;
   }
   // Sets rank r's leaf and replays the matches above it.
-  void Replay(int r, int leaf) {
+  void Replay(int r, Entry leaf) {
     size_t i = leaves_ + r;
     tree_[i] = leaf;
-    for (i /= 2; i > 0; i /= 2) tree_[i] = Winner(tree_[2 * i], tree_[2 * i + 1]);
+    for (; i > 1; i /= 2) tree_[i / 2] = Winner(tree_[i & ~size_t{1}], tree_[i | 1]);
   }
 
-  std::vector<double> time_;
-  int leaves_ = 1;
-  std::vector<int> tree_;  // node i has children 2i and 2i + 1; leaves from leaves_
+  size_t leaves_ = 1;
+  std::vector<Entry> tree_;  // node i has children 2i and 2i + 1; leaves from leaves_
 };
 
 struct GreedyResult {
@@ -143,8 +139,7 @@ class ListScheduler {
     stages_of_.assign(R_, {});
     // Later stages first: on a rank with several, that pushes micro-batches deeper.
     for (int s = S_ - 1; s >= 0; --s) stages_of_[rank_of_[s]].push_back(s);
-    f_end_.assign(static_cast<size_t>(S_) * M_, kUnknown);
-    i_end_.assign(static_cast<size_t>(S_) * M_, kUnknown);
+    ends_.assign(static_cast<size_t>(S_) * M_, Ends{});
     next_f_.assign(S_, 0);
     next_i_.assign(S_, 0);
     ranks_.assign(R_, RankState{});
@@ -162,7 +157,8 @@ class ListScheduler {
       if (queue_.empty())
         return FailedPrecondition("no schedule fits the memory limit of ", rules_.mem_limit,
                                   " M_B per rank");
-      const int r = queue_.Pop();
+      // The first rank stays queued: the step moves it to when it is free again.
+      const int r = queue_.first();
       if (Step(r, queue_.time(r), result.schedule.ranks[r])) --remaining;
       if (over_cutoff_) {
         result.cost = kNever;
@@ -185,6 +181,13 @@ class ListScheduler {
     std::deque<std::pair<int, int>> pending_w;  // (stage, micro-batch) whose W is due
   };
 
+  // When the F and I of a (stage, micro-batch) end, kUnknown until they have run.
+  struct Ends {
+    double forward = kUnknown, input_grad = kUnknown;
+  };
+  Ends& EndsOf(int s, int m) { return ends_[static_cast<size_t>(m) * S_ + s]; }
+  const Ends& EndsOf(int s, int m) const { return ends_[static_cast<size_t>(m) * S_ + s]; }
+
   double Cross(int a, int b) const { return rank_of_[a] == rank_of_[b] ? 0 : costs_.comm; }
 
   // When the next F / I of stage s can start, kNever while that is not known yet.
@@ -192,16 +195,16 @@ class ListScheduler {
     int m = next_f_[s];
     if (m >= M_) return kNever;
     if (s == 0) return 0;
-    double end = f_end_[static_cast<size_t>(s - 1) * M_ + m];
+    double end = EndsOf(s - 1, m).forward;
     return end == kUnknown ? kNever : end + Cross(s - 1, s);
   }
   double ReadyI(int s) const {
     int m = next_i_[s];
     if (m >= next_f_[s]) return kNever;  // its forward has not run yet
-    size_t own = static_cast<size_t>(s) * M_ + m;
-    if (s == S_ - 1) return f_end_[own];
-    double end = i_end_[own + M_];
-    return end == kUnknown ? kNever : std::max(end + Cross(s + 1, s), f_end_[own]);
+    const double own = EndsOf(s, m).forward;
+    if (s == S_ - 1) return own;
+    double end = EndsOf(s + 1, m).input_grad;
+    return end == kUnknown ? kNever : std::max(end + Cross(s + 1, s), own);
   }
 
   bool ForwardAllowed(int r, int s) {
@@ -283,7 +286,7 @@ class ListScheduler {
     if (best_i >= 0 && (rules_.input_grad_first || best_f < 0)) {
       int m = next_i_[best_i]++;
       double end = Run(r, ActionType::kBackwardInput, best_i, m, t, out);
-      i_end_[static_cast<size_t>(best_i) * M_ + m] = end;
+      EndsOf(best_i, m).input_grad = end;
       rank.mem -= 1 - costs_.w_mem;
       rank.pending_w.emplace_back(best_i, m);
       if (best_i > 0) Notify(best_i - 1, end + Cross(best_i, best_i - 1));
@@ -292,7 +295,7 @@ class ListScheduler {
     if (best_f >= 0) {
       int m = next_f_[best_f]++;
       double end = Run(r, ActionType::kForward, best_f, m, t, out);
-      f_end_[static_cast<size_t>(best_f) * M_ + m] = end;
+      EndsOf(best_f, m).forward = end;
       rank.mem += 1;
       rank.peak = std::max(rank.peak, rank.mem);
       if (best_f + 1 < S_) Notify(best_f + 1, end + Cross(best_f, best_f + 1));
@@ -313,7 +316,10 @@ class ListScheduler {
       return true;
     }
     rank.idle_since = t;
-    if (next_known < kNever) Wake(r, next_known);
+    if (next_known < kNever)
+      Wake(r, next_known);
+    else
+      queue_.Drop(r);  // until an action of another rank makes one of its own ready
     return false;
   }
 
@@ -337,7 +343,9 @@ class ListScheduler {
   const ActionCosts& costs_;
   std::vector<int> rank_of_;
   std::vector<std::vector<int>> stages_of_;
-  std::vector<double> f_end_, i_end_;
+  // By micro-batch, then stage: the ranks work on nearby micro-batches, so what they read
+  // of each other stays in a few cache lines.
+  std::vector<Ends> ends_;
   std::vector<int> next_f_, next_i_;
   std::vector<int> timed_cap_, timed_cap_loose_;  // by stage, see TimedWarmup
   std::vector<RankState> ranks_;
