@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <optional>
 
@@ -57,6 +56,11 @@ struct RuleSensitivity {
   std::array<bool, kWarmupFactors.size()> warmup{};  // by index in kWarmupFactors
   std::array<bool, kWGaps.size()> w_gap{};           // by index in kWGaps
 
+  // Whether every other value of a rule than the run's own (by index) has mattered: then
+  // the run need not track that rule any further.
+  bool AllWarmupsMatter(size_t own) const { return AllBut(warmup, own); }
+  bool AllWGapsMatter(size_t own) const { return AllBut(w_gap, own); }
+
   // Whether a run under `ran` with this sensitivity shows that a run under `other` makes
   // the same decisions: each rule is the same or never mattered.
   bool SameDecisions(const GreedyRules& ran, const GreedyRules& other) const {
@@ -66,6 +70,14 @@ struct RuleSensitivity {
     return (ran.input_grad_first == other.input_grad_first || !input_grad_first) &&
            (ran.warmup_factor == other.warmup_factor || !warmup[k]) &&
            (ran.w_gap == other.w_gap || !w_gap[g]);
+  }
+
+ private:
+  template <size_t N>
+  static bool AllBut(const std::array<bool, N>& mattered, size_t own) {
+    for (size_t i = 0; i < N; ++i)
+      if (i != own && !mattered[i]) return false;
+    return true;
   }
 };
 
@@ -143,12 +155,22 @@ class ListScheduler {
     next_f_.assign(S_, 0);
     next_i_.assign(S_, 0);
     ranks_.assign(R_, RankState{});
-    TimedWarmup();
+    ComputeWarmupCaps();
+    warmup_index_ = IndexOf(kWarmupFactors, rules_.warmup_factor);
+    w_gap_index_ = IndexOf(kWGaps, rules_.w_gap);
+    if (warmup_index_ == kWarmupFactors.size() || w_gap_index_ == kWGaps.size())
+      return Internal("zb-auto rules outside the variants it tries");
+    stage_costs_.clear();
+    for (int s = 0; s < S_; ++s)
+      stage_costs_.push_back({costs_.Of(ActionType::kForward, s),
+                              costs_.Of(ActionType::kBackwardInput, s),
+                              costs_.Of(ActionType::kBackwardWeight, s)});
     for (int r = 0; r < R_; ++r) {
-      for (int s : stages_of_[r])
-        ranks_[r].work_left +=
-            M_ * (costs_.Of(ActionType::kForward, s) + costs_.Of(ActionType::kBackwardInput, s) +
-                  costs_.Of(ActionType::kBackwardWeight, s));
+      for (int s : stages_of_[r]) {
+        const StageCosts& c = stage_costs_[s];
+        ranks_[r].work_left += M_ * (c.forward + c.input_grad + c.weight_grad);
+        ranks_[r].pending_w.reserve(static_cast<size_t>(M_) * stages_of_[r].size());
+      }
       result.schedule.ranks[r].reserve(3 * stages_of_[r].size() * static_cast<size_t>(M_));
       Wake(r, 0);
     }
@@ -178,7 +200,11 @@ class ListScheduler {
     double first_start = kNever, last_end = 0;
     double work_left = 0;  // compute time of the actions it has not run yet
     double mem = 0, peak = 0;
-    std::deque<std::pair<int, int>> pending_w;  // (stage, micro-batch) whose W is due
+    // (stage, micro-batch) whose W is due from pending_w[next_w]: a queue that never
+    // shrinks, so taking from it costs one index.
+    std::vector<std::pair<int, int>> pending_w;
+    size_t next_w = 0;
+    bool owes_w() const { return next_w < pending_w.size(); }
   };
 
   // When the F and I of a (stage, micro-batch) end, kUnknown until they have run.
@@ -210,24 +236,37 @@ class ListScheduler {
   bool ForwardAllowed(int r, int s) {
     if (ranks_[r].mem + 1 > rules_.mem_limit + 1e-9) return false;
     const int in_flight = next_f_[s] - next_i_[s];
-    auto allowed = [&](int k) {
-      if (k == kTimedWarmup) return in_flight < timed_cap_[s];
-      if (k == kTimedWarmupLoose) return in_flight < timed_cap_loose_[s];
-      return k == 0 || in_flight < std::max(1, k * (R_ - rank_of_[s]) - (k - 1));
-    };
-    const bool ok = allowed(rules_.warmup_factor);
-    for (size_t i = 0; i < kWarmupFactors.size(); ++i)
-      sensitivity_.warmup[i] |= allowed(kWarmupFactors[i]) != ok;
+    const WarmupCaps& caps = warmup_caps_[s];
+    const bool ok = in_flight < caps[warmup_index_];
+    if (track_warmup_) {
+      for (size_t i = 0; i < caps.size(); ++i)
+        sensitivity_.warmup[i] |= (in_flight < caps[i]) != ok;
+      track_warmup_ = !sensitivity_.AllWarmupsMatter(warmup_index_);
+    }
     return ok;
+  }
+
+  // Each warm-up variant's cap on stage s's forwards in flight: factor*(P-s) - (factor-1)
+  // for the 1F1B-like ones, the timed caps below, none for factor 0.
+  void ComputeWarmupCaps() {
+    std::vector<int> timed_cap(S_, 1), timed_cap_loose(S_, 1);
+    TimedWarmup(timed_cap, timed_cap_loose);
+    warmup_caps_.assign(S_, {});
+    for (int s = 0; s < S_; ++s)
+      for (size_t i = 0; i < kWarmupFactors.size(); ++i) {
+        const int k = kWarmupFactors[i];
+        warmup_caps_[s][i] = k == kTimedWarmup        ? timed_cap[s]
+                             : k == kTimedWarmupLoose ? timed_cap_loose[s]
+                             : k == 0                 ? std::numeric_limits<int>::max()
+                                      : std::max(1, k * (R_ - rank_of_[s]) - (k - 1));
+      }
   }
 
   // The Zero Bubble paper's warm-up: stage s runs forwards back to back from when F(0)
   // reaches it until I(0) comes back (when nothing on the way delays either), so that no
   // forward is still running when I(0) arrives, which would hold it back on every stage
   // before. The loose cap also counts the forward that starts just before I(0) arrives.
-  void TimedWarmup() {
-    timed_cap_.assign(S_, 1);
-    timed_cap_loose_.assign(S_, 1);
+  void TimedWarmup(std::vector<int>& cap, std::vector<int>& loose) const {
     std::vector<double> f0_end(S_);
     for (int s = 0; s < S_; ++s)
       f0_end[s] = (s ? f0_end[s - 1] + Cross(s - 1, s) : 0) + costs_.Of(ActionType::kForward, s);
@@ -237,8 +276,8 @@ class ListScheduler {
       const double f = costs_.Of(ActionType::kForward, s);
       if (f <= 0) continue;
       const double room = (i0_ready - (f0_end[s] - f)) / f;
-      timed_cap_[s] = std::max(1, static_cast<int>(std::floor(room + 1e-9)));
-      timed_cap_loose_[s] = std::max(1, static_cast<int>(std::ceil(room - 1e-9)));
+      cap[s] = std::max(1, static_cast<int>(std::floor(room + 1e-9)));
+      loose[s] = std::max(1, static_cast<int>(std::ceil(room - 1e-9)));
     }
   }
 
@@ -305,12 +344,13 @@ class ListScheduler {
       if (w_gap == kTailWGap) w_gap = OwesLastInputGrad(r) ? 1 : 0;
       return next_known - t >= w_gap * w_cost;
     };
-    if (!rank.pending_w.empty())
-      for (size_t i = 0; i < kWGaps.size(); ++i)
-        sensitivity_.w_gap[i] |= runs_w(kWGaps[i]) != runs_w(rules_.w_gap);
-    if (!rank.pending_w.empty() && runs_w(rules_.w_gap)) {
-      auto [s, m] = rank.pending_w.front();
-      rank.pending_w.pop_front();
+    if (rank.owes_w() && track_w_gap_) {
+      const bool ok = runs_w(rules_.w_gap);
+      for (size_t i = 0; i < kWGaps.size(); ++i) sensitivity_.w_gap[i] |= runs_w(kWGaps[i]) != ok;
+      track_w_gap_ = !sensitivity_.AllWGapsMatter(w_gap_index_);
+    }
+    if (rank.owes_w() && runs_w(rules_.w_gap)) {
+      auto [s, m] = rank.pending_w[rank.next_w++];
       Run(r, ActionType::kBackwardWeight, s, m, t, out);
       rank.mem -= costs_.w_mem;
       return true;
@@ -325,7 +365,10 @@ class ListScheduler {
 
   double Run(int r, ActionType type, int s, int m, double t, std::vector<Action>& out) {
     RankState& rank = ranks_[r];
-    const double cost = costs_.Of(type, s);
+    const StageCosts& c = stage_costs_[s];
+    const double cost = type == ActionType::kForward         ? c.forward
+                        : type == ActionType::kBackwardInput ? c.input_grad
+                                                             : c.weight_grad;
     double end = t + cost;
     out.push_back(MakeAction(type, s, m));
     rank.first_start = std::min(rank.first_start, t);
@@ -347,8 +390,16 @@ class ListScheduler {
   // of each other stays in a few cache lines.
   std::vector<Ends> ends_;
   std::vector<int> next_f_, next_i_;
-  std::vector<int> timed_cap_, timed_cap_loose_;  // by stage, see TimedWarmup
+  using WarmupCaps = std::array<int, kWarmupFactors.size()>;
+  std::vector<WarmupCaps> warmup_caps_;        // by stage, see ComputeWarmupCaps
+  size_t warmup_index_ = 0, w_gap_index_ = 0;  // of this run's rules in the variants
+  // Whether the run still records which rules matter (not once every other value has).
+  bool track_warmup_ = true, track_w_gap_ = true;
   std::vector<RankState> ranks_;
+  struct StageCosts {
+    double forward, input_grad, weight_grad;
+  };
+  std::vector<StageCosts> stage_costs_;  // costs_ per stage, looked up once
   RankQueue queue_;
   RuleSensitivity sensitivity_;
   double cutoff_ = kNever;
