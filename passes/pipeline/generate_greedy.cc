@@ -165,6 +165,7 @@ class ListScheduler {
       stage_costs_.push_back({costs_.Of(ActionType::kForward, s),
                               costs_.Of(ActionType::kBackwardInput, s),
                               costs_.Of(ActionType::kBackwardWeight, s)});
+    ComputeDrains();
     for (int r = 0; r < R_; ++r) {
       for (int s : stages_of_[r]) {
         const StageCosts& c = stage_costs_[s];
@@ -260,6 +261,43 @@ class ListScheduler {
                              : k == 0                 ? std::numeric_limits<int>::max()
                                       : std::max(1, k * (R_ - rank_of_[s]) - (k - 1));
       }
+  }
+
+  // How late rank r can finish at the earliest, once it is free at `end`: after the work it
+  // has left, and, while the last forward of its one stage is still to come, after the
+  // drain that forward starts (down the later stages, the input gradients back, then its
+  // W), of which it can fill only what fits in memory. Runs end within a hair of each
+  // other, so without the drain a run that cannot win is seen only in its cool-down.
+  double FinishBound(int r, double end) const {
+    const RankState& rank = ranks_[r];
+    double finish = end + rank.work_left;
+    if (stages_of_[r].size() != 1) return finish;
+    const int s = stages_of_[r][0];
+    const Drain& d = drains_[s];
+    if (next_f_[s] < M_ && d.chain > d.fill)
+      finish = std::max(finish, end + std::max(0.0, rank.work_left - d.fill) + d.chain);
+    return finish;
+  }
+
+  // Per stage, for FinishBound. From the start of the last forward F(s, M-1), its rank
+  // needs `chain` until W(s, M-1) ends (the chain of F and then I of micro-batch M-1
+  // through the later stages, never shorter whatever runs where), and can work at most
+  // `fill` of that: F, I and W of M-1, and what the micro-batches it holds in memory (at
+  // most limit - 1 M_B when the last F starts) still owe: I + W for one in flight (1 M_B),
+  // W for one whose I ran (w_mem M_B).
+  void ComputeDrains() {
+    drains_.assign(S_, Drain{});
+    const double w_mem = costs_.w_mem;
+    if (w_mem <= 0) return;  // W's hold no memory: any number can wait for the drain
+    double down_and_back = 0;
+    for (int s = S_ - 1; s >= 0; --s) {
+      const StageCosts& c = stage_costs_[s];
+      down_and_back += c.forward + c.input_grad + (s + 1 < S_ ? 2 * Cross(s, s + 1) : 0);
+      const double per_mb = std::max(c.input_grad + c.weight_grad, c.weight_grad / w_mem);
+      drains_[s].chain = down_and_back + c.weight_grad;
+      drains_[s].fill = c.forward + c.input_grad + c.weight_grad +
+                        std::max(0.0, rules_.mem_limit - 1 + 1e-9) * per_mb;
+    }
   }
 
   // The Zero Bubble paper's warm-up: stage s runs forwards back to back from when F(0)
@@ -374,7 +412,7 @@ class ListScheduler {
     rank.first_start = std::min(rank.first_start, t);
     rank.last_end = end;
     rank.work_left -= cost;
-    over_cutoff_ |= end - rank.first_start + rank.work_left > cutoff_ - 1e-9;
+    over_cutoff_ |= FinishBound(r, end) - rank.first_start > cutoff_ - 1e-9;
     rank.idle_since = end;
     Wake(r, end);
     return end;
@@ -400,6 +438,10 @@ class ListScheduler {
     double forward, input_grad, weight_grad;
   };
   std::vector<StageCosts> stage_costs_;  // costs_ per stage, looked up once
+  struct Drain {
+    double chain = 0, fill = 0;
+  };
+  std::vector<Drain> drains_;  // by stage, see ComputeDrains
   RankQueue queue_;
   RuleSensitivity sensitivity_;
   double cutoff_ = kNever;
