@@ -452,17 +452,9 @@ double DefaultMemLimit(const ScheduleSpec& spec) {
   return spec.mem_limit > 0 ? spec.mem_limit : spec.num_stages;
 }
 
-}  // namespace
-
-StatusOr<ActionSchedule> GenerateZbH2(const ScheduleSpec& spec) {
-  GreedyRules rules;
-  rules.mem_limit = spec.mem_limit > 0 ? spec.mem_limit : 2 * spec.num_ranks;
-  rules.warmup_factor = 2;
-  PW_ASSIGN_OR_RETURN(GreedyResult result, ListScheduler(spec, rules).Run());
-  return std::move(result.schedule);
-}
-
-StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
+// zb-auto's search over the variants. With shortcuts, a variant that an earlier run shows
+// would make the same decisions is not run again, and a run stops once it cannot win.
+StatusOr<ActionSchedule> SearchZbAuto(const ScheduleSpec& spec, bool shortcuts) {
   const double limit = DefaultMemLimit(spec);
   if (limit < 1) return InvalidArgument("mem-limit ", limit, " is below one micro-batch (1 M_B)");
   struct Tried {
@@ -484,7 +476,7 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
         // A variant that an earlier run shows would make the same decisions has its
         // outcome; it needs a run of its own only to hand over a schedule that wins.
         auto same = std::find_if(tried.begin(), tried.end(), [&](const Tried& t) {
-          return t.sensitivity.SameDecisions(t.rules, rules);
+          return shortcuts && t.sensitivity.SameDecisions(t.rules, rules);
         });
         if (same != tried.end() && (!same->error.ok() || !better(same->cost, same->peak))) {
           Tried copy = *same;
@@ -494,7 +486,7 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
           continue;
         }
         ListScheduler scheduler(spec, rules);
-        StatusOr<GreedyResult> r = scheduler.Run(best ? best->cost : kNever);
+        StatusOr<GreedyResult> r = scheduler.Run(best && shortcuts ? best->cost : kNever);
         tried.push_back({rules, r.status(), r.ok() ? r->cost : 0, r.ok() ? r->peak : 0,
                          scheduler.sensitivity()});
         if (!r.ok()) {
@@ -505,6 +497,24 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
       }
   if (!best) return last_error;
   return std::move(best->schedule);
+}
+
+}  // namespace
+
+StatusOr<ActionSchedule> GenerateZbH2(const ScheduleSpec& spec) {
+  GreedyRules rules;
+  rules.mem_limit = spec.mem_limit > 0 ? spec.mem_limit : 2 * spec.num_ranks;
+  rules.warmup_factor = 2;
+  PW_ASSIGN_OR_RETURN(GreedyResult result, ListScheduler(spec, rules).Run());
+  return std::move(result.schedule);
+}
+
+StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
+  return SearchZbAuto(spec, /*shortcuts=*/true);
+}
+
+StatusOr<ActionSchedule> GenerateZbAutoExhaustive(const ScheduleSpec& spec) {
+  return SearchZbAuto(spec, /*shortcuts=*/false);
 }
 
 }  // namespace pw::pipeline
