@@ -191,9 +191,10 @@ void PrintTable(const Report& report) {
     std::printf("%s\n", report.shapes.size() > 4 ? "; ..." : "");
   }
   std::printf(
-      "\nsearched %zu shapes, %d schedule kinds (action-level), %d pipelines (op-level); %d "
-      "refused by a pass, %d over the memory limit; %.2f s\n",
-      report.shapes.size() + 1, planned, simulated, refused, over_memory, report.seconds);
+      "\nsearched %s%d schedule kinds (action-level), %d pipelines (op-level); %d refused by "
+      "a pass, %d over the memory limit; %.2f s\n",
+      report.as_built ? StrCat(report.shapes.size() + 1, " shapes, ").c_str() : "", planned,
+      simulated, refused, over_memory, report.seconds);
 }
 
 // The module at `path`, checked against --ranks, with the micro-batches its step runs.
