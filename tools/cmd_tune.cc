@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "cost_model/chrome_trace.h"
 #include "ir/proto_io.h"
+#include "models/model_recipe.h"
 #include "tools/command.h"
 #include "tools/cost_inputs.h"
 #include "tools/flags.h"
 #include "tools/plan_search.h"
+#include "tools/tune_shapes.h"
 
 namespace pw::tools {
 namespace {
@@ -18,7 +21,7 @@ namespace {
 constexpr const char* kUsage =
     "pipeweave tune MODULE [MODULE...] --ranks N [--device cpu|h100|a100|SPEC_FILE (cpu)]\n"
     "           [--costs COSTS] [--global-batch G | --micro-batches M (4 x pp)]\n"
-    "           [--mem-limit GB] [--top K (5)] [--format table|json]\n"
+    "           [--mem-limit GB] [--top K (5)] [--shapes on|off (on)] [--format table|json]\n"
     "Searches, with the simulators, the plan choices a user would otherwise try by hand on\n"
     "unplanned training modules (their mesh, stages, chunk placement and micro-batch size as\n"
     "build-model made them): the schedule kind (each planned and pruned with the\n"
@@ -32,7 +35,14 @@ constexpr const char* kUsage =
     "micro-batches; several modules (e.g. built with other --vpp, --placement or\n"
     "--micro-batch-size) are compared at the same global batch, which they then need.\n"
     "--mem-limit drops plans whose largest rank holds more than GB GiB. Progress goes to\n"
-    "stderr.";
+    "stderr.\n"
+    "With one module that records how build-model made it and --global-batch, tune also\n"
+    "builds the model again in-process with every vpp that splits a rank's layers evenly\n"
+    "(up to 8), the V placement at vpp 2 and every micro-batch size that gives at least pp\n"
+    "micro-batches; ranks those shapes by their best schedule kind on the action-level\n"
+    "simulator and searches the best two fully beside the module as built. Their plans\n"
+    "name the shape and the build-model arguments that build it (--shapes off: the module\n"
+    "as built only).";
 
 StatusOr<int> MicroBatchSize(const Module& module) {
   for (const std::string& input : ModuleInputs(module))
@@ -44,7 +54,8 @@ StatusOr<int> MicroBatchSize(const Module& module) {
 
 // One module searched: its staging as built and the micro-batches its step runs.
 struct Variant {
-  std::string path;
+  std::string path;         // the file, or the shape tune built it with
+  std::string build_model;  // build-model's arguments for a module tune built; else empty
   Module module;
   int micro_batches = 0;
   TuneResult result;
@@ -56,9 +67,17 @@ struct Ranked {
   const TunedPlan* plan;
 };
 
+// A shape tune built the model with, ranked by the action-level simulator.
+struct RankedShape {
+  ShapeChoice choice;
+  ActionLevelBest best;
+};
+
 struct Report {
   std::vector<Variant> variants;
-  std::vector<Ranked> best;  // fastest first
+  std::vector<RankedShape> shapes;          // fastest first; empty when no shapes were tried
+  std::optional<ActionLevelBest> as_built;  // the module as built, when shapes were tried
+  std::vector<Ranked> best;                 // fastest first
   const TunedPlan* baseline = nullptr;
   std::string device;
   double seconds = 0;
@@ -67,7 +86,12 @@ struct Report {
 void AppendPlanJson(std::string& out, const Ranked& r, double baseline_ms) {
   out += "{\"module\": ";
   AppendJsonString(out, r.variant->path);
-  out += StrCat(", \"micro_batches\": ", r.variant->micro_batches, ", \"pipeline\": ");
+  out += StrCat(", \"micro_batches\": ", r.variant->micro_batches, ", \"build_model\": ");
+  if (r.variant->build_model.empty())
+    out += "null";
+  else
+    AppendJsonString(out, r.variant->build_model);
+  out += ", \"pipeline\": ";
   AppendJsonString(out, r.plan->pipeline);
   out += ", \"step_time_ms\": ";
   AppendJsonNumber(out, r.plan->step_ms);
@@ -105,6 +129,20 @@ void PrintJson(const Report& report) {
     if (i) out += ", ";
     AppendPlanJson(out, report.best[i], base_ms);
   }
+  out += "], \"shapes\": [";
+  for (size_t i = 0; i < report.shapes.size(); ++i) {
+    const RankedShape& shape = report.shapes[i];
+    if (i) out += ", ";
+    out += "{\"shape\": ";
+    AppendJsonString(out, shape.choice.label);
+    out += StrCat(", \"micro_batches\": ", shape.choice.micro_batches, ", \"build_model\": ");
+    AppendJsonString(out, shape.choice.build_model);
+    out += ", \"best_kind\": ";
+    AppendJsonString(out, shape.best.kind);
+    out += ", \"action_makespan_ms\": ";
+    AppendJsonNumber(out, shape.best.makespan_ms);
+    out += "}";
+  }
   out += StrCat("], \"searched\": {\"schedules\": ", planned, ", \"simulated\": ", simulated,
                 ", \"refused\": ", refused, ", \"over_memory\": ", over_memory, "}, \"seconds\": ");
   AppendJsonNumber(out, report.seconds);
@@ -134,14 +172,29 @@ void PrintTable(const Report& report) {
               several ? "module: pipeline" : "pipeline");
   for (size_t i = 0; i < report.best.size(); ++i) {
     const TunedPlan& p = *report.best[i].plan;
+    const Variant& v = *report.best[i].variant;
     std::printf("%-4zu %12.3f %7.3fx %7.3f %9.2f  %s%s\n", i + 1, p.step_ms,
                 base.step_ms / p.step_ms, p.bubble_rate, p.peak_bytes / gib,
-                several ? (report.best[i].variant->path + ": ").c_str() : "", p.pipeline.c_str());
+                several ? (v.path + ": ").c_str() : "", p.pipeline.c_str());
+    if (!v.build_model.empty())
+      std::printf("%-45s  module: pipeweave build-model %s -o MODULE.pb\n", "",
+                  v.build_model.c_str());
+  }
+  if (report.as_built) {
+    std::printf(
+        "\nshapes by the action-level simulator (best schedule kind, step ms): as built "
+        "%.3f (%s)",
+        report.as_built->makespan_ms, report.as_built->kind.c_str());
+    for (size_t i = 0; i < report.shapes.size() && i < 4; ++i)
+      std::printf("; %s %.3f (%s)", report.shapes[i].choice.label.c_str(),
+                  report.shapes[i].best.makespan_ms, report.shapes[i].best.kind.c_str());
+    std::printf("%s\n", report.shapes.size() > 4 ? "; ..." : "");
   }
   std::printf(
-      "\nsearched %d schedule kinds (action-level), %d pipelines (op-level); %d refused "
-      "by a pass, %d over the memory limit; %.2f s\n",
-      planned, simulated, refused, over_memory, report.seconds);
+      "\nsearched %s%d schedule kinds (action-level), %d pipelines (op-level); %d refused by "
+      "a pass, %d over the memory limit; %.2f s\n",
+      report.as_built ? StrCat(report.shapes.size() + 1, " shapes, ").c_str() : "", planned,
+      simulated, refused, over_memory, report.seconds);
 }
 
 // The module at `path`, checked against --ranks, with the micro-batches its step runs.
@@ -171,11 +224,59 @@ StatusOr<Variant> LoadVariant(const std::string& path, int64_t ranks, const Flag
   return v;
 }
 
+// The shapes other than the module as built, ranked by the action-level simulator; the
+// best `keep` join the report's variants. Nothing when the module records no recipe.
+Status AddShapes(Report& report, std::shared_ptr<const cost::Estimator> estimator,
+                 int64_t global_batch, size_t keep) {
+  const Variant& built = report.variants[0];
+  StatusOr<models::ModelRecipe> recipe = models::ReadModelRecipe(built.module);
+  if (!recipe.ok()) {
+    std::fprintf(stderr, "tune: %s; searching the module as built only\n",
+                 recipe.status().message().c_str());
+    return OkStatus();
+  }
+  PW_ASSIGN_OR_RETURN(ActionLevelBest as_built,
+                      BestActionLevelKind(built.module, estimator, built.micro_batches));
+  report.as_built = as_built;
+  std::vector<Module> modules;
+  for (ShapeChoice& choice : ShapeChoices(*recipe, global_batch, built.module.mesh.dp)) {
+    StatusOr<Module> module = models::BuildFromRecipe(choice.recipe);
+    if (!module.ok()) continue;  // a shape the builder refuses (e.g. heads over mp)
+    module->mesh.dp = built.module.mesh.dp;
+    StatusOr<ActionLevelBest> best = BestActionLevelKind(*module, estimator, choice.micro_batches);
+    if (!best.ok()) continue;
+    report.shapes.push_back(RankedShape{std::move(choice), *best});
+    modules.push_back(std::move(*module));
+  }
+  std::vector<size_t> order(report.shapes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return report.shapes[a].best.makespan_ms < report.shapes[b].best.makespan_ms;
+  });
+  std::vector<RankedShape> ranked;
+  for (size_t k = 0; k < order.size(); ++k) {
+    ranked.push_back(report.shapes[order[k]]);
+    if (k >= keep) continue;
+    Variant v;
+    v.path = ranked.back().choice.label;
+    v.build_model = ranked.back().choice.build_model;
+    v.module = std::move(modules[order[k]]);
+    v.micro_batches = ranked.back().choice.micro_batches;
+    report.variants.push_back(std::move(v));
+  }
+  report.shapes = std::move(ranked);
+  std::fprintf(stderr,
+               "tune: %zu other shapes ranked by the action-level simulator; the best %zu "
+               "searched\n",
+               report.shapes.size(), std::min(keep, report.shapes.size()));
+  return OkStatus();
+}
+
 StatusOr<int> RunTune(const std::vector<std::string>& args) {
   const auto start = std::chrono::steady_clock::now();
   Flags flags;
-  for (const char* name :
-       {"ranks", "device", "costs", "global-batch", "micro-batches", "mem-limit", "top", "format"})
+  for (const char* name : {"ranks", "device", "costs", "global-batch", "micro-batches", "mem-limit",
+                           "top", "shapes", "format"})
     flags.Value(name);
   PW_RETURN_IF_ERROR(flags.Parse(args));
   const std::vector<std::string>& paths = flags.positional();
@@ -195,6 +296,9 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
   if (flags.Has("mem-limit") && !(mem_gib > 0))
     return InvalidArgument("flag --mem-limit must be > 0 (GiB per rank)");
   PW_ASSIGN_OR_RETURN(int64_t top, flags.GetInt("top", 5));
+  const std::string shapes = flags.Get("shapes", "on");
+  if (shapes != "on" && shapes != "off")
+    return InvalidArgument("flag --shapes takes on or off, got '", shapes, "'");
   if (top < 1) return InvalidArgument("flag --top must be >= 1");
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
@@ -208,13 +312,25 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
     return FailedPrecondition(paths[0], ": plain 1f1b does not plan on it (vpp ",
                               report.variants[0].module.mesh.vpp,
                               "); put first a module it runs on, the reference of the speed-ups");
+  if (paths.size() == 1 && flags.Has("global-batch") && shapes == "on") {
+    PW_ASSIGN_OR_RETURN(int64_t global, flags.GetInt("global-batch", 0));
+    PW_RETURN_IF_ERROR(AddShapes(report, estimator, global, 2).WithContext(paths[0]));
+  }
   for (Variant& v : report.variants) {
     TuneOptions options;
     options.micro_batches = v.micro_batches;
     options.mem_limit_bytes = static_cast<int64_t>(mem_gib * 1024.0 * 1024.0 * 1024.0);
     options.top = static_cast<int>(top);
+    if (!v.build_model.empty()) {
+      // A shape tune built: its best kinds only, each step narrower than on the module as
+      // built, so that the shapes add seconds, not minutes.
+      options.action_keep = 2;
+      options.order_kinds = 1;
+      options.overlap_bases = 1;
+    }
     options.progress = [&](const std::string& line) {
-      std::fprintf(stderr, "%s%s\n", paths.size() > 1 ? (v.path + ": ").c_str() : "", line.c_str());
+      std::fprintf(stderr, "%s%s\n", report.variants.size() > 1 ? (v.path + ": ").c_str() : "",
+                   line.c_str());
     };
     StatusOr<TuneResult> result = TunePlan(v.module, estimator, options);
     if (!result.ok()) return result.status().WithContext(v.path);

@@ -103,6 +103,7 @@ class Search {
   }
 
   StatusOr<TuneResult> Run();
+  StatusOr<ActionLevelBest> BestKind();
 
  private:
   std::string Prefix(bool split) const {
@@ -116,6 +117,8 @@ class Search {
   Status PriceStages();
   // The action-level makespan of a kind's schedule; error when the pass refuses it.
   StatusOr<double> ActionMakespan(const KindInfo& kind);
+  // Step 1: every kind the module plans, by the action-level makespan, fastest first.
+  StatusOr<std::vector<std::pair<double, const KindInfo*>>> RankKinds();
   // Op-level: the plan's figures, or nothing when a pass or the simulator refused.
   std::optional<TunedPlan> Simulate(const Candidate& c);
   void Progress(const std::string& line) const {
@@ -236,18 +239,11 @@ std::optional<TunedPlan> Search::Simulate(const Candidate& c) {
   return plan;
 }
 
-StatusOr<TuneResult> Search::Run() {
+StatusOr<std::vector<std::pair<double, const KindInfo*>>> Search::RankKinds() {
   if (opt_.micro_batches < 1)
     return InvalidArgument("the search needs micro-batches >= 1, got ", opt_.micro_batches);
   PW_RETURN_IF_ERROR(Prefixed(false).status());
   PW_RETURN_IF_ERROR(PriceStages());
-
-  // Plain 1f1b: what every plan is compared with (where the module's stages allow it: one
-  // per rank).
-  const KindInfo* one_f_one_b = &kKinds[1];
-  result_.baseline = Simulate(Candidate{one_f_one_b});
-
-  // 1. Every kind on the action-level simulator; the best few go on.
   std::vector<std::pair<double, const KindInfo*>> ranked;
   for (const KindInfo& kind : kKinds) {
     StatusOr<double> makespan = ActionMakespan(kind);
@@ -260,7 +256,26 @@ StatusOr<TuneResult> Search::Run() {
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  return ranked;
+}
+
+StatusOr<ActionLevelBest> Search::BestKind() {
+  PW_ASSIGN_OR_RETURN(auto ranked, RankKinds());
+  if (ranked.empty())
+    return FailedPrecondition("no schedule kind plans on this module (", result_.refused,
+                              " refused)");
+  return ActionLevelBest{ranked[0].second->name, ranked[0].first, result_.planned};
+}
+
+StatusOr<TuneResult> Search::Run() {
+  // 1. Every kind on the action-level simulator; the best few go on.
+  PW_ASSIGN_OR_RETURN(auto ranked, RankKinds());
   if (static_cast<int>(ranked.size()) > opt_.action_keep) ranked.resize(opt_.action_keep);
+
+  // Plain 1f1b: what every plan is compared with (where the module's stages allow it: one
+  // per rank).
+  const KindInfo* one_f_one_b = &kKinds[1];
+  result_.baseline = Simulate(Candidate{one_f_one_b});
   Progress(StrCat("tune: ", result_.planned,
                   " schedule kinds priced by the action-level "
                   "simulator, ",
@@ -282,7 +297,7 @@ StatusOr<TuneResult> Search::Run() {
     add(Candidate{kind}, makespan);
   }
   std::stable_sort(found.begin(), found.end(), by_time);
-  const size_t kinds_kept = std::min<size_t>(2, found.size());
+  const size_t kinds_kept = std::min<size_t>(opt_.order_kinds, found.size());
   for (size_t i = 0; i < kinds_kept; ++i) {
     const Candidate base = found[i].second;
     for (const char* order : kP2pOrders) {
@@ -303,7 +318,7 @@ StatusOr<TuneResult> Search::Run() {
   // Plain 1f1b too: overlap-1f1b pairs only its jobs.
   std::vector<Candidate> bases;
   if (result_.baseline) bases.push_back(Candidate{one_f_one_b});
-  const size_t wanted = bases.size() + 2;
+  const size_t wanted = bases.size() + opt_.overlap_bases;
   for (size_t i = 0; i < found.size() && bases.size() < wanted; ++i)
     if (!result_.baseline || PipelineOf(found[i].second) != PipelineOf(bases[0]))
       bases.push_back(found[i].second);
@@ -346,6 +361,18 @@ StatusOr<TuneResult> Search::Run() {
 }
 
 }  // namespace
+
+StatusOr<ActionLevelBest> BestActionLevelKind(const Module& module,
+                                              std::shared_ptr<const cost::Estimator> estimator,
+                                              int micro_batches) {
+  if (!module.plan.empty())
+    return FailedPrecondition("module '", module.name,
+                              "' already has a plan: tune starts from an unplanned module");
+  TuneOptions options;
+  options.micro_batches = micro_batches;
+  Search search(module, std::move(estimator), options);
+  return search.BestKind();
+}
 
 StatusOr<TuneResult> TunePlan(const Module& module,
                               std::shared_ptr<const cost::Estimator> estimator,

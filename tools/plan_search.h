@@ -31,6 +31,8 @@ struct TuneOptions {
   int64_t mem_limit_bytes = 0;  // per rank; 0: none
   int top = 5;                  // plans reported
   int action_keep = 4;          // schedule kinds the action-level pruning keeps
+  int order_kinds = 2;          // of those, the best (op-level) tried with every p2p order
+  int overlap_bases = 2;        // plans (besides plain 1f1b) tried with the overlap ladders
   // Passes tried after insert-p2p when registered (searched like the overlap passes).
   std::vector<std::string> extra_passes = {"order-comm"};
   std::function<void(const std::string&)> progress;  // one line per stage; may be empty
@@ -55,6 +57,18 @@ struct TuneResult {
 };
 
 // `module` is a training module with no plan (a forward-only one gets append-backward).
+// Step 1 alone: every schedule kind planned and priced by the action-level simulator, the
+// fastest kept. Cheap (no op-level simulation): `tune` ranks the stagings and micro-batch
+// sizes it rebuilds a model with by it, and searches only the best of them fully.
+struct ActionLevelBest {
+  std::string kind;
+  double makespan_ms = 0;
+  int planned = 0;  // schedule kinds priced
+};
+StatusOr<ActionLevelBest> BestActionLevelKind(const Module& module,
+                                              std::shared_ptr<const cost::Estimator> estimator,
+                                              int micro_batches);
+
 StatusOr<TuneResult> TunePlan(const Module& module,
                               std::shared_ptr<const cost::Estimator> estimator,
                               const TuneOptions& options);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <optional>
 
@@ -57,6 +56,11 @@ struct RuleSensitivity {
   std::array<bool, kWarmupFactors.size()> warmup{};  // by index in kWarmupFactors
   std::array<bool, kWGaps.size()> w_gap{};           // by index in kWGaps
 
+  // Whether every other value of a rule than the run's own (by index) has mattered: then
+  // the run need not track that rule any further.
+  bool AllWarmupsMatter(size_t own) const { return AllBut(warmup, own); }
+  bool AllWGapsMatter(size_t own) const { return AllBut(w_gap, own); }
+
   // Whether a run under `ran` with this sensitivity shows that a run under `other` makes
   // the same decisions: each rule is the same or never mattered.
   bool SameDecisions(const GreedyRules& ran, const GreedyRules& other) const {
@@ -67,49 +71,53 @@ struct RuleSensitivity {
            (ran.warmup_factor == other.warmup_factor || !warmup[k]) &&
            (ran.w_gap == other.w_gap || !w_gap[g]);
   }
+
+ private:
+  template <size_t N>
+  static bool AllBut(const std::array<bool, N>& mattered, size_t own) {
+    for (size_t i = 0; i < N; ++i)
+      if (i != own && !mattered[i]) return false;
+    return true;
+  }
 };
 
 // The ranks due to be looked at, by time, the higher rank first among equal times. A
-// tournament tree over the ranks: every node holds the first of the queued ranks below
-// it, so waking or taking a rank replays only the matches on its path to the root.
+// tournament tree over the ranks: every node holds the first of the queued ranks below it
+// with its time (so a match reads no other array), and waking or dropping a rank replays
+// only the matches on its path to the root. The scheduler spends most of its time here.
 class RankQueue {
  public:
-  explicit RankQueue(int ranks) : time_(ranks, 0) {
+  explicit RankQueue(int ranks) {
     while (leaves_ < ranks) leaves_ *= 2;
-    tree_.assign(2 * static_cast<size_t>(leaves_), kNone);
+    tree_.assign(2 * static_cast<size_t>(leaves_), Entry{});
   }
-  bool empty() const { return tree_[1] == kNone; }
-  bool queued(int r) const { return tree_[leaves_ + r] != kNone; }
-  double time(int r) const { return time_[r]; }
+  bool empty() const { return tree_[1].rank == kNone; }
+  bool queued(int r) const { return tree_[leaves_ + r].rank != kNone; }
+  double time(int r) const { return tree_[leaves_ + r].time; }
+  int first() const { return tree_[1].rank; }
   // Queues rank r at time t, or moves it there.
-  void Wake(int r, double t) {
-    time_[r] = t;
-    Replay(r, r);
-  }
-  // Removes the first rank and returns it.
-  int Pop() {
-    const int first = tree_[1];
-    Replay(first, kNone);
-    return first;
-  }
+  void Wake(int r, double t) { Replay(r, Entry{t, r}); }
+  void Drop(int r) { Replay(r, Entry{}); }
 
  private:
   static constexpr int kNone = -1;
+  struct Entry {
+    double time = kNever;  // an empty leaf loses every match
+    int rank = kNone;
+  };
 
-  int Winner(int a, int b) const {
-    if (a == kNone || b == kNone) return a == kNone ? b : a;
-    return time_[a] < time_[b] || (time_[a] == time_[b] && a > b) ? a : b;
+  static const Entry& Winner(const Entry& a, const Entry& b) {
+    return a.time < b.time || (a.time == b.time && a.rank > b.rank) ? a : b;
   }
   // Sets rank r's leaf and replays the matches above it.
-  void Replay(int r, int leaf) {
+  void Replay(int r, Entry leaf) {
     size_t i = leaves_ + r;
     tree_[i] = leaf;
-    for (i /= 2; i > 0; i /= 2) tree_[i] = Winner(tree_[2 * i], tree_[2 * i + 1]);
+    for (; i > 1; i /= 2) tree_[i / 2] = Winner(tree_[i & ~size_t{1}], tree_[i | 1]);
   }
 
-  std::vector<double> time_;
-  int leaves_ = 1;
-  std::vector<int> tree_;  // node i has children 2i and 2i + 1; leaves from leaves_
+  size_t leaves_ = 1;
+  std::vector<Entry> tree_;  // node i has children 2i and 2i + 1; leaves from leaves_
 };
 
 struct GreedyResult {
@@ -143,17 +151,27 @@ class ListScheduler {
     stages_of_.assign(R_, {});
     // Later stages first: on a rank with several, that pushes micro-batches deeper.
     for (int s = S_ - 1; s >= 0; --s) stages_of_[rank_of_[s]].push_back(s);
-    f_end_.assign(static_cast<size_t>(S_) * M_, kUnknown);
-    i_end_.assign(static_cast<size_t>(S_) * M_, kUnknown);
+    ends_.assign(static_cast<size_t>(S_) * M_, Ends{});
     next_f_.assign(S_, 0);
     next_i_.assign(S_, 0);
     ranks_.assign(R_, RankState{});
-    TimedWarmup();
+    ComputeWarmupCaps();
+    warmup_index_ = IndexOf(kWarmupFactors, rules_.warmup_factor);
+    w_gap_index_ = IndexOf(kWGaps, rules_.w_gap);
+    if (warmup_index_ == kWarmupFactors.size() || w_gap_index_ == kWGaps.size())
+      return Internal("zb-auto rules outside the variants it tries");
+    stage_costs_.clear();
+    for (int s = 0; s < S_; ++s)
+      stage_costs_.push_back({costs_.Of(ActionType::kForward, s),
+                              costs_.Of(ActionType::kBackwardInput, s),
+                              costs_.Of(ActionType::kBackwardWeight, s)});
+    ComputeDrains();
     for (int r = 0; r < R_; ++r) {
-      for (int s : stages_of_[r])
-        ranks_[r].work_left +=
-            M_ * (costs_.Of(ActionType::kForward, s) + costs_.Of(ActionType::kBackwardInput, s) +
-                  costs_.Of(ActionType::kBackwardWeight, s));
+      for (int s : stages_of_[r]) {
+        const StageCosts& c = stage_costs_[s];
+        ranks_[r].work_left += M_ * (c.forward + c.input_grad + c.weight_grad);
+        ranks_[r].pending_w.reserve(static_cast<size_t>(M_) * stages_of_[r].size());
+      }
       result.schedule.ranks[r].reserve(3 * stages_of_[r].size() * static_cast<size_t>(M_));
       Wake(r, 0);
     }
@@ -162,7 +180,8 @@ class ListScheduler {
       if (queue_.empty())
         return FailedPrecondition("no schedule fits the memory limit of ", rules_.mem_limit,
                                   " M_B per rank");
-      const int r = queue_.Pop();
+      // The first rank stays queued: the step moves it to when it is free again.
+      const int r = queue_.first();
       if (Step(r, queue_.time(r), result.schedule.ranks[r])) --remaining;
       if (over_cutoff_) {
         result.cost = kNever;
@@ -182,8 +201,19 @@ class ListScheduler {
     double first_start = kNever, last_end = 0;
     double work_left = 0;  // compute time of the actions it has not run yet
     double mem = 0, peak = 0;
-    std::deque<std::pair<int, int>> pending_w;  // (stage, micro-batch) whose W is due
+    // (stage, micro-batch) whose W is due from pending_w[next_w]: a queue that never
+    // shrinks, so taking from it costs one index.
+    std::vector<std::pair<int, int>> pending_w;
+    size_t next_w = 0;
+    bool owes_w() const { return next_w < pending_w.size(); }
   };
+
+  // When the F and I of a (stage, micro-batch) end, kUnknown until they have run.
+  struct Ends {
+    double forward = kUnknown, input_grad = kUnknown;
+  };
+  Ends& EndsOf(int s, int m) { return ends_[static_cast<size_t>(m) * S_ + s]; }
+  const Ends& EndsOf(int s, int m) const { return ends_[static_cast<size_t>(m) * S_ + s]; }
 
   double Cross(int a, int b) const { return rank_of_[a] == rank_of_[b] ? 0 : costs_.comm; }
 
@@ -192,39 +222,89 @@ class ListScheduler {
     int m = next_f_[s];
     if (m >= M_) return kNever;
     if (s == 0) return 0;
-    double end = f_end_[static_cast<size_t>(s - 1) * M_ + m];
+    double end = EndsOf(s - 1, m).forward;
     return end == kUnknown ? kNever : end + Cross(s - 1, s);
   }
   double ReadyI(int s) const {
     int m = next_i_[s];
     if (m >= next_f_[s]) return kNever;  // its forward has not run yet
-    size_t own = static_cast<size_t>(s) * M_ + m;
-    if (s == S_ - 1) return f_end_[own];
-    double end = i_end_[own + M_];
-    return end == kUnknown ? kNever : std::max(end + Cross(s + 1, s), f_end_[own]);
+    const double own = EndsOf(s, m).forward;
+    if (s == S_ - 1) return own;
+    double end = EndsOf(s + 1, m).input_grad;
+    return end == kUnknown ? kNever : std::max(end + Cross(s + 1, s), own);
   }
 
   bool ForwardAllowed(int r, int s) {
     if (ranks_[r].mem + 1 > rules_.mem_limit + 1e-9) return false;
     const int in_flight = next_f_[s] - next_i_[s];
-    auto allowed = [&](int k) {
-      if (k == kTimedWarmup) return in_flight < timed_cap_[s];
-      if (k == kTimedWarmupLoose) return in_flight < timed_cap_loose_[s];
-      return k == 0 || in_flight < std::max(1, k * (R_ - rank_of_[s]) - (k - 1));
-    };
-    const bool ok = allowed(rules_.warmup_factor);
-    for (size_t i = 0; i < kWarmupFactors.size(); ++i)
-      sensitivity_.warmup[i] |= allowed(kWarmupFactors[i]) != ok;
+    const WarmupCaps& caps = warmup_caps_[s];
+    const bool ok = in_flight < caps[warmup_index_];
+    if (track_warmup_) {
+      for (size_t i = 0; i < caps.size(); ++i)
+        sensitivity_.warmup[i] |= (in_flight < caps[i]) != ok;
+      track_warmup_ = !sensitivity_.AllWarmupsMatter(warmup_index_);
+    }
     return ok;
+  }
+
+  // Each warm-up variant's cap on stage s's forwards in flight: factor*(P-s) - (factor-1)
+  // for the 1F1B-like ones, the timed caps below, none for factor 0.
+  void ComputeWarmupCaps() {
+    std::vector<int> timed_cap(S_, 1), timed_cap_loose(S_, 1);
+    TimedWarmup(timed_cap, timed_cap_loose);
+    warmup_caps_.assign(S_, {});
+    for (int s = 0; s < S_; ++s)
+      for (size_t i = 0; i < kWarmupFactors.size(); ++i) {
+        const int k = kWarmupFactors[i];
+        warmup_caps_[s][i] = k == kTimedWarmup        ? timed_cap[s]
+                             : k == kTimedWarmupLoose ? timed_cap_loose[s]
+                             : k == 0                 ? std::numeric_limits<int>::max()
+                                      : std::max(1, k * (R_ - rank_of_[s]) - (k - 1));
+      }
+  }
+
+  // How late rank r can finish at the earliest, once it is free at `end`: after the work it
+  // has left, and, while the last forward of its one stage is still to come, after the
+  // drain that forward starts (down the later stages, the input gradients back, then its
+  // W), of which it can fill only what fits in memory. Runs end within a hair of each
+  // other, so without the drain a run that cannot win is seen only in its cool-down.
+  double FinishBound(int r, double end) const {
+    const RankState& rank = ranks_[r];
+    double finish = end + rank.work_left;
+    if (stages_of_[r].size() != 1) return finish;
+    const int s = stages_of_[r][0];
+    const Drain& d = drains_[s];
+    if (next_f_[s] < M_ && d.chain > d.fill)
+      finish = std::max(finish, end + std::max(0.0, rank.work_left - d.fill) + d.chain);
+    return finish;
+  }
+
+  // Per stage, for FinishBound. From the start of the last forward F(s, M-1), its rank
+  // needs `chain` until W(s, M-1) ends (the chain of F and then I of micro-batch M-1
+  // through the later stages, never shorter whatever runs where), and can work at most
+  // `fill` of that: F, I and W of M-1, and what the micro-batches it holds in memory (at
+  // most limit - 1 M_B when the last F starts) still owe: I + W for one in flight (1 M_B),
+  // W for one whose I ran (w_mem M_B).
+  void ComputeDrains() {
+    drains_.assign(S_, Drain{});
+    const double w_mem = costs_.w_mem;
+    if (w_mem <= 0) return;  // W's hold no memory: any number can wait for the drain
+    double down_and_back = 0;
+    for (int s = S_ - 1; s >= 0; --s) {
+      const StageCosts& c = stage_costs_[s];
+      down_and_back += c.forward + c.input_grad + (s + 1 < S_ ? 2 * Cross(s, s + 1) : 0);
+      const double per_mb = std::max(c.input_grad + c.weight_grad, c.weight_grad / w_mem);
+      drains_[s].chain = down_and_back + c.weight_grad;
+      drains_[s].fill = c.forward + c.input_grad + c.weight_grad +
+                        std::max(0.0, rules_.mem_limit - 1 + 1e-9) * per_mb;
+    }
   }
 
   // The Zero Bubble paper's warm-up: stage s runs forwards back to back from when F(0)
   // reaches it until I(0) comes back (when nothing on the way delays either), so that no
   // forward is still running when I(0) arrives, which would hold it back on every stage
   // before. The loose cap also counts the forward that starts just before I(0) arrives.
-  void TimedWarmup() {
-    timed_cap_.assign(S_, 1);
-    timed_cap_loose_.assign(S_, 1);
+  void TimedWarmup(std::vector<int>& cap, std::vector<int>& loose) const {
     std::vector<double> f0_end(S_);
     for (int s = 0; s < S_; ++s)
       f0_end[s] = (s ? f0_end[s - 1] + Cross(s - 1, s) : 0) + costs_.Of(ActionType::kForward, s);
@@ -234,8 +314,8 @@ class ListScheduler {
       const double f = costs_.Of(ActionType::kForward, s);
       if (f <= 0) continue;
       const double room = (i0_ready - (f0_end[s] - f)) / f;
-      timed_cap_[s] = std::max(1, static_cast<int>(std::floor(room + 1e-9)));
-      timed_cap_loose_[s] = std::max(1, static_cast<int>(std::ceil(room - 1e-9)));
+      cap[s] = std::max(1, static_cast<int>(std::floor(room + 1e-9)));
+      loose[s] = std::max(1, static_cast<int>(std::ceil(room - 1e-9)));
     }
   }
 
@@ -283,7 +363,7 @@ class ListScheduler {
     if (best_i >= 0 && (rules_.input_grad_first || best_f < 0)) {
       int m = next_i_[best_i]++;
       double end = Run(r, ActionType::kBackwardInput, best_i, m, t, out);
-      i_end_[static_cast<size_t>(best_i) * M_ + m] = end;
+      EndsOf(best_i, m).input_grad = end;
       rank.mem -= 1 - costs_.w_mem;
       rank.pending_w.emplace_back(best_i, m);
       if (best_i > 0) Notify(best_i - 1, end + Cross(best_i, best_i - 1));
@@ -292,7 +372,7 @@ class ListScheduler {
     if (best_f >= 0) {
       int m = next_f_[best_f]++;
       double end = Run(r, ActionType::kForward, best_f, m, t, out);
-      f_end_[static_cast<size_t>(best_f) * M_ + m] = end;
+      EndsOf(best_f, m).forward = end;
       rank.mem += 1;
       rank.peak = std::max(rank.peak, rank.mem);
       if (best_f + 1 < S_) Notify(best_f + 1, end + Cross(best_f, best_f + 1));
@@ -302,30 +382,37 @@ class ListScheduler {
       if (w_gap == kTailWGap) w_gap = OwesLastInputGrad(r) ? 1 : 0;
       return next_known - t >= w_gap * w_cost;
     };
-    if (!rank.pending_w.empty())
-      for (size_t i = 0; i < kWGaps.size(); ++i)
-        sensitivity_.w_gap[i] |= runs_w(kWGaps[i]) != runs_w(rules_.w_gap);
-    if (!rank.pending_w.empty() && runs_w(rules_.w_gap)) {
-      auto [s, m] = rank.pending_w.front();
-      rank.pending_w.pop_front();
+    if (rank.owes_w() && track_w_gap_) {
+      const bool ok = runs_w(rules_.w_gap);
+      for (size_t i = 0; i < kWGaps.size(); ++i) sensitivity_.w_gap[i] |= runs_w(kWGaps[i]) != ok;
+      track_w_gap_ = !sensitivity_.AllWGapsMatter(w_gap_index_);
+    }
+    if (rank.owes_w() && runs_w(rules_.w_gap)) {
+      auto [s, m] = rank.pending_w[rank.next_w++];
       Run(r, ActionType::kBackwardWeight, s, m, t, out);
       rank.mem -= costs_.w_mem;
       return true;
     }
     rank.idle_since = t;
-    if (next_known < kNever) Wake(r, next_known);
+    if (next_known < kNever)
+      Wake(r, next_known);
+    else
+      queue_.Drop(r);  // until an action of another rank makes one of its own ready
     return false;
   }
 
   double Run(int r, ActionType type, int s, int m, double t, std::vector<Action>& out) {
     RankState& rank = ranks_[r];
-    const double cost = costs_.Of(type, s);
+    const StageCosts& c = stage_costs_[s];
+    const double cost = type == ActionType::kForward         ? c.forward
+                        : type == ActionType::kBackwardInput ? c.input_grad
+                                                             : c.weight_grad;
     double end = t + cost;
     out.push_back(MakeAction(type, s, m));
     rank.first_start = std::min(rank.first_start, t);
     rank.last_end = end;
     rank.work_left -= cost;
-    over_cutoff_ |= end - rank.first_start + rank.work_left > cutoff_ - 1e-9;
+    over_cutoff_ |= FinishBound(r, end) - rank.first_start > cutoff_ - 1e-9;
     rank.idle_since = end;
     Wake(r, end);
     return end;
@@ -337,10 +424,24 @@ class ListScheduler {
   const ActionCosts& costs_;
   std::vector<int> rank_of_;
   std::vector<std::vector<int>> stages_of_;
-  std::vector<double> f_end_, i_end_;
+  // By micro-batch, then stage: the ranks work on nearby micro-batches, so what they read
+  // of each other stays in a few cache lines.
+  std::vector<Ends> ends_;
   std::vector<int> next_f_, next_i_;
-  std::vector<int> timed_cap_, timed_cap_loose_;  // by stage, see TimedWarmup
+  using WarmupCaps = std::array<int, kWarmupFactors.size()>;
+  std::vector<WarmupCaps> warmup_caps_;        // by stage, see ComputeWarmupCaps
+  size_t warmup_index_ = 0, w_gap_index_ = 0;  // of this run's rules in the variants
+  // Whether the run still records which rules matter (not once every other value has).
+  bool track_warmup_ = true, track_w_gap_ = true;
   std::vector<RankState> ranks_;
+  struct StageCosts {
+    double forward, input_grad, weight_grad;
+  };
+  std::vector<StageCosts> stage_costs_;  // costs_ per stage, looked up once
+  struct Drain {
+    double chain = 0, fill = 0;
+  };
+  std::vector<Drain> drains_;  // by stage, see ComputeDrains
   RankQueue queue_;
   RuleSensitivity sensitivity_;
   double cutoff_ = kNever;
@@ -351,17 +452,9 @@ double DefaultMemLimit(const ScheduleSpec& spec) {
   return spec.mem_limit > 0 ? spec.mem_limit : spec.num_stages;
 }
 
-}  // namespace
-
-StatusOr<ActionSchedule> GenerateZbH2(const ScheduleSpec& spec) {
-  GreedyRules rules;
-  rules.mem_limit = spec.mem_limit > 0 ? spec.mem_limit : 2 * spec.num_ranks;
-  rules.warmup_factor = 2;
-  PW_ASSIGN_OR_RETURN(GreedyResult result, ListScheduler(spec, rules).Run());
-  return std::move(result.schedule);
-}
-
-StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
+// zb-auto's search over the variants. With shortcuts, a variant that an earlier run shows
+// would make the same decisions is not run again, and a run stops once it cannot win.
+StatusOr<ActionSchedule> SearchZbAuto(const ScheduleSpec& spec, bool shortcuts) {
   const double limit = DefaultMemLimit(spec);
   if (limit < 1) return InvalidArgument("mem-limit ", limit, " is below one micro-batch (1 M_B)");
   struct Tried {
@@ -383,7 +476,7 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
         // A variant that an earlier run shows would make the same decisions has its
         // outcome; it needs a run of its own only to hand over a schedule that wins.
         auto same = std::find_if(tried.begin(), tried.end(), [&](const Tried& t) {
-          return t.sensitivity.SameDecisions(t.rules, rules);
+          return shortcuts && t.sensitivity.SameDecisions(t.rules, rules);
         });
         if (same != tried.end() && (!same->error.ok() || !better(same->cost, same->peak))) {
           Tried copy = *same;
@@ -393,7 +486,7 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
           continue;
         }
         ListScheduler scheduler(spec, rules);
-        StatusOr<GreedyResult> r = scheduler.Run(best ? best->cost : kNever);
+        StatusOr<GreedyResult> r = scheduler.Run(best && shortcuts ? best->cost : kNever);
         tried.push_back({rules, r.status(), r.ok() ? r->cost : 0, r.ok() ? r->peak : 0,
                          scheduler.sensitivity()});
         if (!r.ok()) {
@@ -404,6 +497,24 @@ StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
       }
   if (!best) return last_error;
   return std::move(best->schedule);
+}
+
+}  // namespace
+
+StatusOr<ActionSchedule> GenerateZbH2(const ScheduleSpec& spec) {
+  GreedyRules rules;
+  rules.mem_limit = spec.mem_limit > 0 ? spec.mem_limit : 2 * spec.num_ranks;
+  rules.warmup_factor = 2;
+  PW_ASSIGN_OR_RETURN(GreedyResult result, ListScheduler(spec, rules).Run());
+  return std::move(result.schedule);
+}
+
+StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec) {
+  return SearchZbAuto(spec, /*shortcuts=*/true);
+}
+
+StatusOr<ActionSchedule> GenerateZbAutoExhaustive(const ScheduleSpec& spec) {
+  return SearchZbAuto(spec, /*shortcuts=*/false);
 }
 
 }  // namespace pw::pipeline

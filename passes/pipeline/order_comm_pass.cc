@@ -2,11 +2,15 @@
 // schedule with the send/recv order the search finds (comm_order_search.h): the best
 // makespan under the action-level simulator, proven deadlock-free by the checker under the
 // target's semantics (rendezvous for NCCL's blocking p2p). It runs instead of insert-p2p.
+// The simulator prices stages with the cost model (`opt --device/--costs`,
+// stage_pricing.h); F, B, W and comm given as options replace its figures, and without a
+// cost model all four must be given.
 
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 #include "passes/pipeline/comm_order_search.h"
 #include "passes/pipeline/module_stages.h"
+#include "passes/pipeline/stage_pricing.h"
 
 namespace pw {
 namespace {
@@ -22,6 +26,32 @@ class OrderCommPass : public Pass {
            "instead of insert-p2p.";
   }
 
+  // The stage costs the search simulates with: the cost model's (its per-stage scale
+  // kept), each of F, B, W and comm replaced by its option where the user gives one.
+  StatusOr<ActionCosts> Costs(const Module& module, const pipeline::ModuleStages& stages,
+                              PassContext& context) const {
+    const cost::Estimator* estimator = context.Find<cost::Estimator>();
+    ActionCosts costs;
+    if (estimator) {
+      PW_ASSIGN_OR_RETURN(costs, pipeline::PriceStages(module, stages, *estimator, context.ops()));
+    }
+    const std::pair<const Option<double>*, double*> given[] = {{&forward_cost, &costs.forward},
+                                                               {&backward_cost, &costs.backward},
+                                                               {&weight_cost, &costs.weight},
+                                                               {&comm_cost, &costs.comm}};
+    for (const auto& [option, value] : given) {
+      if (option->has_value()) {
+        *value = option->value();
+      } else if (!estimator) {
+        return FailedPrecondition("order-comm needs stage costs: option '", option->name(),
+                                  "' is not given and no cost model is attached (pass --device "
+                                  "D, and --costs FILE from 'pipeweave profile', to 'pipeweave "
+                                  "opt')");
+      }
+    }
+    return costs;
+  }
+
   StatusOr<bool> Run(Module& module, PassContext& context) override {
     if (module.plan.empty())
       return FailedPrecondition("the module has no plan (run schedule first)");
@@ -29,10 +59,7 @@ class OrderCommPass : public Pass {
     PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::PlannedSchedule(module, stages));
     pipeline::CommOrderOptions options;
     PW_ASSIGN_OR_RETURN(options.semantics, ParseCommSemantics(semantics.value()));
-    options.costs.forward = forward_cost.value();
-    options.costs.backward = backward_cost.value();
-    options.costs.weight = weight_cost.value();
-    options.costs.comm = comm_cost.value();
+    PW_ASSIGN_OR_RETURN(options.costs, Costs(module, stages, context));
     options.max_evaluations = max_evaluations.value();
     PW_ASSIGN_OR_RETURN(pipeline::CommOrderResult result,
                         pipeline::SearchCommOrder(schedule, options));
@@ -54,10 +81,14 @@ class OrderCommPass : public Pass {
                                 "eager (isend/irecv)",
                                 "rendezvous",
                                 {"rendezvous", "eager"}};
-  Option<double> forward_cost{this, "F", "forward cost per stage", 1.0};
-  Option<double> backward_cost{this, "B", "input-gradient cost per stage", 1.0};
-  Option<double> weight_cost{this, "W", "weight-gradient cost per stage", 1.0};
-  Option<double> comm_cost{this, "comm", "latency of a cross-rank edge", 0.5};
+  // No defaults: the cost model prices what the user does not give.
+  Option<double> forward_cost{this, "F", "forward cost per stage (default: the cost model's)"};
+  Option<double> backward_cost{this, "B",
+                               "input-gradient cost per stage (default: the cost model's)"};
+  Option<double> weight_cost{this, "W",
+                             "weight-gradient cost per stage (default: the cost model's)"};
+  Option<double> comm_cost{this, "comm",
+                           "latency of a cross-rank edge (default: the cost model's)"};
   Option<int> max_evaluations{this, "max-evals", "simulations the search may run", 5000};
 };
 

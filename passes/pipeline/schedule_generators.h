@@ -26,5 +26,8 @@ ActionSchedule GenerateDualPipeV(const ScheduleSpec& spec);
 // generate_greedy.cc: cost-aware kinds built by list scheduling.
 StatusOr<ActionSchedule> GenerateZbH2(const ScheduleSpec& spec);
 StatusOr<ActionSchedule> GenerateZbAuto(const ScheduleSpec& spec);
+// zb-auto with every variant run to its end: the makespan GenerateZbAuto's shortcuts
+// (skipping variants that decide alike, stopping runs that cannot win) must keep.
+StatusOr<ActionSchedule> GenerateZbAutoExhaustive(const ScheduleSpec& spec);
 
 }  // namespace pw::pipeline

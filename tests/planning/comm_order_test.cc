@@ -78,7 +78,7 @@ TEST(OrderComm, PassLowersTheUnetPlan) {
   PassManager manager;
   ASSERT_TRUE(manager
                   .AddPipeline("append-backward,split-program,schedule{kind=1f1b,micro-batches="
-                               "12},order-comm{comm=0.5}")
+                               "12},order-comm{F=1,B=1,W=1,comm=0.5}")
                   .ok());
   StatusOr<bool> changed = manager.Run(*m);
   ASSERT_TRUE(changed.ok()) << changed.status().message();
@@ -122,8 +122,9 @@ TEST(OrderComm, PassRefusesWhatItCannotLower) {
   };
   Status st = run("append-backward,split-program,order-comm");
   EXPECT_NE(st.message().find("has no plan"), std::string::npos) << st.message();
-  st = run(
-      "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p,order-comm");
+  st =
+      run("append-backward,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p,"
+          "order-comm{F=1,B=1,W=1,comm=0.5}");
   EXPECT_NE(st.message().find("instead of insert-p2p"), std::string::npos) << st.message();
   st =
       run("append-backward,split-program,schedule{kind=1f1b,micro-batches=4},"

@@ -1,0 +1,62 @@
+#include "passes/pipeline/stage_pricing.h"
+
+#include <algorithm>
+
+#include "cost_model/op_price.h"
+#include "ir/rank_layout.h"
+
+namespace pw::pipeline {
+
+StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stages,
+                                  const cost::Estimator& estimator, const OpRegistry& ops) {
+  const int n = stages.num_stages();
+  if (n == 0) return FailedPrecondition("the module has no pipeline stages to price");
+  const RankLayout layout(module.mesh);
+  auto rank_of = [&](int stage) { return layout.Rank({0, stages.stage_to_rank[stage], 0}); };
+  std::vector<double> f(n, 0), b(n, 0), w(n, 0), sent_bytes(n, 0);
+  for (const auto& [key, name] : stages.programs) {
+    const auto& [stage, kind] = key;
+    const Program* program = module.FindProgram(name);
+    if (!program) return NotFound("program '", name, "' of stage ", stage, " is missing");
+    auto lookup = [&](const std::string& v) { return module.FindVar(v, program); };
+    double seconds = 0;
+    for (const Op& op : program->ops()) {
+      StatusOr<cost::OpPrice> price =
+          cost::PriceOp(op, module, rank_of(stage), estimator, ops, lookup);
+      if (!price.ok()) return price.status().WithContext(StrCat("pricing program '", name, "'"));
+      seconds += price->seconds;
+    }
+    if (kind == kForwardKind) {
+      f[stage] = seconds;
+      for (const std::string& v : program->info().outputs)
+        if (const Var* var = lookup(v)) sent_bytes[stage] += var->num_bytes();
+    } else if (kind == kBackwardKind || kind == kBackwardInputKind) {
+      b[stage] = seconds;
+    } else if (kind == kBackwardWeightKind) {
+      w[stage] = seconds;
+    }
+  }
+  ActionCosts costs;
+  costs.forward = costs.backward = costs.weight = 0;
+  double total = 0;
+  for (int s = 0; s < n; ++s) {
+    costs.forward += 1e3 * f[s] / n;
+    costs.backward += 1e3 * b[s] / n;
+    costs.weight += 1e3 * w[s] / n;
+    total += f[s] + b[s] + w[s];
+  }
+  if (total <= 0) return FailedPrecondition("the cost model prices every stage program at zero");
+  for (int s = 0; s < n; ++s) costs.stage_scale.push_back((f[s] + b[s] + w[s]) * n / total);
+  // The largest activation a stage hands on, between the ranks of stages s and s + 1.
+  for (int s = 0; s + 1 < n; ++s) {
+    if (stages.stage_to_rank[s] == stages.stage_to_rank[s + 1]) continue;
+    const bool inter_node = !cost::SameNode(estimator.device(), rank_of(s), rank_of(s + 1));
+    costs.comm = std::max(
+        costs.comm,
+        1e3 *
+            estimator.comm().Time(cost::CommKind::kSendRecv, sent_bytes[s], 2, inter_node).seconds);
+  }
+  return costs;
+}
+
+}  // namespace pw::pipeline

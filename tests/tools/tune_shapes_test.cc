@@ -1,0 +1,64 @@
+// The shapes `pipeweave tune` builds a recorded model with: every vpp that splits a rank's
+// layers evenly, V only at vpp 2, every micro-batch size that leaves at least pp
+// micro-batches of the global batch, never the shape as built; and build-model arguments
+// that name every field.
+
+#include "tools/tune_shapes.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pw::tools {
+namespace {
+
+models::ModelRecipe Gpt(int64_t layers, int pp) {
+  models::ModelRecipe r;
+  r.model = "gpt";
+  r.gpt.layers = layers;
+  r.gpt.pp = pp;
+  r.gpt.mp = 2;
+  return r;
+}
+
+TEST(TuneShapes, StagingsAndMicroBatchSizesThatFit) {
+  // 12 layers on 2 ranks: 6 per rank, so vpp 1, 2, 3, 6 (and V at 2); a global batch of
+  // 8 gives micro-batch sizes 1, 2, 4 (8, 4, 2 micro-batches >= pp).
+  std::set<std::string> labels;
+  for (const ShapeChoice& c : ShapeChoices(Gpt(12, 2), 8, 1)) {
+    labels.insert(c.label);
+    EXPECT_EQ(c.micro_batches * c.recipe.micro_batch_size(), 8) << c.label;
+    EXPECT_EQ(c.build_model, BuildModelArgs(c.recipe));
+  }
+  std::set<std::string> expected;
+  for (const char* staging : {"vpp 1", "vpp 2", "vpp 2 v", "vpp 3", "vpp 6"})
+    for (int mbs : {1, 2, 4})
+      expected.insert(std::string(staging) + ", micro-batch size " + std::to_string(mbs));
+  expected.erase("vpp 1, micro-batch size 1");  // as built
+  EXPECT_EQ(labels, expected);
+}
+
+TEST(TuneShapes, DataParallelReplicasShareTheGlobalBatch) {
+  // 16 samples over 2 replicas: 8 each; pp 4 leaves micro-batch sizes 1 and 2, and one
+  // layer per rank only vpp 1: the one other shape is micro-batch size 2.
+  std::vector<ShapeChoice> choices = ShapeChoices(Gpt(4, 4), 16, 2);
+  ASSERT_EQ(choices.size(), 1u);
+  EXPECT_EQ(choices[0].recipe.micro_batch_size(), 2);
+  EXPECT_EQ(choices[0].micro_batches, 4);
+}
+
+TEST(TuneShapes, BuildModelArgumentsNameEveryField) {
+  models::ModelRecipe r = Gpt(8, 2);
+  r.gpt.vpp = 2;
+  r.gpt.placement = StagePlacement::kV;
+  r.gpt.vocab_parallel = false;
+  EXPECT_EQ(BuildModelArgs(r),
+            "gpt --layers 8 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 "
+            "--micro-batch-size 1 --mp 2 --pp 2 --vpp 2 --placement v --vocab-parallel off "
+            "--seed 1");
+}
+
+}  // namespace
+}  // namespace pw::tools
