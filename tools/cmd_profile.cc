@@ -180,7 +180,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                      f.cpu_per_op() * 1e6, f.straggle() * 1e6);
         // What each size took, measured: a fit over sizes far apart (statistics of a few
         // bytes beside activations) says little about either.
-        for (const cost::CommSample& sample : f.samples())
+        for (const auto& sample : f.samples())
           std::fprintf(stderr, "  %s of %.0f B: median %.1f us, mean %.1f us\n", f.kind().c_str(),
                        sample.bytes(), sample.median() * 1e6, sample.mean() * 1e6);
       }
