@@ -24,6 +24,8 @@ void Pause() {
 #endif
 }
 
+inline constexpr std::chrono::microseconds kSpin{20};
+
 // A loop's ranges wait to be claimed in `state_`: the loop's generation in the high 32
 // bits, the next unclaimed range in the low ones. A claim is a compare-and-swap that
 // fails once the generation moved on, so a thread never runs a range of another loop.
@@ -53,8 +55,17 @@ class Pool {
     }
     cv_.notify_all();
     Work(generation, job);
-    // Only ranges other threads are running now remain.
-    while (remaining_.load(std::memory_order_acquire) != 0) Pause();
+    // Only ranges other threads are running now remain: spin briefly, then sleep, so that
+    // a pool thread preempted in mid-range gets the core back instead of a spinning caller.
+    const auto deadline = std::chrono::steady_clock::now() + kSpin;
+    for (int i = 1; remaining_.load(std::memory_order_acquire) != 0; ++i) {
+      Pause();
+      if ((i & 63) == 0 && std::chrono::steady_clock::now() > deadline) {
+        std::unique_lock<std::mutex> lock(mu_);
+        done_cv_.wait(lock, [&] { return remaining_.load(std::memory_order_acquire) == 0; });
+        break;
+      }
+    }
   }
 
  private:
@@ -73,7 +84,10 @@ class Pool {
       if ((s >> 32) != generation || part >= job.parts) return;
       if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
       job.fn(job.body, job.n * part / job.parts, job.n * (part + 1) / job.parts);
-      remaining_.fetch_sub(1, std::memory_order_acq_rel);
+      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);  // the caller checks under it before sleeping
+        done_cv_.notify_all();
+      }
       s = state_.load(std::memory_order_acquire);
     }
   }
@@ -91,7 +105,7 @@ class Pool {
     for (;;) {
       // Loops come in bursts between GEMMs: a short spin catches the next one without a
       // sleep and a wake-up; past it the thread sleeps and leaves the core to others.
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      const auto deadline = std::chrono::steady_clock::now() + kSpin;
       for (int i = 1; (state_.load(std::memory_order_acquire) >> 32) == seen; ++i) {
         Pause();
         if ((i & 63) == 0 && std::chrono::steady_clock::now() > deadline) break;
@@ -108,9 +122,10 @@ class Pool {
   }
 
   std::atomic<int> threads_{1};
-  std::mutex run_mu_;  // held by the loop on the pool
-  std::mutex mu_;      // guards job_ and generation_
-  std::condition_variable cv_;
+  std::mutex run_mu_;                // held by the loop on the pool
+  std::mutex mu_;                    // guards job_ and generation_
+  std::condition_variable cv_;       // a loop started
+  std::condition_variable done_cv_;  // the last range of a loop finished
   Job job_;
   uint32_t generation_ = 0;
   std::atomic<uint64_t> state_{0};
