@@ -7,7 +7,8 @@
 #     executor, with 1 thread and with every core;
 #   - the demo-size GPT (4 layers, hidden 64) at mp=2 on 2 rank processes against 1 process;
 #   - all-reduce of 8 KiB and 1 MiB between 2 processes: a plain Gloo loop against the
-#     executor's Gloo communicator (benchmarks/allreduce_bench), when built.
+#     executor's communicator (benchmarks/allreduce_bench), when built, and the same sizes
+#     inside training (profile --comm on GPTs at mp=2).
 # With PW_BEFORE=/path/to/an/older/pipeweave every figure is also taken with that binary
 # (it runs one BLAS thread whatever it is told) and the ratio after/before is printed.
 #
@@ -139,13 +140,28 @@ echo
 
 # --- all-reduce -------------------------------------------------------------------------
 # Outside training: a plain Gloo loop against the executor's communicator; inside training:
-# what `profile --comm` measures on the demo GPT at mp=2, whose activation all-reduces are
-# 8 KiB ([2, 16, 64] f32).
+# what `profile --comm` measures per size in a real run (its ranks train the plan, a clock
+# around every operation, from the last member's arrival): the demo GPT at mp=2 (8 KiB
+# activations, 128 B statistics) and a 2-layer medium GPT at mp=2 (1 MiB activations).
 if [[ -x $build/benchmarks/allreduce_bench ]]; then
   echo "all-reduce between 2 processes (median per operation)"
   "$build/benchmarks/allreduce_bench"
 fi
 "$pw" opt "$work/demo_mp2.pb" -p 'append-backward{optimizer=adam}' -o "$work/demo_mp2_train.pb" \
   >/dev/null
-echo "inside training (profile --comm, demo GPT mp=2: 8 KiB activations, 128 B statistics):"
-"$pw" profile "$work/demo_mp2_train.pb" -o "$work/costs.pbtxt" --comm 2>&1 | grep '^all_reduce'
+"$pw" build-model gpt --layers 2 --hidden 512 --heads 8 --ffn 2048 --seq 128 --vocab 1024 \
+  --micro-batch-size 4 --mp 2 -o "$work/medium_mp2.pb" >/dev/null
+"$pw" opt "$work/medium_mp2.pb" -p 'append-backward{optimizer=adam}' \
+  -o "$work/medium_mp2_train.pb" >/dev/null
+inside() {
+  "$1" profile "$2" -o "$work/costs.pbtxt" --comm --no-calibrate --repeat 1 --warmup 0 2>&1 |
+    grep -E '^ *all_reduce'
+}
+echo "inside training (profile --comm), demo GPT mp=2:"
+inside "$pw" "$work/demo_mp2_train.pb"
+echo "inside training (profile --comm), 2-layer medium GPT mp=2:"
+inside "$pw" "$work/medium_mp2_train.pb"
+if [[ -n $before ]]; then
+  echo "before: inside training, demo GPT mp=2 (older builds print the fit only):"
+  inside "$before" "$work/demo_mp2_train.pb"
+fi

@@ -222,7 +222,7 @@ StatusOr<std::vector<double>> TimeOp(const CostedOp& c, int warmup, int repeats,
 StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops,
                                    const ProfileOptions& options) {
   if (options.repeats < 1) return InvalidArgument("repeats must be >= 1, got ", options.repeats);
-  ops::SetBlasThreads(options.blas_threads);
+  ops::SetKernelThreads(options.blas_threads);
   ProfileResult result;
   OpCostTable::Proto& proto = result.table.mutable_proto();
   proto.set_device("cpu");

@@ -36,7 +36,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(Module module,
   const int world = module.mesh.world_size();
   if (options.rank < 0 || options.rank >= world)
     return InvalidArgument("rank ", options.rank, " is outside the module's world of ", world);
-  if (options.blas_threads > 0) ops::SetBlasThreads(options.blas_threads);
+  if (options.blas_threads > 0) ops::SetKernelThreads(options.blas_threads);
   exec->comm_ = std::make_unique<Comm>();
   if (world > 1) {
     // A dead peer must surface as an error, not as SIGPIPE from a Gloo socket write; a

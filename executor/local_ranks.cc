@@ -19,7 +19,7 @@ StatusOr<LocalRunResult> RunLocalRanks(const Module& module, const RankRunOption
     lowering.strict_events = options.strict_events;
     PW_RETURN_IF_ERROR(CheckPlanForAllRanks(module, lowering));
   }
-  ops::SetBlasThreads(1);  // the ranks' streams are the parallelism; BLAS threads would spin
+  ops::SetKernelThreads(1);  // the ranks' streams are the parallelism; BLAS threads would spin
   InProcessHub hub(module.mesh);
   LocalRunResult result;
   result.reports.resize(world);

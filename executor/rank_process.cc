@@ -61,7 +61,7 @@ const RankProcessOptions* g_options = nullptr;
 }  // namespace
 
 int RunRankProcess(const Module& module, const RankProcessOptions& options) {
-  ops::SetBlasThreads(options.threads);
+  ops::SetKernelThreads(options.threads);
   KeepFreedMemory();
   // Gloo writes to sockets without MSG_NOSIGNAL in places: a dead peer must surface as an
   // error, not as SIGPIPE killing this rank.

@@ -306,7 +306,7 @@ StatusOr<ReferenceResult> ReferenceRunner::Run() {
 }  // namespace
 
 StatusOr<ReferenceResult> RunReference(const Module& module, const ReferenceOptions& options) {
-  ops::SetBlasThreads(options.threads);
+  ops::SetKernelThreads(options.threads);
   KeepFreedMemory();
   ReferenceRunner runner(module, options);
   PW_RETURN_IF_ERROR(runner.Prepare().WithContext("reference run"));

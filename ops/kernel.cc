@@ -10,6 +10,7 @@
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/parallel_for.h"
 #include "ops/low_precision.h"
 #include "ops/registry.h"
 
@@ -78,7 +79,10 @@ CpuKernel FindCpuKernel(std::string_view type) {
 
 namespace ops {
 
-void SetBlasThreads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+void SetKernelThreads(int threads) {
+  openblas_set_num_threads(std::max(1, threads));
+  cpu::SetPoolThreads(threads);
+}
 
 Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out, ReduceOp op) {
   if (!ctx.comm) return OkStatus();

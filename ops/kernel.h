@@ -53,10 +53,12 @@ using CpuKernel = Status (*)(KernelContext&);
 CpuKernel FindCpuKernel(std::string_view type);
 
 namespace ops {
-// Threads OpenBLAS may use for one GEMM (global to the process). Every kernel gives the
-// same bits run after run for a fixed thread count, but OpenBLAS partitions a GEMM by
-// thread count, so its last bits change with it: compare runs at the same setting.
-void SetBlasThreads(int threads);
+// Threads one kernel may use (global to the process): OpenBLAS's for a GEMM and the
+// element-wise loops' (ops/kernels/cpu/parallel_for.h). The element-wise kernels give the
+// same bits at every count. OpenBLAS partitions a GEMM by thread count; on the shapes
+// tested that kept every bit too (ReferenceRunnerTest.ThreadCountKeepsEveryBit), but
+// compare runs at one setting.
+void SetKernelThreads(int threads);
 
 // c_allreduce_sum's and c_allreduce_max's reduction on every backend: reduces `out` in
 // place over the op's `group` (mp unless set) through ctx.comm (a max needs f32, a sum

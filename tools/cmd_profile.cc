@@ -1,6 +1,6 @@
 // `pipeweave profile FILE... -o costs.pbtxt`: measures every distinct op signature of the
-// modules on this machine's CPU kernels (and, with --comm, Gloo all-reduce and send/recv)
-// into an empirical cost table for `pipeweave sim`.
+// modules on this machine's CPU kernels (and, with --comm, all-reduce and send/recv between
+// rank processes) into an empirical cost table for `pipeweave sim`.
 
 #include <chrono>
 #include <cstdio>
@@ -43,10 +43,11 @@ constexpr const char* kUsage =
     "a tiny GPT (--no-calibrate skips it). --merge folds the results into an existing COSTS\n"
     "(repeat-weighted). --comm also measures the communication of every module that has\n"
     "more than one rank: its plan trains for --comm-steps steps (6) on as many rank processes\n"
-    "(Gloo, as pipeweave run starts them) with a clock around every all-reduce, send and\n"
-    "recv; the table gets per kind and group size the samples at the sizes it moved, an\n"
-    "alpha-beta fit and its residual, the CPU each operation cost its rank and how far the\n"
-    "last member of a group arrived behind the others.";
+    "(CPU streams over TCP, as pipeweave run starts them) with a clock around every\n"
+    "all-reduce, send and recv; the table gets per kind and group size the samples at the\n"
+    "sizes it moved (printed: the median and mean at each size), an alpha-beta fit and its\n"
+    "residual, the CPU each operation cost its rank and how far the last member of a group\n"
+    "arrived behind the others.";
 
 // The communication of `module`, from a short run of it; what its ranks spend beyond the
 // compute the op costs just measured price is charged to communication.
@@ -177,6 +178,11 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                      f.kind().c_str(), f.group_size(), f.ranks(), f.compute_gap() * 1e3,
                      f.alpha() * 1e6, f.beta() * 1024 * 1e6, 100 * f.residual(),
                      f.cpu_per_op() * 1e6, f.straggle() * 1e6);
+        // What each size took, measured: a fit over sizes far apart (statistics of a few
+        // bytes beside activations) says little about either.
+        for (const auto& sample : f.samples())
+          std::fprintf(stderr, "  %s of %.0f B: median %.1f us, mean %.1f us\n", f.kind().c_str(),
+                       sample.bytes(), sample.median() * 1e6, sample.mean() * 1e6);
       }
     }
     comm_bar.Finish();

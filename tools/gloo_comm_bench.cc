@@ -107,6 +107,14 @@ class TimedComm final : public StreamComm {
     return s;
   }
   Status Flush() override { return inner_->Flush(); }
+  // Connections made before the first step, as in a run.
+  Status ExpectCollective(std::string_view group) override {
+    return inner_->ExpectCollective(group);
+  }
+  Status ExpectTransfer(int peer, bool send, uint64_t tag, const std::string& where) override {
+    return inner_->ExpectTransfer(peer, send, tag, where);
+  }
+  Status Connect() override { return inner_->Connect(); }
 
  private:
   std::unique_ptr<StreamComm> inner_;
@@ -143,7 +151,7 @@ StatusOr<int> RunCommBench(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(std::string store_spec, flags.Require("store"));
   if (steps < 2) return InvalidArgument("flag --steps must be >= 2, got ", steps);
   PW_ASSIGN_OR_RETURN(Module module, LoadModule(flags.positional()[0]));
-  ops::SetBlasThreads(1);  // as rank processes run
+  ops::SetKernelThreads(1);  // as rank processes run
   PW_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> store, OpenStore(store_spec));
   GlooOptions gloo;
   gloo.timeout = std::chrono::seconds(120);

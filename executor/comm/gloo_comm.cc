@@ -1,7 +1,5 @@
 #include "executor/comm/gloo_comm.h"
 
-#include <gloo/allreduce.h>
-#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
@@ -11,6 +9,8 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+
+#include "executor/comm/tcp_ring.h"
 
 namespace pw {
 namespace {
@@ -53,7 +53,7 @@ std::string Members(const std::vector<int>& ranks) {
 class ContextPool {
  public:
   ContextPool(KvStore& store, const Mesh& mesh, int rank, GlooOptions options)
-      : store_(store, options.timeout), layout_(mesh), rank_(rank), options_(options) {}
+      : store_(store, options.timeout), layout_(mesh), rank_(rank), options_(options), kv_(store) {}
 
   Status Init() {
     try {
@@ -80,45 +80,40 @@ class ContextPool {
   // a connection. The sender is member 0, the receiver member 1.
   static std::string TransferContext(int from, int to) { return StrCat("p2p/", from, "->", to); }
 
-  // Notes a context to connect in ConnectExpected.
-  void Expect(const std::string& name, std::vector<int> members) {
+  // Notes a context to connect in ConnectExpected: a ring for collectives, else a Gloo
+  // context for transfers.
+  void Expect(const std::string& name, std::vector<int> members, bool ring) {
     std::lock_guard<std::mutex> lock(mu_);
-    expected_.emplace(name, std::move(members));
+    expected_.emplace(name, Expected{std::move(members), ring});
   }
 
   // Connects every expected context in name order: a total order all ranks share, so a
   // rank waiting in one context's rendezvous waits only for ranks that have connected
   // every context ordered before it.
   Status ConnectExpected() {
-    std::map<std::string, std::vector<int>> expected;
+    std::map<std::string, Expected> expected;
     {
       std::lock_guard<std::mutex> lock(mu_);
       expected.swap(expected_);
     }
-    for (const auto& [name, members] : expected) PW_RETURN_IF_ERROR(Get(name, members).status());
+    for (const auto& [name, e] : expected) {
+      if (e.ring)
+        PW_RETURN_IF_ERROR(Ring(name, e.members).status());
+      else
+        PW_RETURN_IF_ERROR(Get(name, e.members).status());
+    }
     return OkStatus();
   }
 
-  // The context `name` of `members` (global ranks, this one among them), connected on
+  // The Gloo context `name` of `members` (global ranks, this one among them), connected on
   // first use when it was not expected.
   StatusOr<std::shared_ptr<gloo::Context>> Get(const std::string& name,
                                                const std::vector<int>& members) {
-    // The pool's lock only finds the entry: connecting waits for the other members, and
-    // another stream of this rank must meanwhile reach its own (already made) contexts,
-    // e.g. to post the send those members are waiting for.
-    std::shared_ptr<Entry> entry;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      std::shared_ptr<Entry>& e = contexts_[name];
-      if (!e) e = std::make_shared<Entry>();
-      entry = e;
-    }
+    std::shared_ptr<Entry> entry = Find(name);
     std::lock_guard<std::mutex> lock(entry->mu);
     if (entry->context) return entry->context;
-    int index =
-        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
     try {
-      auto context = std::make_shared<gloo::rendezvous::Context>(index, members.size());
+      auto context = std::make_shared<gloo::rendezvous::Context>(IndexIn(members), members.size());
       context->setTimeout(options_.timeout);
       gloo::rendezvous::PrefixStore prefixed("ctx/" + name, store_);
       context->connectFullMesh(prefixed, device_);
@@ -130,6 +125,24 @@ class ContextPool {
     }
   }
 
+  // The collective ring `name` of `members`, joined on first use when it was not expected.
+  // One stream uses it, from its own thread.
+  StatusOr<TcpRing*> Ring(const std::string& name, const std::vector<int>& members) {
+    std::shared_ptr<Entry> entry = Find(name);
+    std::lock_guard<std::mutex> lock(entry->mu);
+    if (entry->ring) return entry->ring.get();
+    TcpRingOptions options;
+    options.hostname = options_.hostname;
+    options.timeout = options_.timeout;
+    StatusOr<std::unique_ptr<TcpRing>> ring =
+        TcpRing::Join(kv_, name, IndexIn(members), static_cast<int>(members.size()), options);
+    if (!ring.ok())
+      return Unavailable("rank ", rank_, ": cannot connect to ranks ", Members(members), ": ",
+                         ring.status().message());
+    entry->ring = std::move(ring).value();
+    return entry->ring.get();
+  }
+
  private:
   GlooStore store_;
   RankLayout layout_;
@@ -139,10 +152,30 @@ class ContextPool {
   struct Entry {
     std::mutex mu;  // held while this context connects
     std::shared_ptr<gloo::Context> context;
+    std::unique_ptr<TcpRing> ring;
   };
+  struct Expected {
+    std::vector<int> members;
+    bool ring;
+  };
+
+  // The entry of `name`, made when missing. The pool's lock only finds it: connecting
+  // waits for the other members, and another stream of this rank must meanwhile reach its
+  // own (already made) contexts, e.g. to post the send those members are waiting for.
+  std::shared_ptr<Entry> Find(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<Entry>& e = contexts_[name];
+    if (!e) e = std::make_shared<Entry>();
+    return e;
+  }
+  int IndexIn(const std::vector<int>& members) const {
+    return static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  }
+
+  KvStore& kv_;
   std::mutex mu_;  // guards the maps only
   std::map<std::string, std::shared_ptr<Entry>> contexts_;
-  std::map<std::string, std::vector<int>> expected_;  // not yet connected by ConnectExpected
+  std::map<std::string, Expected> expected_;  // not yet connected by ConnectExpected
 };
 
 class GlooStreamComm final : public StreamComm {
@@ -169,20 +202,12 @@ class GlooStreamComm final : public StreamComm {
     std::vector<int> members = pool_->layout().Group(kind, pool_->rank());
     if (members.empty()) return InvalidArgument("unknown group '", group, "'");
     if (members.size() == 1 || count == 0) return OkStatus();
-    PW_ASSIGN_OR_RETURN(auto context,
-                        pool_->Get(pool_->GroupContext(kind, StreamTypeName(stream_)), members));
-    try {
-      gloo::AllreduceOptions opts(context);
-      opts.setOutput(data, static_cast<size_t>(count));
-      using Reduce = void (*)(void*, const void*, const void*, size_t);
-      opts.setReduceFunction(op == ReduceOp::kSum ? static_cast<Reduce>(&gloo::sum<float>)
-                                                  : static_cast<Reduce>(&gloo::max<float>));
-      opts.setTag(static_cast<uint32_t>(sequence_[kind]++));
-      gloo::allreduce(opts);
-    } catch (const std::exception& e) {
+    PW_ASSIGN_OR_RETURN(TcpRing * ring,
+                        pool_->Ring(pool_->GroupContext(kind, StreamTypeName(stream_)), members));
+    Status s = ring->AllReduce(data, count, op);
+    if (!s.ok())
       return Unavailable("all-reduce over ", kind, " group (ranks ", Members(members),
-                         ") failed: ", e.what());
-    }
+                         ") failed: ", s.message());
     return OkStatus();
   }
 
@@ -190,12 +215,13 @@ class GlooStreamComm final : public StreamComm {
     std::string kind(group);
     std::vector<int> members = pool_->layout().Group(kind, pool_->rank());
     if (members.size() > 1)
-      pool_->Expect(pool_->GroupContext(kind, StreamTypeName(stream_)), std::move(members));
+      pool_->Expect(pool_->GroupContext(kind, StreamTypeName(stream_)), std::move(members),
+                    /*ring=*/true);
     return OkStatus();
   }
   Status ExpectTransfer(int peer, bool send, uint64_t, const std::string&) override {
     const int from = send ? pool_->rank() : peer, to = send ? peer : pool_->rank();
-    pool_->Expect(ContextPool::TransferContext(from, to), {from, to});
+    pool_->Expect(ContextPool::TransferContext(from, to), {from, to}, /*ring=*/false);
     return OkStatus();
   }
   Status Connect() override { return pool_->ConnectExpected(); }
@@ -255,9 +281,6 @@ class GlooStreamComm final : public StreamComm {
 
   std::shared_ptr<ContextPool> pool_;
   StreamType stream_;
-  // Collectives issued per group kind: the members of one group count alike even when the
-  // stream also serves other groups (an optimizer's max over pp beside forward mp sums).
-  std::map<std::string, uint64_t> sequence_;
   std::vector<Pending> pending_;
 };
 

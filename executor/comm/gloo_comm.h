@@ -1,11 +1,12 @@
 #pragma once
-// Communication between rank processes over Gloo's TCP transport. Contexts (full meshes
-// of TCP pairs) are made by rendezvous through the run's KvStore, one per (stream, group)
-// for collectives (the mp, dp or pp group) and one per ordered pair of ranks for
-// point-to-point transfers (used by the sender's pp_send stream and the receiver's pp_recv
-// stream only; tags keep transfers apart). So collectives on different streams never
-// interleave, and a rank's send and receive streams never share a connection. Contexts
-// the plan declared while it was lowered connect before the first step, in one order all
+// Communication between rank processes over TCP. Collectives run on rings of TCP
+// connections that the calling stream's thread drives itself (tcp_ring.h), one ring per
+// (stream, group) (the mp, dp or pp group); point-to-point transfers run on Gloo's TCP
+// transport, one context per ordered pair of ranks (used by the sender's pp_send stream
+// and the receiver's pp_recv stream only; tags keep transfers apart). Both rendezvous
+// through the run's KvStore. So collectives on different streams never interleave, and
+// a rank's send and receive streams never share a connection. Rings and contexts the
+// plan declared while it was lowered connect before the first step, in one order all
 // ranks share (StreamComm::Connect); any other connects on first use.
 
 #include <chrono>

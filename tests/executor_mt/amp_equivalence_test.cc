@@ -60,7 +60,7 @@ const ThreadRun& OneRankBf16(const char* training) {
 }
 
 TEST(AmpEquivalenceTest, OneRankExecutorMatchesTheBf16ReferenceBitForBit) {
-  ops::SetBlasThreads(1);
+  ops::SetKernelThreads(1);
   ReferenceOptions options;
   options.steps = kSteps;
   options.micro_batches = kMicroBatches;

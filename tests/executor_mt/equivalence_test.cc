@@ -71,7 +71,7 @@ void ExpectSameTraining(const Module& module, const ThreadRun& run) {
 TEST(EquivalenceTest, SingleRankExecutorMatchesTheReferenceRunnerBitForBit) {
   // OpenBLAS splits a GEMM's reduction by its thread count: both runs use one thread, as
   // rank processes do.
-  ops::SetBlasThreads(1);
+  ops::SetKernelThreads(1);
   ReferenceOptions options;
   options.steps = kSteps;
   options.micro_batches = kMicroBatches;

@@ -284,11 +284,11 @@ TEST(OpsKernel, SumMayAliasASummand) {
   EXPECT_EQ(env.Find("b")->f32()[1], 22.f);
 }
 
-// Same inputs and BLAS thread count: bit-identical results, run after run. (OpenBLAS's
-// own partitioning changes the last bits across thread counts; see SetBlasThreads.)
+// Same inputs and thread count: bit-identical results, run after run. (OpenBLAS partitions
+// a GEMM by thread count; see SetKernelThreads.)
 TEST(OpsKernel, Deterministic) {
   auto run = [](int threads) {
-    ops::SetBlasThreads(threads);
+    ops::SetKernelThreads(threads);
     TensorEnv env;
     env.Set("x", RandomTensor({4, 64, 96}, 11));
     env.Set("g", RandomTensor({4, 64, 80}, 12));
@@ -313,7 +313,7 @@ TEST(OpsKernel, Deterministic) {
           << "result " << i << " with " << threads << " threads";
     }
   }
-  ops::SetBlasThreads(1);
+  ops::SetKernelThreads(1);
 }
 
 }  // namespace

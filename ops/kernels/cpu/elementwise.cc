@@ -1,10 +1,12 @@
 // Element-wise kernels. Each output element is computed from the inputs at the same
-// index only, so an output that shares storage with an input is safe.
+// index only, so an output that shares storage with an input is safe, and the loops split
+// into ranges on the kernel threads (parallel_for.h) without changing a bit.
 
 #include <algorithm>
 #include <vector>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/parallel_for.h"
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
@@ -16,25 +18,19 @@ Status BiasAdd(KernelContext& ctx) {
   Tensor& out = *ctx.Out("Out");
   int64_t d = bias.numel();
   int64_t rows = d == 0 ? 0 : x.numel() / d;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.f32() + r * d;
-    float* o = out.f32() + r * d;
-    AddF32(xr, bias.f32(), o, d);
-  }
+  ParallelFor(rows, RowGrain(d), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) AddF32(x.f32() + r * d, bias.f32(), out.f32() + r * d, d);
+  });
   return OkStatus();
 }
 
-// Rows are summed in order: deterministic.
+// Rows are summed in order: deterministic. Threads take ranges of columns.
 Status BiasAddGrad(KernelContext& ctx) {
   const Tensor& g = *ctx.In(GradVarName("Out"));
   Tensor& db = *ctx.Out(GradVarName("Bias"));
   int64_t d = db.numel();
   int64_t rows = d == 0 ? 0 : g.numel() / d;
-  db.Fill(0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* gr = g.f32() + r * d;
-    AddF32(db.f32(), gr, db.f32(), d);
-  }
+  ColumnSums(g.f32(), rows, d, db.f32());
   return OkStatus();
 }
 
@@ -42,14 +38,16 @@ Status AddKernel(KernelContext& ctx) {
   const float* x = ctx.In("X")->f32();
   const float* y = ctx.In("Y")->f32();
   Tensor& out = *ctx.Out("Out");
-  AddF32(x, y, out.f32(), out.numel());
+  ParallelFor(out.numel(), kCheapGrain,
+              [&](int64_t b, int64_t e) { AddF32(x + b, y + b, out.f32() + b, e - b); });
   return OkStatus();
 }
 
 Status Gelu(KernelContext& ctx) {
   const float* x = ctx.In("X")->f32();
   Tensor& out = *ctx.Out("Out");
-  GeluF32(x, out.f32(), out.numel());
+  ParallelFor(out.numel(), kCostlyGrain,
+              [&](int64_t b, int64_t e) { GeluF32(x + b, out.f32() + b, e - b); });
   return OkStatus();
 }
 
@@ -58,7 +56,8 @@ Status GeluGrad(KernelContext& ctx) {
   const float* x = ctx.In("X")->f32();
   const float* g = ctx.In(GradVarName("Out"))->f32();
   Tensor& dx = *ctx.Out(GradVarName("X"));
-  GeluGradF32(x, g, dx.f32(), dx.numel());
+  ParallelFor(dx.numel(), kCostlyGrain,
+              [&](int64_t b, int64_t e) { GeluGradF32(x + b, g + b, dx.f32() + b, e - b); });
   return OkStatus();
 }
 
@@ -67,7 +66,8 @@ Status Scale(KernelContext& ctx) {
   Tensor& out = *ctx.Out("Out");
   float scale = static_cast<float>(ctx.attrs().GetFloat("scale", 1.0));
   float bias = static_cast<float>(ctx.attrs().GetFloat("bias", 0.0));
-  ScaleF32(x, scale, bias, out.f32(), out.numel());
+  ParallelFor(out.numel(), kCheapGrain,
+              [&](int64_t b, int64_t e) { ScaleF32(x + b, scale, bias, out.f32() + b, e - b); });
   return OkStatus();
 }
 
@@ -80,17 +80,28 @@ Status Sum(KernelContext& ctx) {
   // Blocks of a local sum, ((x0 + x1) + x2) + ..., copied to Out once every summand of the
   // block was read: Out may alias any summand.
   constexpr int64_t kBlock = 1024;
-  float acc[kBlock];
-  for (int64_t i = 0; i < out.numel(); i += kBlock) {
-    const int64_t len = std::min(kBlock, out.numel() - i);
-    std::copy_n(xs[0] + i, len, acc);
-    for (size_t k = 1; k < n; ++k) AddF32(acc, xs[k] + i, acc, len);
-    std::copy_n(acc, len, out.f32() + i);
-  }
+  ParallelFor(out.numel(), kCheapGrain, [&](int64_t begin, int64_t end) {
+    float acc[kBlock];
+    for (int64_t i = begin; i < end; i += kBlock) {
+      const int64_t len = std::min(kBlock, end - i);
+      std::copy_n(xs[0] + i, len, acc);
+      for (size_t k = 1; k < n; ++k) AddF32(acc, xs[k] + i, acc, len);
+      std::copy_n(acc, len, out.f32() + i);
+    }
+  });
   return OkStatus();
 }
 
 }  // namespace
+
+void ColumnSums(const float* x, int64_t rows, int64_t cols, float* out) {
+  ParallelFor(cols, std::max<int64_t>(1, kCheapGrain / std::max<int64_t>(rows, 1)),
+              [&](int64_t begin, int64_t end) {
+                std::fill(out + begin, out + end, 0.f);
+                for (int64_t r = 0; r < rows; ++r)
+                  AddF32(out + begin, x + r * cols + begin, out + begin, end - begin);
+              });
+}
 
 void RegisterElementwiseKernels(KernelTable& table) {
   Add<BiasAdd>(table, "bias_add");

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/parallel_for.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -39,12 +40,18 @@ Status EmbeddingGrad(KernelContext& ctx) {
   for (int64_t i = 0; i < ids.numel(); ++i) {
     PW_RETURN_IF_ERROR(CheckId("embedding_grad", i, ids.i64()[i], vocab));
   }
-  dw.Fill(0);
-  for (int64_t i = 0; i < ids.numel(); ++i) {
-    float* row = dw.f32() + ids.i64()[i] * h;
-    const float* src = g.f32() + i * h;
-    for (int64_t j = 0; j < h; ++j) row[j] += src[j];
-  }
+  // Threads take ranges of columns: every element still adds its tokens in order.
+  const int64_t tokens = ids.numel();
+  ParallelFor(h, std::max<int64_t>(1, kCheapGrain / std::max<int64_t>(tokens, 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t r = 0; r < vocab; ++r)
+                  std::fill(dw.f32() + r * h + begin, dw.f32() + r * h + end, 0.f);
+                for (int64_t i = 0; i < tokens; ++i) {
+                  float* row = dw.f32() + ids.i64()[i] * h;
+                  const float* src = g.f32() + i * h;
+                  for (int64_t j = begin; j < end; ++j) row[j] += src[j];
+                }
+              });
   return OkStatus();
 }
 

@@ -1,10 +1,13 @@
-// layer_norm kernels. Row statistics accumulate in double, in a fixed order.
+// layer_norm kernels. Row statistics accumulate in double, in a fixed order; rows (and the
+// parameter gradients' columns) split among the kernel threads without changing a bit.
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/parallel_for.h"
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
@@ -20,21 +23,23 @@ Status LayerNorm(KernelContext& ctx) {
   double eps = ctx.attrs().GetFloat("epsilon", kLayerNormEpsilon);
   int64_t d = x.dim(-1);
   int64_t rows = d == 0 ? 0 : x.numel() / d;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.f32() + r * d;
-    double sum = 0;
-    for (int64_t j = 0; j < d; ++j) sum += xr[j];
-    double mu = sum / d;
-    double var = 0;
-    for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-    var /= d;
-    float m = static_cast<float>(mu);
-    float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
-    mean[r] = m;
-    rstd[r] = rs;
-    float* yr = y.f32() + r * d;
-    for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - m) * rs * scale[j] + bias[j];
-  }
+  ParallelFor(rows, RowGrain(d), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x.f32() + r * d;
+      double sum = 0;
+      for (int64_t j = 0; j < d; ++j) sum += xr[j];
+      double mu = sum / d;
+      double var = 0;
+      for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+      var /= d;
+      float m = static_cast<float>(mu);
+      float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
+      mean[r] = m;
+      rstd[r] = rs;
+      float* yr = y.f32() + r * d;
+      for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - m) * rs * scale[j] + bias[j];
+    }
+  });
   return OkStatus();
 }
 
@@ -48,22 +53,24 @@ Status LayerNormGrad(KernelContext& ctx) {
   Tensor& dx = *ctx.Out(GradVarName("X"));
   int64_t d = x.dim(-1);
   int64_t rows = d == 0 ? 0 : x.numel() / d;
-  std::vector<float> xhat(d), g(d);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.f32() + r * d;
-    const float* dyr = dy + r * d;
-    double sum_g = 0, sum_gx = 0;
-    for (int64_t j = 0; j < d; ++j) {
-      xhat[j] = (xr[j] - mean[r]) * rstd[r];
-      g[j] = dyr[j] * scale[j];
-      sum_g += g[j];
-      sum_gx += g[j] * xhat[j];
+  ParallelFor(rows, RowGrain(d), [&](int64_t begin, int64_t end) {
+    std::vector<float> xhat(d), g(d);
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x.f32() + r * d;
+      const float* dyr = dy + r * d;
+      double sum_g = 0, sum_gx = 0;
+      for (int64_t j = 0; j < d; ++j) {
+        xhat[j] = (xr[j] - mean[r]) * rstd[r];
+        g[j] = dyr[j] * scale[j];
+        sum_g += g[j];
+        sum_gx += g[j] * xhat[j];
+      }
+      float mg = static_cast<float>(sum_g / d);
+      float mgx = static_cast<float>(sum_gx / d);
+      float* dxr = dx.f32() + r * d;
+      for (int64_t j = 0; j < d; ++j) dxr[j] = rstd[r] * (g[j] - mg - xhat[j] * mgx);
     }
-    float mg = static_cast<float>(sum_g / d);
-    float mgx = static_cast<float>(sum_gx / d);
-    float* dxr = dx.f32() + r * d;
-    for (int64_t j = 0; j < d; ++j) dxr[j] = rstd[r] * (g[j] - mg - xhat[j] * mgx);
-  }
+  });
   return OkStatus();
 }
 
@@ -77,20 +84,20 @@ Status LayerNormParamGrad(KernelContext& ctx) {
   Tensor* dbias = ctx.Out(GradVarName("Bias"));
   int64_t d = x.dim(-1);
   int64_t rows = d == 0 ? 0 : x.numel() / d;
-  if (dscale) dscale->Fill(0);
-  if (dbias) dbias->Fill(0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.f32() + r * d;
-    const float* dyr = dy + r * d;
-    if (dscale) {
-      float* ds = dscale->f32();
-      for (int64_t j = 0; j < d; ++j) ds[j] += dyr[j] * (xr[j] - mean[r]) * rstd[r];
-    }
-    if (dbias) {
-      float* db = dbias->f32();
-      AddF32(db, dyr, db, d);
-    }
+  if (dscale) {
+    float* ds = dscale->f32();
+    ParallelFor(d, std::max<int64_t>(1, kCheapGrain / std::max<int64_t>(rows, 1)),
+                [&](int64_t begin, int64_t end) {
+                  std::fill(ds + begin, ds + end, 0.f);
+                  for (int64_t r = 0; r < rows; ++r) {
+                    const float* xr = x.f32() + r * d;
+                    const float* dyr = dy + r * d;
+                    for (int64_t j = begin; j < end; ++j)
+                      ds[j] += dyr[j] * (xr[j] - mean[r]) * rstd[r];
+                  }
+                });
   }
+  if (dbias) ColumnSums(dy, rows, d, dbias->f32());
   return OkStatus();
 }
 

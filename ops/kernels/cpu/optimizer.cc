@@ -1,10 +1,12 @@
 // sgd and adam. Each element of every output depends only on the inputs at the same
-// index, so the in-place update (output tensor == input tensor) is safe.
+// index, so the in-place update (output tensor == input tensor) is safe and the kernel
+// threads split the elements without changing a bit.
 
 #include <cmath>
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/parallel_for.h"
 #include "ops/kernels/cpu/vector_math.h"
 #include "ops/registry.h"
 
@@ -26,7 +28,10 @@ Status Sgd(KernelContext& ctx) {
   const float* g = ctx.In("Grad")->f32();
   Tensor& out = *ctx.Out("ParamOut");
   float lr = static_cast<float>(ctx.attrs().GetFloat("lr"));
-  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = p[i] - lr * g[i];
+  float* o = out.f32();
+  ParallelFor(out.numel(), kCheapGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = p[i] - lr * g[i];
+  });
   return OkStatus();
 }
 
@@ -50,9 +55,13 @@ Status Adam(KernelContext& ctx) {
   float lr_t = static_cast<float>(lr * std::sqrt(1 - b2pow) / (1 - b1pow));
   float eps_t = static_cast<float>(eps * std::sqrt(1 - b2pow));
   const AdamStepF32 step{static_cast<float>(beta1), static_cast<float>(beta2), lr_t, eps_t};
-  AdamF32(step, ctx.In("Param")->f32(), ctx.In("Grad")->f32(), ctx.In("Moment1")->f32(),
-          ctx.In("Moment2")->f32(), ctx.Out("ParamOut")->f32(), ctx.Out("Moment1Out")->f32(),
-          ctx.Out("Moment2Out")->f32(), ctx.Out("ParamOut")->numel());
+  const float *p = ctx.In("Param")->f32(), *g = ctx.In("Grad")->f32();
+  const float *m1 = ctx.In("Moment1")->f32(), *m2 = ctx.In("Moment2")->f32();
+  float* p_out = ctx.Out("ParamOut")->f32();
+  float *m1_out = ctx.Out("Moment1Out")->f32(), *m2_out = ctx.Out("Moment2Out")->f32();
+  ParallelFor(ctx.Out("ParamOut")->numel(), kCheapGrain, [&](int64_t b, int64_t e) {
+    AdamF32(step, p + b, g + b, m1 + b, m2 + b, p_out + b, m1_out + b, m2_out + b, e - b);
+  });
   ctx.Out("Beta1PowOut")->f32()[0] = static_cast<float>(b1pow * beta1);
   ctx.Out("Beta2PowOut")->f32()[0] = static_cast<float>(b2pow * beta2);
   return OkStatus();

@@ -1,11 +1,13 @@
 // softmax, softmax_grad and the fused softmax + cross-entropy loss. Row reductions
-// accumulate in double, in order.
+// accumulate in double, in order; rows split among the kernel threads without changing a
+// bit.
 
 #include <algorithm>
 #include <cmath>
 
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/parallel_for.h"
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
@@ -34,10 +36,12 @@ Status Softmax(KernelContext& ctx) {
   int64_t n = x.dim(-1);
   int64_t rows = n == 0 ? 0 : x.numel() / n;
   int64_t period = causal ? x.dim(-2) : 1;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t valid = causal ? std::min(n, r % period + 1) : n;
-    SoftmaxRow(x.f32() + r * n, out.f32() + r * n, n, valid, nullptr, nullptr);
-  }
+  ParallelFor(rows, RowGrain(n, kCostlyGrain), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t valid = causal ? std::min(n, r % period + 1) : n;
+      SoftmaxRow(x.f32() + r * n, out.f32() + r * n, n, valid, nullptr, nullptr);
+    }
+  });
   return OkStatus();
 }
 
@@ -47,15 +51,17 @@ Status SoftmaxGrad(KernelContext& ctx) {
   Tensor& dx = *ctx.Out(GradVarName("X"));
   int64_t n = y.dim(-1);
   int64_t rows = n == 0 ? 0 : y.numel() / n;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = y.f32() + r * n;
-    const float* dyr = dy + r * n;
-    double dot = 0;
-    for (int64_t j = 0; j < n; ++j) dot += dyr[j] * yr[j];
-    float fdot = static_cast<float>(dot);
-    float* dxr = dx.f32() + r * n;
-    for (int64_t j = 0; j < n; ++j) dxr[j] = yr[j] * (dyr[j] - fdot);
-  }
+  ParallelFor(rows, RowGrain(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* yr = y.f32() + r * n;
+      const float* dyr = dy + r * n;
+      double dot = 0;
+      for (int64_t j = 0; j < n; ++j) dot += dyr[j] * yr[j];
+      float fdot = static_cast<float>(dot);
+      float* dxr = dx.f32() + r * n;
+      for (int64_t j = 0; j < n; ++j) dxr[j] = yr[j] * (dyr[j] - fdot);
+    }
+  });
   return OkStatus();
 }
 
@@ -78,13 +84,15 @@ Status SoftmaxCrossEntropy(KernelContext& ctx) {
   for (int64_t r = 0; r < rows; ++r) {
     PW_RETURN_IF_ERROR(CheckLabel("softmax_cross_entropy", r, label[r], v, ignore));
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* x = logits.f32() + r * v;
-    float mx;
-    double log_sum;
-    SoftmaxRow(x, probs + r * v, v, v, &mx, &log_sum);
-    loss[r] = label[r] == ignore ? 0.f : static_cast<float>(log_sum - (x[label[r]] - mx));
-  }
+  ParallelFor(rows, RowGrain(v, kCostlyGrain), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* x = logits.f32() + r * v;
+      float mx;
+      double log_sum;
+      SoftmaxRow(x, probs + r * v, v, v, &mx, &log_sum);
+      loss[r] = label[r] == ignore ? 0.f : static_cast<float>(log_sum - (x[label[r]] - mx));
+    }
+  });
   return OkStatus();
 }
 
@@ -99,16 +107,18 @@ Status SoftmaxCrossEntropyGrad(KernelContext& ctx) {
   for (int64_t r = 0; r < rows; ++r) {
     PW_RETURN_IF_ERROR(CheckLabel("softmax_cross_entropy_grad", r, label[r], v, ignore));
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* p = probs.f32() + r * v;
-    float* dx = dlogits + r * v;
-    if (label[r] == ignore) {
-      std::fill_n(dx, v, 0.f);
-      continue;
+  ParallelFor(rows, RowGrain(v), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* p = probs.f32() + r * v;
+      float* dx = dlogits + r * v;
+      if (label[r] == ignore) {
+        std::fill_n(dx, v, 0.f);
+        continue;
+      }
+      for (int64_t j = 0; j < v; ++j) dx[j] = p[j] * dloss[r];
+      dx[label[r]] -= dloss[r];
     }
-    for (int64_t j = 0; j < v; ++j) dx[j] = p[j] * dloss[r];
-    dx[label[r]] -= dloss[r];
-  }
+  });
   return OkStatus();
 }
 

@@ -1,0 +1,367 @@
+#include "executor/comm/tcp_ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <utility>
+
+namespace pw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A socket closed when it goes out of scope unless released.
+class Socket {
+ public:
+  explicit Socket(int fd = -1) : fd_(fd) {}
+  ~Socket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Socket(Socket&& o) noexcept : fd_(o.release()) {}
+  Socket& operator=(Socket&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+std::string Errno(const char* what) { return StrCat(what, ": ", std::strerror(errno)); }
+
+int RemainingMs(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
+}
+
+// Waits for `events` on `fd` until `deadline`; false on timeout.
+StatusOr<bool> PollOne(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int n = ::poll(&p, 1, RemainingMs(deadline));
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return Unavailable(Errno("poll"));
+  }
+}
+
+Status SetNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return Unavailable(Errno("fcntl"));
+  return OkStatus();
+}
+
+// Small messages go out at once (no Nagle delay): every all-reduce waits on them.
+Status SetNoDelay(int fd) {
+  int on = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) < 0)
+    return Unavailable(Errno("setsockopt TCP_NODELAY"));
+  return OkStatus();
+}
+
+StatusOr<addrinfo*> Resolve(const std::string& host, const char* port, int flags) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = flags;
+  addrinfo* found = nullptr;
+  int rv = getaddrinfo(host.c_str(), port, &hints, &found);
+  if (rv != 0 || !found)
+    return Unavailable("cannot resolve '", host, "': ", rv ? gai_strerror(rv) : "no address");
+  return found;
+}
+
+// A listening socket on `host` (any free port) and its address as "HOST PORT".
+StatusOr<std::pair<Socket, std::string>> Listen(const std::string& host) {
+  PW_ASSIGN_OR_RETURN(addrinfo * ai, Resolve(host, "0", AI_PASSIVE));
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> free_ai(ai, freeaddrinfo);
+  Socket s(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (s.get() < 0) return Unavailable(Errno("socket"));
+  if (::bind(s.get(), ai->ai_addr, ai->ai_addrlen) < 0 || ::listen(s.get(), 4) < 0)
+    return Unavailable(Errno(StrCat("listen on ", host).c_str()));
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  char h[NI_MAXHOST], p[NI_MAXSERV];
+  if (getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) < 0 ||
+      getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, h, sizeof(h), p, sizeof(p),
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return Unavailable(Errno("getsockname"));
+  return std::make_pair(std::move(s), StrCat(h, " ", p));
+}
+
+StatusOr<Socket> ConnectTo(const std::string& address, Clock::time_point deadline) {
+  std::istringstream in(address);
+  std::string host, port;
+  if (!(in >> host >> port)) return Unavailable("malformed address '", address, "'");
+  PW_ASSIGN_OR_RETURN(addrinfo * ai, Resolve(host, port.c_str(), AI_NUMERICHOST | AI_NUMERICSERV));
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> free_ai(ai, freeaddrinfo);
+  Socket s(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (s.get() < 0) return Unavailable(Errno("socket"));
+  if (::connect(s.get(), ai->ai_addr, ai->ai_addrlen) < 0) {
+    if (errno != EINPROGRESS) return Unavailable(Errno(StrCat("connect to ", address).c_str()));
+    PW_ASSIGN_OR_RETURN(bool ready, PollOne(s.get(), POLLOUT, deadline));
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (!ready) return Unavailable("connect to ", address, " timed out");
+    if (getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0)
+      return Unavailable("connect to ", address, ": ", std::strerror(err ? err : errno));
+  }
+  return s;
+}
+
+// Moves all of `bytes` in one direction on a non-blocking socket, polling until `deadline`.
+Status WriteAll(int fd, const void* data, size_t bytes, Clock::time_point deadline) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
+    if (n > 0) {
+      p += n;
+      bytes -= static_cast<size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      PW_ASSIGN_OR_RETURN(bool ready, PollOne(fd, POLLOUT, deadline));
+      if (!ready) return Unavailable("timed out writing");
+    } else {
+      return Unavailable(Errno("send"));
+    }
+  }
+  return OkStatus();
+}
+Status ReadAll(int fd, void* data, size_t bytes, Clock::time_point deadline) {
+  char* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::recv(fd, p, bytes, 0);
+    if (n > 0) {
+      p += n;
+      bytes -= static_cast<size_t>(n);
+    } else if (n == 0) {
+      return Unavailable("connection closed");
+    } else if (errno == EAGAIN || errno == EINTR) {
+      PW_ASSIGN_OR_RETURN(bool ready, PollOne(fd, POLLIN, deadline));
+      if (!ready) return Unavailable("timed out reading");
+    } else {
+      return Unavailable(Errno("recv"));
+    }
+  }
+  return OkStatus();
+}
+
+// The first bytes on a ring connection: who connects, and to which ring size.
+struct Hello {
+  uint32_t magic = 0x70777269;  // "pwri"
+  int32_t index = 0;
+  int32_t size = 0;
+};
+
+// One direction of a Shift: a header, then a payload.
+struct Transfer {
+  iovec parts[2];
+  size_t left;
+  // Advances past `n` bytes done.
+  void Advance(size_t n) {
+    left -= n;
+    for (iovec& v : parts) {
+      size_t step = std::min(n, v.iov_len);
+      v.iov_base = static_cast<char*>(v.iov_base) + step;
+      v.iov_len -= step;
+      n -= step;
+    }
+  }
+  msghdr Message() {
+    msghdr m{};
+    m.msg_iov = parts[0].iov_len ? parts : parts + 1;
+    m.msg_iovlen = parts[0].iov_len ? 2 : 1;
+    return m;
+  }
+};
+
+// dst[i] = lhs[i] op rhs[i]; the operand order is what keeps members' bits equal.
+void Reduce(ReduceOp op, float* dst, const float* lhs, const float* rhs, int64_t n) {
+  if (op == ReduceOp::kSum) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = lhs[i] + rhs[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = rhs[i] > lhs[i] ? rhs[i] : lhs[i];
+  }
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TcpRing>> TcpRing::Join(KvStore& store, const std::string& name, int index,
+                                                 int size, const TcpRingOptions& options) {
+  if (size < 2 || index < 0 || index >= size)
+    return InvalidArgument("ring '", name, "': member ", index, " of ", size);
+  const auto deadline = Clock::now() + options.timeout;
+  const auto key = [&](int member) { return StrCat("ring/", name, "/", member); };
+  const int right = (index + 1) % size, left = (index + size - 1) % size;
+  auto failed = [&](const Status& s) {
+    return Unavailable("ring '", name, "' member ", index, ": ", s.message());
+  };
+
+  auto listening = Listen(options.hostname);
+  if (!listening.ok()) return failed(listening.status());
+  Socket listener = std::move(listening->first);
+  if (Status s = store.Set(key(index), listening->second); !s.ok()) return failed(s);
+
+  auto address = store.Get(key(right), options.timeout);
+  if (!address.ok()) return failed(address.status());
+  auto to_right = ConnectTo(*address, deadline);
+  if (!to_right.ok()) return failed(to_right.status());
+  Hello hello;
+  hello.index = index;
+  hello.size = size;
+  if (Status s = WriteAll(to_right->get(), &hello, sizeof(hello), deadline); !s.ok())
+    return failed(s);
+
+  auto ready = PollOne(listener.get(), POLLIN, deadline);
+  if (!ready.ok()) return failed(ready.status());
+  if (!*ready) return failed(Unavailable("member ", left, " did not connect in time"));
+  Socket from_left(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (from_left.get() < 0) return failed(Unavailable(Errno("accept")));
+  Hello theirs;
+  if (Status s = ReadAll(from_left.get(), &theirs, sizeof(theirs), deadline); !s.ok())
+    return failed(s);
+  if (theirs.magic != Hello().magic || theirs.index != left || theirs.size != size)
+    return failed(Unavailable("expected member ", left, " of ", size,
+                              ", a peer introduced itself as ", theirs.index, " of ", theirs.size));
+  for (int fd : {to_right->get(), from_left.get()}) {
+    Status s = SetNoDelay(fd);
+    if (s.ok()) s = SetNonBlocking(fd);
+    if (!s.ok()) return failed(s);
+  }
+  return std::unique_ptr<TcpRing>(
+      new TcpRing(name, index, size, to_right->release(), from_left.release(), options.timeout));
+}
+
+TcpRing::TcpRing(std::string name, int index, int size, int to_right, int from_left,
+                 std::chrono::milliseconds timeout)
+    : name_(std::move(name)),
+      index_(index),
+      size_(size),
+      to_right_(to_right),
+      from_left_(from_left),
+      timeout_(timeout) {}
+
+TcpRing::~TcpRing() {
+  ::close(to_right_);
+  ::close(from_left_);
+}
+
+Status TcpRing::CheckHeader(const Header& mine, const Header& theirs) const {
+  if (theirs.sequence == mine.sequence && theirs.count == mine.count && theirs.op == mine.op &&
+      theirs.step == mine.step)
+    return OkStatus();
+  return Internal("ring '", name_, "': member ", left(), " is out of step (all-reduce #",
+                  theirs.sequence, " of ", theirs.count, " elements, op ", theirs.op, ", step ",
+                  theirs.step, ") with member ", index_, " (#", mine.sequence, " of ", mine.count,
+                  ", op ", mine.op, ", step ", mine.step, ")");
+}
+
+Status TcpRing::Shift(const Header& header, const void* out, size_t out_bytes, void* in,
+                      size_t in_bytes) {
+  Header received;
+  Transfer send{
+      {{const_cast<Header*>(&header), sizeof(Header)}, {const_cast<void*>(out), out_bytes}},
+      sizeof(Header) + out_bytes};
+  Transfer recv{{{&received, sizeof(Header)}, {in, in_bytes}}, sizeof(Header) + in_bytes};
+  bool header_checked = false;
+  const auto deadline = Clock::now() + timeout_;
+  // Moves what each socket takes now; sleeps in poll() only when neither can progress.
+  while (send.left > 0 || recv.left > 0) {
+    bool progressed = false;
+    if (send.left > 0) {
+      msghdr m = send.Message();
+      ssize_t n = ::sendmsg(to_right_, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        send.Advance(static_cast<size_t>(n));
+        progressed = true;
+      } else if (errno != EAGAIN && errno != EINTR) {
+        return Unavailable("ring '", name_, "': sending to member ", right(),
+                           " failed: ", std::strerror(errno));
+      }
+    }
+    if (recv.left > 0) {
+      msghdr m = recv.Message();
+      ssize_t n = ::recvmsg(from_left_, &m, MSG_DONTWAIT);
+      if (n > 0) {
+        recv.Advance(static_cast<size_t>(n));
+        progressed = true;
+      } else if (n == 0) {
+        return Unavailable("ring '", name_, "': member ", left(), " closed its connection");
+      } else if (errno != EAGAIN && errno != EINTR) {
+        return Unavailable("ring '", name_, "': receiving from member ", left(),
+                           " failed: ", std::strerror(errno));
+      }
+      if (!header_checked && recv.parts[0].iov_len == 0) {
+        PW_RETURN_IF_ERROR(CheckHeader(header, received));
+        header_checked = true;
+      }
+    }
+    if (progressed) continue;
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (send.left > 0) fds[n++] = {to_right_, POLLOUT, 0};
+    if (recv.left > 0) fds[n++] = {from_left_, POLLIN, 0};
+    int ready = ::poll(fds, n, RemainingMs(deadline));
+    if (ready < 0 && errno != EINTR)
+      return Unavailable("ring '", name_, "': poll: ", std::strerror(errno));
+    if (ready == 0)
+      return Unavailable("ring '", name_, "': all-reduce #", header.sequence, " timed out after ",
+                         timeout_.count(), " ms waiting for member ",
+                         recv.left > 0 ? left() : right());
+  }
+  return OkStatus();
+}
+
+Status TcpRing::AllReduce(float* data, int64_t count, ReduceOp op) {
+  Header header;
+  header.sequence = sequence_++;
+  header.count = count;
+  header.op = static_cast<int32_t>(op);
+  if (count == 0) return OkStatus();
+  if (size_ == 2) {
+    // One exchange of the whole tensor; both members add member 0's value first.
+    scratch_.resize(static_cast<size_t>(count));
+    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    PW_RETURN_IF_ERROR(Shift(header, data, bytes, scratch_.data(), bytes));
+    if (index_ == 0)
+      Reduce(op, data, data, scratch_.data(), count);
+    else
+      Reduce(op, data, scratch_.data(), data, count);
+    return OkStatus();
+  }
+  // Reduce-scatter then all-gather, one chunk per member. Chunk c is reduced along the
+  // ring starting at member c, so its order depends on the member indices only; after the
+  // reduce-scatter member i holds chunk i + 1 whole and the all-gather copies it.
+  const int n = size_;
+  auto begin = [&](int c) { return count * c / n; };
+  auto length = [&](int c) { return begin(c + 1) - begin(c); };
+  auto chunk = [&](int c) { return ((c % n) + n) % n; };
+  scratch_.resize(static_cast<size_t>((count + n - 1) / n));
+  for (int step = 0; step < n - 1; ++step) {
+    const int out = chunk(index_ - step), in = chunk(index_ - step - 1);
+    header.step = step;
+    PW_RETURN_IF_ERROR(Shift(header, data + begin(out), length(out) * sizeof(float),
+                             scratch_.data(), length(in) * sizeof(float)));
+    Reduce(op, data + begin(in), scratch_.data(), data + begin(in), length(in));
+  }
+  for (int step = 0; step < n - 1; ++step) {
+    const int out = chunk(index_ + 1 - step), in = chunk(index_ - step);
+    header.step = n - 1 + step;
+    PW_RETURN_IF_ERROR(Shift(header, data + begin(out), length(out) * sizeof(float),
+                             data + begin(in), length(in) * sizeof(float)));
+  }
+  return OkStatus();
+}
+
+}  // namespace pw

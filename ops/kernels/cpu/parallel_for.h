@@ -1,0 +1,55 @@
+#pragma once
+// Element-wise loops on the process's kernel threads (SetKernelThreads, ops/kernel.h).
+//
+// ParallelFor(n, grain, body) cuts [0, n) into at most one contiguous range per thread,
+// none shorter than `grain` (fewer ranges when n is small), and runs body(begin, end) on
+// each: the calling thread and the pool's threads claim ranges until none is left, so a
+// pool thread that the scheduler wakes late costs nothing but its share. Kernels cut only
+// where no element's result depends on the cut (element-wise maps, the rows of a row-wise
+// op, the columns of a column sum, whose rows are still added in order), so every thread
+// count gives the same bits as one.
+//
+// One loop runs on the pool at a time; a loop started meanwhile (another stream's kernel)
+// runs on its caller alone, with the same result.
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+namespace pw::ops::cpu {
+
+using RangeFn = void (*)(void* body, int64_t begin, int64_t end);
+
+// Runs `fn(body, ...)` over `parts` equal ranges of [0, n).
+void RunRanges(int64_t n, int parts, RangeFn fn, void* body);
+// The number of threads a loop may use (the caller included); set by SetKernelThreads.
+int KernelThreads();
+void SetPoolThreads(int threads);
+
+template <typename Body>
+void ParallelFor(int64_t n, int64_t grain, Body&& body) {
+  const int64_t by_size = grain > 0 ? n / grain : n;
+  const int parts =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(KernelThreads(), by_size)));
+  if (parts == 1) {
+    if (n > 0) body(int64_t{0}, n);
+    return;
+  }
+  using B = std::remove_reference_t<Body>;
+  RunRanges(
+      n, parts, [](void* b, int64_t begin, int64_t end) { (*static_cast<B*>(b))(begin, end); },
+      const_cast<void*>(static_cast<const void*>(&body)));
+}
+
+// Grains, in elements, below which a range does not pay for waking a thread: a cheap map
+// (add, scale) and one with a few dozen operations per element (gelu, exp).
+inline constexpr int64_t kCheapGrain = 1 << 15;
+inline constexpr int64_t kCostlyGrain = 1 << 13;
+
+// Rows of `width` elements per range for a row-wise op, so that a range holds about `grain`
+// elements.
+inline int64_t RowGrain(int64_t width, int64_t grain = kCheapGrain) {
+  return width > 0 ? std::max<int64_t>(1, grain / width) : 1;
+}
+
+}  // namespace pw::ops::cpu

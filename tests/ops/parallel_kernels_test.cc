@@ -1,0 +1,194 @@
+// Element-wise work on the kernel threads (ops/kernels/cpu/parallel_for.h): every range
+// runs once, loops started from two threads at once both finish, and every kernel that
+// splits its work gives the same bits at 1, 2 and 3 threads.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "ops/kernels/cpu/parallel_for.h"
+#include "tests/ops/op_runner.h"
+
+namespace pw::testing {
+namespace {
+
+using ops::cpu::ParallelFor;
+
+class KernelThreads : public ::testing::Test {
+ protected:
+  void TearDown() override { ops::SetKernelThreads(1); }
+};
+
+TEST_F(KernelThreads, EveryElementRunsOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ops::SetKernelThreads(threads);
+    EXPECT_EQ(ops::cpu::KernelThreads(), threads);
+    for (int64_t n : {0, 1, 7, 1000, 100003}) {
+      for (int64_t grain : {1, 64, 1 << 20}) {
+        std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+        std::atomic<int> ranges{0};
+        ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+          ASSERT_LT(begin, end);
+          ranges.fetch_add(1);
+          for (int64_t i = begin; i < end; ++i) seen[i].fetch_add(1);
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i].load(), 1) << i;
+        EXPECT_LE(ranges.load(), threads);
+        if (grain == 1 && n >= threads) EXPECT_EQ(ranges.load(), threads);
+      }
+    }
+  }
+}
+
+// A second stream's loop finds the pool busy and runs alone; both are complete.
+TEST_F(KernelThreads, LoopsFromTwoThreadsAtOnce) {
+  ops::SetKernelThreads(3);
+  const int64_t n = 200000;
+  std::vector<float> a(n), b(n);
+  auto fill = [&](std::vector<float>& v, float value) {
+    for (int round = 0; round < 50; ++round)
+      ParallelFor(n, 1024, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) v[i] = value + static_cast<float>(round);
+      });
+  };
+  std::thread other([&] { fill(a, 1.f); });
+  fill(b, 2.f);
+  other.join();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(a[i], 50.f) << i;
+    ASSERT_EQ(b[i], 51.f) << i;
+  }
+}
+
+struct Case {
+  std::string name;
+  std::vector<Op> ops;
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  std::vector<std::string> outputs;
+};
+
+Op Adam() {
+  return MakeOp("adam",
+                {{"Param", {"p"}},
+                 {"Grad", {"g"}},
+                 {"Moment1", {"m1"}},
+                 {"Moment2", {"m2"}},
+                 {"Beta1Pow", {"b1p"}},
+                 {"Beta2Pow", {"b2p"}}},
+                {{"ParamOut", {"p"}},
+                 {"Moment1Out", {"m1"}},
+                 {"Moment2Out", {"m2"}},
+                 {"Beta1PowOut", {"b1p"}},
+                 {"Beta2PowOut", {"b2p"}}});
+}
+
+// Shapes large enough to be split at 3 threads, with widths that do not divide evenly.
+std::vector<Case> Cases() {
+  const Shape rows{301, 517};
+  std::vector<Case> cases;
+  cases.push_back({"gelu and its grad",
+                   {MakeOp("gelu", {{"X", {"x"}}}, {{"Out", {"y"}}}),
+                    MakeOp("gelu_grad", {{"X", {"x"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})},
+                   {{"x", RandomTensor(rows, 1, -5, 5)}, {"g", RandomTensor(rows, 2)}},
+                   {"y", "dx"}});
+  cases.push_back({"add, scale, sum",
+                   {MakeOp("add", {{"X", {"x"}}, {"Y", {"z"}}}, {{"Out", {"a"}}}),
+                    MakeOp("scale", {{"X", {"a"}}}, {{"Out", {"s"}}}),
+                    MakeOp("sum", {{"X", {"x", "z", "s"}}}, {{"Out", {"z"}}})},
+                   {{"x", RandomTensor(rows, 3)}, {"z", RandomTensor(rows, 4)}},
+                   {"a", "s", "z"}});
+  cases.back().ops[1].SetAttr("scale", 0.37);
+  cases.back().ops[1].SetAttr("bias", 0.11);
+  cases.push_back(
+      {"bias_add and its grad",
+       {MakeOp("bias_add", {{"X", {"x"}}, {"Bias", {"b"}}}, {{"Out", {"y"}}}),
+        MakeOp("bias_add_grad", {{"Out@GRAD", {"g"}}}, {{"Bias@GRAD", {"db"}}})},
+       {{"x", RandomTensor(rows, 5)}, {"b", RandomTensor({517}, 6)}, {"g", RandomTensor(rows, 7)}},
+       {"y", "db"}});
+  cases.back().ops[1].SetAttr("bias_shape", std::vector<int64_t>{517});
+  cases.push_back(
+      {"layer_norm and its grads",
+       {MakeOp("layer_norm", {{"X", {"x"}}, {"Scale", {"s"}}, {"Bias", {"b"}}},
+               {{"Y", {"y"}}, {"Mean", {"m"}}, {"Rstd", {"r"}}}),
+        MakeOp(
+            "layer_norm_grad",
+            {{"X", {"x"}}, {"Scale", {"s"}}, {"Mean", {"m"}}, {"Rstd", {"r"}}, {"Y@GRAD", {"g"}}},
+            {{"X@GRAD", {"dx"}}}),
+        MakeOp("layer_norm_param_grad",
+               {{"X", {"x"}}, {"Mean", {"m"}}, {"Rstd", {"r"}}, {"Y@GRAD", {"g"}}},
+               {{"Scale@GRAD", {"ds"}}, {"Bias@GRAD", {"db"}}})},
+       {{"x", RandomTensor(rows, 8, -3, 3)},
+        {"s", RandomTensor({517}, 9)},
+        {"b", RandomTensor({517}, 10)},
+        {"g", RandomTensor(rows, 11)}},
+       {"y", "m", "r", "dx", "ds", "db"}});
+  Op softmax = MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"y"}}});
+  softmax.SetAttr("causal", true);
+  cases.push_back(
+      {"causal softmax and its grad",
+       {softmax,
+        MakeOp("softmax_grad", {{"Out", {"y"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})},
+       {{"x", RandomTensor({7, 129, 129}, 12, -6, 6)}, {"g", RandomTensor({7, 129, 129}, 13)}},
+       {"y", "dx"}});
+  cases.push_back({"softmax cross-entropy and its grad",
+                   {MakeOp("softmax_cross_entropy", {{"Logits", {"x"}}, {"Label", {"label"}}},
+                           {{"Loss", {"loss"}}, {"Softmax", {"p"}}}),
+                    MakeOp("softmax_cross_entropy_grad",
+                           {{"Softmax", {"p"}}, {"Label", {"label"}}, {"Loss@GRAD", {"dloss"}}},
+                           {{"Logits@GRAD", {"dx"}}})},
+                   {{"x", RandomTensor(rows, 14, -4, 4)},
+                    {"label", RandomIds({301}, 517, 15)},
+                    {"dloss", RandomTensor({301}, 16)}},
+                   {"loss", "p", "dx"}});
+  Op grad = MakeOp("embedding_grad", {{"Ids", {"ids"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}});
+  grad.SetAttr("vocab_size", int64_t{37});
+  cases.push_back({"embedding and its grad (repeated ids)",
+                   {MakeOp("embedding", {{"Ids", {"ids"}}, {"W", {"w"}}}, {{"Out", {"o"}}}), grad},
+                   {{"ids", RandomIds({301}, 37, 17)},
+                    {"w", RandomTensor({37, 517}, 18)},
+                    {"g", RandomTensor(rows, 19)}},
+                   {"o", "dw"}});
+  cases.push_back(
+      {"adam and sgd",
+       {Adam(), MakeOp("sgd", {{"Param", {"q"}}, {"Grad", {"g"}}}, {{"ParamOut", {"q"}}})},
+       {{"p", RandomTensor(rows, 20)},
+        {"q", RandomTensor(rows, 21)},
+        {"g", RandomTensor(rows, 22)},
+        {"m1", RandomTensor(rows, 23)},
+        {"m2", RandomTensor(rows, 24, 0, 1)},
+        {"b1p", MakeTensor({1}, {0.9f})},
+        {"b2p", MakeTensor({1}, {0.999f})}},
+       {"p", "m1", "m2", "q"}});
+  cases.back().ops[1].SetAttr("lr", 0.01);
+  return cases;
+}
+
+TEST_F(KernelThreads, SplitKernelsKeepEveryBit) {
+  for (const Case& c : Cases()) {
+    std::vector<Tensor> one;
+    for (int threads : {1, 2, 3}) {
+      ops::SetKernelThreads(threads);
+      TensorEnv env;
+      for (const auto& [name, t] : c.inputs) env.Set(name, t.Clone());
+      Status s = RunOps(c.ops, env);
+      ASSERT_TRUE(s.ok()) << c.name << ": " << s.ToString();
+      for (size_t i = 0; i < c.outputs.size(); ++i) {
+        const Tensor* out = env.Find(c.outputs[i]);
+        ASSERT_NE(out, nullptr) << c.name << ": " << c.outputs[i];
+        if (threads == 1) {
+          one.push_back(out->Clone());
+          continue;
+        }
+        ASSERT_EQ(out->nbytes(), one[i].nbytes());
+        EXPECT_EQ(std::memcmp(out->raw(), one[i].raw(), out->nbytes()), 0)
+            << c.name << ": " << c.outputs[i] << " at " << threads << " threads";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pw::testing
