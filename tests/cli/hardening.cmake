@@ -133,6 +133,41 @@ add_test(NAME cli.run_dir_in_use COMMAND flock ${out}/busy_run_dir/lock ${expect
   "run directory ${out}/busy_run_dir is in use by another run" - --
   ${pw} run ${plan} --nproc 2 --steps 1 --run-dir ${out}/busy_run_dir)
 set_tests_properties(cli.run_dir_in_use PROPERTIES LABELS cli TIMEOUT 30)
+# A store belongs to one run: a rank started by hand (run-parallel --rank) in the store of
+# a failed run is refused instead of repeating that run's abort notice, and one started in
+# the store of a finished run instead of joining its stale entries. train_good cannot train
+# on the executor (no token input), which makes the failed run; a tiny GPT the finished one.
+add_test(NAME cli.hand_rank_failed_run COMMAND sh -c
+  "rm -rf ${out}/failed_store && exec ${pw} run-parallel ${bad}/train_good.pbtxt --rank 0 --world-size 1 --store ${out}/failed_store")
+set_tests_properties(cli.hand_rank_failed_run PROPERTIES LABELS cli WILL_FAIL TRUE
+  FIXTURES_SETUP failed_store)
+pw_expect_error(store_of_a_failed_run
+  "holds the abort notice of a run ('rank 0 failed: module input 'tokens' must be" -
+  run-parallel ${bad}/train_good.pbtxt --rank 0 --world-size 1 --store ${out}/failed_store)
+add_test(NAME cli.hand_rank_gpt COMMAND ${pw} build-model gpt --layers 1 --hidden 16 --heads 2
+  --seq 8 --vocab 32 -o ${out}/hand_rank_gpt.pb)
+add_test(NAME cli.hand_rank_finished_run COMMAND sh -c
+  "rm -rf ${out}/finished_store && exec ${pw} run-parallel ${out}/hand_rank_gpt.pb --rank 0 --world-size 1 --store ${out}/finished_store")
+set_tests_properties(cli.hand_rank_gpt PROPERTIES LABELS cli FIXTURES_SETUP hand_rank_gpt)
+set_tests_properties(cli.hand_rank_finished_run PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "step 1 loss" FIXTURES_REQUIRED hand_rank_gpt
+  FIXTURES_SETUP finished_store)
+pw_expect_error(store_of_a_finished_run "already has a rank 0 (host and pid: " -
+  run-parallel ${out}/hand_rank_gpt.pb --rank 0 --world-size 1 --store ${out}/finished_store)
+set_tests_properties(cli.store_of_a_failed_run PROPERTIES FIXTURES_REQUIRED failed_store)
+set_tests_properties(cli.store_of_a_finished_run PROPERTIES
+  FIXTURES_REQUIRED "hand_rank_gpt;finished_store")
+
+# --- Sizes the simulator meets: a 96 TiB parameter (below the 2^50-byte tensor limit) makes
+# a step of days; the short ops after it once never ended (a double near 1e5 s resolves
+# ~1.5e-11 s, so their leftover work never reached zero). Each finishes well within 30 s.
+foreach(device cpu h100)
+  add_test(NAME cli.sim_96tib_parameter_${device} COMMAND ${pw} sim ${bad}/parameter_96tib.pbtxt
+    --device ${device} --p2p rendezvous
+    --pipeline "append-backward{optimizer=adam},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p")
+  set_tests_properties(cli.sim_96tib_parameter_${device} PROPERTIES LABELS cli TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "step time +[0-9]+\\.[0-9]+ ms")
+endforeach()
 
 # --- Faults under `run --nproc 4` (slow): a stopped rank is named by its peers' heartbeat
 # watch, a killed one by the launcher, each within 60 s.
