@@ -2,6 +2,7 @@
 // or reads a PyTorch schedule CSV, checks it, simulates it and prints it as a table, JSON,
 // CSV, an SVG picture or a Chrome trace.
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -33,6 +34,7 @@ using pipeline::ScheduleKind;
 Status ParseCosts(const std::string& text, ActionCosts& costs) {
   std::istringstream items(text);
   std::string item;
+  std::vector<std::string> seen;
   while (std::getline(items, item, ',')) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
@@ -49,6 +51,9 @@ Status ParseCosts(const std::string& text, ActionCosts& costs) {
       return InvalidArgument("bad --costs entry '", item,
                              "' (expected F=, B=, W=, comm= or w-mem= with a finite number >= 0, "
                              "e.g. F=1,B=2,W=1,comm=0.1)");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return InvalidArgument("bad --costs entry '", item, "': ", key, " is given twice");
+    seen.push_back(key);
     *field = *value;
   }
   return OkStatus();
@@ -95,7 +100,7 @@ StatusOr<Request> ParseRequest(const Flags& flags) {
   }
   PW_RETURN_IF_ERROR(ParseCosts(flags.Get("costs"), spec.costs));
   PW_ASSIGN_OR_RETURN(spec.mem_limit, flags.GetDouble("mem-limit", 0));
-  PW_ASSIGN_OR_RETURN(spec.costs.w_mem, flags.GetDouble("w-mem", spec.costs.w_mem));
+  PW_ASSIGN_OR_RETURN(spec.costs.w_mem, flags.GetDouble("w-mem", spec.costs.w_mem, 0, 1));
   if (spec.kind == ScheduleKind::kCsv) {
     PW_ASSIGN_OR_RETURN(spec.csv_file, flags.Require("file"));
     for (const char* shape : {"chunks", "model"})

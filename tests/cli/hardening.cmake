@@ -19,7 +19,7 @@ pw_expect_error(number_micro_batches_endless
   - run ${bad}/train_good.pbtxt --reference --steps 1 --micro-batches 99999999999)
 pw_expect_error(number_mem_limit_nan "flag --mem-limit: expected a finite number >= 0, got 'nan'"
   - check ${plan} --mem-limit nan)
-pw_expect_error(number_w_mem_inf "flag --w-mem: expected a finite number >= 0, got 'inf'"
+pw_expect_error(number_w_mem_inf "flag --w-mem: expected a finite number in [0, 1], got 'inf'"
   - check ${plan} --w-mem inf)
 pw_expect_error(number_negative_steps "flag --steps: expected an integer in [0, 2147483647], got '-1'"
   - run ${bad}/train_good.pbtxt --reference --steps -1)
@@ -39,8 +39,48 @@ pw_expect_error(number_option_lr_nan "expected a finite number, got 'nan'" ${out
 pw_expect_error(number_option_micro_batches_wraps
   "expected an integer in [-2147483648, 2147483647], got '4294967298'" ${out}/h4.pb
   opt ${bad}/train_good.pbtxt -p "schedule{kind=fthenb,micro-batches=4294967298}" -o ${out}/h4.pb)
+# Costs that sum to infinity: zb-auto took them for its "never" and wrote past its arrays
+# (SIGSEGV from the command, a double free from the pass); 1f1b printed "makespan inf".
+pw_expect_error(number_schedule_costs_overflow "cost F=1e+308 is not a finite number in [0, 1e+12]"
+  - schedule --kind zb-auto --stages 2 --micro-batches 4 --costs F=1e308,B=1e308)
+pw_expect_error(number_schedule_pass_costs_overflow "pass 'schedule' failed: cost F=1e+308" ${out}/h11.pb
+  opt ${bad}/train_pp2_unplanned.pbtxt -p
+  "append-backward,split-program{split-backward=true},schedule{kind=zb-auto,micro-batches=4,F=1e308,B=1e308},insert-p2p"
+  -o ${out}/h11.pb)
+pw_expect_error(number_order_comm_costs_overflow "pass 'order-comm' failed: cost F=1e+308" ${out}/h12.pb
+  opt ${bad}/train_pp2_unplanned.pbtxt -p
+  "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},order-comm{F=1e308,B=1e308}"
+  -o ${out}/h12.pb)
+pw_expect_error(number_order_comm_negative_evals "max-evals must be >= 0, got -5" ${out}/h13.pb
+  opt ${bad}/train_pp2_unplanned.pbtxt -p
+  "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},order-comm{max-evals=-5}"
+  -o ${out}/h13.pb)
+pw_expect_error(number_schedule_costs_twice "bad --costs entry 'F=2': F is given twice" -
+  schedule --kind 1f1b --stages 2 --micro-batches 4 --costs F=1,F=2)
+pw_expect_error(number_check_w_mem_above_one
+  "flag --w-mem: expected a number in [0, 1], got '5' (out of range)" - check ${PROJECT_SOURCE_DIR}/tests/planning/data/send_recv_2rank.csv --w-mem 5)
+# Counts that would measure for days.
+pw_expect_error(number_profile_repeat_endless
+  "flag --repeat: expected an integer in [1, 1000000], got '2000000000'" ${out}/h14.pbtxt
+  profile ${bad}/train_good.pbtxt -o ${out}/h14.pbtxt --repeat 2000000000)
+pw_expect_error(number_profile_blas_threads_huge
+  "flag --blas-threads: expected an integer in [1, 4096], got '99999999'" ${out}/h15.pbtxt
+  profile ${bad}/train_good.pbtxt -o ${out}/h15.pbtxt --blas-threads 99999999)
 
 # --- Sizes: refused before anything is allocated for them, naming the limit.
+# 8192 parameters of 1 PiB each (every one within the tensor limit): their byte count
+# overflowed int64 in inspect ("parameters: 2.53 E (-8313644912125935616 B)").
+set(pib_vars "")
+foreach(i RANGE 8191)
+  string(APPEND pib_vars "  vars { name: \"p${i}\" dtype: FLOAT32 shape: 281474976710656 "
+    "persistable: true is_parameter: true }\n")
+endforeach()
+file(WRITE ${out}/module_bytes_overflow.pbtxt "programs {\n  name: \"main\"\n${pib_vars}}\n")
+pw_expect_error(size_module_bytes_overflow "the module's vars add up to more than 2^52 bytes" -
+  inspect ${out}/module_bytes_overflow.pbtxt --no-verify)
+pw_expect_error(size_schedule_cells
+  "4096 stages x 65536 micro-batches is more than 16777216 stage micro-batches" -
+  schedule --kind zb-auto --stages 4096 --micro-batches 65536)
 pw_expect_error(size_parameter_overflows_int64 "var 'w' is too large" -
   inspect ${bad}/huge_parameter.pbtxt)
 pw_expect_error(size_parameter_overflows_int64_run "var 'w' is too large" -
