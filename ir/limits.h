@@ -18,6 +18,9 @@ inline constexpr int kMaxJobNesting = 32;
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 50;
 // Dimensions of one tensor.
 inline constexpr int kMaxRank = 16;
+// Bytes of one input file (module, schedule CSV, cost table, training text): an endless
+// one (/dev/zero, a pipe that never closes) is refused instead of filling the memory.
+inline constexpr int64_t kMaxInputFileBytes = int64_t{512} << 20;
 // Bytes of all vars a module declares (each program's declarations counted): sums over a
 // module, and a rank's memory over 65536 micro-batches, stay far from int64's limit.
 inline constexpr int64_t kMaxModuleBytes = int64_t{1} << 52;

@@ -68,6 +68,17 @@ pw_expect_error(number_profile_blas_threads_huge
   profile ${bad}/train_good.pbtxt -o ${out}/h15.pbtxt --blas-threads 99999999)
 
 # --- Sizes: refused before anything is allocated for them, naming the limit.
+# A file with no end (here /dev/zero under a name each reader accepts) is read up to the
+# input limit, not until the memory runs out; a folder given as a file says so.
+foreach(ext csv pb)
+  file(CREATE_LINK /dev/zero ${out}/endless.${ext} SYMBOLIC)
+endforeach()
+pw_expect_error(size_endless_schedule_csv "is larger than 512 MiB, the limit for an input file" -
+  schedule --kind csv --file ${out}/endless.csv)
+pw_expect_error(size_endless_module "is larger than 512 MiB, the limit for an input file" -
+  inspect ${out}/endless.pb)
+pw_expect_error(size_folder_as_schedule "is a folder, not a file" -
+  schedule --kind csv --file ${out})
 # 8192 parameters of 1 PiB each (every one within the tensor limit): their byte count
 # overflowed int64 in inspect ("parameters: 2.53 E (-8313644912125935616 B)").
 set(pib_vars "")
