@@ -24,6 +24,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
+#include "tools/output_files.h"
 
 namespace pw::tools {
 namespace {
@@ -369,6 +370,12 @@ StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(Request req, ParseRequest(flags));
   if (!req.output.empty() && req.output.back() == '/')
     return InvalidArgument("-o must name a file, got '", req.output, "'");
+  // -o may be neither the schedule file nor the model read for costs.
+  std::vector<std::string> inputs;
+  for (const char* input : {"file", "model"})
+    if (flags.Has(input)) inputs.push_back(flags.Get(input));
+  OutputFiles outputs(inputs);
+  if (!req.output.empty()) PW_RETURN_IF_ERROR(outputs.Declare("-o", req.output));
 
   PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::GenerateSchedule(req.spec));
   if (req.spec.kind == ScheduleKind::kCsv) {
@@ -408,7 +415,8 @@ StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
   if (req.output.empty()) {
     std::cout << text;
   } else {
-    PW_RETURN_IF_ERROR(WriteFileAtomically(req.output, text));
+    PW_RETURN_IF_ERROR(outputs.Write(req.output, text));
+    PW_RETURN_IF_ERROR(outputs.Commit());
   }
   return 0;
 }

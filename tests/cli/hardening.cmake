@@ -168,6 +168,14 @@ pw_expect_error(output_sim_second_output_missing_folder "does not exist" ${out}/
   sim ${bad}/train_good.pbtxt --trace ${out}/h9.json --svg ${out}/missing/x.svg)
 pw_expect_error(output_sim_same_file_twice "is written twice" ${out}/h10.json
   sim ${bad}/train_good.pbtxt --trace ${out}/h10.json --svg ${out}/h10.json)
+configure_file(${PROJECT_SOURCE_DIR}/tests/planning/data/send_recv_2rank.csv
+  ${out}/own_schedule.csv COPYONLY)
+pw_expect_error(output_schedule_over_its_csv "is the input" ${out}/own_schedule.csv
+  schedule --kind csv --file ${out}/own_schedule.csv --format csv -o ${out}/own_schedule.csv)
+configure_file(${bad}/train_pp2_unplanned.pbtxt ${out}/own_model.pbtxt COPYONLY)
+pw_expect_error(output_schedule_over_its_model "is the input" ${out}/own_model.pbtxt
+  schedule --kind 1f1b --stages 2 --micro-batches 4 --model ${out}/own_model.pbtxt
+  -o ${out}/own_model.pbtxt)
 file(MAKE_DIRECTORY ${out}/a_folder.pb)
 pw_expect_error(output_is_a_folder "is a folder" - opt ${bad}/good.pbtxt -p dce -o ${out}/a_folder.pb)
 
