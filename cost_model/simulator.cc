@@ -79,7 +79,7 @@ class Engine {
     a.work = CommPrice(in, seconds, a.ranks).seconds > 0 ? 1.0 : 0.0;
   }
   Status Deadlock() const;
-  // Fails only when a rank's peak memory does not fit in 63 bits.
+  // Fails when the step or a rank's peak memory has no finite value.
   Status Report(SimResult& out) const;
 
   int Node(int rank) const { return dev_.ranks_per_node() > 0 ? rank / dev_.ranks_per_node() : 0; }
@@ -452,6 +452,13 @@ Status Engine::Report(SimResult& out) const {
       return InvalidArgument("rank ", r, " would hold more than 2^63 bytes at once");
     out.ranks[r].peak_bytes = static_cast<int64_t>(peak);
   }
+  // Each cost is finite, but huge ones (a table entry of 1e308 s) sum, or print in ms, as
+  // infinity. Far beyond any real step (a 96 TiB parameter on a CPU takes ~1e9 s).
+  constexpr double kMaxStepSeconds = 1e15;
+  if (!(out.step_time <= kMaxStepSeconds))
+    return InvalidArgument("the simulated step takes ", out.step_time, " s, more than ",
+                           kMaxStepSeconds, " s: an op time, a cost table entry or a device ",
+                           "figure is out of scale");
   out.bubble_rate = out.step_time > 0 ? idle / (g_.world_size * out.step_time) : 0;
   if (opt_.record_timeline) {
     out.timeline = t_;

@@ -79,6 +79,12 @@ pw_expect_error(size_endless_module "is larger than 512 MiB, the limit for an in
   inspect ${out}/endless.pb)
 pw_expect_error(size_folder_as_schedule "is a folder, not a file" -
   schedule --kind csv --file ${out})
+# Finite figures out of scale: the simulated step is refused above 1e15 s instead of
+# printing "inf ms" or 1e302 ms.
+pw_expect_error(size_sim_cost_out_of_scale "more than 1e+15 s" ${out}/h16.json
+  sim ${bad}/train_good.pbtxt --costs ${bad}/costs_out_of_scale.pbtxt --trace ${out}/h16.json)
+pw_expect_error(size_sim_device_out_of_scale "more than 1e+15 s" -
+  sim ${bad}/train_good.pbtxt --device ${bad}/device_out_of_scale.pbtxt)
 # 8192 parameters of 1 PiB each (every one within the tensor limit): their byte count
 # overflowed int64 in inspect ("parameters: 2.53 E (-8313644912125935616 B)").
 set(pib_vars "")
