@@ -147,6 +147,14 @@ foreach(case ${plan_cases})
   pw_expect_error(plan_${name}_opt "${text}" ${out}/plan_${name}.pb
     opt ${file} -p dce -o ${out}/plan_${name}.pb)
 endforeach()
+# Stage numbers read from program names: negative (once SIGSEGV) or not a number (once an
+# uncaught 'stoi').
+pw_expect_error(stage_number_negative "program 'stage-7_forward' is not named stage<N>_<kind>"
+  ${out}/h17.pb opt ${bad}/split_negative_stage.pbtxt -p "schedule{kind=1f1b,micro-batches=2}"
+  -o ${out}/h17.pb)
+pw_expect_error(stage_number_not_a_number "program 'stagex_forward' is not named stage<N>_<kind>"
+  ${out}/h18.pb opt ${bad}/split_unnumbered_stage.pbtxt -p "schedule{kind=1f1b,micro-batches=2}"
+  -o ${out}/h18.pb)
 pw_expect_error(verify_duplicated_slot "input slot 'Y' is given twice" -
   inspect ${bad}/duplicated_slot.pbtxt)
 pw_expect_error(verify_duplicated_slot_opt "input slot 'Y' is given twice" ${out}/h7.pb
