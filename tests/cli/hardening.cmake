@@ -155,6 +155,8 @@ pw_expect_error(stage_number_negative "program 'stage-7_forward' is not named st
 pw_expect_error(stage_number_not_a_number "program 'stagex_forward' is not named stage<N>_<kind>"
   ${out}/h18.pb opt ${bad}/split_unnumbered_stage.pbtxt -p "schedule{kind=1f1b,micro-batches=2}"
   -o ${out}/h18.pb)
+pw_expect_error(verify_reshape_overflow "has more elements than an int64 counts" -
+  inspect ${bad}/reshape_overflow.pbtxt)
 pw_expect_error(verify_duplicated_slot "input slot 'Y' is given twice" -
   inspect ${bad}/duplicated_slot.pbtxt)
 pw_expect_error(verify_duplicated_slot_opt "input slot 'Y' is given twice" ${out}/h7.pb
