@@ -1,13 +1,37 @@
 #include "cost_model/action_simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <span>
 
 #include "ir/action_edges.h"
+#include "ir/limits.h"
 
 namespace pw {
+
+Status CheckActionCosts(const ActionCosts& costs) {
+  auto check = [](const char* name, double value) -> Status {
+    if (std::isfinite(value) && value >= 0 && value <= kMaxActionCost) return OkStatus();
+    return InvalidArgument("cost ", name, "=", value, " is not a finite number in [0, ",
+                           kMaxActionCost, "]");
+  };
+  PW_RETURN_IF_ERROR(check("F", costs.forward));
+  PW_RETURN_IF_ERROR(check("B", costs.backward));
+  PW_RETURN_IF_ERROR(check("W", costs.weight));
+  PW_RETURN_IF_ERROR(check("comm", costs.comm));
+  if (!(costs.w_mem >= 0 && costs.w_mem <= 1))
+    return InvalidArgument("w-mem must be between 0 and 1 (a fraction of M_B)");
+  const double largest = std::max({costs.forward, costs.backward + costs.weight});
+  for (size_t s = 0; s < costs.stage_scale.size(); ++s) {
+    const double scale = costs.stage_scale[s];
+    if (!(std::isfinite(scale) && scale >= 0 && largest * scale <= kMaxActionCost))
+      return InvalidArgument("stage ", s, "'s cost scale ", scale, " is not finite, >= 0 and ",
+                             "within the cost limit ", kMaxActionCost);
+  }
+  return OkStatus();
+}
 
 double ActionCosts::Of(ActionType type, int stage) const {
   switch (type) {
@@ -597,6 +621,7 @@ class Replay {
 
 StatusOr<TimedResult> SimulateTimed(const ActionSchedule& schedule,
                                     const SimulationOptions& options) {
+  PW_RETURN_IF_ERROR(CheckActionCosts(options.costs));
   Replay replay(schedule, options, /*timed=*/true);
   PW_RETURN_IF_ERROR(replay.Run());
   return std::move(replay.result());

@@ -47,6 +47,10 @@ struct ActionCosts {
   double Of(ActionType type, int stage) const;  // compute cost; 0 for comm and idle
 };
 
+// Every cost finite, >= 0 and at most kMaxActionCost (ir/limits.h), per stage too; w_mem
+// in [0, 1]. The planners and the simulator rely on it; the error names the cost.
+Status CheckActionCosts(const ActionCosts& costs);
+
 enum class CommSemantics { kEager, kRendezvous };
 const char* CommSemanticsName(CommSemantics s);
 StatusOr<CommSemantics> ParseCommSemantics(const std::string& name);

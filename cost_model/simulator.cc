@@ -79,7 +79,8 @@ class Engine {
     a.work = CommPrice(in, seconds, a.ranks).seconds > 0 ? 1.0 : 0.0;
   }
   Status Deadlock() const;
-  void Report(SimResult& out) const;
+  // Fails when the step or a rank's peak memory has no finite value.
+  Status Report(SimResult& out) const;
 
   int Node(int rank) const { return dev_.ranks_per_node() > 0 ? rank / dev_.ranks_per_node() : 0; }
 
@@ -376,7 +377,7 @@ Status Engine::Deadlock() const {
                             " instructions: ", blocked);
 }
 
-void Engine::Report(SimResult& out) const {
+Status Engine::Report(SimResult& out) const {
   out.ranks.assign(g_.world_size, RankResult{});
   std::vector<IntervalSet> compute(g_.world_size), comm(g_.world_size);
   std::vector<std::array<IntervalSet, kNumCommClasses>> by_class(g_.world_size);
@@ -440,19 +441,31 @@ void Engine::Report(SimResult& out) const {
     std::vector<std::pair<double, int64_t>> events = memory_[r];
     // Frees before allocations at the same instant.
     std::sort(events.begin(), events.end());
-    int64_t live = out.ranks[r].persistent_bytes, peak = live;
+    // Wider than int64: a module may declare 2^52 bytes, and 65536 micro-batches of
+    // activations can be live at once.
+    __int128 live = out.ranks[r].persistent_bytes, peak = live;
     for (const auto& [time, delta] : events) {
       live += delta;
       peak = std::max(peak, live);
     }
-    out.ranks[r].peak_bytes = peak;
+    if (peak > std::numeric_limits<int64_t>::max())
+      return InvalidArgument("rank ", r, " would hold more than 2^63 bytes at once");
+    out.ranks[r].peak_bytes = static_cast<int64_t>(peak);
   }
+  // Each cost is finite, but huge ones (a table entry of 1e308 s) sum, or print in ms, as
+  // infinity. Far beyond any real step (a 96 TiB parameter on a CPU takes ~1e9 s).
+  constexpr double kMaxStepSeconds = 1e15;
+  if (!(out.step_time <= kMaxStepSeconds))
+    return InvalidArgument("the simulated step takes ", out.step_time, " s, more than ",
+                           kMaxStepSeconds, " s: an op time, a cost table entry or a device ",
+                           "figure is out of scale");
   out.bubble_rate = out.step_time > 0 ? idle / (g_.world_size * out.step_time) : 0;
   if (opt_.record_timeline) {
     out.timeline = t_;
     for (int i = 0; i < n_; ++i)
       if (g_.instrs[i].kind == InstrKind::kSend) out.timeline[i].end = transfer_end_[i];
   }
+  return OkStatus();
 }
 
 bool Engine::StartReadyInstructions() {
@@ -509,7 +522,7 @@ StatusOr<SimResult> Engine::Run() {
     PW_RETURN_IF_ERROR(AdvanceToNextEvent());
   }
   SimResult out;
-  Report(out);
+  PW_RETURN_IF_ERROR(Report(out));
   return out;
 }
 

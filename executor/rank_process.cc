@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "executor/backend_factory.h"
@@ -58,6 +59,25 @@ const RankProcessOptions* g_options = nullptr;
   std::_Exit(kExitRankFailed);
 }
 
+// A store belongs to one run. A rank started in the store of another run would read that
+// run's abort notice, heartbeats and Gloo addresses, so it is refused before it writes
+// anything there: an abort notice, or this rank's own entry, means the store is not new.
+Status CheckStoreIsNew(KvStore& kv, int rank) {
+  constexpr const char* kWhatToDo =
+      "a store belongs to one run: start every rank on an empty store (clear it or pass "
+      "another --store)";
+  PW_ASSIGN_OR_RETURN(std::optional<std::string> notice, Watchdog::AbortNotice(kv));
+  if (notice)
+    return FailedPrecondition("store ", kv.Describe(), " holds the abort notice of a run ('",
+                              *notice, "'); ", kWhatToDo);
+  PW_ASSIGN_OR_RETURN(std::optional<std::string> owner, kv.TryGet(StrCat("pid/", rank)));
+  if (owner)
+    return FailedPrecondition("store ", kv.Describe(), " already has a rank ", rank,
+                              " (host and pid: ", *owner, "), of this run or an earlier one; ",
+                              kWhatToDo);
+  return OkStatus();
+}
+
 }  // namespace
 
 int RunRankProcess(const Module& module, const RankProcessOptions& options) {
@@ -74,6 +94,10 @@ int RunRankProcess(const Module& module, const RankProcessOptions& options) {
     return kExitRankFailed;
   }
   KvStore& kv = **store;
+  if (Status fresh = CheckStoreIsNew(kv, rank); !fresh.ok()) {
+    Say(options, "error", fresh.message());
+    return kExitRankFailed;
+  }
   g_store = &kv;
   g_options = &options;
   std::set_terminate(OnTerminate);

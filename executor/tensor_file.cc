@@ -4,6 +4,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "ir/tensor_size.h"
+
 namespace pw {
 namespace {
 
@@ -60,7 +62,12 @@ StatusOr<std::map<std::string, Tensor>> LoadTensors(const std::string& path) {
     Shape shape(rank);
     for (int64_t& d : shape)
       if (!Take(in, d) || d < 0) return DataLoss(path, ": truncated");
-    Tensor t(static_cast<DataType>(dtype), shape);
+    // The header is checked before the tensor is allocated from it.
+    const auto type = static_cast<DataType>(dtype);
+    if (dtype <= 0 || dtype > static_cast<int32_t>(DataType::kBFloat16) || !TensorFits(type, shape))
+      return DataLoss(path, ": tensor '", name, "' has an unknown dtype or is too large (",
+                      TensorLimitText(), ")");
+    Tensor t(type, shape);
     if (!in.read(static_cast<char*>(t.raw()), t.nbytes())) return DataLoss(path, ": truncated");
     out.emplace(std::move(name), std::move(t));
   }

@@ -5,18 +5,30 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "ir/limits.h"
 
 namespace pw {
 
 StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return InvalidArgument("'", path, "' is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // In pieces, so that a file with no end (a device, a pipe) stops at the limit.
+  std::string text;
+  char piece[1 << 16];
+  while (in.read(piece, sizeof(piece)) || in.gcount() > 0) {
+    text.append(piece, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > kMaxInputFileBytes)
+      return InvalidArgument("'", path, "' is larger than ", kMaxInputFileBytes >> 20,
+                             " MiB, the limit for an input file");
+  }
   if (in.bad()) return DataLoss("cannot read '", path, "'");
-  return buffer.str();
+  return text;
 }
 
 Status WriteFileAtomically(const std::string& path, const std::string& contents) {

@@ -8,6 +8,7 @@
 
 namespace pw {
 
+// The whole file; a folder, or more than kMaxInputFileBytes (ir/limits.h), is an error.
 StatusOr<std::string> ReadFile(const std::string& path);
 // Writes to "<path>.tmp.<pid>" and renames it over `path`; on error nothing at `path`
 // changes and the temp file is removed.

@@ -18,5 +18,17 @@ inline constexpr int kMaxJobNesting = 32;
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 50;
 // Dimensions of one tensor.
 inline constexpr int kMaxRank = 16;
+// Bytes of one input file (module, schedule CSV, cost table, training text): an endless
+// one (/dev/zero, a pipe that never closes) is refused instead of filling the memory.
+inline constexpr int64_t kMaxInputFileBytes = int64_t{512} << 20;
+// Bytes of all vars a module declares (each program's declarations counted): sums over a
+// module, and a rank's memory over 65536 micro-batches, stay far from int64's limit.
+inline constexpr int64_t kMaxModuleBytes = int64_t{1} << 52;
+// Stage x micro-batch cells of one generated schedule: each holds at most three compute
+// actions and their transfers, so the largest plans in seconds and a few GB.
+inline constexpr int64_t kMaxScheduleCells = int64_t{1} << 24;
+// One action's cost, in any unit: sums over the largest schedule stay finite, so every
+// time the planners compare is a real time (they use infinity for "never").
+inline constexpr double kMaxActionCost = 1e12;
 
 }  // namespace pw

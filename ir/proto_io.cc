@@ -353,6 +353,7 @@ StatusOr<Module> ModuleFromProto(const pb::ModuleDesc& desc) {
       return InvalidArgument("program '", pd.name(), "' defined twice");
     module.AddProgram(std::move(program).value());
   }
+  PW_RETURN_IF_ERROR(CheckModuleBytes(module));
   const pb::MeshDesc& mesh = desc.mesh();
   module.mesh.dp = mesh.dp() ? mesh.dp() : 1;
   module.mesh.pp = mesh.pp() ? mesh.pp() : 1;

@@ -45,6 +45,12 @@ std::string ScheduleToCsv(const ActionSchedule& schedule) {
   std::string out;
   out.reserve(schedule.num_actions() * 7);
   for (const auto& actions : schedule.ranks) {
+    // An empty line is a rank with no actions; a rank whose one action is idle prints as
+    // one quoted empty cell, as Python's csv writer does, so reading gives it back.
+    if (actions.size() == 1 && actions[0].type == ActionType::kIdle) {
+      out += "\"\"\n";
+      continue;
+    }
     for (size_t i = 0; i < actions.size(); ++i) {
       if (i) out += ',';
       AppendAction(out, actions[i], schedule);

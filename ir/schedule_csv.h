@@ -3,6 +3,10 @@
 // per rank, one cell per action in its notation (ir/action.h), an empty cell for an idle
 // step. Reading infers the stage-to-rank placement, the stage count and the micro-batch
 // count from the actions, as PyTorch's loader does.
+//
+// Printing and reading are inverses: ParseScheduleCsv(ScheduleToCsv(s)) == s for every
+// schedule the reader can produce. An empty line is a rank with no actions, `""` a rank
+// whose single action is idle (Python's csv module writes and reads them the same way).
 
 #include <string>
 #include <string_view>

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/limits.h"
+#include "ir/module.h"
 
 namespace pw {
 
@@ -17,6 +18,18 @@ bool TensorFits(DataType dtype, const Shape& shape) {
 
 std::string TensorLimitText() {
   return "at most " + std::to_string(kMaxRank) + " dimensions, each >= 0, and at most 2^50 bytes";
+}
+
+Status CheckModuleBytes(const Module& module) {
+  int64_t total = 0;  // each var is at most kMaxTensorBytes: no step can overflow
+  for (const Program& program : module.programs())
+    for (const Var& v : program.vars()) {
+      total += v.num_bytes();
+      if (total > kMaxModuleBytes)
+        return InvalidArgument("the module's vars add up to more than 2^52 bytes (4 PiB) at var '",
+                               v.name, "' of program '", program.name(), "'");
+    }
+  return OkStatus();
 }
 
 }  // namespace pw

@@ -5,11 +5,17 @@
 
 #include <string>
 
+#include "ir/status.h"
 #include "ir/types.h"
 
 namespace pw {
 
 bool TensorFits(DataType dtype, const Shape& shape);
 std::string TensorLimitText();  // the limits, for messages
+
+class Module;
+// The bytes of every var each program of `module` declares add up to at most
+// kMaxModuleBytes (each var must fit already). The error names the limit.
+Status CheckModuleBytes(const Module& module);
 
 }  // namespace pw

@@ -335,6 +335,7 @@ Status VerifyModule(const Module& module, const OpRegistry& registry) {
     PW_RETURN_IF_ERROR(CheckProgram(program, registry, checked ? &external : nullptr)
                            .WithContext(StrCat("program '", program.name(), "'")));
   }
+  PW_RETURN_IF_ERROR(CheckModuleBytes(module));
 
   return VerifyPlan(module);
 }

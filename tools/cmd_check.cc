@@ -35,7 +35,7 @@ StatusOr<int> RunCheck(const std::vector<std::string>& args) {
   pipeline::CheckOptions options;
   PW_ASSIGN_OR_RETURN(options.semantics, ParseCommSemantics(flags.Get("comm", "eager")));
   PW_ASSIGN_OR_RETURN(options.mem_limit, flags.GetDouble("mem-limit", 0));
-  PW_ASSIGN_OR_RETURN(options.w_mem, flags.GetDouble("w-mem", 0.5));
+  PW_ASSIGN_OR_RETURN(options.w_mem, flags.GetDouble("w-mem", 0.5, 0, 1));
   PW_ASSIGN_OR_RETURN(int64_t expected_mbs, flags.GetInt("micro-batches", 0));
 
   const std::string& path = flags.positional()[0];

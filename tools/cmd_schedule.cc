@@ -2,6 +2,7 @@
 // or reads a PyTorch schedule CSV, checks it, simulates it and prints it as a table, JSON,
 // CSV, an SVG picture or a Chrome trace.
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -23,6 +24,7 @@
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
+#include "tools/output_files.h"
 
 namespace pw::tools {
 namespace {
@@ -33,6 +35,7 @@ using pipeline::ScheduleKind;
 Status ParseCosts(const std::string& text, ActionCosts& costs) {
   std::istringstream items(text);
   std::string item;
+  std::vector<std::string> seen;
   while (std::getline(items, item, ',')) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
@@ -49,6 +52,9 @@ Status ParseCosts(const std::string& text, ActionCosts& costs) {
       return InvalidArgument("bad --costs entry '", item,
                              "' (expected F=, B=, W=, comm= or w-mem= with a finite number >= 0, "
                              "e.g. F=1,B=2,W=1,comm=0.1)");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return InvalidArgument("bad --costs entry '", item, "': ", key, " is given twice");
+    seen.push_back(key);
     *field = *value;
   }
   return OkStatus();
@@ -95,7 +101,7 @@ StatusOr<Request> ParseRequest(const Flags& flags) {
   }
   PW_RETURN_IF_ERROR(ParseCosts(flags.Get("costs"), spec.costs));
   PW_ASSIGN_OR_RETURN(spec.mem_limit, flags.GetDouble("mem-limit", 0));
-  PW_ASSIGN_OR_RETURN(spec.costs.w_mem, flags.GetDouble("w-mem", spec.costs.w_mem));
+  PW_ASSIGN_OR_RETURN(spec.costs.w_mem, flags.GetDouble("w-mem", spec.costs.w_mem, 0, 1));
   if (spec.kind == ScheduleKind::kCsv) {
     PW_ASSIGN_OR_RETURN(spec.csv_file, flags.Require("file"));
     for (const char* shape : {"chunks", "model"})
@@ -364,6 +370,12 @@ StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(Request req, ParseRequest(flags));
   if (!req.output.empty() && req.output.back() == '/')
     return InvalidArgument("-o must name a file, got '", req.output, "'");
+  // -o may be neither the schedule file nor the model read for costs.
+  std::vector<std::string> inputs;
+  for (const char* input : {"file", "model"})
+    if (flags.Has(input)) inputs.push_back(flags.Get(input));
+  OutputFiles outputs(inputs);
+  if (!req.output.empty()) PW_RETURN_IF_ERROR(outputs.Declare("-o", req.output));
 
   PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::GenerateSchedule(req.spec));
   if (req.spec.kind == ScheduleKind::kCsv) {
@@ -403,7 +415,8 @@ StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
   if (req.output.empty()) {
     std::cout << text;
   } else {
-    PW_RETURN_IF_ERROR(WriteFileAtomically(req.output, text));
+    PW_RETURN_IF_ERROR(outputs.Write(req.output, text));
+    PW_RETURN_IF_ERROR(outputs.Commit());
   }
   return 0;
 }

@@ -30,8 +30,9 @@ Status InferReshape(InferContext& ctx) {
     } else if (shape[i] < 0) {
       return InvalidArgument(ctx.op().type, ": shape ", ShapeToString(shape),
                              " may hold one -1 and otherwise dims >= 0");
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      return InvalidArgument(ctx.op().type, ": shape ", ShapeToString(shape),
+                             " has more elements than an int64 counts");
     }
   }
   int64_t n = NumElements(x);

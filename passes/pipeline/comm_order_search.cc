@@ -133,6 +133,9 @@ StatusOr<CommOrderResult> SearchCommOrder(const ActionSchedule& compute,
     return FailedPrecondition(
         "order-comm lowers the schedule itself: it already has send/recv "
         "actions (run order-comm instead of insert-p2p)");
+  PW_RETURN_IF_ERROR(CheckActionCosts(options.costs));
+  if (options.max_evaluations < 0)
+    return InvalidArgument("max-evals must be >= 0, got ", options.max_evaluations);
   Search search(options);
   CommOrderResult result;
   result.makespan = std::numeric_limits<double>::infinity();

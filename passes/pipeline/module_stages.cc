@@ -1,7 +1,11 @@
 #include "passes/pipeline/module_stages.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <set>
+
+#include "ir/number.h"
 
 namespace pw::pipeline {
 
@@ -52,7 +56,15 @@ StatusOr<ModuleStages> ReadModuleStages(const Module& module) {
     if (p.name().rfind(prefix, 0) != 0 || underscore == std::string::npos)
       return FailedPrecondition("program '", p.name(), "' is not named stage<N>_<kind> ",
                                 "(run split-program first)");
-    int vs = std::stoi(p.name().substr(prefix.size(), underscore - prefix.size()));
+    // The number indexes the stage tables below: parsed exactly, and within an action's
+    // 16-bit stage.
+    constexpr int64_t kMaxStage = std::numeric_limits<int16_t>::max();
+    StatusOr<int64_t> number = ParseInteger(
+        std::string_view(p.name()).substr(prefix.size(), underscore - prefix.size()), 0, kMaxStage);
+    if (!number.ok())
+      return FailedPrecondition("program '", p.name(), "' is not named stage<N>_<kind> with N in ",
+                                "[0, ", kMaxStage, "]: ", number.status().message());
+    const int vs = static_cast<int>(*number);
     placed[vs] = {info.stage, info.chunk};
     out.programs[{vs, info.kind}] = p.name();
     if (info.kind == kBackwardInputKind || info.kind == kBackwardWeightKind)

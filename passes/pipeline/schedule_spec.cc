@@ -64,6 +64,10 @@ Status Validate(const ScheduleSpec& s) {
   if (s.num_micro_batches > kMaxMicroBatches)
     return InvalidArgument("at most ", kMaxMicroBatches, " micro-batches (got ",
                            s.num_micro_batches, ")");
+  if (int64_t{s.num_stages} * s.num_micro_batches > kMaxScheduleCells)
+    return InvalidArgument(s.num_stages, " stages x ", s.num_micro_batches,
+                           " micro-batches is more than ", kMaxScheduleCells,
+                           " stage micro-batches in one schedule");
   if (s.num_stages % s.num_ranks != 0)
     return InvalidArgument(s.num_stages, " stages do not divide evenly over ", s.num_ranks,
                            " ranks");
@@ -124,12 +128,8 @@ Status Validate(const ScheduleSpec& s) {
                                " < ", s.num_stages, ")");
       break;
   }
-  if (s.mem_limit < 0) return InvalidArgument("mem-limit must be positive");
-  if (s.costs.forward < 0 || s.costs.backward < 0 || s.costs.weight < 0 || s.costs.comm < 0)
-    return InvalidArgument("costs must not be negative");
-  if (s.costs.w_mem < 0 || s.costs.w_mem > 1)
-    return InvalidArgument("w-mem must be between 0 and 1 (a fraction of M_B)");
-  return OkStatus();
+  if (!(s.mem_limit >= 0)) return InvalidArgument("mem-limit must be positive");
+  return CheckActionCosts(s.costs);
 }
 
 }  // namespace pw::pipeline

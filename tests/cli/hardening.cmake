@@ -19,7 +19,7 @@ pw_expect_error(number_micro_batches_endless
   - run ${bad}/train_good.pbtxt --reference --steps 1 --micro-batches 99999999999)
 pw_expect_error(number_mem_limit_nan "flag --mem-limit: expected a finite number >= 0, got 'nan'"
   - check ${plan} --mem-limit nan)
-pw_expect_error(number_w_mem_inf "flag --w-mem: expected a finite number >= 0, got 'inf'"
+pw_expect_error(number_w_mem_inf "flag --w-mem: expected a finite number in [0, 1], got 'inf'"
   - check ${plan} --w-mem inf)
 pw_expect_error(number_negative_steps "flag --steps: expected an integer in [0, 2147483647], got '-1'"
   - run ${bad}/train_good.pbtxt --reference --steps -1)
@@ -39,8 +39,65 @@ pw_expect_error(number_option_lr_nan "expected a finite number, got 'nan'" ${out
 pw_expect_error(number_option_micro_batches_wraps
   "expected an integer in [-2147483648, 2147483647], got '4294967298'" ${out}/h4.pb
   opt ${bad}/train_good.pbtxt -p "schedule{kind=fthenb,micro-batches=4294967298}" -o ${out}/h4.pb)
+# Costs that sum to infinity: zb-auto took them for its "never" and wrote past its arrays
+# (SIGSEGV from the command, a double free from the pass); 1f1b printed "makespan inf".
+pw_expect_error(number_schedule_costs_overflow "cost F=1e+308 is not a finite number in [0, 1e+12]"
+  - schedule --kind zb-auto --stages 2 --micro-batches 4 --costs F=1e308,B=1e308)
+pw_expect_error(number_schedule_pass_costs_overflow "pass 'schedule' failed: cost F=1e+308" ${out}/h11.pb
+  opt ${bad}/train_pp2_unplanned.pbtxt -p
+  "append-backward,split-program{split-backward=true},schedule{kind=zb-auto,micro-batches=4,F=1e308,B=1e308},insert-p2p"
+  -o ${out}/h11.pb)
+pw_expect_error(number_order_comm_costs_overflow "pass 'order-comm' failed: cost F=1e+308" ${out}/h12.pb
+  opt ${bad}/train_pp2_unplanned.pbtxt -p
+  "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},order-comm{F=1e308,B=1e308}"
+  -o ${out}/h12.pb)
+pw_expect_error(number_order_comm_negative_evals "max-evals must be >= 0, got -5" ${out}/h13.pb
+  opt ${bad}/train_pp2_unplanned.pbtxt -p
+  "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},order-comm{max-evals=-5}"
+  -o ${out}/h13.pb)
+pw_expect_error(number_schedule_costs_twice "bad --costs entry 'F=2': F is given twice" -
+  schedule --kind 1f1b --stages 2 --micro-batches 4 --costs F=1,F=2)
+pw_expect_error(number_check_w_mem_above_one
+  "flag --w-mem: expected a number in [0, 1], got '5' (out of range)" - check ${PROJECT_SOURCE_DIR}/tests/planning/data/send_recv_2rank.csv --w-mem 5)
+# Counts that would measure for days.
+pw_expect_error(number_profile_repeat_endless
+  "flag --repeat: expected an integer in [1, 1000000], got '2000000000'" ${out}/h14.pbtxt
+  profile ${bad}/train_good.pbtxt -o ${out}/h14.pbtxt --repeat 2000000000)
+pw_expect_error(number_profile_blas_threads_huge
+  "flag --blas-threads: expected an integer in [1, 4096], got '99999999'" ${out}/h15.pbtxt
+  profile ${bad}/train_good.pbtxt -o ${out}/h15.pbtxt --blas-threads 99999999)
 
 # --- Sizes: refused before anything is allocated for them, naming the limit.
+# A file with no end (here /dev/zero under a name each reader accepts) is read up to the
+# input limit, not until the memory runs out; a folder given as a file says so.
+foreach(ext csv pb)
+  file(CREATE_LINK /dev/zero ${out}/endless.${ext} SYMBOLIC)
+endforeach()
+pw_expect_error(size_endless_schedule_csv "is larger than 512 MiB, the limit for an input file" -
+  schedule --kind csv --file ${out}/endless.csv)
+pw_expect_error(size_endless_module "is larger than 512 MiB, the limit for an input file" -
+  inspect ${out}/endless.pb)
+pw_expect_error(size_folder_as_schedule "is a folder, not a file" -
+  schedule --kind csv --file ${out})
+# Finite figures out of scale: the simulated step is refused above 1e15 s instead of
+# printing "inf ms" or 1e302 ms.
+pw_expect_error(size_sim_cost_out_of_scale "more than 1e+15 s" ${out}/h16.json
+  sim ${bad}/train_good.pbtxt --costs ${bad}/costs_out_of_scale.pbtxt --trace ${out}/h16.json)
+pw_expect_error(size_sim_device_out_of_scale "more than 1e+15 s" -
+  sim ${bad}/train_good.pbtxt --device ${bad}/device_out_of_scale.pbtxt)
+# 8192 parameters of 1 PiB each (every one within the tensor limit): their byte count
+# overflowed int64 in inspect ("parameters: 2.53 E (-8313644912125935616 B)").
+set(pib_vars "")
+foreach(i RANGE 8191)
+  string(APPEND pib_vars "  vars { name: \"p${i}\" dtype: FLOAT32 shape: 281474976710656 "
+    "persistable: true is_parameter: true }\n")
+endforeach()
+file(WRITE ${out}/module_bytes_overflow.pbtxt "programs {\n  name: \"main\"\n${pib_vars}}\n")
+pw_expect_error(size_module_bytes_overflow "the module's vars add up to more than 2^52 bytes" -
+  inspect ${out}/module_bytes_overflow.pbtxt --no-verify)
+pw_expect_error(size_schedule_cells
+  "4096 stages x 65536 micro-batches is more than 16777216 stage micro-batches" -
+  schedule --kind zb-auto --stages 4096 --micro-batches 65536)
 pw_expect_error(size_parameter_overflows_int64 "var 'w' is too large" -
   inspect ${bad}/huge_parameter.pbtxt)
 pw_expect_error(size_parameter_overflows_int64_run "var 'w' is too large" -
@@ -90,6 +147,16 @@ foreach(case ${plan_cases})
   pw_expect_error(plan_${name}_opt "${text}" ${out}/plan_${name}.pb
     opt ${file} -p dce -o ${out}/plan_${name}.pb)
 endforeach()
+# Stage numbers read from program names: negative (once SIGSEGV) or not a number (once an
+# uncaught 'stoi').
+pw_expect_error(stage_number_negative "program 'stage-7_forward' is not named stage<N>_<kind>"
+  ${out}/h17.pb opt ${bad}/split_negative_stage.pbtxt -p "schedule{kind=1f1b,micro-batches=2}"
+  -o ${out}/h17.pb)
+pw_expect_error(stage_number_not_a_number "program 'stagex_forward' is not named stage<N>_<kind>"
+  ${out}/h18.pb opt ${bad}/split_unnumbered_stage.pbtxt -p "schedule{kind=1f1b,micro-batches=2}"
+  -o ${out}/h18.pb)
+pw_expect_error(verify_reshape_overflow "has more elements than an int64 counts" -
+  inspect ${bad}/reshape_overflow.pbtxt)
 pw_expect_error(verify_duplicated_slot "input slot 'Y' is given twice" -
   inspect ${bad}/duplicated_slot.pbtxt)
 pw_expect_error(verify_duplicated_slot_opt "input slot 'Y' is given twice" ${out}/h7.pb
@@ -117,6 +184,14 @@ pw_expect_error(output_sim_second_output_missing_folder "does not exist" ${out}/
   sim ${bad}/train_good.pbtxt --trace ${out}/h9.json --svg ${out}/missing/x.svg)
 pw_expect_error(output_sim_same_file_twice "is written twice" ${out}/h10.json
   sim ${bad}/train_good.pbtxt --trace ${out}/h10.json --svg ${out}/h10.json)
+configure_file(${PROJECT_SOURCE_DIR}/tests/planning/data/send_recv_2rank.csv
+  ${out}/own_schedule.csv COPYONLY)
+pw_expect_error(output_schedule_over_its_csv "is the input" ${out}/own_schedule.csv
+  schedule --kind csv --file ${out}/own_schedule.csv --format csv -o ${out}/own_schedule.csv)
+configure_file(${bad}/train_pp2_unplanned.pbtxt ${out}/own_model.pbtxt COPYONLY)
+pw_expect_error(output_schedule_over_its_model "is the input" ${out}/own_model.pbtxt
+  schedule --kind 1f1b --stages 2 --micro-batches 4 --model ${out}/own_model.pbtxt
+  -o ${out}/own_model.pbtxt)
 file(MAKE_DIRECTORY ${out}/a_folder.pb)
 pw_expect_error(output_is_a_folder "is a folder" - opt ${bad}/good.pbtxt -p dce -o ${out}/a_folder.pb)
 
@@ -133,6 +208,41 @@ add_test(NAME cli.run_dir_in_use COMMAND flock ${out}/busy_run_dir/lock ${expect
   "run directory ${out}/busy_run_dir is in use by another run" - --
   ${pw} run ${plan} --nproc 2 --steps 1 --run-dir ${out}/busy_run_dir)
 set_tests_properties(cli.run_dir_in_use PROPERTIES LABELS cli TIMEOUT 30)
+# A store belongs to one run: a rank started by hand (run-parallel --rank) in the store of
+# a failed run is refused instead of repeating that run's abort notice, and one started in
+# the store of a finished run instead of joining its stale entries. train_good cannot train
+# on the executor (no token input), which makes the failed run; a tiny GPT the finished one.
+add_test(NAME cli.hand_rank_failed_run COMMAND sh -c
+  "rm -rf ${out}/failed_store && exec ${pw} run-parallel ${bad}/train_good.pbtxt --rank 0 --world-size 1 --store ${out}/failed_store")
+set_tests_properties(cli.hand_rank_failed_run PROPERTIES LABELS cli WILL_FAIL TRUE
+  FIXTURES_SETUP failed_store)
+pw_expect_error(store_of_a_failed_run
+  "holds the abort notice of a run ('rank 0 failed: module input 'tokens' must be" -
+  run-parallel ${bad}/train_good.pbtxt --rank 0 --world-size 1 --store ${out}/failed_store)
+add_test(NAME cli.hand_rank_gpt COMMAND ${pw} build-model gpt --layers 1 --hidden 16 --heads 2
+  --seq 8 --vocab 32 -o ${out}/hand_rank_gpt.pb)
+add_test(NAME cli.hand_rank_finished_run COMMAND sh -c
+  "rm -rf ${out}/finished_store && exec ${pw} run-parallel ${out}/hand_rank_gpt.pb --rank 0 --world-size 1 --store ${out}/finished_store")
+set_tests_properties(cli.hand_rank_gpt PROPERTIES LABELS cli FIXTURES_SETUP hand_rank_gpt)
+set_tests_properties(cli.hand_rank_finished_run PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "step 1 loss" FIXTURES_REQUIRED hand_rank_gpt
+  FIXTURES_SETUP finished_store)
+pw_expect_error(store_of_a_finished_run "already has a rank 0 (host and pid: " -
+  run-parallel ${out}/hand_rank_gpt.pb --rank 0 --world-size 1 --store ${out}/finished_store)
+set_tests_properties(cli.store_of_a_failed_run PROPERTIES FIXTURES_REQUIRED failed_store)
+set_tests_properties(cli.store_of_a_finished_run PROPERTIES
+  FIXTURES_REQUIRED "hand_rank_gpt;finished_store")
+
+# --- Sizes the simulator meets: a 96 TiB parameter (below the 2^50-byte tensor limit) makes
+# a step of days; the short ops after it once never ended (a double near 1e5 s resolves
+# ~1.5e-11 s, so their leftover work never reached zero). Each finishes well within 30 s.
+foreach(device cpu h100)
+  add_test(NAME cli.sim_96tib_parameter_${device} COMMAND ${pw} sim ${bad}/parameter_96tib.pbtxt
+    --device ${device} --p2p rendezvous
+    --pipeline "append-backward{optimizer=adam},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p")
+  set_tests_properties(cli.sim_96tib_parameter_${device} PROPERTIES LABELS cli TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "step time +[0-9]+\\.[0-9]+ ms")
+endforeach()
 
 # --- Faults under `run --nproc 4` (slow): a stopped rank is named by its peers' heartbeat
 # watch, a killed one by the launcher, each within 60 s.

@@ -42,6 +42,32 @@ TEST(ScheduleCsv, EmptyCellsAreIdleAndRoundTrip) {
   EXPECT_TRUE(ParseScheduleCsv("0F0,0B0\r\n1F0,1B0\r\n").ok());
 }
 
+// Rows that are all idle, or empty, at either end: print and parse are inverses (a rank
+// whose one action is idle prints as `""`, a rank with no actions as an empty line).
+TEST(ScheduleCsv, IdleAndEmptyRankRowsRoundTrip) {
+  for (const char* text : {" \n0F0\n,,", "0F0\n\"\"", "\"\"\n0F0\n", "0F0\n\n", "\n0F0",
+                           "0F0\n,\n\"\"\n\n", "(0F0;0B0)OVERLAP_F_B\n  \n"}) {
+    StatusOr<ActionSchedule> s = ParseScheduleCsv(text);
+    ASSERT_TRUE(s.ok()) << text << ": " << s.status().message();
+    const std::string printed = ScheduleToCsv(*s);
+    StatusOr<ActionSchedule> back = ParseScheduleCsv(printed);
+    ASSERT_TRUE(back.ok()) << printed << ": " << back.status().message();
+    EXPECT_TRUE(*back == *s) << "'" << text << "' printed as '" << printed << "'";
+    EXPECT_EQ(ScheduleToCsv(*back), printed);
+  }
+  StatusOr<ActionSchedule> s = ParseScheduleCsv(" \n0F0\n,,");
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->num_ranks(), 3);
+  EXPECT_EQ(s->ranks[0].size(), 1u);  // one idle cell
+  EXPECT_EQ(s->ranks[2].size(), 3u);
+  EXPECT_EQ(ScheduleToCsv(*s), "\"\"\n0F0\n,,\n");
+  s = ParseScheduleCsv("0F0\n\n");
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->num_ranks(), 2);
+  EXPECT_TRUE(s->ranks[1].empty());
+  EXPECT_EQ(ScheduleToCsv(*s), "0F0\n\n");
+}
+
 TEST(ScheduleCsv, ErrorsNameLineAndCell) {
   StatusOr<ActionSchedule> s = ParseScheduleCsv("0F0,0B0\n1F0,1X0\n");
   ASSERT_FALSE(s.ok());
