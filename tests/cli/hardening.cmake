@@ -49,11 +49,11 @@ pw_expect_error(number_schedule_pass_costs_overflow "pass 'schedule' failed: cos
   -o ${out}/h11.pb)
 pw_expect_error(number_order_comm_costs_overflow "pass 'order-comm' failed: cost F=1e+308" ${out}/h12.pb
   opt ${bad}/train_pp2_unplanned.pbtxt -p
-  "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},order-comm{F=1e308,B=1e308}"
+  "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},order-comm{F=1e308,B=1e308,W=1,comm=0.5}"
   -o ${out}/h12.pb)
 pw_expect_error(number_order_comm_negative_evals "max-evals must be >= 0, got -5" ${out}/h13.pb
   opt ${bad}/train_pp2_unplanned.pbtxt -p
-  "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},order-comm{max-evals=-5}"
+  "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},order-comm{max-evals=-5,F=1,B=1,W=1,comm=0.5}"
   -o ${out}/h13.pb)
 pw_expect_error(number_schedule_costs_twice "bad --costs entry 'F=2': F is given twice" -
   schedule --kind 1f1b --stages 2 --micro-batches 4 --costs F=1,F=2)
