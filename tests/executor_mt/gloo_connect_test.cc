@@ -11,18 +11,10 @@
 
 #include "executor/comm/gloo_comm.h"
 #include "executor/comm/kv_store.h"
+#include "fresh_dir.h"
 
 namespace pw {
 namespace {
-
-std::string FreshDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             (name + "." + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "." +
-              std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
 
 // mp=2, pp=2: rank r's pipeline peer is r ^ 2 and its mp peer r ^ 1.
 TEST(GlooConnect, DeclaredInAnyOrderConnectsAndTransfers) {

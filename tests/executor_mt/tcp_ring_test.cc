@@ -15,17 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "fresh_dir.h"
+
 namespace pw {
 namespace {
-
-std::string FreshDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             (name + "." + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "." +
-              std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
 
 // Runs `body(member, ring)` on `size` joined members, one thread each; their statuses.
 std::vector<Status> OnRing(int size, const std::function<Status(int, TcpRing&)>& body,
