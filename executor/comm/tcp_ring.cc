@@ -15,6 +15,8 @@
 #include <sstream>
 #include <utility>
 
+#include "ops/kernels/cpu/vector_math.h"
+
 namespace pw {
 namespace {
 
@@ -186,10 +188,11 @@ struct Transfer {
   }
 };
 
-// dst[i] = lhs[i] op rhs[i]; the operand order is what keeps members' bits equal.
+// dst[i] = lhs[i] op rhs[i]; the operand order is what keeps members' bits equal. Sums go
+// through the kernels' vector add, which rounds exactly as the scalar a + b does.
 void Reduce(ReduceOp op, float* dst, const float* lhs, const float* rhs, int64_t n) {
   if (op == ReduceOp::kSum) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = lhs[i] + rhs[i];
+    ops::cpu::AddF32(lhs, rhs, dst, n);
   } else {
     for (int64_t i = 0; i < n; ++i) dst[i] = rhs[i] > lhs[i] ? rhs[i] : lhs[i];
   }
