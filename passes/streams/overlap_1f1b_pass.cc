@@ -189,14 +189,9 @@ RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
   RowSplitCounts counts;
   if (split_ops.value() == "off") return counts;
   const AllReduceCuts cuts = exact.value() ? AllReduceCuts::kExact : AllReduceCuts::kReassociate;
-  auto add = [&](const RowSplitCounts& c) {
-    counts.matmuls += c.matmuls;
-    counts.wide_all_reduces += c.wide_all_reduces;
-    return c.matmuls;
-  };
   if (split_ops.value() == "all") {
     for (Program& program : module.programs())
-      add(SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, cuts, context));
+      counts += SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, cuts, context);
     return counts;
   }
   std::vector<Program> variants;
@@ -207,8 +202,10 @@ RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
     variant.set_name(program.name() + ".rows");
     if (module.FindProgram(variant.name())) continue;
     variant.info().variant_of = program.name();
-    if (add(SplitRowParallelMatmuls(module, variant, RowSplitMode::kForward, cuts, context)) == 0)
-      continue;
+    const RowSplitCounts cut =
+        SplitRowParallelMatmuls(module, variant, RowSplitMode::kForward, cuts, context);
+    if (cut.matmuls == 0) continue;
+    counts += cut;
     variants_[program.name()] = variant.name();
     variants.push_back(std::move(variant));
   }

@@ -52,11 +52,8 @@ class OverlapRowSplitPass : public Pass {
         split_ops.value() == "all" ? RowSplitMode::kAll : RowSplitMode::kForwardBackwardInput;
     const AllReduceCuts cuts = exact.value() ? AllReduceCuts::kExact : AllReduceCuts::kReassociate;
     RowSplitCounts counts;
-    for (Program& program : module.programs()) {
-      RowSplitCounts c = SplitRowParallelMatmuls(module, program, mode, cuts, context);
-      counts.matmuls += c.matmuls;
-      counts.wide_all_reduces += c.wide_all_reduces;
-    }
+    for (Program& program : module.programs())
+      counts += SplitRowParallelMatmuls(module, program, mode, cuts, context);
     context.AddStatistic("matmuls-split", counts.matmuls);
     context.AddStatistic("all-reduces-reassociated", counts.wide_all_reduces);
     return counts.matmuls > 0;

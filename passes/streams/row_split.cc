@@ -110,9 +110,9 @@ StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int ta
     return op;
   };
   std::vector<std::string> x_blocks, partial_blocks, out_blocks;
-  auto block_var = [&](const Var& of, const std::string& suffix) {
+  auto block_var = [&](const Var& of, int block) {
     Var v = of;
-    v.name = FreshName(program, of.name, suffix);
+    v.name = FreshName(program, of.name, StrCat(kRowBlockTag, block));
     v.shape[v.shape.size() - 2] = rows;
     v.init = {};
     program.AddVar(v);
@@ -124,10 +124,10 @@ StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int ta
   for (const Op& op : tail_ops) chain.push_back(op.Output("Out"));
   std::vector<std::vector<std::string>> chain_blocks(chain.size());
   for (int b = 0; b < blocks; ++b) {
-    x_blocks.push_back(block_var(x, StrCat("@ROWS", b)));
-    partial_blocks.push_back(block_var(partial, StrCat("@ROWS", b)));
+    x_blocks.push_back(block_var(x, b));
+    partial_blocks.push_back(block_var(partial, b));
     for (size_t c = 0; c < chain.size(); ++c)
-      chain_blocks[c].push_back(block_var(*program.FindVar(chain[c]), StrCat("@ROWS", b)));
+      chain_blocks[c].push_back(block_var(*program.FindVar(chain[c]), b));
   }
   out_blocks = chain.empty() ? partial_blocks : chain_blocks.back();
   std::vector<Op> ops;
@@ -144,8 +144,7 @@ StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int ta
   for (size_t t = 0; t < tail_ops.size(); ++t) {
     if (tail_ops[t].type != "add") continue;
     const Var operand = *program.FindVar(OtherOperand(tail_ops[t], chain[t]));
-    for (int b = 0; b < blocks; ++b)
-      operand_blocks[t].push_back(block_var(operand, StrCat("@ROWS", b)));
+    for (int b = 0; b < blocks; ++b) operand_blocks[t].push_back(block_var(operand, b));
     split_rows(operand, operand_blocks[t]);
   }
   for (int b = 0; b < blocks; ++b) {

@@ -6,10 +6,18 @@
 // whatever M is, so the result is bit-identical (tests/ops/row_split_test.cc holds the
 // kernels to that). A transposed X mixes rows into the reduction and is never split.
 
+#include <string_view>
+
 #include "ir/module.h"
 #include "ir/status.h"
 
 namespace pw {
+
+// What names a row block's var: its whole var's name, the tag and the block's index.
+inline constexpr std::string_view kRowBlockTag = "@ROWS";
+inline bool IsRowBlock(std::string_view var) {
+  return var.find(kRowBlockTag) != std::string_view::npos;
+}
 
 // The smallest GEMM a row block may be (rows, with the batch folded in, and output
 // columns): below that OpenBLAS's small-matrix kernels sum some shapes in another order.

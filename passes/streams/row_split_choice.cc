@@ -61,7 +61,7 @@ int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
 
 // Whether op `index` reads a row block of an earlier cut (a var the split made).
 bool ReadsARowBlock(const Program& program, int index) {
-  return program.ops()[index].Input("X").find("@ROWS") != std::string::npos;
+  return IsRowBlock(program.ops()[index].Input("X"));
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ inline constexpr const char* kExactOptionHelp =
 struct RowSplitCounts {
   int matmuls = 0;           // matmuls cut into row blocks
   int wide_all_reduces = 0;  // of them, with an all-reduce of more than two ranks
+  RowSplitCounts& operator+=(const RowSplitCounts& other) {
+    matmuls += other.matmuls;
+    wide_all_reduces += other.wide_all_reduces;
+    return *this;
+  }
 };
 
 // Cuts the row-parallel matmuls of `program` (of `module`, whose mesh prices them; the
