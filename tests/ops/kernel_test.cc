@@ -191,18 +191,7 @@ TEST(OpsKernel, AdamMatchesHandComputation) {
   env.Set("m2", MakeTensor({2}, {0.f, 0.f}));
   env.Set("b1p", MakeTensor({1}, {float(b1)}));
   env.Set("b2p", MakeTensor({1}, {float(b2)}));
-  Op op = MakeOp("adam",
-                 {{"Param", {"p"}},
-                  {"Grad", {"g"}},
-                  {"Moment1", {"m1"}},
-                  {"Moment2", {"m2"}},
-                  {"Beta1Pow", {"b1p"}},
-                  {"Beta2Pow", {"b2p"}}},
-                 {{"ParamOut", {"p"}},
-                  {"Moment1Out", {"m1"}},
-                  {"Moment2Out", {"m2"}},
-                  {"Beta1PowOut", {"b1p"}},
-                  {"Beta2PowOut", {"b2p"}}});
+  Op op = AdamOp();
   op.SetAttr("lr", lr).SetAttr("beta1", b1).SetAttr("beta2", b2).SetAttr("epsilon", eps);
   // PyTorch's formulation, in double, over two steps.
   double p[2] = {1, -2}, m[2] = {0, 0}, v[2] = {0, 0};

@@ -77,6 +77,21 @@ Op MakeOp(std::string type, const SlotList& inputs, const SlotList& outputs) {
   return op;
 }
 
+Op AdamOp() {
+  return MakeOp("adam",
+                {{"Param", {"p"}},
+                 {"Grad", {"g"}},
+                 {"Moment1", {"m1"}},
+                 {"Moment2", {"m2"}},
+                 {"Beta1Pow", {"b1p"}},
+                 {"Beta2Pow", {"b2p"}}},
+                {{"ParamOut", {"p"}},
+                 {"Moment1Out", {"m1"}},
+                 {"Moment2Out", {"m2"}},
+                 {"Beta1PowOut", {"b1p"}},
+                 {"Beta2PowOut", {"b2p"}}});
+}
+
 Tensor RandomTensor(const Shape& shape, uint32_t seed, float low, float high) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(low, high);

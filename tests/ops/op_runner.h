@@ -40,6 +40,9 @@ Status RunOps(const std::vector<Op>& ops, TensorEnv& env, Communicator* comm = n
 // An op of `type` with the given input and output slots.
 using SlotList = std::vector<std::pair<std::string, std::vector<std::string>>>;
 Op MakeOp(std::string type, const SlotList& inputs, const SlotList& outputs);
+// An adam op that updates p, its moments m1, m2 and the powers b1p, b2p in place from g
+// (attributes left to the caller).
+Op AdamOp();
 
 // Deterministic random tensors.
 Tensor RandomTensor(const Shape& shape, uint32_t seed, float low = -1.f, float high = 1.f);
