@@ -38,7 +38,6 @@
 #include "cost_model/simulator.h"
 #include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
-#include "ir/rank_layout.h"
 #include "ir/stream_type.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
