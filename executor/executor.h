@@ -39,7 +39,7 @@ struct ExecutorOptions {
   bool strict_events = false;
   BackendKind backend = BackendKind::kCpu;  // kCuda: NCCL between ranks
   int device = -1;                          // cuda: -1 takes rank % visible devices
-  int blas_threads = 1;             // process-wide OpenBLAS threads; 0 leaves the setting alone
+  int blas_threads = 1;             // process-wide kernel threads; 0 leaves the setting alone
   std::vector<std::string> inputs;  // fed per micro-batch; default: the module's metadata
   std::string loss;                 // scalar fetched per micro-batch; default: metadata
 };

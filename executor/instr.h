@@ -37,6 +37,7 @@ struct Instr {
   // kKernel. `context` points into the slots' tensors, which never move.
   const Op* op = nullptr;
   CpuKernel kernel = nullptr;  // set by the backend's Prepare
+  bool zero_outputs = true;    // false when the kernel writes every element of its outputs
   std::optional<KernelContext> context;
   std::vector<ValueSlot*> outputs;  // allocated before the kernel when still empty
   // A split{view}: instead of a kernel, each output becomes a view of this slot's tensor

@@ -4,7 +4,7 @@
 
 namespace pw {
 
-// The threads one process computes with (OpenBLAS now): `requested` when > 0, else
+// The threads one process computes with (ops::SetKernelThreads): `requested` when > 0, else
 // $OPENBLAS_NUM_THREADS, else $OMP_NUM_THREADS, else the machine's cores shared among the
 // `local_processes` training on it; at least 1.
 int ComputeThreads(int requested, int local_processes);

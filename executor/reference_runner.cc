@@ -13,6 +13,7 @@
 #include "executor/scope.h"
 #include "ir/verifier.h"
 #include "ops/kernel.h"
+#include "ops/kernels/cpu/vector_math.h"
 #include "ops/registry.h"
 
 namespace pw {
@@ -229,7 +230,9 @@ Status ReferenceRunner::RunOp(const PlannedOp& p, Scope& scope) const {
       if (!t) {
         const Var* decl = program_.FindVar(v);
         if (!decl) return Internal(Where(p), ": output '", v, "' is not declared");
-        t = &scope.Set(v, Tensor(decl->dtype, decl->shape));
+        t = &scope.Set(v, CpuKernelWritesEveryOutput(op.type)
+                              ? Tensor::Uninitialized(decl->dtype, decl->shape)
+                              : Tensor(decl->dtype, decl->shape));
       }
       ctx.outputs[i].push_back(t);
     }
@@ -251,9 +254,7 @@ StatusOr<double> ReferenceRunner::RunMicroBatch(int64_t step, int64_t micro_batc
     Tensor& acc = grad_acc_.at(g);
     if (!t || t->dtype() != DataType::kFloat32 || t->numel() != acc.numel())
       return Internal("gradient '", g, "' was not computed as declared");
-    const float* src = t->f32();
-    float* dst = acc.f32();
-    for (int64_t i = 0; i < acc.numel(); ++i) dst[i] += src[i];
+    ops::cpu::AddF32(acc.f32(), t->f32(), acc.f32(), acc.numel());
   }
   const Tensor* loss = scope.FindLocal(loss_var_);
   if (!loss || loss->dtype() != DataType::kFloat32 || loss->numel() != 1)

@@ -28,8 +28,8 @@ struct ReferenceOptions {
   int64_t micro_batches = 1;
   uint64_t data_seed = 1;  // selects the token stream (executor/data.h)
   std::string data_file;   // byte-level text; empty: synthetic data
-  // BLAS threads (executor/process_resources.h). OpenBLAS's GEMMs split rows and columns,
-  // not sums, among threads, so every count gives the same bits on this machine.
+  // Kernel threads (executor/process_resources.h). Kernels split rows and columns, not
+  // sums, among threads, so every count gives the same bits.
   int threads = 1;
   // Persistable scalars recorded after every step (their first element), e.g. the loss
   // scale and skipped-step count of fp16 loss scaling.

@@ -30,9 +30,10 @@ struct ValueSlot {
   Tensor tensor;                // empty while the value does not exist
   std::atomic<int> pending{0};  // uses left in the current step
 
-  // Gives the slot a fresh tensor of its declared type (zero-filled).
-  Tensor& Allocate(MemoryTracker& memory) {
-    tensor = Tensor(dtype, shape);
+  // Gives the slot a fresh tensor of its declared type, zero-filled unless whoever writes
+  // it writes every element.
+  Tensor& Allocate(MemoryTracker& memory, bool zeroed = true) {
+    tensor = zeroed ? Tensor(dtype, shape) : Tensor::Uninitialized(dtype, shape);
     memory.Allocate(tensor.nbytes());
     return tensor;
   }

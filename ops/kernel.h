@@ -52,12 +52,16 @@ using CpuKernel = Status (*)(KernelContext&);
 // The CPU kernel of an op type, or nullptr.
 CpuKernel FindCpuKernel(std::string_view type);
 
+// Whether the CPU kernel of `type` writes every element of every output, whatever the
+// shapes, so that outputs need not be zero-filled first (Tensor::Uninitialized). Opt-in:
+// a kernel not listed gets zero-filled outputs.
+bool CpuKernelWritesEveryOutput(std::string_view type);
+
 namespace ops {
-// Threads one kernel may use (global to the process): OpenBLAS's for a GEMM and the
-// element-wise loops' (ops/kernels/cpu/parallel_for.h). The element-wise kernels give the
-// same bits at every count. OpenBLAS partitions a GEMM by thread count; on the shapes
-// tested that kept every bit too (ReferenceRunnerTest.ThreadCountKeepsEveryBit), but
-// compare runs at one setting.
+// Threads one kernel may use (global to the process): the pool that GEMMs and the
+// element-wise loops cut their work across (ops/kernels/cpu/parallel_for.h). Every kernel
+// cuts only where no element's arithmetic changes (a GEMM cuts C's columns or rows, never
+// its sums over K), so every count gives the bits of one.
 void SetKernelThreads(int threads);
 
 // c_allreduce_sum's and c_allreduce_max's reduction on every backend: reduces `out` in

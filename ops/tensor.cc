@@ -8,19 +8,28 @@
 namespace pw {
 
 namespace {
-std::shared_ptr<std::byte> Allocate(int64_t bytes) {
+std::shared_ptr<std::byte> Allocate(int64_t bytes, bool zeroed) {
   size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
   size = (size + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, size);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, size);
+  if (zeroed) std::memset(p, 0, size);
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
 }
 }  // namespace
 
 Tensor::Tensor(DataType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), numel_(NumElements(shape_)) {
-  storage_ = Allocate(nbytes());
+  storage_ = Allocate(nbytes(), /*zeroed=*/true);
+}
+
+Tensor Tensor::Uninitialized(DataType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = NumElements(t.shape_);
+  t.storage_ = Allocate(t.nbytes(), /*zeroed=*/false);
+  return t;
 }
 
 Tensor::Tensor(DataType dtype, Shape shape, std::shared_ptr<std::byte> storage, Device device)

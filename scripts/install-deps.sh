@@ -9,7 +9,7 @@ packages=(
   libboost-graph-dev
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libgloo-dev libhiredis-dev libopenblas-dev libhwy-dev
+  libgloo-dev libhiredis-dev libdnnl-dev libopenblas-dev libhwy-dev
   clang-14 libclang-rt-14-dev llvm-14-tools clang-format
   redis-server time bc
 )

@@ -50,6 +50,8 @@ Status CpuBackend::Prepare(Instr& instr) {
       extra != options_.extra_kernels.end() ? extra->second : FindCpuKernel(instr.op->type);
   if (!instr.kernel)
     return Unimplemented(instr.where, ": no CPU kernel for op type '", instr.op->type, "'");
+  instr.zero_outputs =
+      extra != options_.extra_kernels.end() || !CpuKernelWritesEveryOutput(instr.op->type);
   instr.context->comm = instr.comm;
   const OpDef* def = ops::Registry().Find(instr.op->type);
   if (instr.comm && def && def->is_communication) {

@@ -1,6 +1,6 @@
 #pragma once
 // The CPU backend: one worker thread per stream type in use, CpuEvents, kernels from
-// ops/ (OpenBLAS for matmul) and, for streams that communicate, a StreamComm from the
+// ops/ (oneDNN for matmul) and, for streams that communicate, a StreamComm from the
 // CommFactory (Gloo between processes, or in-process for ranks that are threads).
 
 #include <array>

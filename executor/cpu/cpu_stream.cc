@@ -43,13 +43,13 @@ Status ExecuteInstr(const Instr& instr) {
         return OkStatus();
       }
       for (ValueSlot* out : instr.outputs)
-        if (!out->tensor.defined()) out->Allocate(*instr.memory);
+        if (!out->tensor.defined()) out->Allocate(*instr.memory, instr.zero_outputs);
       return instr.kernel(const_cast<KernelContext&>(*instr.context));
     case Instr::Kind::kSend:
       if (!instr.value->tensor.defined()) return Internal("'", instr.value->name, "' has no value");
       return instr.comm->Send(instr.peer, instr.tag, instr.value->tensor);
     case Instr::Kind::kRecv:
-      if (!instr.value->tensor.defined()) instr.value->Allocate(*instr.memory);
+      if (!instr.value->tensor.defined()) instr.value->Allocate(*instr.memory, /*zeroed=*/false);
       return instr.comm->Recv(instr.peer, instr.tag, instr.value->tensor);
     case Instr::Kind::kFetch: {
       const Tensor& t = instr.value->tensor;

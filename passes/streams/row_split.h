@@ -20,7 +20,7 @@ inline bool IsRowBlock(std::string_view var) {
 }
 
 // The smallest GEMM a row block may be (rows, with the batch folded in, and output
-// columns): below that OpenBLAS's small-matrix kernels sum some shapes in another order.
+// columns): below that a BLAS's small-matrix kernels may sum some shapes in another order.
 inline constexpr int64_t kMinSplitRows = 64;
 inline constexpr int64_t kMinSplitColumns = 64;
 

@@ -87,7 +87,7 @@ TEST(ReferenceRunnerTest, RunsAreBitReproducible) {
   EXPECT_EQ(a.losses, b.losses);
 }
 
-// OpenBLAS splits a GEMM's rows and columns, not its sums, among threads: the losses of a
+// Kernels split a GEMM's rows and columns, not its sums, among threads: the losses of a
 // 1-thread and a 2-thread run are the same bits.
 TEST(ReferenceRunnerTest, ThreadCountKeepsEveryBit) {
   models::GptConfig config = TinyGpt();

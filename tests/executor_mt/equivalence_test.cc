@@ -69,8 +69,7 @@ void ExpectSameTraining(const Module& module, const ThreadRun& run) {
 
 // Same kernels, same order of every reduction: bit-identical losses.
 TEST(EquivalenceTest, SingleRankExecutorMatchesTheReferenceRunnerBitForBit) {
-  // OpenBLAS splits a GEMM's reduction by its thread count: both runs use one thread, as
-  // rank processes do.
+  // Both runs use one kernel thread, as the rank processes of the launcher tests do.
   ops::SetKernelThreads(1);
   ReferenceOptions options;
   options.steps = kSteps;

@@ -273,8 +273,7 @@ TEST(OpsKernel, SumMayAliasASummand) {
   EXPECT_EQ(env.Find("b")->f32()[1], 22.f);
 }
 
-// Same inputs and thread count: bit-identical results, run after run. (OpenBLAS partitions
-// a GEMM by thread count; see SetKernelThreads.)
+// Same inputs and thread count: bit-identical results, run after run.
 TEST(OpsKernel, Deterministic) {
   auto run = [](int threads) {
     ops::SetKernelThreads(threads);

@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <vector>
 
+#include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
 #include "tests/ops/op_runner.h"
 
@@ -171,6 +173,46 @@ TEST_F(KernelThreads, SplitKernelsKeepEveryBit) {
         EXPECT_EQ(std::memcmp(out->raw(), one[i].raw(), out->nbytes()), 0)
             << c.name << ": " << c.outputs[i] << " at " << threads << " threads";
       }
+    }
+  }
+}
+
+// The GEMM cuts C's columns (or, when C is narrow, its rows) across the threads: every
+// element is still one dot product summed over K in the same order, so every thread count
+// gives the bits of one, also where a cut does not fall on a 16-column line, for every
+// transpose, with beta and with leading dims wider than the matrix.
+TEST_F(KernelThreads, GemmKeepsEveryBit) {
+  struct Shape {
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{false, false, 512, 1536, 512}, {false, true, 512, 517, 301},
+                          {true, false, 301, 700, 129},   {true, true, 1000, 130, 77},
+                          {false, false, 2051, 96, 640},  {false, true, 128, 128, 64}};
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist;
+  for (const Shape& s : shapes) {
+    const int64_t pad = 3;  // leading dims wider than the rows they hold
+    const int64_t lda = (s.trans_a ? s.m : s.k) + pad, ldb = (s.trans_b ? s.k : s.n) + pad;
+    const int64_t ldc = s.n + pad;
+    std::vector<float> a((s.trans_a ? s.k : s.m) * lda), b((s.trans_b ? s.n : s.k) * ldb);
+    std::vector<float> c0(s.m * ldc);
+    for (float& x : a) x = dist(gen);
+    for (float& x : b) x = dist(gen);
+    for (float& x : c0) x = dist(gen);
+    std::vector<float> one;
+    for (int threads : {1, 2, 3}) {
+      ops::SetKernelThreads(threads);
+      std::vector<float> c = c0;
+      ops::cpu::Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f,
+                     c.data(), ldc);
+      if (threads == 1) {
+        one = c;
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(c.data(), one.data(), c.size() * sizeof(float)), 0)
+          << s.m << "x" << s.n << "x" << s.k << " trans " << s.trans_a << s.trans_b << " at "
+          << threads << " threads";
     }
   }
 }

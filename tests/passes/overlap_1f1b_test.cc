@@ -104,7 +104,7 @@ bool SameBits(const Tensor& a, const Tensor& b) {
 }
 
 // Every output element of a row block is the same dot product, summed over K in the same
-// order: OpenBLAS's GEMM gives the same bits whatever the number of rows, for blocks of at
+// order: the CPU GEMM gives the same bits whatever the number of rows, for blocks of at
 // least kMinSplitRows rows and outputs at least kMinSplitColumns wide (below that its
 // small-matrix kernels sum in another order for some shapes, so CanSplitRows refuses).
 TEST(RowSplitTest, BitIdenticalOnTheCpuKernelsForEveryShapeItAllows) {

@@ -1,4 +1,4 @@
-// matmul and matmul_weight_grad on OpenBLAS, as the GEMMs ops/defs/matmul_gemm.h plans.
+// matmul and matmul_weight_grad on the CPU GEMM (gemm.cc), as ops/defs/matmul_gemm.h plans.
 // Batches run one after another, so the result never depends on the thread count.
 
 #include <algorithm>

@@ -1,0 +1,90 @@
+// The CPU GEMM: oneDNN's sgemm (its JIT kernels for the machine's instruction set), cut
+// across the kernel threads by this process's own pool rather than by oneDNN.
+//
+// Why oneDNN: on the GPT's shapes its single-thread sgemm runs 3-16 % faster than
+// OpenBLAS's (benchmarks/gemm_bench), and GEMM is ~80 % of a CPU training step.
+// Why our own cut: oneDNN's threads would split a GEMM's sum over K for some shapes, so the
+// bits would depend on the thread count; cutting C's columns (or rows) keeps every element
+// the same dot product summed in the same order, whatever the number of threads.
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/parallel_for.h"
+
+namespace pw::ops::cpu {
+namespace {
+
+// oneDNN sizes its OpenMP team from the calling thread's own setting; every thread that
+// calls it (a stream's, a pool worker) asks for one, once. Looked up at run time: the
+// OpenMP runtime is oneDNN's dependency, not ours (none there, nothing to set).
+void KeepOneDnnOnThisThread() {
+  thread_local bool done = false;
+  if (done) return;
+  using SetThreads = void (*)(int);
+  static const auto set_threads =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set_threads) set_threads(1);
+  done = true;
+}
+
+void OneThreadGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                   int64_t ldc) {
+  KeepOneDnnOnThisThread();
+  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha,
+                                          a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success) {  // only a caller's bad sizes or leading dims get here
+    std::fprintf(stderr, "pipeweave: oneDNN sgemm %ldx%ldx%ld failed (status %d)\n",
+                 static_cast<long>(m), static_cast<long>(n), static_cast<long>(k),
+                 static_cast<int>(status));
+    std::abort();
+  }
+}
+
+// Below this many multiply-adds a GEMM does not pay for waking a thread (~40 us).
+constexpr int64_t kMinSplitMacs = int64_t{1} << 21;
+// Pieces of C are cut at multiples of this many rows or columns (one 64-byte line of
+// floats) and are at least kMinPiece wide: narrower ones take oneDNN's small-matrix paths.
+constexpr int64_t kCutUnit = 16;
+constexpr int64_t kMinPiece = 64;
+
+}  // namespace
+
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    // The product is empty, so C = beta · C (and 0 where beta is 0, even over NaN).
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
+    return;
+  }
+  const bool big = m * n * k >= kMinSplitMacs && KernelThreads() > 1;
+  const bool by_columns = n >= 2 * kMinPiece;
+  if (!big || (!by_columns && m < 2 * kMinPiece)) {
+    OneThreadGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int64_t extent = by_columns ? n : m;
+  const int64_t units = (extent + kCutUnit - 1) / kCutUnit;
+  ParallelFor(units, kMinPiece / kCutUnit, [&](int64_t first, int64_t last) {
+    const int64_t begin = first * kCutUnit, end = std::min(extent, last * kCutUnit);
+    if (by_columns) {
+      const float* b_piece = trans_b ? b + begin * ldb : b + begin;
+      OneThreadGemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_piece, ldb, beta,
+                    c + begin, ldc);
+    } else {
+      const float* a_piece = trans_a ? a + begin : a + begin * lda;
+      OneThreadGemm(trans_a, trans_b, end - begin, n, k, alpha, a_piece, lda, b, ldb, beta,
+                    c + begin * ldc, ldc);
+    }
+  });
+}
+
+}  // namespace pw::ops::cpu
