@@ -65,6 +65,51 @@ TEST(VectorMath, AdamMatchesTheScalarUpdateInPlace) {
   }
 }
 
+// Layer norm's rows against the scalar code it replaced (sums in double, element by
+// element in order): the statistics are the same floats but for the last bit (the double
+// sums are added in another order before rounding), the element-wise parts use the same
+// f32 operations, and the scale gradient's accumulation is the same bits.
+TEST(VectorMath, LayerNormRowsMatchTheScalarCode) {
+  for (int64_t n : {1, 2, 7, 16, 17, 33, 64, 100, 512, 515}) {
+    const std::vector<float> x = Random(n, -4, 4, 11), scale = Random(n, 0.5f, 2, 12),
+                             bias = Random(n, -1, 1, 13), dy = Random(n, -1, 1, 14);
+    const double eps = 1e-5;
+    double sum = 0, var = 0;
+    for (float v : x) sum += v;
+    const double mu = sum / n;
+    for (float v : x) var += (v - mu) * (v - mu);
+    var /= n;
+    const float m = static_cast<float>(mu), rs = static_cast<float>(1.0 / std::sqrt(var + eps));
+    std::vector<float> y(n);
+    float mean = 0, rstd = 0;
+    LayerNormRowF32(x.data(), scale.data(), bias.data(), eps, y.data(), &mean, &rstd, n);
+    EXPECT_LE(Ulps(mean, m), 1) << n;
+    EXPECT_LE(Ulps(rstd, rs), 1) << n;
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_TRUE(SameBits(y[j], (x[j] - mean) * rstd * scale[j] + bias[j])) << n << " " << j;
+
+    std::vector<float> xhat(n), g(n), dx(n);
+    LayerNormGradRowF32(x.data(), dy.data(), scale.data(), m, rs, xhat.data(), g.data(), dx.data(),
+                        n);
+    double sum_g = 0, sum_gx = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const float xh = (x[j] - m) * rs, gj = dy[j] * scale[j];
+      ASSERT_TRUE(SameBits(xhat[j], xh) && SameBits(g[j], gj)) << n << " " << j;
+      sum_g += gj;
+      sum_gx += gj * xh;
+    }
+    const float mg = static_cast<float>(sum_g / n), mgx = static_cast<float>(sum_gx / n);
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_NEAR(dx[j], rs * (g[j] - mg - xhat[j] * mgx), 1e-6f * (1 + std::fabs(dx[j])))
+          << n << " " << j;
+
+    std::vector<float> acc = Random(n, -1, 1, 15), want = acc;
+    AddScaledDeviationF32(dy.data(), x.data(), m, rs, acc.data(), n);
+    for (int64_t j = 0; j < n; ++j) want[j] += dy[j] * (x[j] - m) * rs;
+    EXPECT_EQ(std::memcmp(acc.data(), want.data(), n * sizeof(float)), 0) << n;
+  }
+}
+
 TEST(VectorMath, ResultsDoNotDependOnPosition) {
   const std::vector<float> x = Random(257, -6, 6, 7);
   std::vector<float> whole(x.size());

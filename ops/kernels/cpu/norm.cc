@@ -24,21 +24,8 @@ Status LayerNorm(KernelContext& ctx) {
   int64_t d = x.dim(-1);
   int64_t rows = d == 0 ? 0 : x.numel() / d;
   ParallelFor(rows, RowGrain(d), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = x.f32() + r * d;
-      double sum = 0;
-      for (int64_t j = 0; j < d; ++j) sum += xr[j];
-      double mu = sum / d;
-      double var = 0;
-      for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-      var /= d;
-      float m = static_cast<float>(mu);
-      float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
-      mean[r] = m;
-      rstd[r] = rs;
-      float* yr = y.f32() + r * d;
-      for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - m) * rs * scale[j] + bias[j];
-    }
+    for (int64_t r = begin; r < end; ++r)
+      LayerNormRowF32(x.f32() + r * d, scale, bias, eps, y.f32() + r * d, mean + r, rstd + r, d);
   });
   return OkStatus();
 }
@@ -55,21 +42,9 @@ Status LayerNormGrad(KernelContext& ctx) {
   int64_t rows = d == 0 ? 0 : x.numel() / d;
   ParallelFor(rows, RowGrain(d), [&](int64_t begin, int64_t end) {
     std::vector<float> xhat(d), g(d);
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = x.f32() + r * d;
-      const float* dyr = dy + r * d;
-      double sum_g = 0, sum_gx = 0;
-      for (int64_t j = 0; j < d; ++j) {
-        xhat[j] = (xr[j] - mean[r]) * rstd[r];
-        g[j] = dyr[j] * scale[j];
-        sum_g += g[j];
-        sum_gx += g[j] * xhat[j];
-      }
-      float mg = static_cast<float>(sum_g / d);
-      float mgx = static_cast<float>(sum_gx / d);
-      float* dxr = dx.f32() + r * d;
-      for (int64_t j = 0; j < d; ++j) dxr[j] = rstd[r] * (g[j] - mg - xhat[j] * mgx);
-    }
+    for (int64_t r = begin; r < end; ++r)
+      LayerNormGradRowF32(x.f32() + r * d, dy + r * d, scale, mean[r], rstd[r], xhat.data(),
+                          g.data(), dx.f32() + r * d, d);
   });
   return OkStatus();
 }
@@ -89,12 +64,9 @@ Status LayerNormParamGrad(KernelContext& ctx) {
     ParallelFor(d, std::max<int64_t>(1, kCheapGrain / std::max<int64_t>(rows, 1)),
                 [&](int64_t begin, int64_t end) {
                   std::fill(ds + begin, ds + end, 0.f);
-                  for (int64_t r = 0; r < rows; ++r) {
-                    const float* xr = x.f32() + r * d;
-                    const float* dyr = dy + r * d;
-                    for (int64_t j = begin; j < end; ++j)
-                      ds[j] += dyr[j] * (xr[j] - mean[r]) * rstd[r];
-                  }
+                  for (int64_t r = 0; r < rows; ++r)
+                    AddScaledDeviationF32(dy + r * d + begin, x.f32() + r * d + begin, mean[r],
+                                          rstd[r], ds + begin, end - begin);
                 });
   }
   if (dbias) ColumnSums(dy, rows, d, dbias->f32());

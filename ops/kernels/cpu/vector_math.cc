@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 
 // The order matters: foreach_target.h, then highway.h, then the -inl.h headers.
@@ -126,6 +127,92 @@ void Adam(const AdamStepF32& s, const float* p, const float* g, const float* m1,
       });
 }
 
+// Layer norm's rows. Sums accumulate in double, one partial sum per lane, added up at the
+// end and then the tail's elements in order: the same bits for the same row every time.
+// Float vectors as wide (in lanes) as a double vector, so each promotes to one.
+using DD = hn::ScalableTag<double>;
+using DH = hn::Rebind<float, DD>;
+
+// The sum in double of term(i) over [0, n): term(dh, i) gives the floats at [i, i + lanes);
+// `tail(i)` gives one float past the last whole vector.
+template <class Term, class Tail>
+double SumInDouble(int64_t n, Term term, Tail tail) {
+  const DD dd;
+  const DH dh;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  auto acc = hn::Zero(dd);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) acc = hn::Add(acc, term(dh, dd, i));
+  double sum = hn::GetLane(hn::SumOfLanes(dd, acc));
+  for (; i < n; ++i) sum += tail(i);
+  return sum;
+}
+
+void LayerNormRow(const float* x, const float* scale, const float* bias, double eps, float* y,
+                  float* mean, float* rstd, int64_t n) {
+  const double mu =
+      SumInDouble(
+          n, [&](DH dh, DD dd, int64_t i) { return hn::PromoteTo(dd, hn::LoadU(dh, x + i)); },
+          [&](int64_t i) { return static_cast<double>(x[i]); }) /
+      static_cast<double>(n);
+  // (x - mu)² in double: the square is taken after promotion, as the scalar code does.
+  double var = SumInDouble(
+      n,
+      [&](DH dh, DD dd, int64_t i) {
+        const auto a = hn::Sub(hn::PromoteTo(dd, hn::LoadU(dh, x + i)), hn::Set(dd, mu));
+        return hn::Mul(a, a);
+      },
+      [&](int64_t i) { return (x[i] - mu) * (x[i] - mu); });
+  var /= static_cast<double>(n);
+  const D d;
+  const float m = static_cast<float>(mu);
+  const float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
+  *mean = m;
+  *rstd = rs;
+  ForEachVector<3, 1>({x, scale, bias}, {y}, n, [&](auto in, auto out, int64_t j) {
+    const V xhat = hn::Mul(hn::Sub(hn::LoadU(d, in[0] + j), hn::Set(d, m)), hn::Set(d, rs));
+    hn::StoreU(hn::Add(hn::Mul(xhat, hn::LoadU(d, in[1] + j)), hn::LoadU(d, in[2] + j)), d,
+               out[0] + j);
+  });
+}
+
+void LayerNormGradRow(const float* x, const float* dy, const float* scale, float mean, float rstd,
+                      float* xhat, float* g, float* dx, int64_t n) {
+  const D d;
+  ForEachVector<3, 2>({x, dy, scale}, {xhat, g}, n, [&](auto in, auto out, int64_t j) {
+    hn::StoreU(hn::Mul(hn::Sub(hn::LoadU(d, in[0] + j), hn::Set(d, mean)), hn::Set(d, rstd)), d,
+               out[0] + j);
+    hn::StoreU(hn::Mul(hn::LoadU(d, in[1] + j), hn::LoadU(d, in[2] + j)), d, out[1] + j);
+  });
+  const double sum_g = SumInDouble(
+      n, [&](DH dh, DD dd, int64_t i) { return hn::PromoteTo(dd, hn::LoadU(dh, g + i)); },
+      [&](int64_t i) { return static_cast<double>(g[i]); });
+  // g·x̂ is a float product, promoted after rounding, as the scalar code does.
+  const double sum_gx = SumInDouble(
+      n,
+      [&](DH dh, DD dd, int64_t i) {
+        return hn::PromoteTo(dd, hn::Mul(hn::LoadU(dh, g + i), hn::LoadU(dh, xhat + i)));
+      },
+      [&](int64_t i) { return static_cast<double>(g[i] * xhat[i]); });
+  const float mg = static_cast<float>(sum_g / static_cast<double>(n));
+  const float mgx = static_cast<float>(sum_gx / static_cast<double>(n));
+  ForEachVector<2, 1>({g, xhat}, {dx}, n, [&](auto in, auto out, int64_t j) {
+    const V centred = hn::Sub(hn::LoadU(d, in[0] + j), hn::Set(d, mg));
+    const V dxv = hn::Sub(centred, hn::Mul(hn::LoadU(d, in[1] + j), hn::Set(d, mgx)));
+    hn::StoreU(hn::Mul(hn::Set(d, rstd), dxv), d, out[0] + j);
+  });
+}
+
+void AddScaledDeviation(const float* dy, const float* x, float mean, float rstd, float* acc,
+                        int64_t n) {
+  const D d;
+  ForEachVector<3, 1>({acc, dy, x}, {acc}, n, [&](auto in, auto out, int64_t j) {
+    const V dev = hn::Sub(hn::LoadU(d, in[2] + j), hn::Set(d, mean));
+    const V term = hn::Mul(hn::Mul(hn::LoadU(d, in[1] + j), dev), hn::Set(d, rstd));
+    hn::StoreU(hn::Add(hn::LoadU(d, in[0] + j), term), d, out[0] + j);
+  });
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -141,6 +228,9 @@ HWY_EXPORT(ExpShifted);
 HWY_EXPORT(Add);
 HWY_EXPORT(Scale);
 HWY_EXPORT(Adam);
+HWY_EXPORT(LayerNormRow);
+HWY_EXPORT(LayerNormGradRow);
+HWY_EXPORT(AddScaledDeviation);
 HWY_EXPORT(TargetName);
 
 void GeluF32(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(Gelu)(x, y, n); }
@@ -161,6 +251,19 @@ void AdamF32(const AdamStepF32& step, const float* p, const float* g, const floa
   HWY_DYNAMIC_DISPATCH(Adam)(step, p, g, m1, m2, p_out, m1_out, m2_out, n);
 }
 const char* VectorTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+void LayerNormRowF32(const float* x, const float* scale, const float* bias, double epsilon,
+                     float* y, float* mean, float* rstd, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(LayerNormRow)(x, scale, bias, epsilon, y, mean, rstd, n);
+}
+void LayerNormGradRowF32(const float* x, const float* dy, const float* scale, float mean,
+                         float rstd, float* xhat, float* g, float* dx, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(LayerNormGradRow)(x, dy, scale, mean, rstd, xhat, g, dx, n);
+}
+void AddScaledDeviationF32(const float* dy, const float* x, float mean, float rstd, float* acc,
+                           int64_t n) {
+  HWY_DYNAMIC_DISPATCH(AddScaledDeviation)(dy, x, mean, rstd, acc, n);
+}
 
 }  // namespace pw::ops::cpu
 #endif  // HWY_ONCE

@@ -33,6 +33,19 @@ struct AdamStepF32 {
 void AdamF32(const AdamStepF32& step, const float* p, const float* g, const float* m1,
              const float* m2, float* p_out, float* m1_out, float* m2_out, int64_t n);
 
+// One layer-norm row of n elements: mean and variance summed in double, then
+// y = (x - mean)·rstd·scale + bias in f32 (no fused multiply-add).
+void LayerNormRowF32(const float* x, const float* scale, const float* bias, double epsilon,
+                     float* y, float* mean, float* rstd, int64_t n);
+// Its input gradient for one row: x̂ = (x - mean)·rstd and g = dy·scale into the scratch
+// rows `xhat` and `g`, then dx = rstd·(g - mean(g) - x̂·mean(g·x̂)), the means summed in
+// double.
+void LayerNormGradRowF32(const float* x, const float* dy, const float* scale, float mean,
+                         float rstd, float* xhat, float* g, float* dx, int64_t n);
+// acc += dy·(x - mean)·rstd, element by element (the scale gradient's sum over rows).
+void AddScaledDeviationF32(const float* dy, const float* x, float mean, float rstd, float* acc,
+                           int64_t n);
+
 // The instruction set the dispatch chose, e.g. "AVX3" (AVX-512) or "AVX2".
 const char* VectorTargetName();
 
