@@ -4,13 +4,14 @@
 #     with communication as JSON;
 #   - the medium GPT step (8 layers, hidden 512, 8 heads, ffn 2048, seq 128, vocab 1024,
 #     micro-batch size 4, 8 micro-batches, adam) on the reference runner and on a 1-rank
-#     executor, with 1 thread and with every core;
+#     executor, with 1 thread and with every core; with PW_LARGE_GPT=1 also the large GPT
+#     (12 layers, hidden 768, 12 heads, ffn 3072, seq 256, vocab 8192);
 #   - the demo-size GPT (4 layers, hidden 64) at mp=2 on 2 rank processes against 1 process;
 #   - all-reduce of 8 KiB and 1 MiB between 2 processes: a plain Gloo loop against the
 #     executor's communicator (benchmarks/allreduce_bench), when built, and the same sizes
 #     inside training (profile --comm on GPTs at mp=2).
 # With PW_BEFORE=/path/to/an/older/pipeweave every figure is also taken with that binary
-# (it runs one BLAS thread whatever it is told) and the ratio after/before is printed.
+# and the ratio after/before is printed.
 #
 #   benchmarks/executor_speed.sh [ROUNDS (3)] [STEPS (3)]
 set -euo pipefail
@@ -68,15 +69,49 @@ startup "schedule 1f1b 32 stages 1024 mb --with-comms" schedule --kind 1f1b --st
   --micro-batches 1024 --with-comms --format json
 echo
 
-# --- medium GPT step --------------------------------------------------------------------
-"$pw" build-model gpt --layers 8 --hidden 512 --heads 8 --ffn 2048 --seq 128 --vocab 1024 \
-  --micro-batch-size 4 -o "$work/medium.pb" >/dev/null
-"$pw" opt "$work/medium.pb" -p 'append-backward{optimizer=adam}' -o "$work/medium_train.pb" \
-  >/dev/null
-
-declare -A times first_losses
-configs=("reference 1 thread" "reference $cores threads" "executor 1 rank, 1 thread"
-  "executor 1 rank, $cores threads")
+# --- GPT steps ---------------------------------------------------------------------------
+# gpt_step NAME BUILD-MODEL-ARGS...: the step of that GPT (8 micro-batches, adam) on the
+# reference runner and a 1-rank executor at 1 thread and every core, interleaved per round.
+gpt_step() {
+  local name=$1
+  shift
+  "$pw" build-model gpt "$@" --micro-batch-size 4 -o "$work/$name.pb" >/dev/null
+  "$pw" opt "$work/$name.pb" -p 'append-backward{optimizer=adam}' -o "$work/${name}_train.pb" \
+    >/dev/null
+  local -A times first_losses
+  local configs=("reference 1 thread" "reference $cores threads" "executor 1 rank, 1 thread"
+    "executor 1 rank, $cores threads")
+  local before_configs=()
+  [[ -n $before ]] && before_configs=("before: reference" "before: executor 1 rank")
+  local r c json m same ref1
+  for ((r = 0; r < rounds; r++)); do
+    for c in "${configs[@]}" "${before_configs[@]}"; do
+      case $c in
+        "before: reference") json=$("$before" run "$work/${name}_train.pb" --reference \
+          --steps "$steps" --micro-batches 8 --report json) ;;
+        "before: executor 1 rank") json=$("$before" run "$work/${name}_train.pb" --nproc 1 \
+          --steps "$steps" --micro-batches 8 --report json) ;;
+        *) # shellcheck disable=SC2046
+          json=$("$pw" run "$work/${name}_train.pb" $(args_of "$c") --steps "$steps" \
+            --micro-batches 8 --report json) ;;
+      esac
+      times[$c]+=" $(echo "$json" | later_steps | tr '\n' ' ')"
+      first_losses[$c]=$(echo "$json" | losses)
+    done
+  done
+  echo "$name GPT step ($*), 8 micro-batches, adam (median of $((rounds * (steps - 1))) steps)"
+  # shellcheck disable=SC2086
+  ref1=$(median ${times["reference 1 thread"]})
+  for c in "${configs[@]}" "${before_configs[@]}"; do
+    # shellcheck disable=SC2086
+    m=$(median ${times[$c]})
+    same=$([[ ${first_losses[$c]} == "${first_losses["reference 1 thread"]}" ]] && echo same ||
+      echo differ)
+    printf '%-34s %9.1f ms  vs reference 1 thread %s  losses %s\n' "$c" "$m" \
+      "$(ratio "$m" "$ref1")" "$same"
+  done
+  echo
+}
 args_of() {
   case $1 in
     "reference 1 thread") echo "--reference --threads 1" ;;
@@ -85,34 +120,11 @@ args_of() {
     "executor 1 rank, $cores threads") echo "--nproc 1 --threads $cores" ;;
   esac
 }
-before_configs=()
-[[ -n $before ]] && before_configs=("before: reference" "before: executor 1 rank")
-for ((r = 0; r < rounds; r++)); do
-  for c in "${configs[@]}" "${before_configs[@]}"; do
-    case $c in
-      "before: reference") json=$("$before" run "$work/medium_train.pb" --reference \
-        --steps "$steps" --micro-batches 8 --report json) ;;
-      "before: executor 1 rank") json=$("$before" run "$work/medium_train.pb" --nproc 1 \
-        --steps "$steps" --micro-batches 8 --report json) ;;
-      *) # shellcheck disable=SC2046
-        json=$("$pw" run "$work/medium_train.pb" $(args_of "$c") --steps "$steps" \
-          --micro-batches 8 --report json) ;;
-    esac
-    times[$c]+=" $(echo "$json" | later_steps | tr '\n' ' ')"
-    first_losses[$c]=$(echo "$json" | losses)
-  done
-done
-echo "medium GPT step, 8 micro-batches, adam (median of $((rounds * (steps - 1))) steps)"
-ref1=$(median ${times["reference 1 thread"]})
-for c in "${configs[@]}" "${before_configs[@]}"; do
-  # shellcheck disable=SC2086
-  m=$(median ${times[$c]})
-  same=$([[ ${first_losses[$c]} == "${first_losses["reference 1 thread"]}" ]] && echo same ||
-    echo differ)
-  printf '%-34s %9.1f ms  vs reference 1 thread %s  losses %s\n' "$c" "$m" "$(ratio "$m" "$ref1")" \
-    "$same"
-done
-echo
+gpt_step medium --layers 8 --hidden 512 --heads 8 --ffn 2048 --seq 128 --vocab 1024
+# About 40 s a step at one thread on 2 cores: only when asked.
+if [[ ${PW_LARGE_GPT:-0} == 1 ]]; then
+  gpt_step large --layers 12 --hidden 768 --heads 12 --ffn 3072 --seq 256 --vocab 8192
+fi
 
 # --- mp=2 on 2 processes against 1 process ----------------------------------------------
 "$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \

@@ -5,6 +5,7 @@ if(PW_SANITIZE STREQUAL "address")
   set(PW_SANITIZER_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer)
   add_compile_options(${PW_SANITIZER_FLAGS} -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+  add_compile_definitions(PW_POISON_UNINITIALIZED)  # ops/tensor.cc
 elseif(PW_SANITIZE STREQUAL "thread")
   set(PW_SANITIZER_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
   add_compile_options(${PW_SANITIZER_FLAGS})

@@ -8,12 +8,25 @@
 namespace pw {
 
 namespace {
+// Sanitizer builds fill uninitialized tensors with NaN, so that a kernel listed as writing
+// every output element (CpuKernelWritesEveryOutput) but leaving one unwritten turns
+// results NaN in the tests instead of reading stale memory unnoticed.
+#ifdef PW_POISON_UNINITIALIZED
+constexpr bool kPoisonUninitialized = true;
+#else
+constexpr bool kPoisonUninitialized = false;
+#endif
+
 std::shared_ptr<std::byte> Allocate(int64_t bytes, bool zeroed) {
   size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
   size = (size + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, size);
   if (!p) throw std::bad_alloc();
-  if (zeroed) std::memset(p, 0, size);
+  if (zeroed) {
+    std::memset(p, 0, size);
+  } else if (kPoisonUninitialized) {
+    std::memset(p, 0xFF, size);  // NaN in every float type: an unwritten element shows
+  }
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
 }
 }  // namespace
