@@ -1,8 +1,9 @@
 // The CPU GEMM: oneDNN's sgemm (its JIT kernels for the machine's instruction set), cut
 // across the kernel threads by this process's own pool rather than by oneDNN.
 //
-// Why oneDNN: on the GPT's shapes its single-thread sgemm runs 3-16 % faster than
-// OpenBLAS's (benchmarks/gemm_bench), and GEMM is ~80 % of a CPU training step.
+// Why oneDNN: on the GPT's shapes its single-thread sgemm runs 6-16 % faster than OpenBLAS's
+// on 7 of 8 (1 % slower on the last), and cut across 2 threads 9-32 % faster on the 7 large
+// ones (benchmarks/gemm_bench, AVX-512 machine); GEMM is ~85 % of a CPU training step.
 // Why our own cut: oneDNN's threads would split a GEMM's sum over K for some shapes, so the
 // bits would depend on the thread count; cutting C's columns (or rows) keeps every element
 // the same dot product summed in the same order, whatever the number of threads.
