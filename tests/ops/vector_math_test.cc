@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -107,6 +108,49 @@ TEST(VectorMath, LayerNormRowsMatchTheScalarCode) {
     AddScaledDeviationF32(dy.data(), x.data(), m, rs, acc.data(), n);
     for (int64_t j = 0; j < n; ++j) want[j] += dy[j] * (x[j] - m) * rs;
     EXPECT_EQ(std::memcmp(acc.data(), want.data(), n * sizeof(float)), 0) << n;
+  }
+}
+
+// The row helpers of softmax, its gradients and SGD: maxima exact, maps with the scalar
+// code's f32 operations (same bits), sums in double within rounding of the in-order sums.
+TEST(VectorMath, RowHelpersMatchTheScalarCode) {
+  for (int64_t n : {1, 2, 7, 16, 17, 33, 128, 1000, 1027}) {
+    const std::vector<float> a = Random(n, -5, 5, 21), b = Random(n, -2, 2, 22);
+    float mx = a[0];
+    double sum = 0, dot = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      mx = std::max(mx, a[j]);
+      sum += a[j];
+      dot += a[j] * b[j];
+    }
+    EXPECT_TRUE(SameBits(MaxF32(a.data(), n), mx)) << n;
+    EXPECT_NEAR(SumF32(a.data(), n), sum, 1e-12 * n) << n;
+    EXPECT_NEAR(DotF32(a.data(), b.data(), n), dot, 1e-12 * n) << n;
+
+    std::vector<float> out(n), scaled(n), stepped(n);
+    MulDifferenceF32(a.data(), b.data(), 0.375f, out.data(), n);
+    MulScalarF32(a.data(), -1.5f, scaled.data(), n);
+    SubScaledF32(a.data(), b.data(), 0.01f, stepped.data(), n);
+    for (int64_t j = 0; j < n; ++j) {
+      ASSERT_TRUE(SameBits(out[j], a[j] * (b[j] - 0.375f))) << n << " " << j;
+      ASSERT_TRUE(SameBits(scaled[j], a[j] * -1.5f)) << n << " " << j;
+      ASSERT_TRUE(SameBits(stepped[j], a[j] - 0.01f * b[j])) << n << " " << j;
+    }
+
+    // Softmax of the first `valid` entries, in place, zeros after them.
+    const int64_t valid = (n + 1) / 2;
+    std::vector<float> row = a;
+    double log_sum = 0;
+    const float row_max = SoftmaxRowF32(row.data(), row.data(), n, valid, &log_sum);
+    EXPECT_TRUE(SameBits(row_max, MaxF32(a.data(), valid)));
+    double total = 0, exp_sum = 0;
+    for (int64_t j = 0; j < valid; ++j) {
+      total += row[j];
+      exp_sum += std::exp(static_cast<double>(a[j]) - row_max);
+    }
+    EXPECT_NEAR(total, 1.0, 1e-6) << n;
+    EXPECT_NEAR(log_sum, std::log(exp_sum), 1e-6) << n;
+    for (int64_t j = valid; j < n; ++j) ASSERT_EQ(row[j], 0.f) << n << " " << j;
   }
 }
 

@@ -27,17 +27,6 @@ Layout GetLayout(const KernelContext& ctx) {
   return Layout{qkv.dim(0), qkv.dim(1), h, qkv.dim(2) / (3 * h)};
 }
 
-// Softmax of one score row in place; entries past `valid` are masked to exactly 0.
-void SoftmaxRow(float* row, int64_t n, int64_t valid) {
-  float mx = row[0];
-  for (int64_t j = 1; j < valid; ++j) mx = std::max(mx, row[j]);
-  ExpShiftedF32(row, mx, row, valid);
-  double sum = 0;
-  for (int64_t j = 0; j < valid; ++j) sum += row[j];
-  ScaleF32(row, static_cast<float>(1.0 / sum), 0.f, row, valid);
-  for (int64_t j = valid; j < n; ++j) row[j] = 0;
-}
-
 // Causal heads work in blocks of query rows: rows [r0, r1) see keys [0, r1) only, so their
 // scores, P·V and the gradients need those columns alone (about 5/8 of the products at
 // seq 128). Skipped entries of P are exactly 0 and would only have added zeros.
@@ -82,7 +71,8 @@ Status Attention(KernelContext& ctx) {
       const int64_t r1 = std::min(l.s, r0 + blocks.size), kv = blocks.keys(r1, l.s);
       Gemm(false, true, r1 - r0, kv, l.d, scale, q + r0 * l.ld(), l.ld(), k, l.ld(), 0,
            p + r0 * l.s, l.s);
-      for (int64_t i = r0; i < r1; ++i) SoftmaxRow(p + i * l.s, l.s, blocks.causal ? i + 1 : l.s);
+      for (int64_t i = r0; i < r1; ++i)  // in place; masked entries exactly 0
+        SoftmaxRowF32(p + i * l.s, p + i * l.s, l.s, blocks.causal ? i + 1 : l.s, nullptr);
       Gemm(false, false, r1 - r0, l.d, kv, 1, p + r0 * l.s, l.s, v, l.ld(), 0, o + r0 * ldo, ldo);
     }
   });
@@ -127,10 +117,8 @@ Status AttentionGrad(KernelContext& ctx) {
         float* dsr = ds.data() + i * l.s;
         const float* pr = p + i * l.s;
         const int64_t valid = blocks.causal ? i + 1 : l.s;
-        double dot = 0;
-        for (int64_t j = 0; j < valid; ++j) dot += dsr[j] * pr[j];
-        const float fdot = static_cast<float>(dot);
-        for (int64_t j = 0; j < valid; ++j) dsr[j] = pr[j] * (dsr[j] - fdot);
+        const float dot = static_cast<float>(DotF32(dsr, pr, valid));
+        MulDifferenceF32(pr, dsr, dot, dsr, valid);
         std::fill(dsr + valid, dsr + l.s, 0.f);
       }
       Gemm(false, false, r1 - r0, l.d, kv, scale, dsb, l.s, k, l.ld(), 0, dq + r0 * l.ld(), l.ld());

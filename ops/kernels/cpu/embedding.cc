@@ -5,6 +5,7 @@
 
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
+#include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -49,7 +50,7 @@ Status EmbeddingGrad(KernelContext& ctx) {
                 for (int64_t i = 0; i < tokens; ++i) {
                   float* row = dw.f32() + ids.i64()[i] * h;
                   const float* src = g.f32() + i * h;
-                  for (int64_t j = begin; j < end; ++j) row[j] += src[j];
+                  AddF32(row + begin, src + begin, row + begin, end - begin);
                 }
               });
   return OkStatus();

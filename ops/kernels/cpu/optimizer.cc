@@ -30,7 +30,7 @@ Status Sgd(KernelContext& ctx) {
   float lr = static_cast<float>(ctx.attrs().GetFloat("lr"));
   float* o = out.f32();
   ParallelFor(out.numel(), kCheapGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) o[i] = p[i] - lr * g[i];
+    SubScaledF32(p + begin, g + begin, lr, o + begin, end - begin);
   });
   return OkStatus();
 }

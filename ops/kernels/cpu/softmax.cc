@@ -1,6 +1,6 @@
 // softmax, softmax_grad and the fused softmax + cross-entropy loss. Row reductions
-// accumulate in double, in order; rows split among the kernel threads without changing a
-// bit.
+// accumulate in double (vector_math.h); rows split among the kernel threads without
+// changing a bit.
 
 #include <algorithm>
 #include <cmath>
@@ -13,21 +13,6 @@
 namespace pw::ops::cpu {
 namespace {
 
-// Writes softmax(x[0, valid)) to y, zeros past `valid`; returns log(sum(exp(x - max)))
-// and the max, for the loss.
-void SoftmaxRow(const float* x, float* y, int64_t n, int64_t valid, float* max_out,
-                double* log_sum) {
-  float mx = valid > 0 ? x[0] : 0.f;
-  for (int64_t j = 1; j < valid; ++j) mx = std::max(mx, x[j]);
-  ExpShiftedF32(x, mx, y, valid);
-  double sum = 0;
-  for (int64_t j = 0; j < valid; ++j) sum += y[j];
-  ScaleF32(y, static_cast<float>(1.0 / sum), 0.f, y, valid);
-  for (int64_t j = valid; j < n; ++j) y[j] = 0;
-  if (max_out) *max_out = mx;
-  if (log_sum) *log_sum = std::log(sum);
-}
-
 // causal: row i of the last two dims keeps columns j <= i.
 Status Softmax(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
@@ -39,7 +24,7 @@ Status Softmax(KernelContext& ctx) {
   ParallelFor(rows, RowGrain(n, kCostlyGrain), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       int64_t valid = causal ? std::min(n, r % period + 1) : n;
-      SoftmaxRow(x.f32() + r * n, out.f32() + r * n, n, valid, nullptr, nullptr);
+      SoftmaxRowF32(x.f32() + r * n, out.f32() + r * n, n, valid, nullptr);
     }
   });
   return OkStatus();
@@ -55,11 +40,8 @@ Status SoftmaxGrad(KernelContext& ctx) {
     for (int64_t r = begin; r < end; ++r) {
       const float* yr = y.f32() + r * n;
       const float* dyr = dy + r * n;
-      double dot = 0;
-      for (int64_t j = 0; j < n; ++j) dot += dyr[j] * yr[j];
-      float fdot = static_cast<float>(dot);
-      float* dxr = dx.f32() + r * n;
-      for (int64_t j = 0; j < n; ++j) dxr[j] = yr[j] * (dyr[j] - fdot);
+      const float dot = static_cast<float>(DotF32(dyr, yr, n));
+      MulDifferenceF32(yr, dyr, dot, dx.f32() + r * n, n);
     }
   });
   return OkStatus();
@@ -87,9 +69,8 @@ Status SoftmaxCrossEntropy(KernelContext& ctx) {
   ParallelFor(rows, RowGrain(v, kCostlyGrain), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* x = logits.f32() + r * v;
-      float mx;
       double log_sum;
-      SoftmaxRow(x, probs + r * v, v, v, &mx, &log_sum);
+      const float mx = SoftmaxRowF32(x, probs + r * v, v, v, &log_sum);
       loss[r] = label[r] == ignore ? 0.f : static_cast<float>(log_sum - (x[label[r]] - mx));
     }
   });
@@ -115,7 +96,7 @@ Status SoftmaxCrossEntropyGrad(KernelContext& ctx) {
         std::fill_n(dx, v, 0.f);
         continue;
       }
-      for (int64_t j = 0; j < v; ++j) dx[j] = p[j] * dloss[r];
+      MulScalarF32(p, dloss[r], dx, v);
       dx[label[r]] -= dloss[r];
     }
   });

@@ -213,6 +213,58 @@ void AddScaledDeviation(const float* dy, const float* x, float mean, float rstd,
   });
 }
 
+float Max(const float* x, int64_t n) {  // n >= 1; a maximum is exact in any order
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  float mx = x[0];
+  int64_t i = 0;
+  if (n >= lanes) {
+    V acc = hn::LoadU(d, x);
+    for (i = lanes; i + lanes <= n; i += lanes) acc = hn::Max(acc, hn::LoadU(d, x + i));
+    mx = hn::GetLane(hn::MaxOfLanes(d, acc));
+  }
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  return mx;
+}
+
+double Sum(const float* x, int64_t n) {
+  return SumInDouble(
+      n, [&](DH dh, DD dd, int64_t i) { return hn::PromoteTo(dd, hn::LoadU(dh, x + i)); },
+      [&](int64_t i) { return static_cast<double>(x[i]); });
+}
+
+double Dot(const float* a, const float* b, int64_t n) {
+  return SumInDouble(
+      n,
+      [&](DH dh, DD dd, int64_t i) {
+        return hn::PromoteTo(dd, hn::Mul(hn::LoadU(dh, a + i), hn::LoadU(dh, b + i)));
+      },
+      [&](int64_t i) { return static_cast<double>(a[i] * b[i]); });
+}
+
+void MulDifference(const float* y, const float* dy, float c, float* out, int64_t n) {
+  const D d;
+  ForEachVector<2, 1>({y, dy}, {out}, n, [&](auto in, auto o, int64_t i) {
+    const V diff = hn::Sub(hn::LoadU(d, in[1] + i), hn::Set(d, c));
+    hn::StoreU(hn::Mul(hn::LoadU(d, in[0] + i), diff), d, o[0] + i);
+  });
+}
+
+void MulScalar(const float* x, float s, float* y, int64_t n) {
+  const D d;
+  ForEachVector<1, 1>({x}, {y}, n, [&](auto in, auto out, int64_t i) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, in[0] + i), hn::Set(d, s)), d, out[0] + i);
+  });
+}
+
+void SubScaled(const float* p, const float* g, float lr, float* out, int64_t n) {
+  const D d;
+  ForEachVector<2, 1>({p, g}, {out}, n, [&](auto in, auto o, int64_t i) {
+    const V step = hn::Mul(hn::Set(d, lr), hn::LoadU(d, in[1] + i));
+    hn::StoreU(hn::Sub(hn::LoadU(d, in[0] + i), step), d, o[0] + i);
+  });
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -231,6 +283,12 @@ HWY_EXPORT(Adam);
 HWY_EXPORT(LayerNormRow);
 HWY_EXPORT(LayerNormGradRow);
 HWY_EXPORT(AddScaledDeviation);
+HWY_EXPORT(Max);
+HWY_EXPORT(Sum);
+HWY_EXPORT(Dot);
+HWY_EXPORT(MulDifference);
+HWY_EXPORT(MulScalar);
+HWY_EXPORT(SubScaled);
 HWY_EXPORT(TargetName);
 
 void GeluF32(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(Gelu)(x, y, n); }
@@ -263,6 +321,31 @@ void LayerNormGradRowF32(const float* x, const float* dy, const float* scale, fl
 void AddScaledDeviationF32(const float* dy, const float* x, float mean, float rstd, float* acc,
                            int64_t n) {
   HWY_DYNAMIC_DISPATCH(AddScaledDeviation)(dy, x, mean, rstd, acc, n);
+}
+
+float MaxF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Max)(x, n); }
+double SumF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); }
+double DotF32(const float* a, const float* b, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n);
+}
+void MulDifferenceF32(const float* y, const float* dy, float c, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(MulDifference)(y, dy, c, out, n);
+}
+void MulScalarF32(const float* x, float s, float* y, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(MulScalar)(x, s, y, n);
+}
+void SubScaledF32(const float* p, const float* g, float lr, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(SubScaled)(p, g, lr, out, n);
+}
+
+float SoftmaxRowF32(const float* x, float* y, int64_t n, int64_t valid, double* log_sum) {
+  const float mx = valid > 0 ? MaxF32(x, valid) : 0.f;
+  ExpShiftedF32(x, mx, y, valid);
+  const double sum = SumF32(y, valid);
+  ScaleF32(y, static_cast<float>(1.0 / sum), 0.f, y, valid);
+  std::fill(y + valid, y + n, 0.f);
+  if (log_sum) *log_sum = std::log(sum);
+  return mx;
 }
 
 }  // namespace pw::ops::cpu

@@ -5,8 +5,8 @@
 // on where it lies in the array (a tail runs through the same instructions on a padded
 // copy), so a tensor split across ranks gives the same bits as the whole one.
 //
-// Add, Scale and Adam use exactly the scalar code's operations (no fused multiply-add):
-// same bits as before. Exp is Highway's (at most 1 ulp from libm's expf); Gelu and
+// Add, Scale, Adam and the maps below use exactly the scalar code's operations (no fused
+// multiply-add): same bits as before. Exp is Highway's (at most 1 ulp from libm's expf); Gelu and
 // GeluGrad compute the normal CDF through an erfc approximation (vector_math_test states
 // its distance from libm's erff).
 
@@ -45,6 +45,22 @@ void LayerNormGradRowF32(const float* x, const float* dy, const float* scale, fl
 // acc += dy·(x - mean)·rstd, element by element (the scale gradient's sum over rows).
 void AddScaledDeviationF32(const float* dy, const float* x, float mean, float rstd, float* acc,
                            int64_t n);
+
+// Row reductions and maps of softmax, its gradients and the optimizers. Sums accumulate
+// in double per lane (then the tail in order): the same bits for the same row every time.
+float MaxF32(const float* x, int64_t n);                   // n >= 1
+double SumF32(const float* x, int64_t n);                  // Σ x, in double
+double DotF32(const float* a, const float* b, int64_t n);  // Σ (a·b rounded to f32), in double
+// out = y · (dy - c)
+void MulDifferenceF32(const float* y, const float* dy, float c, float* out, int64_t n);
+// y = x · s
+void MulScalarF32(const float* x, float s, float* y, int64_t n);
+// out = p - lr · g
+void SubScaledF32(const float* p, const float* g, float lr, float* out, int64_t n);
+
+// y[0, valid) = softmax(x[0, valid)), y[valid, n) = 0; x and y may be the same row.
+// Returns the max of x[0, valid); `log_sum` (optional) gets log Σ exp(x - max).
+float SoftmaxRowF32(const float* x, float* y, int64_t n, int64_t valid, double* log_sum);
 
 // The instruction set the dispatch chose, e.g. "AVX3" (AVX-512) or "AVX2".
 const char* VectorTargetName();

@@ -66,7 +66,7 @@ Status ReduceMax(KernelContext& ctx) {
   const int64_t n = x.dim(-1), rows = x.numel() / n;
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x.f32() + r * n;
-    out[r] = *std::max_element(row, row + n);
+    out[r] = MaxF32(row, n);
   }
   return OkStatus();
 }
@@ -87,9 +87,7 @@ Status SoftmaxStats(KernelContext& ctx) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = logits.f32() + r * cols;
     ExpShiftedF32(x, max[r], exps.data(), cols);
-    double sum = 0;
-    for (int64_t j = 0; j < cols; ++j) sum += exps[j];
-    sum_exp[r] = static_cast<float>(sum);
+    sum_exp[r] = static_cast<float>(SumF32(exps.data(), cols));
     const int64_t local = label[r] - start;
     target[r] = local >= 0 && local < cols ? x[local] - max[r] : 0.f;
   }
@@ -134,7 +132,7 @@ Status CSoftmaxCrossEntropyGrad(KernelContext& ctx) {
       std::fill_n(dx, cols, 0.f);
       continue;
     }
-    for (int64_t j = 0; j < cols; ++j) dx[j] = p[j] * dloss[r];
+    MulScalarF32(p, dloss[r], dx, cols);
     const int64_t local = label[r] - start;
     if (local >= 0 && local < cols) dx[local] -= dloss[r];
   }
