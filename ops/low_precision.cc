@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "ops/kernels/cpu/vector_math.h"
+
 namespace pw::ops {
 
 // After F. Giesen's branch-light conversions: the exponent is rebiased with integer
@@ -47,7 +49,7 @@ void WidenToF32(DataType dtype, const void* src, float* dst, int64_t n) {
   const auto* h = static_cast<const uint16_t*>(src);
   switch (dtype) {
     case DataType::kBFloat16:
-      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFloat(h[i]);
+      cpu::WidenBf16ToF32(h, dst, n);
       return;
     case DataType::kFloat16:
       for (int64_t i = 0; i < n; ++i) dst[i] = F16ToFloat(h[i]);
@@ -61,7 +63,7 @@ void NarrowFromF32(DataType dtype, const float* src, void* dst, int64_t n) {
   auto* h = static_cast<uint16_t*>(dst);
   switch (dtype) {
     case DataType::kBFloat16:
-      for (int64_t i = 0; i < n; ++i) h[i] = FloatToBf16(src[i]);
+      cpu::NarrowF32ToBf16(src, h, n);
       return;
     case DataType::kFloat16:
       for (int64_t i = 0; i < n; ++i) h[i] = FloatToF16(src[i]);

@@ -14,6 +14,8 @@
 #include <random>
 #include <vector>
 
+#include "ops/low_precision.h"
+
 namespace pw::ops::cpu {
 namespace {
 
@@ -151,6 +153,32 @@ TEST(VectorMath, RowHelpersMatchTheScalarCode) {
     EXPECT_NEAR(total, 1.0, 1e-6) << n;
     EXPECT_NEAR(log_sum, std::log(exp_sum), 1e-6) << n;
     for (int64_t j = valid; j < n; ++j) ASSERT_EQ(row[j], 0.f) << n << " " << j;
+  }
+}
+
+// bf16 conversions on vectors against the scalar ones, bit for bit: every bf16 value
+// widened, and f32 values around every rounding case (ties to even both ways, the largest
+// finite values, infinities, NaNs with payloads, subnormals) narrowed, at lengths with tails.
+TEST(VectorMath, Bf16ConversionsMatchTheScalarOnesBitForBit) {
+  std::vector<uint16_t> all(65536 + 5);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> wide(all.size());
+  WidenBf16ToF32(all.data(), wide.data(), static_cast<int64_t>(all.size()));
+  for (size_t i = 0; i < all.size(); ++i)
+    ASSERT_TRUE(SameBits(wide[i], ops::Bf16ToFloat(all[i]))) << i;
+
+  std::vector<float> x;
+  for (uint32_t hi = 0; hi < 65536; hi += 7)
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+      const uint32_t bits = hi << 16 | lo;
+      float f;
+      std::memcpy(&f, &bits, sizeof(f));
+      x.push_back(f);
+    }
+  for (int64_t n : {static_cast<int64_t>(x.size()), int64_t{13}}) {
+    std::vector<uint16_t> narrow(n);
+    NarrowF32ToBf16(x.data(), narrow.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(narrow[i], ops::FloatToBf16(x[i])) << i;
   }
 }
 

@@ -265,6 +265,53 @@ void SubScaled(const float* p, const float* g, float lr, float* out, int64_t n) 
   });
 }
 
+// bf16 is the top half of an f32: widening shifts it up; narrowing rounds to nearest even
+// with the scalar code's integer steps (a NaN keeps its top bits and is made quiet).
+using DU32 = hn::Rebind<uint32_t, D>;
+using DU16 = hn::Rebind<uint16_t, D>;
+
+void WidenBf16(const uint16_t* src, float* dst, int64_t n) {
+  const D d;
+  const DU32 du32;
+  const DU16 du16;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto wide = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, src + i)));
+    hn::StoreU(hn::BitCast(d, wide), d, dst + i);
+  }
+  for (; i < n; ++i) {
+    const uint32_t bits = uint32_t{src[i]} << 16;
+    std::memcpy(dst + i, &bits, sizeof(float));
+  }
+}
+
+void NarrowBf16(const float* src, uint16_t* dst, int64_t n) {
+  const D d;
+  const DU32 du32;
+  const DU16 du16;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = hn::BitCast(du32, hn::LoadU(d, src + i));
+    const auto is_nan = hn::Gt(hn::And(x, hn::Set(du32, 0x7fffffffu)), hn::Set(du32, 0x7f800000u));
+    const auto odd = hn::And(hn::ShiftRight<16>(x), hn::Set(du32, 1u));
+    const auto rounded = hn::ShiftRight<16>(hn::Add(x, hn::Add(hn::Set(du32, 0x7fffu), odd)));
+    const auto quiet_nan = hn::Or(hn::ShiftRight<16>(x), hn::Set(du32, 0x40u));
+    // Every lane holds 16 bits now, so the saturating demotion from i32 keeps it as it is.
+    const auto bf16 =
+        hn::BitCast(hn::Rebind<int32_t, D>(), hn::IfThenElse(is_nan, quiet_nan, rounded));
+    hn::StoreU(hn::DemoteTo(du16, bf16), du16, dst + i);
+  }
+  for (; i < n; ++i) {
+    uint32_t x;
+    std::memcpy(&x, src + i, sizeof(float));
+    dst[i] = (x & 0x7fffffffu) > 0x7f800000u
+                 ? static_cast<uint16_t>((x >> 16) | 0x40)
+                 : static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+  }
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -289,6 +336,8 @@ HWY_EXPORT(Dot);
 HWY_EXPORT(MulDifference);
 HWY_EXPORT(MulScalar);
 HWY_EXPORT(SubScaled);
+HWY_EXPORT(WidenBf16);
+HWY_EXPORT(NarrowBf16);
 HWY_EXPORT(TargetName);
 
 void GeluF32(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(Gelu)(x, y, n); }
@@ -346,6 +395,13 @@ float SoftmaxRowF32(const float* x, float* y, int64_t n, int64_t valid, double* 
   std::fill(y + valid, y + n, 0.f);
   if (log_sum) *log_sum = std::log(sum);
   return mx;
+}
+
+void WidenBf16ToF32(const uint16_t* src, float* dst, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(WidenBf16)(src, dst, n);
+}
+void NarrowF32ToBf16(const float* src, uint16_t* dst, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(NarrowBf16)(src, dst, n);
 }
 
 }  // namespace pw::ops::cpu

@@ -62,6 +62,11 @@ void SubScaledF32(const float* p, const float* g, float lr, float* out, int64_t 
 // Returns the max of x[0, valid); `log_sum` (optional) gets log Σ exp(x - max).
 float SoftmaxRowF32(const float* x, float* y, int64_t n, int64_t valid, double* log_sum);
 
+// bf16 <-> f32 with ops/low_precision.h's rounding (to nearest even; NaN stays NaN, quiet):
+// the same bits as Bf16ToFloat / FloatToBf16 element by element.
+void WidenBf16ToF32(const uint16_t* src, float* dst, int64_t n);
+void NarrowF32ToBf16(const float* src, uint16_t* dst, int64_t n);
+
 // The instruction set the dispatch chose, e.g. "AVX3" (AVX-512) or "AVX2".
 const char* VectorTargetName();
 
