@@ -26,6 +26,7 @@ struct PlannedOp {
   const Op* op = nullptr;
   CpuKernel kernel = nullptr;
   std::vector<std::string> free_after;
+  bool zero_outputs = true;  // false when the kernel writes every element of its outputs
 };
 
 std::string Where(const PlannedOp& p) { return StrCat("op ", p.index, " (", p.op->type, ")"); }
@@ -92,7 +93,8 @@ Status ReferenceRunner::CheckModule() const {
 Status ReferenceRunner::PlanOps() {
   const std::vector<Op>& ops = program_.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
-    PlannedOp p{i, &ops[i], FindCpuKernel(ops[i].type), {}};
+    PlannedOp p{
+        i, &ops[i], FindCpuKernel(ops[i].type), {}, !CpuKernelWritesEveryOutput(ops[i].type)};
     if (!p.kernel)
       return Unimplemented(Where(p), ": no CPU kernel for op type '", ops[i].type, "'");
     (ops[i].role == OpRole::kOptimize ? optimize_ops_ : train_ops_).push_back(std::move(p));
@@ -230,9 +232,7 @@ Status ReferenceRunner::RunOp(const PlannedOp& p, Scope& scope) const {
       if (!t) {
         const Var* decl = program_.FindVar(v);
         if (!decl) return Internal(Where(p), ": output '", v, "' is not declared");
-        t = &scope.Set(v, CpuKernelWritesEveryOutput(op.type)
-                              ? Tensor::Uninitialized(decl->dtype, decl->shape)
-                              : Tensor(decl->dtype, decl->shape));
+        t = &scope.Set(v, Tensor::Allocated(decl->dtype, decl->shape, p.zero_outputs));
       }
       ctx.outputs[i].push_back(t);
     }

@@ -33,7 +33,7 @@ struct ValueSlot {
   // Gives the slot a fresh tensor of its declared type, zero-filled unless whoever writes
   // it writes every element.
   Tensor& Allocate(MemoryTracker& memory, bool zeroed = true) {
-    tensor = zeroed ? Tensor(dtype, shape) : Tensor::Uninitialized(dtype, shape);
+    tensor = Tensor::Allocated(dtype, shape, zeroed);
     memory.Allocate(tensor.nbytes());
     return tensor;
   }

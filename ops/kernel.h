@@ -53,7 +53,7 @@ using CpuKernel = Status (*)(KernelContext&);
 CpuKernel FindCpuKernel(std::string_view type);
 
 // Whether the CPU kernel of `type` writes every element of every output, whatever the
-// shapes, so that outputs need not be zero-filled first (Tensor::Uninitialized). Opt-in:
+// shapes, so that outputs need not be zero-filled first (Tensor::Allocated with zeroed = false). Opt-in:
 // a kernel not listed gets zero-filled outputs.
 bool CpuKernelWritesEveryOutput(std::string_view type);
 

@@ -36,12 +36,12 @@ Tensor::Tensor(DataType dtype, Shape shape)
   storage_ = Allocate(nbytes(), /*zeroed=*/true);
 }
 
-Tensor Tensor::Uninitialized(DataType dtype, Shape shape) {
+Tensor Tensor::Allocated(DataType dtype, Shape shape, bool zeroed) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.numel_ = NumElements(t.shape_);
-  t.storage_ = Allocate(t.nbytes(), /*zeroed=*/false);
+  t.storage_ = Allocate(t.nbytes(), zeroed);
   return t;
 }
 

@@ -21,9 +21,10 @@ class Tensor {
   Tensor() = default;
   // Allocates zero-filled storage.
   Tensor(DataType dtype, Shape shape);
-  // Allocates storage left as it is, for a tensor whose every element is written before
-  // any is read (a kernel's output when the kernel fills it: CpuKernelWritesEveryOutput).
-  static Tensor Uninitialized(DataType dtype, Shape shape);
+  // Allocates storage, zero-filled or left as it is: the latter for a tensor whose every
+  // element is written before any is read (a kernel's output when the kernel fills it:
+  // CpuKernelWritesEveryOutput).
+  static Tensor Allocated(DataType dtype, Shape shape, bool zeroed);
   // Wraps storage a backend allocated (nothing is filled); `storage`'s deleter frees it.
   Tensor(DataType dtype, Shape shape, std::shared_ptr<std::byte> storage, Device device);
 
