@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/low_precision.h"
+
 // The order matters: foreach_target.h, then highway.h, then the -inl.h headers.
 // clang-format off
 #undef HWY_TARGET_INCLUDE
@@ -148,13 +150,24 @@ double SumInDouble(int64_t n, Term term, Tail tail) {
   return sum;
 }
 
+double Sum(const float* x, int64_t n) {
+  return SumInDouble(
+      n, [&](DH dh, DD dd, int64_t i) { return hn::PromoteTo(dd, hn::LoadU(dh, x + i)); },
+      [&](int64_t i) { return static_cast<double>(x[i]); });
+}
+
+double Dot(const float* a, const float* b, int64_t n) {
+  return SumInDouble(
+      n,
+      [&](DH dh, DD dd, int64_t i) {
+        return hn::PromoteTo(dd, hn::Mul(hn::LoadU(dh, a + i), hn::LoadU(dh, b + i)));
+      },
+      [&](int64_t i) { return static_cast<double>(a[i] * b[i]); });
+}
+
 void LayerNormRow(const float* x, const float* scale, const float* bias, double eps, float* y,
                   float* mean, float* rstd, int64_t n) {
-  const double mu =
-      SumInDouble(
-          n, [&](DH dh, DD dd, int64_t i) { return hn::PromoteTo(dd, hn::LoadU(dh, x + i)); },
-          [&](int64_t i) { return static_cast<double>(x[i]); }) /
-      static_cast<double>(n);
+  const double mu = Sum(x, n) / static_cast<double>(n);
   // (x - mu)² in double: the square is taken after promotion, as the scalar code does.
   double var = SumInDouble(
       n,
@@ -184,16 +197,8 @@ void LayerNormGradRow(const float* x, const float* dy, const float* scale, float
                out[0] + j);
     hn::StoreU(hn::Mul(hn::LoadU(d, in[1] + j), hn::LoadU(d, in[2] + j)), d, out[1] + j);
   });
-  const double sum_g = SumInDouble(
-      n, [&](DH dh, DD dd, int64_t i) { return hn::PromoteTo(dd, hn::LoadU(dh, g + i)); },
-      [&](int64_t i) { return static_cast<double>(g[i]); });
-  // g·x̂ is a float product, promoted after rounding, as the scalar code does.
-  const double sum_gx = SumInDouble(
-      n,
-      [&](DH dh, DD dd, int64_t i) {
-        return hn::PromoteTo(dd, hn::Mul(hn::LoadU(dh, g + i), hn::LoadU(dh, xhat + i)));
-      },
-      [&](int64_t i) { return static_cast<double>(g[i] * xhat[i]); });
+  const double sum_g = Sum(g, n);
+  const double sum_gx = Dot(g, xhat, n);  // g·x̂ rounded to f32, then summed, as before
   const float mg = static_cast<float>(sum_g / static_cast<double>(n));
   const float mgx = static_cast<float>(sum_gx / static_cast<double>(n));
   ForEachVector<2, 1>({g, xhat}, {dx}, n, [&](auto in, auto out, int64_t j) {
@@ -225,21 +230,6 @@ float Max(const float* x, int64_t n) {  // n >= 1; a maximum is exact in any ord
   }
   for (; i < n; ++i) mx = std::max(mx, x[i]);
   return mx;
-}
-
-double Sum(const float* x, int64_t n) {
-  return SumInDouble(
-      n, [&](DH dh, DD dd, int64_t i) { return hn::PromoteTo(dd, hn::LoadU(dh, x + i)); },
-      [&](int64_t i) { return static_cast<double>(x[i]); });
-}
-
-double Dot(const float* a, const float* b, int64_t n) {
-  return SumInDouble(
-      n,
-      [&](DH dh, DD dd, int64_t i) {
-        return hn::PromoteTo(dd, hn::Mul(hn::LoadU(dh, a + i), hn::LoadU(dh, b + i)));
-      },
-      [&](int64_t i) { return static_cast<double>(a[i] * b[i]); });
 }
 
 void MulDifference(const float* y, const float* dy, float c, float* out, int64_t n) {
@@ -280,10 +270,7 @@ void WidenBf16(const uint16_t* src, float* dst, int64_t n) {
     const auto wide = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, src + i)));
     hn::StoreU(hn::BitCast(d, wide), d, dst + i);
   }
-  for (; i < n; ++i) {
-    const uint32_t bits = uint32_t{src[i]} << 16;
-    std::memcpy(dst + i, &bits, sizeof(float));
-  }
+  for (; i < n; ++i) dst[i] = Bf16ToFloat(src[i]);
 }
 
 void NarrowBf16(const float* src, uint16_t* dst, int64_t n) {
@@ -303,13 +290,7 @@ void NarrowBf16(const float* src, uint16_t* dst, int64_t n) {
         hn::BitCast(hn::Rebind<int32_t, D>(), hn::IfThenElse(is_nan, quiet_nan, rounded));
     hn::StoreU(hn::DemoteTo(du16, bf16), du16, dst + i);
   }
-  for (; i < n; ++i) {
-    uint32_t x;
-    std::memcpy(&x, src + i, sizeof(float));
-    dst[i] = (x & 0x7fffffffu) > 0x7f800000u
-                 ? static_cast<uint16_t>((x >> 16) | 0x40)
-                 : static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
-  }
+  for (; i < n; ++i) dst[i] = FloatToBf16(src[i]);
 }
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
