@@ -66,6 +66,12 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 // split among the kernel threads: the same bits at every thread count.
 void ColumnSums(const float* x, int64_t rows, int64_t cols, float* out);
 
+// One row of the softmax cross-entropy gradient: dx = dloss · p, minus dloss at `target`
+// when it falls in [0, n) (a vocab-parallel rank holds a slice of the row); zeros for an
+// ignored label.
+void CrossEntropyGradRow(const float* p, int64_t n, bool ignored, float dloss, int64_t target,
+                         float* dx);
+
 // Copies src into dst unless they share storage (an in-place op).
 void CopyIfDistinct(const Tensor& src, Tensor& dst);
 

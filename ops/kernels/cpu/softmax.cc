@@ -89,21 +89,24 @@ Status SoftmaxCrossEntropyGrad(KernelContext& ctx) {
     PW_RETURN_IF_ERROR(CheckLabel("softmax_cross_entropy_grad", r, label[r], v, ignore));
   }
   ParallelFor(rows, RowGrain(v), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* p = probs.f32() + r * v;
-      float* dx = dlogits + r * v;
-      if (label[r] == ignore) {
-        std::fill_n(dx, v, 0.f);
-        continue;
-      }
-      MulScalarF32(p, dloss[r], dx, v);
-      dx[label[r]] -= dloss[r];
-    }
+    for (int64_t r = begin; r < end; ++r)
+      CrossEntropyGradRow(probs.f32() + r * v, v, label[r] == ignore, dloss[r], label[r],
+                          dlogits + r * v);
   });
   return OkStatus();
 }
 
 }  // namespace
+
+void CrossEntropyGradRow(const float* p, int64_t n, bool ignored, float dloss, int64_t target,
+                         float* dx) {
+  if (ignored) {
+    std::fill_n(dx, n, 0.f);
+    return;
+  }
+  MulScalarF32(p, dloss, dx, n);
+  if (target >= 0 && target < n) dx[target] -= dloss;
+}
 
 void RegisterSoftmaxKernels(KernelTable& table) {
   Add<Softmax>(table, "softmax");

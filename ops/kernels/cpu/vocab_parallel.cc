@@ -125,17 +125,9 @@ Status CSoftmaxCrossEntropyGrad(KernelContext& ctx) {
   const int64_t cols = probs.dim(-1), rows = probs.numel() / cols;
   const int64_t start = ctx.GroupRank() * cols;
   const int64_t ignore = ctx.attrs().GetInt("ignore_index", kIgnoreIndex);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* p = probs.f32() + r * cols;
-    float* dx = dlogits + r * cols;
-    if (label[r] == ignore) {
-      std::fill_n(dx, cols, 0.f);
-      continue;
-    }
-    MulScalarF32(p, dloss[r], dx, cols);
-    const int64_t local = label[r] - start;
-    if (local >= 0 && local < cols) dx[local] -= dloss[r];
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    CrossEntropyGradRow(probs.f32() + r * cols, cols, label[r] == ignore, dloss[r],
+                        label[r] - start, dlogits + r * cols);
   return OkStatus();
 }
 
