@@ -66,6 +66,14 @@ DeviceSpec H100Spec() {
   return s;
 }
 
+// NVIDIA H200 SXM data sheet: the H100's compute, HBM3e 4.8 TB/s, NVLink 4 900 GB/s.
+DeviceSpec H200Spec() {
+  DeviceSpec s = H100Spec();
+  s.set_name("h200-sxm");
+  s.set_memory_bandwidth(4.8e12);
+  return s;
+}
+
 // NVIDIA A100 80GB SXM data sheet: dense peaks, HBM2e 2.039 TB/s, NVLink 3 600 GB/s
 // (300 GB/s per direction), one 200 Gb/s HDR port per GPU.
 DeviceSpec A100Spec() {
@@ -94,13 +102,15 @@ DeviceSpec A100Spec() {
 
 }  // namespace
 
-std::vector<std::string> BuiltinDeviceNames() { return {"cpu", "h100", "a100"}; }
+std::vector<std::string> BuiltinDeviceNames() { return {"cpu", "h100", "h200", "a100"}; }
 
 StatusOr<DeviceSpec> BuiltinDeviceSpec(const std::string& name) {
   if (name == "cpu") return CpuSpec();
   if (name == "h100" || name == "h100-sxm") return H100Spec();
+  if (name == "h200" || name == "h200-sxm") return H200Spec();
   if (name == "a100" || name == "a100-80gb") return A100Spec();
-  return NotFound("unknown device '", name, "' (built-in: cpu, h100, a100; or a DeviceSpec file)");
+  return NotFound("unknown device '", name,
+                  "' (built-in: cpu, h100, h200, a100; or a DeviceSpec file)");
 }
 
 StatusOr<DeviceSpec> ResolveDeviceSpec(const std::string& name_or_path) {

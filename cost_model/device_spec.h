@@ -16,7 +16,7 @@ namespace pw::cost {
 
 using DeviceSpec = ::pipeweave::proto::DeviceSpec;
 
-// "cpu", "h100" (or "h100-sxm"), "a100" (or "a100-80gb").
+// "cpu", "h100" (or "h100-sxm"), "h200" (or "h200-sxm"), "a100" (or "a100-80gb").
 StatusOr<DeviceSpec> BuiltinDeviceSpec(const std::string& name);
 std::vector<std::string> BuiltinDeviceNames();
 // A built-in name, else a DeviceSpec file.

@@ -14,7 +14,7 @@
 #include "ir/p2p_vars.h"
 #include "ir/rank_sequence.h"
 #include "ops/kernel.h"
-#include "ops/low_precision.h"
+#include "ops/op_run.h"
 #include "ops/registry.h"
 
 namespace pw::cost {
@@ -45,21 +45,6 @@ double ThreadCpuClockCost() {
     return d[50];
   }();
   return cost;
-}
-
-// Values no kernel trips over: ids 0 for integer inputs (valid token, label and index),
-// small positive floats (square roots and logs stay finite, nothing is denormal), rounded
-// to the var's dtype when it is bf16 or f16.
-Tensor SyntheticTensor(const Var& var, std::mt19937& rng) {
-  if (!IsFloatingType(var.dtype)) return Tensor(var.dtype, var.shape);
-  Tensor wide(DataType::kFloat32, var.shape);
-  std::uniform_real_distribution<float> dist(0.01f, 0.1f);
-  float* p = wide.f32();
-  for (int64_t i = 0; i < wide.numel(); ++i) p[i] = dist(rng);
-  if (var.dtype == DataType::kFloat32) return wide;
-  Tensor t(var.dtype, var.shape);
-  ops::StoreFromF32(wide, t);
-  return t;
 }
 
 // Adds `op` with the declarations from `lookup` unless its signature is already known.
@@ -148,65 +133,30 @@ SampleStats Summarize(std::vector<double> s) {
 
 StatusOr<std::vector<double>> TimeOp(const CostedOp& c, int warmup, int repeats, double min_seconds,
                                      CacheEvictor* evictor, std::vector<double>* cpu) {
-  const Op& op = c.op;
-  CpuKernel kernel = FindCpuKernel(op.type);
-  if (!kernel) return NotFound("no CPU kernel for op type '", op.type, "'");
-  std::map<std::string, const Var*> decls;
-  for (const Var& v : c.vars) decls[v.name] = &v;
-  std::mt19937 rng(7);
-  std::map<std::string, Tensor> inputs;
-  op.ForEachInput([&](const std::string& v) {
-    if (!inputs.count(v) && decls.count(v)) inputs[v] = SyntheticTensor(*decls[v], rng);
-  });
-  for (const Slot& s : op.inputs)
-    for (const std::string& v : s.vars)
-      if (!inputs.count(v)) return NotFound(c.sig.key, ": input var '", v, "' is not declared");
-  std::vector<const Var*> output_decls;
-  for (const Slot& s : op.outputs)
-    for (const std::string& v : s.vars) {
-      if (!decls.count(v)) return NotFound(c.sig.key, ": output var '", v, "' is not declared");
-      output_decls.push_back(decls[v]);
-    }
-
-  // The context is built once, outside the timing (the runtimes resolve theirs ahead too);
-  // every run gives it fresh output tensors, except in-place ones (an output naming an input
-  // var), as the runtimes allocate outputs before each kernel.
-  std::vector<Tensor> fresh(output_decls.size());
-  std::vector<bool> in_place(output_decls.size(), false);
-  KernelContext ctx{op, {}, {}, nullptr};
-  ctx.inputs.resize(op.inputs.size());
-  for (size_t i = 0; i < op.inputs.size(); ++i)
-    for (const std::string& v : op.inputs[i].vars) ctx.inputs[i].push_back(&inputs[v]);
-  ctx.outputs.resize(op.outputs.size());
-  size_t k = 0;
-  for (size_t i = 0; i < op.outputs.size(); ++i)
-    for (const std::string& v : op.outputs[i].vars) {
-      auto in = inputs.find(v);
-      in_place[k] = in != inputs.end();
-      ctx.outputs[i].push_back(in_place[k] ? &in->second : &fresh[k]);
-      ++k;
-    }
-
-  std::vector<const Tensor*> activations;
-  for (const auto& [name, tensor] : inputs)
-    if (!decls[name]->persistable) activations.push_back(&tensor);
-
+  CpuKernel kernel = FindCpuKernel(c.op.type);
+  if (!kernel) return NotFound("no CPU kernel for op type '", c.op.type, "'");
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<ops::OpRun> op_run,
+                      ops::OpRun::Create(c.op, c.vars, c.sig.key,
+                                         [](Tensor host) -> StatusOr<Tensor> { return host; }));
+  // Outputs are allocated inside the timing, as the runtimes allocate them before each kernel.
+  const ops::OpRun::Allocate allocate = [](const Var& decl) -> StatusOr<Tensor> {
+    return Tensor(decl.dtype, decl.shape);
+  };
   std::vector<double> samples;
   double spent = 0;
   // Evicting costs more than a small op: no extra repetitions then.
   const int max_runs = std::max(repeats, 1) * (evictor ? 1 : 50);
   for (int run = 0; run < warmup + max_runs; ++run) {
     if (run >= warmup + repeats && spent >= min_seconds) break;
-    for (Tensor& t : fresh) t = Tensor();  // the previous run's outputs are freed first
+    op_run->ReleaseOutputs();  // the previous run's outputs are freed first
     if (evictor) {
       evictor->Evict();
-      for (const Tensor* t : activations) CacheEvictor::Touch(t->raw(), t->nbytes());
+      for (const Tensor* t : op_run->activations()) CacheEvictor::Touch(t->raw(), t->nbytes());
     }
     const double cpu_start = cpu ? ThreadCpuSeconds() : 0;
     auto start = Clock::now();
-    for (size_t j = 0; j < fresh.size(); ++j)
-      if (!in_place[j]) fresh[j] = Tensor(output_decls[j]->dtype, output_decls[j]->shape);
-    Status s = kernel(ctx);
+    Status s = op_run->AllocateOutputs(allocate);
+    if (s.ok()) s = kernel(op_run->context());
     auto end = Clock::now();
     const double cpu_end = cpu ? ThreadCpuSeconds() : 0;
     if (!s.ok()) return s.WithContext(StrCat("running ", c.sig.key));
@@ -222,25 +172,42 @@ StatusOr<std::vector<double>> TimeOp(const CostedOp& c, int warmup, int repeats,
 StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops,
                                    const ProfileOptions& options) {
   if (options.repeats < 1) return InvalidArgument("repeats must be >= 1, got ", options.repeats);
-  ops::SetKernelThreads(options.blas_threads);
+  const KernelTimer* timer = options.timer;
   ProfileResult result;
   OpCostTable::Proto& proto = result.table.mutable_proto();
-  proto.set_device("cpu");
-  proto.set_blas_threads(options.blas_threads);
-  if (options.measure_device) *proto.mutable_device_spec() = MeasureCpuSpec();
   std::unique_ptr<CacheEvictor> evictor;
-  if (options.cache != CacheState::kHot)
-    evictor = std::make_unique<CacheEvictor>(options.cache, ReadCacheSizes());
+  if (timer) {
+    proto.set_device(timer->spec.name());
+    *proto.mutable_device_spec() =
+        options.measure_device ? MeasurePeaks(timer->spec, timer->time, 8192, int64_t{1} << 26)
+                               : timer->spec;
+  } else {
+    ops::SetKernelThreads(options.blas_threads);
+    proto.set_device("cpu");
+    proto.set_blas_threads(options.blas_threads);
+    if (options.measure_device) *proto.mutable_device_spec() = MeasureCpuSpec();
+    if (options.cache != CacheState::kHot)
+      evictor = std::make_unique<CacheEvictor>(options.cache, ReadCacheSizes());
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     const CostedOp& c = ops[i];
-    if (!FindCpuKernel(c.op.type)) {
+    if (timer ? !timer->has_kernel(c.op.type) : !FindCpuKernel(c.op.type)) {
       result.skipped.push_back(c.sig.key);
     } else {
       // CPU time is the op's work only when the kernel runs on this thread alone.
       std::vector<double> cpu;
-      PW_ASSIGN_OR_RETURN(std::vector<double> samples,
-                          TimeOp(c, options.warmup, options.repeats, options.min_seconds,
-                                 evictor.get(), options.blas_threads == 1 ? &cpu : nullptr));
+      StatusOr<std::vector<double>> timed =
+          timer ? timer->time(c, options.warmup, options.repeats, options.min_seconds)
+                : TimeOp(c, options.warmup, options.repeats, options.min_seconds, evictor.get(),
+                         options.blas_threads == 1 ? &cpu : nullptr);
+      if (timer && !timed.ok()) {
+        result.failed.push_back(StrCat(c.sig.key, ": ", timed.status().message()));
+        if (options.progress) options.progress(i + 1, ops.size(), c.sig.key);
+        continue;
+      }
+      PW_RETURN_IF_ERROR(timed.status());
+      const std::vector<double>& samples = *timed;
+      if (samples.empty()) return Internal(c.sig.key, ": no timed runs");
       SampleStats st = Summarize(samples);
       OpCostEntry e;
       e.set_op_type(c.sig.op_type);
@@ -268,55 +235,63 @@ StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops,
   return result;
 }
 
-DeviceSpec MeasureCpuSpec() {
-  DeviceSpec spec = *BuiltinDeviceSpec("cpu");
-  const OpRegistry& registry = ops::Registry();
-  auto make = [&](Op op, std::vector<Var> vars) -> StatusOr<CostedOp> {
-    CostedOp c;
-    c.op = std::move(op);
-    c.vars = std::move(vars);
-    std::map<std::string, const Var*> decls;
-    for (const Var& v : c.vars) decls[v.name] = &v;
-    auto lookup = [&](const std::string& n) -> const Var* {
-      auto it = decls.find(n);
-      return it == decls.end() ? nullptr : it->second;
-    };
-    PW_ASSIGN_OR_RETURN(c.sig, SignatureOf(c.op, registry, lookup));
-    return c;
+namespace {
+
+StatusOr<CostedOp> MakeCostedOp(Op op, std::vector<Var> vars) {
+  CostedOp c;
+  c.op = std::move(op);
+  c.vars = std::move(vars);
+  std::map<std::string, const Var*> decls;
+  for (const Var& v : c.vars) decls[v.name] = &v;
+  auto lookup = [&](const std::string& n) -> const Var* {
+    auto it = decls.find(n);
+    return it == decls.end() ? nullptr : it->second;
   };
-  auto var = [](const char* name, Shape shape, DataType dtype = DataType::kFloat32) {
-    Var v;
-    v.name = name;
-    v.dtype = dtype;
-    v.shape = std::move(shape);
-    return v;
-  };
-  // Peaks: a 512^3 GEMM per dtype, the best of a few runs (bf16 and f16 GEMMs convert
-  // their operands and use the f32 one, so their peak is lower).
+  PW_ASSIGN_OR_RETURN(c.sig, SignatureOf(c.op, ops::Registry(), lookup));
+  return c;
+}
+
+Var DeclaredVar(const char* name, Shape shape, DataType dtype = DataType::kFloat32) {
+  Var v;
+  v.name = name;
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  return v;
+}
+
+}  // namespace
+
+DeviceSpec MeasurePeaks(DeviceSpec spec, const TimeFn& time, int64_t gemm_n,
+                        int64_t stream_elements) {
+  // Peaks: an n^3 GEMM per dtype, the best of a few runs (the CPU's bf16 and f16 GEMMs
+  // convert their operands and use the f32 one, so their peak is lower).
   Op mm;
   mm.type = "matmul";
   mm.SetInput("X", {"a"}).SetInput("Y", {"b"}).SetOutput("Out", {"c"});
+  const DeviceSpec base = spec;
   spec.clear_peak_flops();
   for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16}) {
-    auto gemm = make(mm, {var("a", {512, 512}, dtype), var("b", {512, 512}, dtype),
-                          var("c", {512, 512}, dtype)});
+    const Shape square = {gemm_n, gemm_n};
+    auto gemm = MakeCostedOp(mm, {DeclaredVar("a", square, dtype), DeclaredVar("b", square, dtype),
+                                  DeclaredVar("c", square, dtype)});
     if (!gemm.ok()) continue;
-    auto t = TimeOp(*gemm, 2, 5, 0.2);
+    auto t = time(*gemm, 2, 5, 0.2);
     if (!t.ok() || t->empty()) continue;
     double best = *std::min_element(t->begin(), t->end());
     auto* peak = spec.add_peak_flops();
     peak->set_dtype(DataTypeName(dtype));
     peak->set_flops_per_s(gemm->sig.flops / best);
   }
-  if (spec.peak_flops().empty()) *spec.add_peak_flops() = BuiltinDeviceSpec("cpu")->peak_flops(0);
-  // Bandwidth: an add over 4 Mi floats per operand (48 MiB moved), beyond the caches.
+  if (spec.peak_flops().empty()) *spec.mutable_peak_flops() = base.peak_flops();
+  // Bandwidth: an add beyond the caches.
   Op add;
   add.type = "add";
   add.SetInput("X", {"x"}).SetInput("Y", {"y"}).SetOutput("Out", {"z"});
-  const int64_t n = int64_t{1} << 22;
-  auto stream = make(add, {var("x", {n}), var("y", {n}), var("z", {n})});
+  const int64_t n = stream_elements;
+  auto stream =
+      MakeCostedOp(add, {DeclaredVar("x", {n}), DeclaredVar("y", {n}), DeclaredVar("z", {n})});
   if (stream.ok()) {
-    auto t = TimeOp(*stream, 1, 5, 0.2);
+    auto t = time(*stream, 1, 5, 0.2);
     if (t.ok() && !t->empty()) {
       double best = *std::min_element(t->begin(), t->end());
       spec.set_memory_bandwidth(stream->sig.bytes / best);
@@ -325,6 +300,15 @@ DeviceSpec MeasureCpuSpec() {
   // The measured figures are what kernels reach: efficiency 1 against them.
   spec.set_flops_efficiency(1.0);
   spec.set_bandwidth_efficiency(1.0);
+  return spec;
+}
+
+DeviceSpec MeasureCpuSpec() {
+  const TimeFn time = [](const CostedOp& op, int warmup, int repeats, double min_seconds) {
+    return TimeOp(op, warmup, repeats, min_seconds);
+  };
+  // 512^3 GEMMs; the add moves 48 MiB, beyond the caches.
+  DeviceSpec spec = MeasurePeaks(*BuiltinDeviceSpec("cpu"), time, 512, int64_t{1} << 22);
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   spec.set_cores_per_node(cores);
   WakeLatency wake = MeasureWakeLatency(cores);

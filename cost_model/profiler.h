@@ -32,6 +32,19 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
 // one pass over its layers reads.
 int64_t RankParameterBytes(const Module& module);
 
+// Per-run seconds of `warmup` + at least `repeats` runs of an op (more, up to 50 times
+// `repeats`, until `min_seconds` were spent on it).
+using TimeFn = std::function<StatusOr<std::vector<double>>(const CostedOp& op, int warmup,
+                                                           int repeats, double min_seconds)>;
+
+// Kernels timed somewhere other than this CPU: a GPU through the CUDA backend.
+struct KernelTimer {
+  std::function<bool(const std::string& op_type)> has_kernel;
+  TimeFn time;
+  // The device (its built-in spec's name and links); peaks and bandwidth are measured.
+  DeviceSpec spec;
+};
+
 struct ProfileOptions {
   int warmup = 3;
   int repeats = 20;
@@ -40,14 +53,19 @@ struct ProfileOptions {
   // repetitions and a steadier median), up to 50 times `repeats`.
   double min_seconds = 0.02;
   bool measure_device = true;          // fill the table's device_spec with measured CPU figures
-  CacheState cache = CacheState::kL3;  // what each timed run finds in the caches
+  CacheState cache = CacheState::kL3;  // what each timed run finds in the caches (CPU only)
+  // Null: the CPU kernels, on this thread and the kernel pool.
+  const KernelTimer* timer = nullptr;
   // Called after every signature: (done, total, key).
   std::function<void(size_t, size_t, const std::string&)> progress;
 };
 
 struct ProfileResult {
   OpCostTable table;
-  std::vector<std::string> skipped;  // signatures without a CPU kernel (roofline only)
+  std::vector<std::string> skipped;  // signatures without a kernel (roofline only)
+  // Signatures a KernelTimer could not time, each with the reason (the CPU kernels fail the
+  // whole profile instead: their errors are bugs of ours).
+  std::vector<std::string> failed;
 };
 
 StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops, const ProfileOptions& options);
@@ -62,6 +80,12 @@ StatusOr<std::vector<double>> TimeOp(const CostedOp& op, int warmup, int repeats
 
 // Peak f32 GEMM rate and memory bandwidth of this CPU (the built-in "cpu" spec with them).
 DeviceSpec MeasureCpuSpec();
+
+// `base` with the peak GEMM rate of every dtype (an n^3 matmul, the best of a few runs)
+// and the memory bandwidth (an add over `stream_elements` f32 per operand) that `time`
+// measures; efficiencies 1 against them.
+DeviceSpec MeasurePeaks(DeviceSpec base, const TimeFn& time, int64_t gemm_n,
+                        int64_t stream_elements);
 
 // Median, inter-quartile range, min and max of samples.
 struct SampleStats {

@@ -11,6 +11,7 @@
 #include "executor/comm/kv_store.h"
 #include "executor/comm/nccl_comm.h"
 #include "executor/comm/stream_comm.h"
+#include "executor/cuda/kernel_timer.h"
 #include "ir/rank_layout.h"
 
 namespace pw {
@@ -24,6 +25,11 @@ struct CudaBackendPlugin {
   // NCCL communicators between ranks; null when the library was built without NCCL.
   StatusOr<std::unique_ptr<CommFactory>> (*make_comm_factory)(KvStore& store, const Mesh& mesh,
                                                               int rank, NcclOptions options);
+  // The device time of one op's kernel run alone, and the device's name and memory
+  // (`pipeweave profile --backend cuda`).
+  bool (*has_kernel)(const std::string& op_type);
+  StatusOr<std::vector<double>> (*time_kernel)(int device, const cuda::KernelTiming& timing);
+  StatusOr<cuda::CudaDeviceInfo> (*device_info)(int device);
 };
 
 // Opens the library once (later calls return the same table) or says why it cannot:

@@ -15,6 +15,7 @@
 #include "ops/registry.h"
 #include "tools/command.h"
 #include "tools/cost_inputs.h"
+#include "tools/cuda_kernel_timer.h"
 #include "tools/flags.h"
 #include "tools/gloo_comm_bench.h"
 #include "tools/module_validation.h"
@@ -29,7 +30,7 @@ constexpr const char* kUsage =
     "pipeweave profile FILE [FILE...] -o COSTS [--repeat N (20)] [--warmup N (3)]\n"
     "           [--blas-threads N (1)] [--pipeline PASSES] [--merge] [--comm]\n"
     "           [--comm-steps N (6)]\n"
-    "           [--cache auto|hot|l3|dram] [--no-calibrate]\n"
+    "           [--cache auto|hot|l3|dram] [--no-calibrate] [--backend cpu|cuda] [--gpu N (0)]\n"
     "Runs every distinct (op type, input shapes, dtype, attributes) of the modules on the\n"
     "CPU kernels, warm-up then N repetitions (more for tiny ops), and writes the median and\n"
     "spread of each to COSTS (.pbtxt text or .pb binary), with this CPU's measured peak GEMM\n"
@@ -47,7 +48,11 @@ constexpr const char* kUsage =
     "all-reduce, send and recv; the table gets per kind and group size the samples at the\n"
     "sizes it moved (printed: the median and mean at each size), an alpha-beta fit and its\n"
     "residual, the CPU each operation cost its rank and how far the last member of a group\n"
-    "arrived behind the others.";
+    "arrived behind the others.\n"
+    "--backend cuda times the CUDA kernels on GPU N instead (device time between CUDA events\n"
+    "around the output allocation and the kernel, as the CUDA backend runs them), with the\n"
+    "GPU's peak GEMM rates and memory bandwidth measured; the table is for the built-in\n"
+    "device the GPU is (h100, a100), so `sim --device h100 --costs COSTS` uses it.";
 
 // The communication of `module`, from a short run of it; what its ranks spend beyond the
 // compute the op costs just measured price is charged to communication.
@@ -69,7 +74,8 @@ StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
 StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   Flags flags;
   flags.Value("output").Alias("o", "output");
-  for (const char* name : {"repeat", "warmup", "blas-threads", "pipeline", "cache", "comm-steps"})
+  for (const char* name :
+       {"repeat", "warmup", "blas-threads", "pipeline", "cache", "comm-steps", "backend", "gpu"})
     flags.Value(name);
   flags.Switch("merge").Switch("comm").Switch("no-calibrate");
   PW_RETURN_IF_ERROR(flags.Parse(args));
@@ -85,6 +91,16 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   options.repeats = static_cast<int>(repeats);
   options.warmup = static_cast<int>(warmup);
   options.blas_threads = static_cast<int>(threads);
+  const std::string backend = flags.Get("backend", "cpu");
+  if (backend != "cpu" && backend != "cuda")
+    return InvalidArgument("--backend ", backend, ": expected cpu or cuda");
+  const bool on_gpu = backend == "cuda";
+  if (on_gpu)
+    for (const char* cpu_only : {"blas-threads", "cache", "comm"})
+      if (flags.Has(cpu_only))
+        return InvalidArgument("--", cpu_only, " is for CPU profiles; drop it with --backend cuda");
+  if (!on_gpu && flags.Has("gpu")) return InvalidArgument("--gpu needs --backend cuda");
+  PW_ASSIGN_OR_RETURN(int64_t gpu, flags.GetInt("gpu", 0, 0, 1023));
 
   // Everything that can fail without measuring fails first: the output's format, the
   // table to merge into, the modules and their plans.
@@ -92,15 +108,20 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   // --merge rewrites the output table in place; no module may be overwritten.
   OutputFiles outputs(flags.positional());
   PW_RETURN_IF_ERROR(outputs.Declare("-o", output));
+  // The GPU is found (or refused) before anything is read or measured.
+  cost::KernelTimer timer;
+  if (on_gpu) {
+    PW_ASSIGN_OR_RETURN(timer, CudaKernelTimer(static_cast<int>(gpu)));
+    options.timer = &timer;
+  }
+  const std::string device = on_gpu ? timer.spec.name() : "cpu";
   cost::OpCostTable merged;
   const bool merge = flags.Has("merge") && std::filesystem::exists(output);
   if (merge) {
     PW_ASSIGN_OR_RETURN(merged, cost::OpCostTable::Load(output));
-    if (!merged.device().empty() && merged.device() != "cpu")
-      return InvalidArgument(output,
-                             ": cannot merge measurements of this CPU into a table of "
-                             "device '",
-                             merged.device(), "'");
+    if (!merged.device().empty() && merged.device() != device)
+      return InvalidArgument(output, ": cannot merge measurements of device '", device,
+                             "' into a table of device '", merged.device(), "'");
     if (merged.proto().blas_threads() && merged.proto().blas_threads() != threads)
       return InvalidArgument(output, ": measured with ", merged.proto().blas_threads(),
                              " BLAS threads, cannot merge measurements with ", threads);
@@ -146,7 +167,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(cost::ProfileResult result, cost::ProfileOps(ops, options));
   bar.Finish();
   cost::DeviceSpec& spec = *result.table.mutable_proto().mutable_device_spec();
-  if (!flags.Has("no-calibrate")) {
+  if (!on_gpu && !flags.Has("no-calibrate")) {
     PW_ASSIGN_OR_RETURN(RuntimeOverheads overheads, CalibrateRuntimes(options));
     spec.set_op_overhead(overheads.executor);
     spec.set_reference_op_overhead(overheads.reference);
@@ -194,11 +215,24 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
       outputs.Write(output, [&](const std::string& temp) { return result.table.Save(temp); }));
   PW_RETURN_IF_ERROR(outputs.Commit());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("profiled %zu op signatures (caches: %s) in %.1f s",
-              ops.size() - result.skipped.size(), cost::CacheStateName(options.cache), seconds);
+  if (on_gpu)
+    std::printf("profiled %zu op signatures on %s in %.1f s", ops.size() - result.skipped.size(),
+                device.c_str(), seconds);
+  else
+    std::printf("profiled %zu op signatures (caches: %s) in %.1f s",
+                ops.size() - result.skipped.size(), cost::CacheStateName(options.cache), seconds);
   if (!result.skipped.empty())
-    std::printf(" (%zu without a CPU kernel: roofline only)", result.skipped.size());
+    std::printf(" (%zu without a %s kernel: roofline only)", result.skipped.size(),
+                on_gpu ? "CUDA" : "CPU");
   std::printf("; wrote %s (%zu entries)\n", output.c_str(), result.table.size());
+  for (const std::string& failure : result.failed)
+    std::fprintf(stderr, "not measured: %s\n", failure.c_str());
+  if (!result.failed.empty()) {
+    std::fprintf(stderr,
+                 "%zu op signatures could not be timed on %s (above); the table has the rest\n",
+                 result.failed.size(), device.c_str());
+    return 1;
+  }
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // The entry point of libpipeweave_cuda.so (executor/cuda_plugin.h).
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/device_probe.h"
+#include "executor/cuda/kernel_timer.h"
 #include "executor/cuda_plugin.h"
 
 namespace pw {
@@ -26,6 +27,9 @@ extern "C" const pw::CudaBackendPlugin* pw_cuda_backend_plugin() {
 #else
     .make_comm_factory = nullptr,
 #endif
+    .has_kernel = &pw::cuda::HasKernel,
+    .time_kernel = &pw::cuda::TimeKernel,
+    .device_info = &pw::cuda::DeviceInfo,
   };
   return &plugin;
 }
