@@ -184,7 +184,7 @@ void AddNormCases(Maker& m, std::vector<KernelCase>& cases) {
     c.inputs["b"] = m.Uniform({33});
     cases.push_back(std::move(c));
   }
-  Tensor mean(DataType::kFloat32, {5, 3}), rstd(DataType::kFloat32, {5, 3});
+  Tensor mean(DataType::kFloat32, {15}), rstd(DataType::kFloat32, {15});
   for (int64_t r = 0; r < 15; ++r) {
     double sum = 0, sq = 0;
     for (int64_t j = 0; j < 33; ++j) sum += x.f32()[r * 33 + j];
@@ -236,17 +236,25 @@ void AddAttentionCases(Maker& m, std::vector<KernelCase>& cases) {
     c.tolerance = 1e-4;
     cases.push_back(std::move(c));
   }
-  KernelCase c{
-      "attention_grad",
-      MakeOp("attention_grad", {{"QKV", {"qkv"}}, {"Probs", {"probs"}}, {G("Out"), {"dout"}}},
-             {{G("QKV"), {kOut}}}),
-      {}};
-  c.op.SetAttr("num_heads", h);
-  c.inputs["qkv"] = m.Uniform({b, s, 3 * h * d});
-  c.inputs["probs"] = m.Uniform({b, h, s, s}, 0, 0.3f);
-  c.inputs["dout"] = m.Uniform({b, s, h * d});
-  c.tolerance = 1e-4;
-  cases.push_back(std::move(c));
+  // Probabilities as a softmax leaves them: zero where a causal mask hides the key (the CPU
+  // kernel skips those entries, the CUDA one multiplies by the zero).
+  for (bool causal : {true, false}) {
+    KernelCase c{
+        causal ? "attention_grad_causal" : "attention_grad",
+        MakeOp("attention_grad", {{"QKV", {"qkv"}}, {"Probs", {"probs"}}, {G("Out"), {"dout"}}},
+               {{G("QKV"), {kOut}}}),
+        {}};
+    c.op.SetAttr("num_heads", h).SetAttr("causal", causal);
+    c.inputs["qkv"] = m.Uniform({b, s, 3 * h * d});
+    Tensor probs = m.Uniform({b, h, s, s}, 0, 0.3f);
+    if (causal)
+      for (int64_t row = 0; row < b * h * s; ++row)
+        for (int64_t key = row % s + 1; key < s; ++key) probs.f32()[row * s + key] = 0;
+    c.inputs["probs"] = probs;
+    c.inputs["dout"] = m.Uniform({b, s, h * d});
+    c.tolerance = 1e-4;
+    cases.push_back(std::move(c));
+  }
 }
 
 void AddSoftmaxCases(Maker& m, std::vector<KernelCase>& cases) {
@@ -409,7 +417,7 @@ void AddLowPrecisionCases(Maker& m, std::vector<KernelCase>& cases) {
     cases.push_back(std::move(mm));
     KernelCase wg{
         "matmul_weight_grad_trans_x_" + name,
-        MakeOp("matmul_weight_grad", {{"X", {"x"}}, {G(kOut), {"g"}}}, {{G("Y"), {"dy"}}}),
+        MakeOp("matmul_weight_grad", {{"X", {"x"}}, {G("Out"), {"g"}}}, {{G("Y"), {"dy"}}}),
         {},
         2e-2};
     wg.op.SetAttr("trans_x", true);
@@ -453,7 +461,7 @@ void AddVocabParallelCases(Maker& m, std::vector<KernelCase>& cases) {
   cases.push_back(std::move(emb));
   KernelCase emb_grad{
       "c_embedding_grad",
-      MakeOp("c_embedding_grad", {{"Ids", {"ids"}}, {G(kOut), {"g"}}}, {{G("W"), {"dw"}}}),
+      MakeOp("c_embedding_grad", {{"Ids", {"ids"}}, {G("Out"), {"g"}}}, {{G("W"), {"dw"}}}),
       {}};
   emb_grad.op.SetAttr("rows", rows).SetAttr("vocab_size", vocab);
   emb_grad.inputs["ids"] = m.Ids({2, 7}, vocab);
@@ -517,6 +525,9 @@ void AddLossScalingCases(Maker& m, std::vector<KernelCase>& cases) {
               {"SkippedSteps", {"k"}}},
              {{"LossScaleOut", {"s"}}, {"GoodStepsOut", {"g"}}, {"SkippedStepsOut", {"k"}}}),
       {}};
+  update.op.SetAttr("growth_interval", int64_t{2})
+      .SetAttr("growth_factor", 2.0)
+      .SetAttr("backoff_factor", 0.5);
   update.inputs = {{"f", Maker::Value({}, 1)},
                    {"s", Maker::Value({}, 1024)},
                    {"g", Maker::Value({}, 3)},

@@ -69,6 +69,9 @@ Status Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float a
             int64_t ldc, int64_t batch = 1, int64_t stride_a = 0, int64_t stride_b = 0,
             int64_t stride_c = 0);
 
+// The cuBLAS type of a dtype (bf16, f16; anything else f32).
+cudaDataType_t CudaType(DataType dtype);
+
 // Row-major GEMM on bf16 or f16 operands with f32 accumulation (cublasGemmEx, tensor
 // cores): C of dtype `c_dtype` (the operands' dtype or f32); strides and leading dims in
 // elements, as Gemm takes them; alpha and beta are f32.

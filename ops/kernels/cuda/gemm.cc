@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "ops/kernels/cuda/cuda_kernels.h"
+#include "ops/kernels/cuda/row_stable_gemm.h"
 
 namespace pw::ops::cuda {
 namespace {
@@ -34,6 +35,12 @@ Status Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float a
   for (int64_t v : {m, n, k, lda, ldb, ldc, batch})
     if (!FitsInt(v)) return Unimplemented("GEMM dimension ", v, " exceeds cuBLAS's int range");
   const LaunchContext& launch = CurrentLaunch();
+  if (batch == 1) {
+    // Single products may be cut into row blocks by the overlap passes: same bits per row.
+    Status stable = RowStableGemm(DataType::kFloat32, DataType::kFloat32, trans_a, trans_b, m, n,
+                                  k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (stable.code() != StatusCode::kUnavailable) return stable;
+  }
   PW_RETURN_IF_ERROR(CublasCheck(cublasSetStream(launch.blas, launch.stream), "cublasSetStream"));
   cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -80,6 +87,11 @@ Status GemmEx(DataType ab_dtype, DataType c_dtype, bool trans_a, bool trans_b, i
   }
   for (int64_t v : {m, n, k, lda, ldb, ldc, batch})
     if (!FitsInt(v)) return Unimplemented("GEMM dimension ", v, " exceeds cuBLAS's int range");
+  if (batch == 1) {
+    Status stable = RowStableGemm(ab_dtype, c_dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b,
+                                  ldb, beta, c, ldc);
+    if (stable.code() != StatusCode::kUnavailable) return stable;
+  }
   PW_RETURN_IF_ERROR(CublasCheck(cublasSetStream(launch.blas, launch.stream), "cublasSetStream"));
   cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
