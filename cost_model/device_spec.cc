@@ -1,5 +1,7 @@
 #include "cost_model/device_spec.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -7,6 +9,12 @@
 
 namespace pw::cost {
 namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+// What a GPU rank holds besides its tensors, assumed: the CUDA context (~0.5 GiB with
+// lazy module loading), NCCL's buffers for the few communicators of a 3D-parallel rank
+// (~1 GiB) and cuBLAS workspaces; the caching allocator's fragmentation is not counted.
+constexpr double kGpuReserved = 2048 * kMiB;
 
 void AddPeak(DeviceSpec& spec, const char* dtype, double flops) {
   auto* p = spec.add_peak_flops();
@@ -37,6 +45,11 @@ DeviceSpec CpuSpec() {
   s.set_op_overhead(1e-6);
   s.set_reference_op_overhead(2e-6);
   s.set_busy_wake_latency(1e-3);
+  // This machine's memory, shared by its rank processes; each also holds its code,
+  // libraries and thread stacks (about 100 MiB resident for a rank process here).
+  s.set_memory_capacity(static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<double>(sysconf(_SC_PAGE_SIZE)));
+  s.set_memory_reserved(128.0 * kMiB);
   return s;
 }
 
@@ -63,6 +76,8 @@ DeviceSpec H100Spec() {
   s.set_cores_per_node(0);
   s.set_overlap_slowdown(0.1);
   s.set_comm_threads(0);
+  s.set_memory_capacity(81559 * kMiB);  // what the driver reports for an H100 80GB HBM3
+  s.set_memory_reserved(kGpuReserved);
   return s;
 }
 
@@ -71,6 +86,7 @@ DeviceSpec H200Spec() {
   DeviceSpec s = H100Spec();
   s.set_name("h200-sxm");
   s.set_memory_bandwidth(4.8e12);
+  s.set_memory_capacity(143771 * kMiB);  // what the driver reports for an H200 (141 GB)
   return s;
 }
 
@@ -97,6 +113,8 @@ DeviceSpec A100Spec() {
   s.set_cores_per_node(0);
   s.set_overlap_slowdown(0.1);
   s.set_comm_threads(0);
+  s.set_memory_capacity(81920 * kMiB);  // what the driver reports for an A100 80GB
+  s.set_memory_reserved(kGpuReserved);
   return s;
 }
 
@@ -147,6 +165,8 @@ Status ValidateDeviceSpec(const DeviceSpec& s) {
   PW_RETURN_IF_ERROR(positive("memory_bandwidth", s.memory_bandwidth()));
   PW_RETURN_IF_ERROR(positive("intra_node_bandwidth", s.intra_node_bandwidth()));
   PW_RETURN_IF_ERROR(positive("inter_node_bandwidth", s.inter_node_bandwidth()));
+  PW_RETURN_IF_ERROR(non_negative("memory_capacity", s.memory_capacity()));
+  PW_RETURN_IF_ERROR(non_negative("memory_reserved", s.memory_reserved()));
   PW_RETURN_IF_ERROR(non_negative("launch_overhead", s.launch_overhead()));
   PW_RETURN_IF_ERROR(non_negative("min_kernel_time", s.min_kernel_time()));
   PW_RETURN_IF_ERROR(non_negative("event_latency", s.event_latency()));

@@ -64,18 +64,21 @@ void BusyByStreamJson(std::string& out, const std::array<double, kNumStreamTypes
 }
 
 // Per rank: each stream's busy time ("-" where unused), exposed, bubble, end, peak memory.
-std::string BusyByStreamTable(const SimResult& r, const SimGraph& g) {
+std::string BusyByStreamTable(const SimResult& r, const SimGraph& g, const MemoryFit* fit) {
   std::string out = Format("%-5s", "rank");
   for (int s = 0; s < kNumStreamTypes; ++s) out += Format(" %11s", StreamName(s));
   out += Format(" %11s", "exposed") + Format(" %11s", "bubble") + Format(" %11s", "end") +
-         Format(" %10s\n", "peak MiB");
-  for (const RankResult& rr : r.ranks) {
+         Format(" %10s", "peak MiB") + (fit && fit->checked ? " fits\n" : "\n");
+  for (size_t k = 0; k < r.ranks.size(); ++k) {
+    const RankResult& rr = r.ranks[k];
     std::array<bool, kNumStreamTypes> used = StreamsInUse(g, rr.rank);
     out += Format("%-5s", std::to_string(rr.rank).c_str());
     for (int s = 0; s < kNumStreamTypes; ++s)
       out += used[s] ? Format(" %11.3f", Ms(rr.busy[s])) : Format(" %11s", "-");
     out += Format(" %11.3f", Ms(rr.exposed_comm)) + Format(" %11.3f", Ms(rr.bubble)) +
-           Format(" %11.3f", Ms(rr.end)) + Format(" %10s\n", MiB(rr.peak_bytes).c_str());
+           Format(" %11.3f", Ms(rr.end)) + Format(" %10s", MiB(rr.peak_bytes).c_str());
+    if (fit && fit->checked && k < fit->ranks.size()) out += fit->ranks[k].fits ? " yes" : " NO";
+    out += "\n";
   }
   return out;
 }
@@ -95,9 +98,16 @@ std::string ExposedByClassTable(const SimResult& r) {
 
 }  // namespace
 
-std::string SimResultToJson(const SimResult& r, const SimGraph& g) {
+std::string SimResultToJson(const SimResult& r, const SimGraph& g, const MemoryFit* fit) {
   std::string out = "{";
   Field(out, "step_time_ms", Ms(r.step_time), false);
+  if (fit) {
+    out += ", \"fits\": ";
+    out += fit->fits ? "true" : "false";
+    Field(out, "memory_capacity_bytes", static_cast<double>(fit->capacity));
+    out += ", \"memory_summary\": ";
+    AppendJsonString(out, fit->Summary());
+  }
   Field(out, "bubble_rate", r.bubble_rate);
   ExposedCommJson(out, r.exposed_by_class, r.exposed_comm);
   BusyByStreamJson(out, r.busy_by_stream);
@@ -116,6 +126,11 @@ std::string SimResultToJson(const SimResult& r, const SimGraph& g) {
     Field(out, "rank", rr.rank, false);
     Field(out, "peak_bytes", static_cast<double>(rr.peak_bytes));
     Field(out, "persistent_bytes", static_cast<double>(rr.persistent_bytes));
+    if (fit && k < fit->ranks.size()) {
+      out += ", \"fits\": ";
+      out += fit->ranks[k].fits ? "true" : "false";
+      Field(out, "memory_need_bytes", static_cast<double>(fit->ranks[k].need));
+    }
     Field(out, "compute_busy_ms", Ms(rr.compute_busy));
     ExposedCommJson(out, rr.exposed_by_class, rr.exposed_comm);
     Field(out, "bubble_ms", Ms(rr.bubble));
@@ -135,9 +150,10 @@ std::string SimResultToJson(const SimResult& r, const SimGraph& g) {
   return out;
 }
 
-std::string SimResultToTable(const SimResult& r, const SimGraph& g) {
+std::string SimResultToTable(const SimResult& r, const SimGraph& g, const MemoryFit* fit) {
   std::string out;
   out += "step time     " + Format("%.3f", Ms(r.step_time)) + " ms\n";
+  if (fit) out += fit->Summary() + "\n";
   out += "bubble rate   " + Format("%.1f", 100 * r.bubble_rate) + " %\n";
   out += "exposed comm  " + Format("%.3f", Ms(r.exposed_comm)) + " ms (worst rank)\n";
   out += "  by kind     ";
@@ -145,7 +161,7 @@ std::string SimResultToTable(const SimResult& r, const SimGraph& g) {
     out +=
         Format(c > 1 ? ", %s " : "%s ", ClassName(c)) + Format("%.3f", Ms(r.exposed_by_class[c]));
   out += " ms (worst rank each)\n\n";
-  out += "busy time per stream\n" + BusyByStreamTable(r, g) + "\n";
+  out += "busy time per stream\n" + BusyByStreamTable(r, g, fit) + "\n";
   out += "exposed communication by kind\n" + ExposedByClassTable(r);
   out += "(times in ms; total: the union of the kinds, which may overlap)\n";
   return out;

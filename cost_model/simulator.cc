@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "cost_model/interval_set.h"
+#include "cost_model/memory_fit.h"
 
 namespace pw::cost {
 namespace {
@@ -534,6 +535,11 @@ StatusOr<SimResult> Simulate(const SimGraph& graph, const DeviceSpec& device,
     if (!std::isfinite(in.seconds) || in.seconds < 0)
       return InvalidArgument("instruction '", in.name, "' on rank ", in.rank,
                              " has an invalid cost ", in.seconds);
+  std::vector<double> persistent(static_cast<size_t>(std::max(graph.world_size, 0)), 0.0);
+  for (const SimSlot& s : graph.slots)
+    if (s.persistent && s.rank >= 0 && s.rank < graph.world_size)
+      persistent[s.rank] += static_cast<double>(s.bytes);
+  PW_RETURN_IF_ERROR(CheckRepresentableMemory(persistent, device));
   Engine engine(graph, device, options, comm);
   return engine.Run();
 }

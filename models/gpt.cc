@@ -32,9 +32,25 @@ Status ValidateGptConfig(const GptConfig& c) {
     return InvalidArgument("gpt: vocab ", c.vocab, " is not divisible by mp ", c.mp,
                            " (or build without vocab parallelism)");
   int64_t model_chunks = int64_t{c.pp} * c.vpp;
-  if (c.layers % model_chunks)
+  if (!c.stage_layers.empty()) {
+    if (static_cast<int64_t>(c.stage_layers.size()) != model_chunks)
+      return InvalidArgument("gpt: --stage-layers has ", c.stage_layers.size(),
+                             " counts; it needs one per model chunk, pp*vpp = ", c.pp, "*", c.vpp,
+                             " = ", model_chunks);
+    int64_t sum = 0;
+    for (size_t i = 0; i < c.stage_layers.size(); ++i) {
+      if (c.stage_layers[i] < 1)
+        return InvalidArgument("gpt: --stage-layers count ", i + 1, " is ", c.stage_layers[i],
+                               "; every model chunk needs at least one layer");
+      sum += c.stage_layers[i];
+    }
+    if (sum != c.layers)
+      return InvalidArgument("gpt: --stage-layers sums to ", sum, ", not to layers ", c.layers);
+  } else if (c.layers % model_chunks) {
     return InvalidArgument("gpt: layers ", c.layers, " is not divisible by pp*vpp = ", c.pp, "*",
-                           c.vpp, " = ", model_chunks);
+                           c.vpp, " = ", model_chunks,
+                           " (give --stage-layers to place them unevenly)");
+  }
   if (c.placement == ChunkPlacement::kV && c.vpp != 2)
     return InvalidArgument(
         "gpt: placement v needs vpp 2 (one chunk down the ranks, one back "
@@ -53,12 +69,14 @@ class GptBuilder {
   // Returns the loss var.
   std::string Build() {
     const int model_chunks = c_.pp * c_.vpp;
-    const int64_t layers_per_chunk = c_.layers / model_chunks;
+    std::vector<int64_t> counts = c_.stage_layers;
+    if (counts.empty()) counts.assign(model_chunks, c_.layers / model_chunks);
     Place(0);
     std::string x = Embeddings();
-    for (int64_t layer = 0; layer < c_.layers; ++layer) {
-      Place(static_cast<int>(layer / layers_per_chunk));
-      x = Layer(layer, x);
+    int64_t layer = 0;
+    for (int chunk = 0; chunk < model_chunks; ++chunk) {
+      Place(chunk);
+      for (int64_t i = 0; i < counts[chunk]; ++i, ++layer) x = Layer(layer, x);
     }
     Place(model_chunks - 1);
     return Head(x);
@@ -245,6 +263,7 @@ void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set("vpp", int64_t{c.vpp});
   meta.Set("placement", std::string(StagePlacementName(c.placement)));
   meta.Set("vocab_parallel", c.vocab_parallel && c.mp > 1);
+  if (!c.stage_layers.empty()) meta.Set("stage_layers", c.stage_layers);
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
 

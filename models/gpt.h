@@ -20,12 +20,15 @@
 // shards are exact slices of the mp = 1 parameters. Without it (or at mp = 1) every rank
 // holds the whole table and head.
 //
-// Pipeline parallelism (pp = P, vpp virtual chunks): layers are split evenly into P*vpp
-// model chunks; model chunk c runs on stage c % P as chunk c / P (or, with the V placement
-// and vpp = 2, down the ranks and back up: stage c < P ? c : 2P-1-c). The embeddings are on
-// the first model chunk, the final layer norm, LM head and loss on the last.
+// Pipeline parallelism (pp = P, vpp virtual chunks): layers are split into P*vpp model
+// chunks, evenly or as `stage_layers` lists (Megatron's fewer layers on the first and last
+// stages, which also hold the embeddings and the LM head); model chunk c runs on stage c % P as
+// chunk c / P (or, with the V placement and vpp = 2, down the ranks and back up: stage c < P ? c :
+// 2P-1-c). The embeddings are on the first model chunk, the final layer norm, LM head and loss on
+// the last.
 
 #include <cstdint>
+#include <vector>
 
 #include "ir/module.h"
 #include "ir/status.h"
@@ -46,6 +49,9 @@ struct GptConfig {
   int vpp = 1;
   ChunkPlacement placement = ChunkPlacement::kLoop;  // kV needs vpp = 2
   bool vocab_parallel = true;                        // shard the vocabulary when mp > 1
+  // Layers of each model chunk in order (pp * vpp counts, each >= 1, summing to layers);
+  // empty: layers / (pp * vpp) each.
+  std::vector<int64_t> stage_layers;
   uint64_t seed = 1;
 };
 

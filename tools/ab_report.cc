@@ -76,6 +76,7 @@ void SimJson(std::string& out, const SimFigures& f, const SimFigures* ratio_of) 
     peaks.push_back(value(f.peak_bytes[k], k < a.peak_bytes.size() ? a.peak_bytes[k] : 0));
   Array(out, peaks);
   Number(out, "max_peak_bytes", value(f.max_peak_bytes, a.max_peak_bytes));
+  if (!ratio_of) Bool(out, "fits", f.fits);
   out += "}";
 }
 
@@ -183,6 +184,9 @@ std::string SimTable(const AbReport::Sim& sim) {
   for (size_t k = 0; k < a.peak_bytes.size() && k < b.peak_bytes.size(); ++k)
     out +=
         NumberRow(StrCat("peak MiB rank ", k), "%.2f", MiB(a.peak_bytes[k]), MiB(b.peak_bytes[k]));
+  out += Row("fits " + sim.device + " memory", a.fits ? "yes" : "NO", b.fits ? "yes" : "NO", "");
+  for (const auto& [name, f] : {std::pair<const char*, const SimFigures*>{"A", &a}, {"B", &b}})
+    if (!f->fits) out += StrCat(name, " ", f->memory_summary, "\n");
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cost_model/memory_fit.h"
 #include "executor/sequential_plan.h"
 #include "ops/registry.h"
 
@@ -40,6 +41,9 @@ StatusOr<SimulatedPlan> SimulatePlan(const Module& module,
   PW_ASSIGN_OR_RETURN(out.result,
                       simulator.Run(out.sequential ? *out.sequential : module, &out.graph));
   out.figures = FiguresOf(out.result);
+  const cost::MemoryFit fit = cost::FitMemory(out.result, simulator.estimator().device());
+  out.figures.fits = fit.fits;
+  out.figures.memory_summary = fit.Summary();
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "cost_model/estimator.h"
@@ -27,6 +28,8 @@ struct SimFigures {
   std::vector<int64_t> peak_bytes;  // per rank
   int64_t max_peak_bytes = 0;
   int worst_exposed_rank = 0;  // the rank with the most exposed communication
+  bool fits = true;            // every rank fits the device's memory (cost/memory_fit.h)
+  std::string memory_summary;  // MemoryFit::Summary()
 };
 
 struct SimulatedPlan {

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "ir/limits.h"
+#include "ir/number.h"
 #include "ir/proto_io.h"
 #include "ir/verifier.h"
 #include "models/gpt.h"
@@ -17,17 +18,21 @@ namespace {
 constexpr const char* kUsage =
     "pipeweave build-model gpt --layers L --hidden H --heads A [--ffn F (4H)] --seq S --vocab V\n"
     "           [--micro-batch-size B (1)] [--mp M (1)] [--pp P (1)] [--vpp V (1)] [--seed N (1)]\n"
-    "           [--placement loop|v (loop)] [--vocab-parallel on|off (on)] -o FILE\n"
+    "           [--placement loop|v (loop)] [--vocab-parallel on|off (on)]\n"
+    "           [--stage-layers N,N,... (L / (P x V) each)] -o FILE\n"
     "       pipeweave build-model unet --layers L --hidden H [--micro-batch-size B (1)] [--pp P "
     "(1)]\n"
     "           [--seq S (16)] [--vocab V (128)] [--seed N (1)] -o FILE\n"
     "FILE ends in .pbtxt (text) or .pb (binary). --placement v (with --vpp 2) puts model chunks\n"
     "0..P-1 down the ranks and P..2P-1 back up, the V shape zb-v and dualpipe-v schedule.\n"
     "With mp > 1 the embedding rows and LM head columns are sharded over the mp group, with\n"
-    "Megatron's parallel cross-entropy (--vocab-parallel off keeps them whole on every rank).";
+    "Megatron's parallel cross-entropy (--vocab-parallel off keeps them whole on every rank).\n"
+    "--stage-layers gives the layers of each model chunk in order (P x V counts summing to L),\n"
+    "e.g. fewer on the first and last stages, which also hold the embeddings and the LM head.";
 
 // Flags of one model only; naming another model's flag is an error.
-const char* const kGptOnly[] = {"heads", "ffn", "mp", "vpp", "placement", "vocab-parallel"};
+const char* const kGptOnly[] = {"heads",          "ffn",         "mp", "vpp", "placement",
+                                "vocab-parallel", "stage-layers"};
 
 // A parallel degree: the mesh's limit, checked before anything is built.
 StatusOr<int> GetDegree(const Flags& flags, const std::string& name) {
@@ -37,6 +42,24 @@ StatusOr<int> GetDegree(const Flags& flags, const std::string& name) {
 
 // Layers are built one by one: bounded so that a typo cannot exhaust memory.
 constexpr int64_t kMaxLayers = 4096;
+
+// "3,4,4,3" -> {3, 4, 4, 3}: each a whole number in [0, kMaxLayers] (the builder says
+// what a zero or a wrong sum means).
+StatusOr<std::vector<int64_t>> ParseCounts(const std::string& text) {
+  std::vector<int64_t> counts;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    StatusOr<int64_t> n = ParseInteger(item, 0, kMaxLayers);
+    if (!n.ok())
+      return InvalidArgument("flag --stage-layers: '", item,
+                             "' is not a layer count; give counts like 3,4,4,3");
+    counts.push_back(*n);
+    if (comma == std::string::npos) return counts;
+    start = comma + 1;
+  }
+}
 
 StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   models::GptConfig c;
@@ -57,6 +80,9 @@ StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   c.vocab_parallel = vocab_parallel == "on";
   PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1, 0, kInt64Max));
   c.seed = static_cast<uint64_t>(seed);
+  if (flags.Has("stage-layers")) {
+    PW_ASSIGN_OR_RETURN(c.stage_layers, ParseCounts(flags.Get("stage-layers")));
+  }
   return models::BuildGpt(c);
 }
 
@@ -77,8 +103,9 @@ StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
 
 StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name : {"layers", "hidden", "heads", "ffn", "seq", "vocab", "micro-batch-size",
-                           "mp", "pp", "vpp", "placement", "vocab-parallel", "seed", "output"})
+  for (const char* name :
+       {"layers", "hidden", "heads", "ffn", "seq", "vocab", "micro-batch-size", "mp", "pp", "vpp",
+        "placement", "vocab-parallel", "seed", "output", "stage-layers"})
     flags.Value(name);
   flags.Alias("o", "output");
   PW_RETURN_IF_ERROR(flags.Parse(args));

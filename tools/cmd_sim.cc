@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "pipeweave sim FILE [--device cpu|h100|a100|SPEC_FILE (cpu)] [--costs COSTS]\n"
     "           [--format table|json] [--trace OUT.json] [--svg OUT.svg] [--coverage]\n"
     "           [--pipeline PASSES] [--micro-batches M (1)] [--p2p eager|rendezvous]\n"
-    "           [--runtime executor|reference]\n"
+    "           [--runtime executor|reference] [--mem-limit GIB]\n"
     "Simulates one training step of the module's plan on every rank: streams, events,\n"
     "send/recv, collectives, compute slowed beside communication, and ranks sharing the\n"
     "cores of a CPU node. Op times come from COSTS (pipeweave profile) where measured,\n"
@@ -43,12 +43,16 @@ constexpr const char* kUsage =
     "micro-batches, then the optimizer); --pipeline runs passes first (e.g.\n"
     "\"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p\").\n"
     "--runtime reference prices ops with the sequential reference runner's per-op overhead\n"
-    "(pipeweave run --reference) instead of the executor's.";
+    "(pipeweave run --reference) instead of the executor's.\n"
+    "Memory: every rank's peak (parameters, gradients, optimizer state, activations, received\n"
+    "buffers; plus the device's memory_reserved for the runtime) is held against the device's\n"
+    "memory (--mem-limit GIB instead): one line says which ranks do not fit and by how much;\n"
+    "the JSON has \"fits\" at the top and per rank. The ranks of a CPU node share its memory.";
 
 StatusOr<int> RunSim(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name :
-       {"device", "costs", "format", "trace", "svg", "pipeline", "micro-batches", "p2p", "runtime"})
+  for (const char* name : {"device", "costs", "format", "trace", "svg", "pipeline", "micro-batches",
+                           "p2p", "runtime", "mem-limit"})
     flags.Value(name);
   flags.Switch("coverage");
   PW_RETURN_IF_ERROR(flags.Parse(args));
@@ -65,6 +69,7 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   if (runtime != "executor" && runtime != "reference")
     return InvalidArgument("flag --runtime: unknown runtime '", runtime, "' (executor, reference)");
   PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
+  PW_ASSIGN_OR_RETURN(int64_t mem_limit, flags.GetGibAsBytes("mem-limit"));
 
   // The device and the table are checked before the module is loaded (and passes run).
   const std::string path = flags.positional()[0];
@@ -102,13 +107,14 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
     PW_RETURN_IF_ERROR(outputs.Write(flags.Get("svg"), svg));
   }
   PW_RETURN_IF_ERROR(outputs.Commit());
+  const cost::MemoryFit fit = cost::FitMemory(*result, estimator->device(), mem_limit);
   if (format == "json") {
-    std::fputs(cost::SimResultToJson(*result, graph).c_str(), stdout);
+    std::fputs(cost::SimResultToJson(*result, graph, &fit).c_str(), stdout);
   } else {
     std::printf("%s: %s plan, %d micro-batches, %d ranks, device %s\n", path.c_str(),
                 module.plan.schedule.c_str(), module.plan.num_micro_batches, graph.world_size,
                 estimator->device().name().c_str());
-    std::fputs(cost::SimResultToTable(*result, graph).c_str(), stdout);
+    std::fputs(cost::SimResultToTable(*result, graph, &fit).c_str(), stdout);
     if (flags.Has("coverage")) std::fputs(("\n" + cost::CoverageTable(*result)).c_str(), stdout);
   }
   return 0;

@@ -34,8 +34,9 @@ constexpr const char* kUsage =
     "--global-batch G (samples per step) gives each module G / (dp x its micro-batch size)\n"
     "micro-batches; several modules (e.g. built with other --vpp, --placement or\n"
     "--micro-batch-size) are compared at the same global batch, which they then need.\n"
-    "--mem-limit drops plans whose largest rank holds more than GB GiB. Progress goes to\n"
-    "stderr.\n"
+    "Plans that do not fit the device's memory (sim's check: every rank's peak and the\n"
+    "runtime's reservation) are dropped; --mem-limit GB holds every rank to GB GiB instead.\n"
+    "Progress goes to stderr.\n"
     "With one module that records how build-model made it and --global-batch, tune also\n"
     "builds the model again in-process with every vpp that splits a rank's layers evenly\n"
     "(up to 8), the V placement at vpp 2 and every micro-batch size that gives at least pp\n"
@@ -97,7 +98,8 @@ void AppendPlanJson(std::string& out, const Ranked& r, double baseline_ms) {
   AppendJsonNumber(out, r.plan->step_ms);
   out += ", \"bubble_rate\": ";
   AppendJsonNumber(out, r.plan->bubble_rate);
-  out += StrCat(", \"peak_bytes\": ", r.plan->peak_bytes, ", \"speedup\": ");
+  out += StrCat(", \"peak_bytes\": ", r.plan->peak_bytes,
+                ", \"fits\": ", r.plan->fits ? "true" : "false", ", \"speedup\": ");
   AppendJsonNumber(out, baseline_ms / r.plan->step_ms);
   out += "}";
 }
@@ -165,9 +167,14 @@ void PrintTable(const Report& report) {
     over_memory += v.result.over_memory;
   }
   const TunedPlan& base = *report.baseline;
-  std::printf("plain 1f1b%s: %.3f ms, bubble %.3f, peak %.2f GiB\n\n",
+  std::printf("plain 1f1b%s: %.3f ms, bubble %.3f, peak %.2f GiB%s\n\n",
               several ? (" on " + report.variants[0].path).c_str() : "", base.step_ms,
-              base.bubble_rate, base.peak_bytes / gib);
+              base.bubble_rate, base.peak_bytes / gib, base.fits ? "" : " (does not fit)");
+  if (report.best.empty())
+    std::printf(
+        "no plan fits the memory limit (%d over it): recompute activations, or more\n"
+        "pipeline or tensor parallelism\n",
+        over_memory);
   std::printf("%-4s %12s %8s %7s %9s  %s\n", "rank", "step_ms", "speedup", "bubble", "peak_GiB",
               several ? "module: pipeline" : "pipeline");
   for (size_t i = 0; i < report.best.size(); ++i) {
@@ -292,9 +299,7 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
   if (paths.size() > 1 && !flags.Has("global-batch"))
     return InvalidArgument(paths.size(),
                            " modules are compared at one global batch: give --global-batch G");
-  PW_ASSIGN_OR_RETURN(double mem_gib, flags.GetDouble("mem-limit", 0));
-  if (flags.Has("mem-limit") && !(mem_gib > 0))
-    return InvalidArgument("flag --mem-limit must be > 0 (GiB per rank)");
+  PW_ASSIGN_OR_RETURN(int64_t mem_limit, flags.GetGibAsBytes("mem-limit"));
   PW_ASSIGN_OR_RETURN(int64_t top, flags.GetInt("top", 5));
   const std::string shapes = flags.Get("shapes", "on");
   if (shapes != "on" && shapes != "off")
@@ -319,7 +324,7 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
   for (Variant& v : report.variants) {
     TuneOptions options;
     options.micro_batches = v.micro_batches;
-    options.mem_limit_bytes = static_cast<int64_t>(mem_gib * 1024.0 * 1024.0 * 1024.0);
+    options.mem_limit_bytes = mem_limit;
     options.top = static_cast<int>(top);
     if (!v.build_model.empty()) {
       // A shape tune built: its best kinds only, each step narrower than on the module as

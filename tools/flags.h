@@ -32,6 +32,8 @@ class Flags {
                            int64_t max = kInt32Max) const;
   StatusOr<double> GetDouble(const std::string& name, double fallback, double min = 0,
                              double max = std::numeric_limits<double>::max()) const;
+  // A size given in GiB (a decimal > 0, at most 1 PiB), in bytes; 0 when the flag is absent.
+  StatusOr<int64_t> GetGibAsBytes(const std::string& name) const;
   // A required value: an error naming the flag when missing.
   StatusOr<std::string> Require(const std::string& name) const;
   StatusOr<int64_t> RequireInt(const std::string& name, int64_t min = 0,

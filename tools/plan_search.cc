@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "cost_model/action_simulator.h"
+#include "cost_model/memory_fit.h"
 #include "cost_model/op_price.h"
 #include "cost_model/simulator.h"
 #include "ir/plan_actions.h"
@@ -235,6 +236,7 @@ std::optional<TunedPlan> Search::Simulate(const Candidate& c) {
   plan.bubble_rate = r->bubble_rate;
   for (const cost::RankResult& rank : r->ranks)
     plan.peak_bytes = std::max(plan.peak_bytes, rank.peak_bytes);
+  plan.fits = cost::FitMemory(*r, est_->device(), opt_.mem_limit_bytes).fits;
   simulated_.emplace(pipeline, plan);
   return plan;
 }
@@ -348,7 +350,7 @@ StatusOr<TuneResult> Search::Run() {
   std::set<int64_t> seen;
   for (const auto& [plan, c] : found) {
     if (!seen.insert(Microseconds(plan)).second) continue;
-    if (opt_.mem_limit_bytes > 0 && plan.peak_bytes > opt_.mem_limit_bytes) {
+    if (!plan.fits) {
       ++result_.over_memory;
       continue;
     }

@@ -28,11 +28,13 @@ namespace pw::tools {
 
 struct TuneOptions {
   int micro_batches = 0;
-  int64_t mem_limit_bytes = 0;  // per rank; 0: none
-  int top = 5;                  // plans reported
-  int action_keep = 4;          // schedule kinds the action-level pruning keeps
-  int order_kinds = 2;          // of those, the best (op-level) tried with every p2p order
-  int overlap_bases = 2;        // plans (besides plain 1f1b) tried with the overlap ladders
+  // Plans that do not fit are dropped (cost/memory_fit.h): against this many bytes per
+  // rank, or with 0 against the estimator's device (its capacity; no check without one).
+  int64_t mem_limit_bytes = 0;
+  int top = 5;            // plans reported
+  int action_keep = 4;    // schedule kinds the action-level pruning keeps
+  int order_kinds = 2;    // of those, the best (op-level) tried with every p2p order
+  int overlap_bases = 2;  // plans (besides plain 1f1b) tried with the overlap ladders
   // Passes tried after insert-p2p when registered (searched like the overlap passes).
   std::vector<std::string> extra_passes = {"order-comm"};
   std::function<void(const std::string&)> progress;  // one line per stage; may be empty
@@ -43,6 +45,7 @@ struct TunedPlan {
   double step_ms = 0;
   double bubble_rate = 0;
   int64_t peak_bytes = 0;       // the largest rank's
+  bool fits = true;             // every rank within the memory limit
   double action_makespan = -1;  // the action-level simulator's, in its cost units
 };
 

@@ -12,6 +12,14 @@ std::string Label(const models::ModelRecipe& r) {
   return label + StrCat("micro-batch size ", r.micro_batch_size());
 }
 
+// " --stage-layers 3,4,4,3" when the layers were placed unevenly.
+std::string StageLayersArg(const models::GptConfig& c) {
+  if (c.stage_layers.empty()) return "";
+  std::string out = " --stage-layers ";
+  for (size_t i = 0; i < c.stage_layers.size(); ++i) out += StrCat(i ? "," : "", c.stage_layers[i]);
+  return out;
+}
+
 }  // namespace
 
 std::string BuildModelArgs(const models::ModelRecipe& r) {
@@ -26,14 +34,15 @@ std::string BuildModelArgs(const models::ModelRecipe& r) {
                 c.ffn, " --seq ", c.seq, " --vocab ", c.vocab, " --micro-batch-size ",
                 c.micro_batch_size, " --mp ", c.mp, " --pp ", c.pp, " --vpp ", c.vpp,
                 " --placement ", StagePlacementName(c.placement), " --vocab-parallel ",
-                c.vocab_parallel ? "on" : "off", " --seed ", c.seed);
+                c.vocab_parallel ? "on" : "off", " --seed ", c.seed, StageLayersArg(c));
 }
 
 std::vector<ShapeChoice> ShapeChoices(const models::ModelRecipe& built, int64_t global_batch,
                                       int dp) {
   // Stagings: (vpp, placement) pairs the builder accepts for this model.
   std::vector<models::ModelRecipe> stagings = {built};
-  if (built.model == "gpt") {
+  // Uneven stages were chosen for this vpp: other stagings would need lists of their own.
+  if (built.model == "gpt" && built.gpt.stage_layers.empty()) {
     const models::GptConfig& c = built.gpt;
     const int64_t layers_per_rank = c.pp > 0 && c.layers % c.pp == 0 ? c.layers / c.pp : 0;
     for (int vpp = 1; vpp <= kMaxChunksPerRank && vpp <= layers_per_rank; ++vpp) {
