@@ -101,13 +101,6 @@ std::string ExposedByClassTable(const SimResult& r) {
 std::string SimResultToJson(const SimResult& r, const SimGraph& g, const MemoryFit* fit) {
   std::string out = "{";
   Field(out, "step_time_ms", Ms(r.step_time), false);
-  if (fit) {
-    out += ", \"fits\": ";
-    out += fit->fits ? "true" : "false";
-    Field(out, "memory_capacity_bytes", static_cast<double>(fit->capacity));
-    out += ", \"memory_summary\": ";
-    AppendJsonString(out, fit->Summary());
-  }
   Field(out, "bubble_rate", r.bubble_rate);
   ExposedCommJson(out, r.exposed_by_class, r.exposed_comm);
   BusyByStreamJson(out, r.busy_by_stream);
@@ -119,7 +112,15 @@ std::string SimResultToJson(const SimResult& r, const SimGraph& g, const MemoryF
   for (int p = 0; p < kNumEstimatePaths; ++p)
     Field(out, EstimatePathName(static_cast<EstimatePath>(p)),
           total > 0 ? r.path_seconds[p] / total : 0, p > 0);
-  out += "}, \"ranks\": [";
+  out += "}";
+  if (fit) {
+    out += ", \"fits\": ";
+    out += fit->fits ? "true" : "false";
+    Field(out, "memory_capacity_bytes", static_cast<double>(fit->capacity));
+    out += ", \"memory_summary\": ";
+    AppendJsonString(out, fit->Summary());
+  }
+  out += ", \"ranks\": [";
   for (size_t k = 0; k < r.ranks.size(); ++k) {
     const RankResult& rr = r.ranks[k];
     out += k ? ", {" : "{";

@@ -84,8 +84,10 @@ StatusOr<int64_t> Flags::RequireInt(const std::string& name, int64_t min, int64_
 
 StatusOr<int64_t> Flags::GetGibAsBytes(const std::string& name) const {
   if (!Has(name)) return int64_t{0};
-  PW_ASSIGN_OR_RETURN(double gib, GetDouble(name, 0, 1.0 / 1024, 1024.0 * 1024));
-  return static_cast<int64_t>(gib * 1024 * 1024 * 1024);
+  PW_ASSIGN_OR_RETURN(double gib, GetDouble(name, 0, 0, 1024.0 * 1024));
+  const auto bytes = static_cast<int64_t>(gib * 1024 * 1024 * 1024);
+  if (bytes <= 0) return InvalidArgument("flag --", name, " must be > 0 (GiB per rank), got ", gib);
+  return bytes;
 }
 
 }  // namespace pw::tools
