@@ -354,7 +354,8 @@ class AmpPass : public Pass {
            "on for bf16): the backward starts from the scale, each stage's optimizer unscales "
            "its gradients and checks them for inf/NaN, every rank skips the step when any "
            "found one, the scale is multiplied by backoff-factor then and by growth-factor "
-           "after growth-interval good steps (needs vpp 1).";
+           "after growth-interval good steps (one scale for the whole model, every chunk of every "
+           "rank checked).";
   }
 
   Option<std::string> dtype{this, "dtype", "the low dtype", "bf16", {"bf16", "fp16"}};

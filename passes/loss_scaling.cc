@@ -1,5 +1,6 @@
 #include "passes/loss_scaling.h"
 
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
@@ -50,35 +51,43 @@ Status Declare(Program& program, Var var) {
   return OkStatus();
 }
 
-// The per-stage ops for the updates in `ops`, inserted around them.
+// The per-stage ops for the updates in `ops`, inserted around them. A rank (a pipeline
+// stage) with several model chunks has one optimizer program per chunk: its one check
+// covers every chunk's gradients and is placed with its first chunk, before the first update
+// of any, so that every chunk's updates see the rank's one flag (the executor finalizes the
+// gradients a program reads when it starts, so all of them are finalized by then).
 Status AddStageOps(Module& module, const LossScalingOptions& o) {
   Program& program = module.main_program();
   std::vector<Op>& ops = program.ops();
-  // Per place: its first update and its last optimizer op.
+  // Per stage: its first update, its last optimizer op, the first chunk that updates.
   struct Span {
     size_t first_update = SIZE_MAX;
     size_t last = 0;
+    int chunk = INT_MAX;
   };
-  std::map<std::pair<int, int>, Span> spans;
+  std::map<int, Span> spans;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].role != OpRole::kOptimize) continue;
-    Span& s = spans[{ops[i].stage, ops[i].chunk}];
+    Span& s = spans[ops[i].stage];
     s.last = i;
-    if (IsUpdate(ops[i]) && s.first_update == SIZE_MAX) s.first_update = i;
+    if (!IsUpdate(ops[i])) continue;
+    if (s.first_update == SIZE_MAX) s.first_update = i;
+    s.chunk = std::min(s.chunk, ops[i].chunk);
   }
   std::map<size_t, std::vector<Op>> before, after;  // ops to insert around op indices
   int stages = 0;
-  for (const auto& [place, range] : spans) {
-    if (range.first_update == SIZE_MAX) continue;  // no update on this place
+  for (const auto& [stage, range] : spans) {
+    if (range.first_update == SIZE_MAX) continue;  // no update on this stage
     ++stages;
-    const Op& first = ops[range.first_update];
-    const std::string tag = StrCat(".s", place.first, "c", place.second);
-    Op check = StageOp("check_finite_and_unscale", first);
+    Op place;
+    place.stage = stage;
+    place.chunk = range.chunk;
+    const std::string tag = StrCat(".s", stage, "c", range.chunk);
+    Op check = StageOp("check_finite_and_unscale", place);
     std::vector<std::string> grads, unscaled;
     for (size_t i = range.first_update; i <= range.last; ++i) {
       Op& update = ops[i];
-      if (!IsUpdate(update) || update.stage != place.first || update.chunk != place.second)
-        continue;
+      if (!IsUpdate(update) || update.stage != stage) continue;
       const std::string& g = update.Input("Grad");
       const Var* gv = program.FindVar(g);
       if (!gv) return NotFound("loss scaling: gradient '", g, "' is not declared");
@@ -98,7 +107,7 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
     for (auto [group, degree] :
          {std::pair{"mp", module.mesh.mp}, std::pair{"pp", module.mesh.pp}}) {
       if (degree <= 1) continue;
-      Op reduce = StageOp("c_allreduce_max", first);
+      Op reduce = StageOp("c_allreduce_max", place);
       const std::string reduced = StrCat(flag, "@", group);
       PW_RETURN_IF_ERROR(Declare(program, ScalarVar(reduced)));
       reduce.SetInput("X", {flag}).SetOutput("Out", {reduced});
@@ -107,9 +116,8 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
       flag = reduced;
     }
     for (size_t i = range.first_update; i <= range.last; ++i)
-      if (IsUpdate(ops[i]) && ops[i].stage == place.first && ops[i].chunk == place.second)
-        ops[i].SetInput("SkipUpdate", {flag});
-    Op update = StageOp("update_loss_scaling", first);
+      if (IsUpdate(ops[i]) && ops[i].stage == stage) ops[i].SetInput("SkipUpdate", {flag});
+    Op update = StageOp("update_loss_scaling", place);
     update.SetInput("FoundInfinite", {flag})
         .SetInput("LossScale", {kLossScaleVar})
         .SetInput("GoodSteps", {kGoodStepsVar})
@@ -137,11 +145,6 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
 }  // namespace
 
 Status AddLossScaling(Module& module, const LossScalingOptions& options) {
-  if (module.mesh.vpp > 1)
-    return FailedPrecondition(
-        "dynamic loss scaling needs one optimizer program per rank "
-        "(vpp 1), got vpp ",
-        module.mesh.vpp);
   Program& program = module.main_program();
   const std::string seed = GradVarName(ModuleLoss(module));
   Op* fill = nullptr;

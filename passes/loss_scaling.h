@@ -10,8 +10,9 @@
 // State (persistable f32 scalars on every rank): amp.loss_scale, amp.good_steps,
 // amp.skipped_steps. The per-stage ops have no origin (they belong to a stage, not to a
 // forward op): a pass that moves optimizer ops between stages rebuilds them with
-// RestageLossScaling. One optimizer program per rank is needed (vpp 1), so that one flag
-// per rank meets the others in the pp group.
+// RestageLossScaling. A rank has one check, one flag and one scale update whatever its
+// number of model chunks (vpp > 1: the check covers every chunk's gradients, placed with its
+// first chunk), so that one flag per rank meets the others in the pp group.
 
 #include <cstdint>
 
@@ -29,7 +30,7 @@ struct LossScalingOptions {
 
 inline constexpr const char* kLossScaleVar = "amp.loss_scale";
 
-// Errors name what is missing: no loss@GRAD seed, no optimizer update, vpp > 1.
+// Errors name what is missing: no loss@GRAD seed, no optimizer update.
 Status AddLossScaling(Module& module, const LossScalingOptions& options);
 
 bool HasLossScaling(const Module& module);

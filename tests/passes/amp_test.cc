@@ -226,13 +226,38 @@ TEST(AmpPassTest, LossScalingFollowsTheDtypeUnlessAsked) {
   EXPECT_EQ(Count(AmpGpt("amp{dtype=bf16}"), "update_loss_scaling"), 0);
   EXPECT_EQ(Count(AmpGpt("amp{dtype=bf16,loss-scaling=dynamic}"), "update_loss_scaling"), 2);
   EXPECT_EQ(Count(AmpGpt("amp{dtype=fp16,loss-scaling=none}"), "update_loss_scaling"), 0);
-  // One optimizer program per rank is needed: interleaved chunks are refused.
-  auto built = models::BuildGpt(SmallGptConfig(1, 2, 2));
+}
+
+// Interleaved chunks: one check per rank over every chunk's gradients, placed with its first
+// chunk, before any of its updates; every update of the rank skips on that one flag.
+TEST(AmpPassTest, LossScalingChecksEveryChunkOfARankOnce) {
+  auto built = models::BuildGpt(SmallGptConfig(2, 2, 2));
+  ASSERT_TRUE(built.ok());
   PassManager pm;
-  ASSERT_TRUE(pm.AddPipeline("append-backward,amp{dtype=fp16}").ok());
-  auto run = pm.Run(*built);
-  ASSERT_FALSE(run.ok());
-  EXPECT_THAT(run.status().message(), ::testing::HasSubstr("needs one optimizer program per rank"));
+  ASSERT_TRUE(pm.AddPipeline("append-backward{optimizer=adam},amp{dtype=fp16}").ok());
+  ASSERT_TRUE(pm.Run(*built).ok());
+  const std::vector<Op>& ops = built->main_program().ops();
+  std::map<int, const Op*> check_of_stage;
+  for (const Op& op : ops)
+    if (op.type == "check_finite_and_unscale") {
+      EXPECT_EQ(op.chunk, 0);
+      EXPECT_TRUE(check_of_stage.emplace(op.stage, &op).second) << "stage " << op.stage;
+    }
+  ASSERT_EQ(check_of_stage.size(), 2u);
+  EXPECT_EQ(Count(*built, "update_loss_scaling"), 2);
+  std::map<int, std::set<int>> chunks_checked;
+  bool seen_check = false;
+  for (const Op& op : ops) {
+    seen_check = seen_check || op.type == "check_finite_and_unscale";
+    if (op.type != "adam") continue;
+    EXPECT_TRUE(seen_check) << "an update before its check";
+    const Op& check = *check_of_stage.at(op.stage);
+    const std::vector<std::string>& outs = *check.FindOutput("Out");
+    EXPECT_NE(std::find(outs.begin(), outs.end(), op.Input("Grad")), outs.end());
+    EXPECT_EQ(op.Input("SkipUpdate"), StrCat(check.Output("FoundInfinite"), "@mp@pp"));
+    chunks_checked[op.stage].insert(op.chunk);
+  }
+  for (const auto& [stage, chunks] : chunks_checked) EXPECT_EQ(chunks.size(), 2u) << stage;
 }
 
 // balance-stages moves updates between stages: the per-stage checks are rebuilt to match.
