@@ -75,11 +75,12 @@ TEST_P(RecomputeEquivalenceTest, TrainsTheBitsOfThePlanWithoutIt) {
     ASSERT_TRUE(a.count(name)) << name;
     EXPECT_TRUE(SameBits(a.at(name), t)) << name;
   }
-  // No rank holds more; with full recomputation the first stage (ranks 0 and 1, the most
-  // micro-batches in flight) holds less. (On the last stage a zero-bubble W keeps the
-  // recomputed activations until it runs, as long as it kept the originals.)
+  // No rank holds more (up to 1 %: streams free tensors at times that vary from run to
+  // run); with full recomputation the first stage (ranks 0 and 1, the most micro-batches in
+  // flight) holds less. (On the last stage a zero-bubble W keeps the recomputed activations
+  // until it runs, as long as it kept the originals.)
   for (size_t r = 0; r < want->peak_bytes.size(); ++r) {
-    EXPECT_LE(got->peak_bytes[r], want->peak_bytes[r]) << "rank " << r;
+    EXPECT_LE(got->peak_bytes[r], 1.01 * static_cast<double>(want->peak_bytes[r])) << "rank " << r;
     if (std::string(policy) == "full" && r < 2)
       EXPECT_LT(got->peak_bytes[r], want->peak_bytes[r]) << "rank " << r;
   }
