@@ -7,22 +7,38 @@
 //
 // Layers are the module's repeated blocks, found by the builders' naming: a forward op
 // belongs to layer N when its first output is named `layerN.*`.
+//
+// policy=auto chooses per layer (none, selective, full) so that every rank fits a memory
+// limit: it plans a copy of the module (split-program, the schedule it is told, insert-p2p),
+// simulates it with the cost model and, on each pipeline stage whose ranks do not fit,
+// recomputes more: the attention core of every layer first (large activations for little
+// compute), then whole layers, as many as the excess over what one layer saves per
+// micro-batch in flight suggests; until every rank fits or nothing is left to recompute.
+// A greedy search: each round adds recomputation only where a rank is over the limit.
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cost_model/memory_fit.h"
+#include "cost_model/simulator.h"
 #include "ir/op_def.h"
+#include "ir/rank_layout.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
+#include "passes/pass_manager.h"
 #include "passes/pass_registry.h"
 
 namespace pw {
 namespace {
 
 constexpr const char* kSuffix = "@RECOMPUTE";
+
+enum class Level { kNone = 0, kSelective = 1, kFull = 2 };
 
 // N for an op whose first output is "layerN.<anything>"; -1 otherwise.
 int64_t LayerOf(const Op& op) {
@@ -44,6 +60,171 @@ bool IsBackwardSide(const Op& op) {
   return op.role != OpRole::kForward && op.role != OpRole::kLoss && op.role != OpRole::kUnspecified;
 }
 
+Status CheckPlace(const Module& module) {
+  if (module.programs().size() != 1 || !module.plan.empty())
+    return FailedPrecondition(
+        "recompute runs on an unsplit, unplanned module: put it after append-backward (and "
+        "amp) and before balance-stages and split-program");
+  const std::vector<Op>& ops = module.main_program().ops();
+  if (std::none_of(ops.begin(), ops.end(),
+                   [](const Op& op) { return op.role == OpRole::kBackward; }))
+    return FailedPrecondition("recompute needs the backward: put it after append-backward");
+  return OkStatus();
+}
+
+struct Rewritten {
+  int64_t layers = 0;
+  int64_t ops = 0;
+  double flops = 0;                          // added per micro-batch
+  std::map<int64_t, double> released_bytes;  // per layer: no longer held forward to backward
+};
+
+// The layers of an unsplit training module and the pipeline stage of each.
+std::map<int64_t, int> LayerStages(const Module& module) {
+  std::map<int64_t, int> stages;
+  for (const Op& op : module.main_program().ops())
+    if (op.role == OpRole::kForward)
+      if (const int64_t layer = LayerOf(op); layer >= 0) stages.emplace(layer, op.stage);
+  return stages;
+}
+
+// Recomputes every layer at the level `level_of` gives it.
+StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>& level_of) {
+  Program& program = module.main_program();
+  std::vector<Op>& ops = program.ops();
+  const size_t backward_begin =
+      static_cast<size_t>(std::find_if(ops.begin(), ops.end(), IsBackwardSide) - ops.begin());
+
+  // Forward facts: who makes each var, which layer, who reads it in the forward.
+  std::unordered_map<std::string, size_t> producer;
+  std::map<int64_t, std::vector<size_t>> layers;
+  std::unordered_map<std::string, std::set<int64_t>> forward_readers;
+  for (size_t i = 0; i < backward_begin; ++i) {
+    const Op& op = ops[i];
+    const int64_t layer = LayerOf(op);
+    if (layer >= 0 && op.role == OpRole::kForward) layers[layer].push_back(i);
+    op.ForEachOutput([&](const std::string& v) { producer.emplace(v, i); });
+    op.ForEachInput([&](const std::string& v) { forward_readers[v].insert(layer); });
+  }
+  std::unordered_set<std::string> read_backward;
+  for (size_t i = backward_begin; i < ops.size(); ++i)
+    ops[i].ForEachInput([&](const std::string& v) { read_backward.insert(v); });
+
+  auto persistable = [&](const std::string& v) {
+    const Var* var = program.FindVar(v);
+    return var == nullptr || var->persistable;
+  };
+
+  // Per layer: the ops to run again, in forward order.
+  std::vector<std::pair<int64_t, std::vector<size_t>>> clones_by_layer;
+  for (const auto& [layer, members] : layers) {
+    const Level level = level_of(layer);
+    if (level == Level::kNone) continue;
+    std::set<size_t> in_layer(members.begin(), members.end());
+    // Outputs the next layers read are the checkpoint kept for them: never recomputed.
+    auto boundary = [&](const std::string& v) {
+      auto it = forward_readers.find(v);
+      if (it == forward_readers.end()) return false;
+      for (int64_t reader : it->second)
+        if (reader != layer) return true;
+      return false;
+    };
+    auto candidate = [&](size_t i) {
+      const Op& op = ops[i];
+      bool reads_activation = false;
+      op.ForEachInput([&](const std::string& v) { reads_activation |= !persistable(v); });
+      bool all_boundary = true, any_output = false;
+      op.ForEachOutput([&](const std::string& v) {
+        any_output = true;
+        all_boundary = all_boundary && boundary(v);
+      });
+      if (!reads_activation || !any_output || all_boundary) return false;
+      return level == Level::kFull || op.type == "attention";
+    };
+    // Needed: candidates whose outputs the backward reads, and the candidates of this
+    // layer those read (full recomputation rebuilds the chain from the checkpoint).
+    std::set<size_t> needed;
+    std::vector<size_t> work;
+    for (size_t i : members) {
+      if (!candidate(i)) continue;
+      bool read = false;
+      ops[i].ForEachOutput([&](const std::string& v) { read |= read_backward.count(v) > 0; });
+      if (read && needed.insert(i).second) work.push_back(i);
+    }
+    while (!work.empty()) {
+      const size_t i = work.back();
+      work.pop_back();
+      ops[i].ForEachInput([&](const std::string& v) {
+        auto p = producer.find(v);
+        if (p == producer.end() || !in_layer.count(p->second) || !candidate(p->second)) return;
+        if (needed.insert(p->second).second) work.push_back(p->second);
+      });
+    }
+    if (!needed.empty())
+      clones_by_layer.emplace_back(layer, std::vector(needed.begin(), needed.end()));
+  }
+
+  // Each layer's clones go right before the first backward op that reads what they make;
+  // every backward reader is switched to the recomputed vars.
+  const OpRegistry& registry = ops::Registry();
+  Rewritten out;
+  std::map<size_t, std::vector<Op>> insert_before;
+  for (const auto& [layer, clones] : clones_by_layer) {
+    std::unordered_map<std::string, std::string> renamed;
+    for (size_t i : clones)
+      ops[i].ForEachOutput([&](const std::string& v) { renamed.emplace(v, v + kSuffix); });
+    size_t position = ops.size();
+    for (size_t i = backward_begin; i < ops.size() && position == ops.size(); ++i)
+      ops[i].ForEachInput([&](const std::string& v) {
+        if (renamed.count(v)) position = i;
+      });
+    std::vector<Op>& batch = insert_before[position];
+    for (size_t i : clones) {
+      Op clone = ops[i];
+      for (const auto& [from, to] : renamed) {
+        clone.RenameInput(from, to);
+        clone.RenameOutput(from, to);
+      }
+      clone.role = OpRole::kBackward;
+      clone.origin = OriginName(ops[i]);
+      clone.stream.clear();
+      clone.wait_events.clear();
+      clone.record_events.clear();
+      if (const OpDef* def = registry.Find(clone.type); def && def->cost) {
+        auto types =
+            InferOpTypes(*def, ops[i], [&](const std::string& v) { return program.FindVar(v); });
+        if (types.ok()) out.flops += def->cost(*types).flops;
+      }
+      batch.push_back(std::move(clone));
+      ++out.ops;
+    }
+    for (const auto& [from, to] : renamed) {
+      const Var* original = program.FindVar(from);
+      if (original == nullptr)
+        return Internal("recompute: var '", from, "' is made by an op but not declared");
+      Var copy = *original;
+      copy.name = to;
+      if (read_backward.count(from))
+        out.released_bytes[layer] += static_cast<double>(copy.num_bytes());
+      if (!program.AddVar(std::move(copy)))
+        return FailedPrecondition("recompute: '", to,
+                                  "' is declared already: the module was recomputed before");
+    }
+    for (size_t i = position; i < ops.size(); ++i)
+      for (const auto& [from, to] : renamed) ops[i].RenameInput(from, to);
+    ++out.layers;
+  }
+  std::vector<Op> rewritten;
+  rewritten.reserve(ops.size() + static_cast<size_t>(out.ops));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (auto it = insert_before.find(i); it != insert_before.end())
+      for (Op& op : it->second) rewritten.push_back(std::move(op));
+    rewritten.push_back(std::move(ops[i]));
+  }
+  ops = std::move(rewritten);
+  return out;
+}
+
 class RecomputePass : public Pass {
  public:
   std::string_view name() const override { return "recompute"; }
@@ -52,159 +233,156 @@ class RecomputePass : public Pass {
            "and split-program. policy=full keeps each transformer layer's input and runs the "
            "layer's forward again right before its backward (Megatron's full recomputation); "
            "policy=selective recomputes only the attention core (the attention op: scores, "
-           "softmax, times V), whose activations grow with seq^2, and keeps the rest. Layers "
-           "are the ops whose first output is named layerN.*; ops that read only parameters "
-           "(weight casts) and a layer's output are kept. The recomputed ops run the same "
-           "kernels on the same inputs: training is bit-identical. Statistics: layers "
-           "recomputed, ops added, FLOPs added per micro-batch, activation bytes no longer "
-           "held from forward to backward per micro-batch.";
+           "softmax, times V), whose activations grow with seq^2, and keeps the rest; "
+           "policy=auto chooses per layer so that every rank fits mem-limit GiB (0: the "
+           "device's memory), planning with the schedule it is given and the cost model "
+           "(--device): selective everywhere first, then whole layers, only on the stages "
+           "that do not fit (a greedy search). Layers are the ops whose first output is named "
+           "layerN.*; ops that read only parameters (weight casts) and a layer's output are "
+           "kept. The recomputed ops run the same kernels on the same inputs: training is "
+           "bit-identical. Statistics: layers recomputed, ops added, FLOPs added per "
+           "micro-batch, activation bytes no longer held from forward to backward per "
+           "micro-batch.";
   }
 
-  Option<std::string> policy{this, "policy", "what is recomputed", "full", {"full", "selective"}};
+  Option<std::string> policy{
+      this, "policy", "what is recomputed", "full", {"full", "selective", "auto"}};
+  Option<double> mem_limit{this, "mem-limit",
+                           "policy=auto: GiB a rank may use (0: the device's memory)", 0.0};
+  Option<std::string> schedule{this, "schedule", "policy=auto: the schedule kind it plans with",
+                               "1f1b"};
+  Option<int64_t> micro_batches{this, "micro-batches",
+                                "policy=auto: micro-batches it plans with (0: 2 x pp)", 0};
+
+  Status ValidateOptions() const override {
+    if (!(mem_limit.value() >= 0) || mem_limit.value() > 1024.0 * 1024)
+      return InvalidArgument("recompute: mem-limit must be a GiB count >= 0, got ",
+                             mem_limit.value());
+    if (micro_batches.value() < 0 || micro_batches.value() > 65536)
+      return InvalidArgument("recompute: micro-batches must be in [0, 65536], got ",
+                             micro_batches.value());
+    return OkStatus();
+  }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
-    if (module.programs().size() != 1 || !module.plan.empty())
-      return FailedPrecondition(
-          "recompute runs on an unsplit, unplanned module: put it after append-backward (and "
-          "amp) and before balance-stages and split-program");
-    Program& program = module.main_program();
-    std::vector<Op>& ops = program.ops();
-    const auto first_backward = std::find_if(ops.begin(), ops.end(), IsBackwardSide);
-    if (first_backward == ops.end() || std::none_of(ops.begin(), ops.end(), [](const Op& op) {
-          return op.role == OpRole::kBackward;
-        }))
-      return FailedPrecondition("recompute needs the backward: put it after append-backward");
-    const size_t backward_begin = static_cast<size_t>(first_backward - ops.begin());
-
-    // Forward facts: who makes each var, which layer, who reads it in the forward.
-    std::unordered_map<std::string, size_t> producer;
-    std::map<int64_t, std::vector<size_t>> layers;
-    std::unordered_map<std::string, std::set<int64_t>> forward_readers;
-    for (size_t i = 0; i < backward_begin; ++i) {
-      const Op& op = ops[i];
-      const int64_t layer = LayerOf(op);
-      if (layer >= 0 && op.role == OpRole::kForward) layers[layer].push_back(i);
-      op.ForEachOutput([&](const std::string& v) { producer.emplace(v, i); });
-      op.ForEachInput([&](const std::string& v) { forward_readers[v].insert(layer); });
+    PW_RETURN_IF_ERROR(CheckPlace(module));
+    std::map<int64_t, Level> levels;
+    if (policy.value() == "auto") {
+      PW_ASSIGN_OR_RETURN(levels, ChooseLevels(module, context));
+    } else {
+      const Level level = policy.value() == "full" ? Level::kFull : Level::kSelective;
+      for (const auto& [layer, stage] : LayerStages(module)) levels[layer] = level;
     }
-    std::unordered_set<std::string> read_backward;
-    for (size_t i = backward_begin; i < ops.size(); ++i)
-      ops[i].ForEachInput([&](const std::string& v) { read_backward.insert(v); });
-
-    auto persistable = [&](const std::string& v) {
-      const Var* var = program.FindVar(v);
-      return var == nullptr || var->persistable;
-    };
-
-    // Per layer: the ops to run again, in forward order.
-    std::vector<std::vector<size_t>> clones_by_layer;
-    for (const auto& [layer, members] : layers) {
-      std::set<size_t> in_layer(members.begin(), members.end());
-      // Outputs the next layers read are the checkpoint kept for them: never recomputed.
-      auto boundary = [&](const std::string& v) {
-        auto it = forward_readers.find(v);
-        if (it == forward_readers.end()) return false;
-        for (int64_t reader : it->second)
-          if (reader != layer) return true;
-        return false;
-      };
-      auto candidate = [&](size_t i) {
-        const Op& op = ops[i];
-        bool reads_activation = false;
-        op.ForEachInput([&](const std::string& v) { reads_activation |= !persistable(v); });
-        bool all_boundary = true, any_output = false;
-        op.ForEachOutput([&](const std::string& v) {
-          any_output = true;
-          all_boundary = all_boundary && boundary(v);
-        });
-        if (!reads_activation || !any_output || all_boundary) return false;
-        return policy.value() == "full" || op.type == "attention";
-      };
-      // Needed: candidates whose outputs the backward reads, and the candidates of this
-      // layer those read (full recomputation rebuilds the chain from the checkpoint).
-      std::set<size_t> needed;
-      std::vector<size_t> work;
-      for (size_t i : members) {
-        if (!candidate(i)) continue;
-        bool read = false;
-        ops[i].ForEachOutput([&](const std::string& v) { read |= read_backward.count(v) > 0; });
-        if (read && needed.insert(i).second) work.push_back(i);
-      }
-      while (!work.empty()) {
-        const size_t i = work.back();
-        work.pop_back();
-        ops[i].ForEachInput([&](const std::string& v) {
-          auto p = producer.find(v);
-          if (p == producer.end() || !in_layer.count(p->second) || !candidate(p->second)) return;
-          if (needed.insert(p->second).second) work.push_back(p->second);
-        });
-      }
-      if (!needed.empty()) clones_by_layer.emplace_back(needed.begin(), needed.end());
+    PW_ASSIGN_OR_RETURN(Rewritten done, Rewrite(module, [&](int64_t layer) {
+                          auto it = levels.find(layer);
+                          return it == levels.end() ? Level::kNone : it->second;
+                        }));
+    if (done.ops == 0) return false;
+    double released = 0;
+    for (const auto& [layer, bytes] : done.released_bytes) released += bytes;
+    int64_t full = 0, selective = 0;
+    for (const auto& [layer, level] : levels) {
+      full += level == Level::kFull;
+      selective += level == Level::kSelective;
     }
-    if (clones_by_layer.empty()) return false;
-
-    // Each layer's clones go right before the first backward op that reads what they make;
-    // every backward reader is switched to the recomputed vars.
-    const OpRegistry& registry = ops::Registry();
-    std::map<size_t, std::vector<Op>> insert_before;
-    double flops = 0, bytes_released = 0;
-    int64_t added = 0;
-    for (const std::vector<size_t>& clones : clones_by_layer) {
-      std::unordered_map<std::string, std::string> renamed;
-      for (size_t i : clones)
-        ops[i].ForEachOutput([&](const std::string& v) { renamed.emplace(v, v + kSuffix); });
-      size_t position = ops.size();
-      for (size_t i = backward_begin; i < ops.size() && position == ops.size(); ++i)
-        ops[i].ForEachInput([&](const std::string& v) {
-          if (renamed.count(v)) position = i;
-        });
-      std::vector<Op>& batch = insert_before[position];
-      for (size_t i : clones) {
-        Op clone = ops[i];
-        for (const auto& [from, to] : renamed) {
-          clone.RenameInput(from, to);
-          clone.RenameOutput(from, to);
-        }
-        clone.role = OpRole::kBackward;
-        clone.origin = OriginName(ops[i]);
-        clone.stream.clear();
-        clone.wait_events.clear();
-        clone.record_events.clear();
-        if (const OpDef* def = registry.Find(clone.type); def && def->cost) {
-          auto types =
-              InferOpTypes(*def, ops[i], [&](const std::string& v) { return program.FindVar(v); });
-          if (types.ok()) flops += def->cost(*types).flops;
-        }
-        batch.push_back(std::move(clone));
-        ++added;
-      }
-      for (const auto& [from, to] : renamed) {
-        const Var* original = program.FindVar(from);
-        if (original == nullptr)
-          return Internal("recompute: var '", from, "' is made by an op but not declared");
-        Var copy = *original;
-        copy.name = to;
-        if (read_backward.count(from)) bytes_released += static_cast<double>(copy.num_bytes());
-        if (!program.AddVar(std::move(copy)))
-          return FailedPrecondition("recompute: '", to,
-                                    "' is declared already: the module was recomputed before");
-      }
-      for (size_t i = position; i < ops.size(); ++i)
-        for (const auto& [from, to] : renamed) ops[i].RenameInput(from, to);
+    context.AddStatistic("layers-recomputed", done.layers);
+    if (policy.value() == "auto") {
+      context.AddStatistic("layers-full", full);
+      context.AddStatistic("layers-selective", selective);
     }
-    std::vector<Op> rewritten;
-    rewritten.reserve(ops.size() + static_cast<size_t>(added));
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (auto it = insert_before.find(i); it != insert_before.end())
-        for (Op& op : it->second) rewritten.push_back(std::move(op));
-      rewritten.push_back(std::move(ops[i]));
-    }
-    ops = std::move(rewritten);
-    context.AddStatistic("layers-recomputed", static_cast<int64_t>(clones_by_layer.size()));
-    context.AddStatistic("ops-added", added);
-    context.AddStatistic("added-mflop-per-micro-batch", static_cast<int64_t>(flops / 1e6));
-    context.AddStatistic("freed-kib-per-micro-batch", static_cast<int64_t>(bytes_released / 1024));
+    context.AddStatistic("ops-added", done.ops);
+    context.AddStatistic("added-mflop-per-micro-batch", static_cast<int64_t>(done.flops / 1e6));
+    context.AddStatistic("freed-kib-per-micro-batch", static_cast<int64_t>(released / 1024));
     return true;
+  }
+
+ private:
+  // policy=auto: the least recomputation (by the greedy rule above) with which the planned
+  // copy fits the limit on every rank.
+  StatusOr<std::map<int64_t, Level>> ChooseLevels(const Module& module, PassContext& context) {
+    const cost::Simulator* simulator = context.Find<cost::Simulator>();
+    if (simulator == nullptr)
+      return FailedPrecondition(
+          "recompute{policy=auto} plans with the cost model: give --device (and --costs)");
+    const cost::DeviceSpec& device = simulator->estimator().device();
+    const auto limit = static_cast<int64_t>(mem_limit.value() * 1024 * 1024 * 1024);
+    if (limit == 0 && device.memory_capacity() <= 0)
+      return FailedPrecondition("recompute{policy=auto}: device '", device.name(),
+                                "' has no memory capacity: give mem-limit=GIB");
+    const int64_t m = micro_batches.value() > 0 ? micro_batches.value() : 2 * module.mesh.pp;
+    const bool split =
+        schedule.value().rfind("zb", 0) == 0 || schedule.value().rfind("dualpipe", 0) == 0;
+    const std::string plan =
+        StrCat(",split-program", split ? "{split-backward=true}" : "",
+               ",schedule{kind=", schedule.value(), ",micro-batches=", m, "},insert-p2p");
+
+    const std::map<int64_t, int> stage_of = LayerStages(module);
+    if (stage_of.empty())
+      return FailedPrecondition("recompute: the module has no layers (ops named layerN.*)");
+    // What one layer at each level stops holding per micro-batch, from a trial rewrite.
+    std::map<Level, std::map<int64_t, double>> saved;
+    for (Level level : {Level::kSelective, Level::kFull}) {
+      Module trial = module;
+      PW_ASSIGN_OR_RETURN(Rewritten r, Rewrite(trial, [&](int64_t) { return level; }));
+      saved[level] = r.released_bytes;
+    }
+    std::map<int64_t, Level> levels;
+    for (const auto& [layer, stage] : stage_of) levels[layer] = Level::kNone;
+    const RankLayout layout(module.mesh);
+    for (int round = 0;; ++round) {
+      Module trial = module;
+      PW_RETURN_IF_ERROR(Rewrite(trial, [&](int64_t layer) { return levels[layer]; }).status());
+      PassManager pm;
+      PW_RETURN_IF_ERROR(pm.AddPipeline(plan.substr(1)));
+      PW_RETURN_IF_ERROR(pm.Run(trial).status().WithContext("recompute{policy=auto} planning"));
+      PW_ASSIGN_OR_RETURN(cost::SimResult result, simulator->Run(trial));
+      const cost::MemoryFit fit = cost::FitMemory(result, device, limit);
+      if (fit.fits) return levels;
+      // The excess of each pipeline stage (its worst rank).
+      std::map<int, int64_t> excess;
+      for (const cost::RankFit& r : fit.ranks)
+        if (!r.fits) {
+          int64_t& e = excess[layout.Coord(r.rank).pp];
+          e = std::max(e, r.need - r.usable);
+        }
+      bool escalated = false;
+      for (const auto& [stage, over] : excess) {
+        // Stage s holds about pp - s micro-batches at once under 1F1B.
+        const int in_flight = std::max(1, module.mesh.pp - stage);
+        for (Level level : {Level::kSelective, Level::kFull}) {
+          std::vector<int64_t> below;
+          for (const auto& [layer, s] : stage_of)
+            if (s == stage && levels[layer] < level) below.push_back(layer);
+          if (below.empty()) continue;
+          // Enough layers for the excess by what each saves, at least one.
+          double per_layer = 0;
+          for (int64_t layer : below) {
+            const double gain =
+                saved[level][layer] -
+                (levels[layer] == Level::kNone ? 0 : saved[Level::kSelective][layer]);
+            per_layer = std::max(per_layer, gain);
+          }
+          size_t count = below.size();
+          if (per_layer > 0)
+            count = std::min<size_t>(
+                below.size(), static_cast<size_t>(
+                                  std::ceil(static_cast<double>(over) / (per_layer * in_flight))));
+          count = std::max<size_t>(count, 1);
+          for (size_t i = 0; i < count; ++i) levels[below[i]] = level;
+          escalated = true;
+          break;
+        }
+      }
+      if (!escalated) {
+        const cost::RankFit* worst = fit.Tightest();
+        return FailedPrecondition(
+            "recompute{policy=auto}: with every layer recomputed, rank ", worst->rank,
+            " still needs ", cost::FormatBytes(static_cast<double>(worst->need)), " of ",
+            cost::FormatBytes(static_cast<double>(worst->usable)),
+            " (the smallest peak recomputation reaches): use more pipeline or tensor "
+            "parallelism, or a larger mem-limit");
+      }
+    }
   }
 };
 

@@ -7,9 +7,12 @@
 
 #include <set>
 
+#include "cost_model/simulator.h"
 #include "models/gpt.h"
+#include "ops/registry.h"
 #include "passes/pass_manager.h"
 #include "tests/small_gpt.h"
+#include "tools/cost_inputs.h"
 
 namespace pw::testing {
 namespace {
@@ -129,6 +132,90 @@ TEST(RecomputePassTest, RefusesAModuleWithoutBackwardOrAlreadySplit) {
   auto policy = Gpt("append-backward,recompute{policy=some}");
   ASSERT_FALSE(policy.ok());
   EXPECT_THAT(policy.status().message(), HasSubstr("policy"));
+}
+
+}  // namespace
+}  // namespace pw::testing
+
+namespace pw::testing {
+namespace {
+
+// policy=auto on the small GPT at mp 2 x pp 2, against limits between the peaks of the plans
+// without recomputation and with full recomputation (no runtime reservation, so that the
+// limit is the peak alone).
+class RecomputeAutoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cost::DeviceSpec spec = *cost::BuiltinDeviceSpec("h100");
+    spec.set_memory_reserved(0);
+    estimator_ = *cost::Estimator::Create(spec, cost::OpCostTable());
+  }
+
+  // The largest rank's peak of the module planned with 1f1b, 4 micro-batches.
+  int64_t Peak(const std::string& recompute) {
+    auto m = Gpt(StrCat("append-backward", recompute,
+                        ",split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p"),
+                 2, 2);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    auto r = cost::Simulator(estimator_, ops::Registry()).Run(*m);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    int64_t peak = 0;
+    for (const cost::RankResult& rank : r->ranks) peak = std::max(peak, rank.peak_bytes);
+    return peak;
+  }
+
+  StatusOr<Module> Auto(double limit_bytes, PassContext& context) {
+    auto built = models::BuildGpt(SmallGptConfig(2, 2));
+    if (!built.ok()) return built.status();
+    Module m = std::move(built).value();
+    PassManager pm;
+    PW_RETURN_IF_ERROR(
+        pm.AddPipeline(StrCat("append-backward,recompute{policy=auto,micro-batches=4,mem-limit=",
+                              limit_bytes / (1024.0 * 1024 * 1024), "}")));
+    PW_RETURN_IF_ERROR(pm.Run(m, context).status());
+    return m;
+  }
+
+  std::shared_ptr<cost::Estimator> estimator_;
+};
+
+TEST_F(RecomputeAutoTest, RecomputesJustEnoughToFit) {
+  const int64_t none = Peak(""), full = Peak(",recompute{policy=full}");
+  ASSERT_LT(full, none);
+  PassContext context(ops::Registry());
+  tools::AttachCostModel(estimator_, context);
+  const double limit = static_cast<double>(full + (none - full) / 2);
+  auto m = Auto(limit, context);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const size_t clones = Clones(*m).size();
+  EXPECT_GT(clones, 0u);
+  EXPECT_LT(clones, 4u * 14);  // not every layer in full
+  // Planned the way auto planned it, it fits.
+  PassManager pm;
+  ASSERT_TRUE(pm.AddPipeline("split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p").ok());
+  ASSERT_TRUE(pm.Run(*m).ok());
+  auto r = cost::Simulator(estimator_, ops::Registry()).Run(*m);
+  ASSERT_TRUE(r.ok());
+  for (const cost::RankResult& rank : r->ranks) EXPECT_LE(rank.peak_bytes, limit) << rank.rank;
+
+  // A limit the plan already meets: nothing recomputed.
+  PassContext roomy(ops::Registry());
+  tools::AttachCostModel(estimator_, roomy);
+  auto untouched = Auto(static_cast<double>(none), roomy);
+  ASSERT_TRUE(untouched.ok()) << untouched.status().ToString();
+  EXPECT_TRUE(Clones(*untouched).empty());
+}
+
+TEST_F(RecomputeAutoTest, SaysTheSmallestPeakWhenNothingFits) {
+  PassContext context(ops::Registry());
+  tools::AttachCostModel(estimator_, context);
+  auto m = Auto(static_cast<double>(Peak(",recompute{policy=full}")) / 2, context);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("the smallest peak recomputation reaches"));
+  PassContext bare(ops::Registry());
+  auto no_cost_model = Auto(1e9, bare);
+  ASSERT_FALSE(no_cost_model.ok());
+  EXPECT_THAT(no_cost_model.status().message(), HasSubstr("give --device"));
 }
 
 }  // namespace
