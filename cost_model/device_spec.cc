@@ -53,6 +53,35 @@ DeviceSpec CpuSpec() {
   return s;
 }
 
+void AddFraction(DeviceSpec& spec, const char* dtype, double fraction) {
+  auto* f = spec.add_gemm_efficiency();
+  f->set_dtype(dtype);
+  f->set_fraction(fraction);
+}
+
+// The kernel model of a Hopper GPU (cost_model/kernel_model.h). GEMMs: fitted to pipeweave's
+// own cuBLAS measurements on an H100 80GB HBM3 and an H200 (cost_model/data/, 102 GEMMs of
+// GPT-3 6.7B to 175B layers at mp 1 to 8): waves of 128 x 128 tiles on 132 SMs, 2.5 us a
+// wave besides its FLOPs, which run at 0.875 of the SM's share of the bf16 dense peak (rms
+// error 8 %, worst 24 % on skinny N <= 1536) and 0.794 of the f32 one (no TF32; rms 1.7 %).
+// Attention: a fused (flash) kernel at 0.5 of peak over forward and backward, between
+// FlashAttention-2 (about 35 % of an H100's peak, Shah et al. 2024, FlashAttention-3, section 1)
+// and FlashAttention-3 (75 %, same paper). Bandwidth-bound kernels: 0.9 of HBM bandwidth (a
+// device-to-device copy measured about 3.0 TB/s on this H100), half of it at 8 MiB moved (about 2.5
+// us of launch and tail).
+void HopperKernels(DeviceSpec& s) {
+  s.set_multiprocessors(132);
+  s.set_gemm_tile_m(128);
+  s.set_gemm_tile_n(128);
+  s.set_gemm_wave_overhead(2.5e-6);
+  AddFraction(s, "bf16", 0.875);
+  AddFraction(s, "f16", 0.875);
+  AddFraction(s, "f32", 0.794);
+  s.set_attention_efficiency(0.5);
+  s.set_bandwidth_efficiency(0.9);
+  s.set_bandwidth_half_bytes(8 * kMiB);
+}
+
 // NVIDIA H100 SXM5 data sheet: dense tensor-core peaks, HBM3 3.35 TB/s, NVLink 4
 // 900 GB/s (450 GB/s per direction), one 400 Gb/s NDR port per GPU.
 DeviceSpec H100Spec() {
@@ -78,6 +107,7 @@ DeviceSpec H100Spec() {
   s.set_comm_threads(0);
   s.set_memory_capacity(81559 * kMiB);  // what the driver reports for an H100 80GB HBM3
   s.set_memory_reserved(kGpuReserved);
+  HopperKernels(s);
   return s;
 }
 
@@ -115,6 +145,21 @@ DeviceSpec A100Spec() {
   s.set_comm_threads(0);
   s.set_memory_capacity(81920 * kMiB);  // what the driver reports for an A100 80GB
   s.set_memory_reserved(kGpuReserved);
+  // Kernel model (not yet measured here on an A100): 108 SMs; the tiles and wave overhead
+  // of the Hopper fit; large bf16 GEMMs at 0.85 of peak (cuBLAS reaches 250-280 TF/s of 312 on
+  // large shapes); fused attention at 0.55 (FlashAttention-2 reaches 50-73 % of an A100's
+  // peak forward and backward, Dao 2023, section 4.1); 0.87 of HBM bandwidth, half of it
+  // at 6 MiB.
+  s.set_multiprocessors(108);
+  s.set_gemm_tile_m(128);
+  s.set_gemm_tile_n(128);
+  s.set_gemm_wave_overhead(2.5e-6);
+  AddFraction(s, "bf16", 0.85);
+  AddFraction(s, "f16", 0.85);
+  AddFraction(s, "f32", 0.9);
+  s.set_attention_efficiency(0.55);
+  s.set_bandwidth_efficiency(0.87);
+  s.set_bandwidth_half_bytes(6 * kMiB);
   return s;
 }
 
@@ -183,6 +228,23 @@ Status ValidateDeviceSpec(const DeviceSpec& s) {
   if (s.flops_efficiency() < 0 || s.flops_efficiency() > 1 || s.bandwidth_efficiency() < 0 ||
       s.bandwidth_efficiency() > 1)
     return InvalidArgument("device spec '", s.name(), "': efficiencies must be in [0, 1]");
+  PW_RETURN_IF_ERROR(non_negative("gemm_wave_overhead", s.gemm_wave_overhead()));
+  PW_RETURN_IF_ERROR(non_negative("bandwidth_half_bytes", s.bandwidth_half_bytes()));
+  if (s.attention_efficiency() < 0 || s.attention_efficiency() > 1)
+    return InvalidArgument("device spec '", s.name(), "': attention_efficiency must be in [0, 1]");
+  for (const auto& f : s.gemm_efficiency())
+    if (f.dtype().empty() || !(f.fraction() > 0 && f.fraction() <= 1))
+      return InvalidArgument("device spec '", s.name(),
+                             "': a gemm_efficiency entry needs a dtype and a fraction in (0, 1]");
+  if (s.multiprocessors() < 0 || s.gemm_tile_m() < 0 || s.gemm_tile_n() < 0)
+    return InvalidArgument("device spec '", s.name(),
+                           "': multiprocessors and gemm tiles must be >= 0");
+  if (s.multiprocessors() > 0 &&
+      (s.gemm_tile_m() == 0 || s.gemm_tile_n() == 0 || s.gemm_efficiency().empty()))
+    return InvalidArgument("device spec '", s.name(),
+                           "': a kernel model (multiprocessors > 0) needs gemm_tile_m, "
+                           "gemm_tile_n and gemm_efficiency entries; set multiprocessors to 0 "
+                           "for the flat roofline");
   if (s.cores_per_node() < 0 || s.ranks_per_node() < 0)
     return InvalidArgument("device spec '", s.name(),
                            "': cores_per_node and ranks_per_node must be >= 0");

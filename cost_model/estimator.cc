@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "cost_model/kernel_model.h"
+
 namespace pw::cost {
 namespace {
 
@@ -101,6 +103,7 @@ double Estimator::Work(double flops, double bytes, DataType dtype) const {
 }
 
 double Estimator::Roofline(const OpSignature& sig) const {
+  if (device_.multiprocessors() > 0) return KernelTime(device_, sig);
   return RooflineTime(device_, sig.dtype, sig.flops, sig.bytes);
 }
 

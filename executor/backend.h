@@ -35,6 +35,9 @@ class Stream {
   // Synchronize; after an error the stream still records events and releases slots (so
   // other streams never wait forever) but runs nothing else.
   virtual Status Synchronize() = 0;
+  // While on, every instruction run records its Instr::times (a backend that cannot trace
+  // leaves them 0). Set between steps, when no stream runs.
+  virtual void SetTracing(bool on) {}
 };
 
 class Backend {

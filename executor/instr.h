@@ -62,6 +62,14 @@ struct Instr {
   std::vector<Feed> feeds;
   int micro_batch = -1;  // of the job (-1 for step-level work)
 
+  // When the step is traced (Stream::SetTracing): steady-clock nanoseconds at which the
+  // stream took it up (then waited for its events), began its work and finished it. Written
+  // by the stream's thread, read by the host after Synchronize.
+  struct Times {
+    int64_t taken = 0, began = 0, ended = 0;
+  };
+  mutable Times times;
+
   void BindViews() const {
     for (size_t k = 0; k < outputs.size(); ++k)
       outputs[k]->tensor = view_source->tensor.View(view_offsets[k], outputs[k]->shape);

@@ -104,7 +104,11 @@ Status Interpreter::Synchronize() {
 
 StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
   if (Status s = ResetForStep(); !s.ok()) return s.WithContext(StrCat("rank ", rank_));
+  for (Stream* stream : streams_)
+    if (stream) stream->SetTracing(tracing_);
   auto start = std::chrono::steady_clock::now();
+  step_began_ns_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   Status status;
   for (const Instr& instr : plan_->instrs) {
     for (const Instr::Feed& f : instr.feeds) {

@@ -45,6 +45,10 @@ class Interpreter {
   // Materialises every persistable var from its initializer (this rank's mp shard).
   Status InitializeParameters();
   StatusOr<StepStats> RunStep(const FeedFn& feed);
+  // Whether the next steps record each instruction's times (Instr::times), for a trace.
+  void set_tracing(bool on) { tracing_ = on; }
+  // When the last step began (steady-clock nanoseconds), the origin of its times.
+  int64_t step_began_ns() const { return step_began_ns_; }
 
   const Module& module() const { return module_; }
   const LoweredPlan& lowered() const { return *plan_; }
@@ -73,6 +77,8 @@ class Interpreter {
   MemoryTracker memory_;
   std::unique_ptr<LoweredPlan> plan_;
   std::array<Stream*, kNumStreamTypes> streams_{};
+  bool tracing_ = false;
+  int64_t step_began_ns_ = 0;
 };
 
 }  // namespace pw

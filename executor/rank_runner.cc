@@ -34,6 +34,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
                       TrainingFeed::Open(interp->module(), coord.dp, micro_batches, options.data));
   for (int64_t step = 0; step < options.steps; ++step) {
     feed->set_step(step);
+    interp->set_tracing(options.on_traced_step && step + 1 == options.steps);
     PW_ASSIGN_OR_RETURN(StepStats stats, interp->RunStep(feed->fn()));
     RankStepReport report;
     report.rank = options.rank;
@@ -46,6 +47,8 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     }
     if (options.on_step) options.on_step(report);
   }
+  if (options.on_traced_step && options.steps > 0)
+    PW_RETURN_IF_ERROR(options.on_traced_step(*interp));
   std::map<std::string, Tensor> params;
   for (const std::string& name : interp->PersistentNames()) {
     if (!interp->FindPersistent(name)) continue;

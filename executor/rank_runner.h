@@ -18,6 +18,8 @@
 
 namespace pw {
 
+class Interpreter;
+
 struct RankStepReport {
   int rank = 0;
   int64_t step = 0;     // 0-based
@@ -38,6 +40,9 @@ struct RankRunOptions {
   std::string save_params;  // file for this rank's persistable vars after the last step
   std::map<std::string, Tensor>* final_params = nullptr;  // filled after the last step
   std::function<void(const RankStepReport&)> on_step;
+  // Called after the last step, which then records every instruction's times
+  // (Instr::times), e.g. to write a trace of it; its error fails the run.
+  std::function<Status(const Interpreter&)> on_traced_step;
 };
 
 // `comm` (not owned) may be null for a world of one. A rank reports the loss when it

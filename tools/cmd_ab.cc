@@ -25,6 +25,7 @@
 #include "tools/flags.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"
+#include "tools/profiled_threads.h"
 #include "tools/run_report.h"
 
 namespace pw::tools {
@@ -240,6 +241,14 @@ StatusOr<int> RunAb(const std::vector<std::string>& args) {
     run->loss_tolerance = settings.loss_tolerance;
     PW_RETURN_IF_ERROR(CheckRunnable(a, run->strict_events));
     PW_RETURN_IF_ERROR(CheckRunnable(b, run->strict_events));
+  }
+
+  // A CPU table must have been profiled at the kernel threads the ranks (or the reference
+  // runner) will use.
+  if (estimator) {
+    const int processes = run ? run->nproc : a.module.plan.empty() ? 1 : a.module.mesh.world_size();
+    PW_RETURN_IF_ERROR(
+        CheckProfiledThreads(estimator->table(), processes, 0).WithContext(flags.Get("costs")));
   }
 
   AbReport report;

@@ -20,6 +20,7 @@
 #include "tools/gloo_comm_bench.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"
+#include "tools/profiled_threads.h"
 #include "tools/progress_bar.h"
 #include "tools/runtime_calibration.h"
 
@@ -28,15 +29,18 @@ namespace {
 
 constexpr const char* kUsage =
     "pipeweave profile FILE [FILE...] -o COSTS [--repeat N (20)] [--warmup N (3)]\n"
-    "           [--blas-threads N (1)] [--pipeline PASSES] [--merge] [--comm]\n"
+    "           [--threads N] [--pipeline PASSES] [--merge] [--comm]\n"
     "           [--comm-steps N (6)]\n"
     "           [--cache auto|hot|l3|dram] [--no-calibrate] [--backend cpu|cuda] [--gpu N (0)]\n"
     "Runs every distinct (op type, input shapes, dtype, attributes) of the modules on the\n"
     "CPU kernels, warm-up then N repetitions (more for tiny ops), and writes the median and\n"
     "spread of each to COSTS (.pbtxt text or .pb binary), with this CPU's measured peak GEMM\n"
     "rate and memory bandwidth. A forward-only module gets 'append-backward' first, so its\n"
-    "backward and optimizer ops are measured too. --blas-threads should match the run to\n"
-    "predict: 1 for 'pipeweave run --nproc' ranks, the core count for a reference run.\n"
+    "backward and optimizer ops are measured too. Ops run on the kernel threads the run to\n"
+    "predict gives each process: --threads N, else what 'pipeweave run' picks for the\n"
+    "modules' processes (a planned module: one per rank; an unplanned one: the reference\n"
+    "runner's one) on this machine; sim refuses a table profiled at another count.\n"
+    "(--blas-threads is the old name of --threads.)\n"
     "Before every timed run the caches are put in the state a step leaves them in: the op's\n"
     "activations just written, its weights in L3 when a rank's parameters fit in it, else in\n"
     "memory (--cache auto; or force one).\n"
@@ -75,8 +79,9 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   Flags flags;
   flags.Value("output").Alias("o", "output");
   for (const char* name :
-       {"repeat", "warmup", "blas-threads", "pipeline", "cache", "comm-steps", "backend", "gpu"})
+       {"repeat", "warmup", "threads", "pipeline", "cache", "comm-steps", "backend", "gpu"})
     flags.Value(name);
+  flags.Alias("blas-threads", "threads");
   flags.Switch("merge").Switch("comm").Switch("no-calibrate");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.positional().empty()) return InvalidArgument("expected at least one module file");
@@ -86,17 +91,16 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   constexpr int64_t kMaxRuns = 1000000;
   PW_ASSIGN_OR_RETURN(int64_t repeats, flags.GetInt("repeat", 20, 1, kMaxRuns));
   PW_ASSIGN_OR_RETURN(int64_t warmup, flags.GetInt("warmup", 3, 0, kMaxRuns));
-  PW_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("blas-threads", 1, 1, 4096));
+  PW_ASSIGN_OR_RETURN(int64_t requested_threads, flags.GetInt("threads", 0, 1, 4096));
   PW_ASSIGN_OR_RETURN(int64_t comm_steps, flags.GetInt("comm-steps", 6, 2, kMaxRuns));
   options.repeats = static_cast<int>(repeats);
   options.warmup = static_cast<int>(warmup);
-  options.blas_threads = static_cast<int>(threads);
   const std::string backend = flags.Get("backend", "cpu");
   if (backend != "cpu" && backend != "cuda")
     return InvalidArgument("--backend ", backend, ": expected cpu or cuda");
   const bool on_gpu = backend == "cuda";
   if (on_gpu)
-    for (const char* cpu_only : {"blas-threads", "cache", "comm"})
+    for (const char* cpu_only : {"threads", "cache", "comm"})
       if (flags.Has(cpu_only))
         return InvalidArgument("--", cpu_only, " is for CPU profiles; drop it with --backend cuda");
   if (!on_gpu && flags.Has("gpu")) return InvalidArgument("--gpu needs --backend cuda");
@@ -122,9 +126,6 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     if (!merged.device().empty() && merged.device() != device)
       return InvalidArgument(output, ": cannot merge measurements of device '", device,
                              "' into a table of device '", merged.device(), "'");
-    if (merged.proto().blas_threads() && merged.proto().blas_threads() != threads)
-      return InvalidArgument(output, ": measured with ", merged.proto().blas_threads(),
-                             " BLAS threads, cannot merge measurements with ", threads);
   }
 
   const std::string cache = flags.Get("cache", "auto");
@@ -136,6 +137,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
 
   std::vector<cost::CostedOp> ops;
   std::set<std::string> seen;
+  std::vector<std::pair<std::string, int>> process_counts;  // per module
   std::vector<Module> communicating;  // modules with more than one rank, for --comm
   for (const std::string& path : flags.positional()) {
     PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
@@ -145,6 +147,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     for (cost::CostedOp& c : *distinct)
       if (seen.insert(c.sig.key).second) ops.push_back(std::move(c));
     parameter_bytes = std::max(parameter_bytes, cost::RankParameterBytes(module));
+    process_counts.emplace_back(path, module.plan.empty() ? 1 : module.mesh.world_size());
     if (!flags.Has("comm") || module.mesh.world_size() == 1) continue;
     if (module.plan.empty()) {
       StatusOr<Module> planned = WithSequentialPlan(module, 1);
@@ -158,6 +161,20 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     communicating.push_back(std::move(module));
   }
 
+  // The kernel threads of the run to predict: each module's processes must agree.
+  int processes = 0;
+  for (const auto& [path, count] : process_counts) {
+    if (processes && count != processes && requested_threads == 0)
+      return InvalidArgument("the modules run on ", processes, " and ", count,
+                             " processes: profile them separately or give --threads");
+    processes = count;
+  }
+  options.blas_threads = RunThreads(static_cast<int>(requested_threads), std::max(processes, 1));
+  if (merge && merged.proto().blas_threads() &&
+      merged.proto().blas_threads() != options.blas_threads)
+    return InvalidArgument(output, ": measured with ", merged.proto().blas_threads(),
+                           " kernel threads, cannot merge measurements with ", options.blas_threads,
+                           " (give --threads ", merged.proto().blas_threads(), ")");
   if (cache == "auto") options.cache = cost::CacheStateFor(parameter_bytes, cache_sizes);
   auto start = std::chrono::steady_clock::now();
   ProgressBar bar("profiling");
@@ -219,8 +236,9 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     std::printf("profiled %zu op signatures on %s in %.1f s", ops.size() - result.skipped.size(),
                 device.c_str(), seconds);
   else
-    std::printf("profiled %zu op signatures (caches: %s) in %.1f s",
-                ops.size() - result.skipped.size(), cost::CacheStateName(options.cache), seconds);
+    std::printf("profiled %zu op signatures (%d kernel thread%s, caches: %s) in %.1f s",
+                ops.size() - result.skipped.size(), options.blas_threads,
+                options.blas_threads == 1 ? "" : "s", cost::CacheStateName(options.cache), seconds);
   if (!result.skipped.empty())
     std::printf(" (%zu without a %s kernel: roofline only)", result.skipped.size(),
                 on_gpu ? "CUDA" : "CPU");

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "executor/backend_factory.h"
+#include "executor/interpreter.h"
 #include "executor/launcher.h"
 #include "executor/plan_check.h"
 #include "executor/rank_process.h"
@@ -18,6 +19,7 @@
 #include "executor/run_dir_claim.h"
 #include "executor/sequential_plan.h"
 #include "executor/training_feed.h"
+#include "ir/file_util.h"
 #include "ir/limits.h"
 #include "ir/proto_io.h"
 #include "passes/pass_manager.h"
@@ -26,6 +28,7 @@
 #include "tools/module_validation.h"
 #include "tools/run_parallel.h"
 #include "tools/run_report.h"
+#include "tools/step_trace.h"
 #include "tools/threads_flag.h"
 
 namespace pw::tools {
@@ -35,7 +38,7 @@ constexpr const char* kUsage =
     "pipeweave run-parallel FILE --nproc N [--steps K (1)] [--seed S] [--micro-batches M]\n"
     "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
     "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
-    "           [--backend cpu|cuda] [--threads N]\n"
+    "           [--backend cpu|cuda] [--threads N] [--trace DIR]\n"
     "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
     "           [--hostname ADDR] [same training flags]\n"
     "Trains a module whose plan gives every rank its jobs (or an unplanned single-stage one,\n"
@@ -49,6 +52,9 @@ constexpr const char* kUsage =
     "ranks; the default is cpu (worker threads, Gloo).\n"
     "--threads sets each rank's BLAS threads (default: $OPENBLAS_NUM_THREADS,\n"
     "$OMP_NUM_THREADS, else this machine's cores shared among its N ranks).\n"
+    "--trace DIR writes DIR/rankR.trace.json per rank: the last step as measured, one track\n"
+    "per stream, each instruction from when it began to when it ended and the waits for its\n"
+    "events (the tracks of 'pipeweave sim --trace', to open side by side).\n"
     "If a rank dies, the others stop and the run exits non-zero naming it.";
 
 struct StepRow {
@@ -120,6 +126,12 @@ StatusOr<int> RunOneRank(const Flags& flags) {
   options.gloo.hostname = flags.Get("hostname", "127.0.0.1");
   if (!flags.Get("save-params").empty())
     options.run.save_params = StrCat(flags.Get("save-params"), "/rank", rank, ".params");
+  if (!flags.Get("trace").empty()) {
+    const std::string path = StrCat(flags.Get("trace"), "/rank", rank, ".trace.json");
+    options.run.on_traced_step = [path](const Interpreter& interp) {
+      return WriteFileAtomically(path, StepTraceJson(interp));
+    };
+  }
   PW_ASSIGN_OR_RETURN(int64_t fd, flags.GetInt("report-fd", -1));
   if (fd >= 0) {
     // Heartbeats stay on under the launcher too: it sees a rank die, but only the
@@ -176,6 +188,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   // Held until the ranks are done: a second run on this directory is refused at once.
   PW_ASSIGN_OR_RETURN(RunDirClaim claim, RunDirClaim::Claim(run_dir));
   if (!flags.Get("save-params").empty()) fs::create_directories(flags.Get("save-params"));
+  if (!flags.Get("trace").empty()) fs::create_directories(flags.Get("trace"));
   // Ranks load the prepared module, so passes run once.
   std::string prepared = (fs::path(run_dir) / "module.pb").string();
   PW_RETURN_IF_ERROR(SaveModule(module, prepared));
@@ -184,7 +197,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   options.nproc = static_cast<int>(nproc);
   options.run_dir = run_dir;
   options.args = {"run-parallel", prepared};
-  for (const char* name : {"steps", "seed", "micro-batches", "data", "save-params", "backend"})
+  for (const char* name :
+       {"steps", "seed", "micro-batches", "data", "save-params", "backend", "trace"})
     if (flags.Has(name)) {
       options.args.push_back(StrCat("--", name));
       options.args.push_back(flags.Get(name));
@@ -282,7 +296,7 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"nproc", "rank", "world-size", "store", "report-fd", "hostname", "steps",
                            "seed", "micro-batches", "data", "report", "run-dir", "save-params",
-                           "pipeline", "compare-reference", "backend", "threads"})
+                           "trace", "pipeline", "compare-reference", "backend", "threads"})
     flags.Value(name);
   flags.Switch("strict-events");
   PW_RETURN_IF_ERROR(flags.Parse(args));

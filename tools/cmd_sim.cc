@@ -16,6 +16,7 @@
 #include "tools/flags.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"
+#include "tools/profiled_threads.h"
 
 namespace pw::tools {
 namespace {
@@ -24,7 +25,7 @@ constexpr const char* kUsage =
     "pipeweave sim FILE [--device cpu|h100|a100|SPEC_FILE (cpu)] [--costs COSTS]\n"
     "           [--format table|json] [--trace OUT.json] [--svg OUT.svg] [--coverage]\n"
     "           [--pipeline PASSES] [--micro-batches M (1)] [--p2p eager|rendezvous]\n"
-    "           [--runtime executor|reference] [--mem-limit GIB]\n"
+    "           [--runtime executor|reference] [--mem-limit GIB] [--threads N]\n"
     "Simulates one training step of the module's plan on every rank: streams, events,\n"
     "send/recv, collectives, compute slowed beside communication, and ranks sharing the\n"
     "cores of a CPU node. Op times come from COSTS (pipeweave profile) where measured,\n"
@@ -47,12 +48,14 @@ constexpr const char* kUsage =
     "Memory: every rank's peak (parameters, gradients, optimizer state, activations, received\n"
     "buffers; plus the device's memory_reserved for the runtime) is held against the device's\n"
     "memory (--mem-limit GIB instead): one line says which ranks do not fit and by how much;\n"
-    "the JSON has \"fits\" at the top and per rank. The ranks of a CPU node share its memory.";
+    "the JSON has \"fits\" at the top and per rank. The ranks of a CPU node share its memory."
+    "\n--threads N: the kernel threads each process of the run uses (default: what 'pipeweave\n"
+    "run' picks); a CPU cost table profiled at another count is refused.";
 
 StatusOr<int> RunSim(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"device", "costs", "format", "trace", "svg", "pipeline", "micro-batches",
-                           "p2p", "runtime", "mem-limit"})
+                           "p2p", "runtime", "mem-limit", "threads"})
     flags.Value(name);
   flags.Switch("coverage");
   PW_RETURN_IF_ERROR(flags.Parse(args));
@@ -70,6 +73,7 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
     return InvalidArgument("flag --runtime: unknown runtime '", runtime, "' (executor, reference)");
   PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
   PW_ASSIGN_OR_RETURN(int64_t mem_limit, flags.GetGibAsBytes("mem-limit"));
+  PW_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0, 1, 4096));
 
   // The device and the table are checked before the module is loaded (and passes run).
   const std::string path = flags.positional()[0];
@@ -83,6 +87,12 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
                       MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
   PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
   PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
+  // A CPU table must be profiled at the kernel threads the run uses: a planned module runs
+  // one process per rank, an unplanned one (or --runtime reference) the reference runner.
+  const int processes =
+      module.plan.empty() || runtime == "reference" ? 1 : module.mesh.world_size();
+  PW_RETURN_IF_ERROR(CheckProfiledThreads(estimator->table(), processes, static_cast<int>(threads))
+                         .WithContext(flags.Get("costs")));
   if (module.plan.empty()) {
     StatusOr<Module> sequential = WithSequentialPlan(module, static_cast<int>(micro_batches));
     if (!sequential.ok()) return sequential.status().WithContext(path);

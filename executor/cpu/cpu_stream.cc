@@ -1,5 +1,7 @@
 #include "executor/cpu/cpu_stream.h"
 
+#include <chrono>
+
 #include "executor/cpu/cpu_event.h"
 #include "executor/instr.h"
 
@@ -8,7 +10,18 @@ namespace pw::cpu {
 CpuStream::CpuStream(StreamType type, StreamComm* comm, const std::string& thread_name)
     : type_(type), comm_(comm), worker_(thread_name, [this](const Instr* i) { Run(i); }) {}
 
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 void CpuStream::Run(const Instr* instr) {
+  if (tracing_) instr->times.taken = NowNs();
   bool ok = status_.ok() && !poisoned_;
   for (Event* e : instr->waits) {
     auto* event = static_cast<CpuEvent*>(e);
@@ -16,11 +29,13 @@ void CpuStream::Run(const Instr* instr) {
     ok = ok && !event->poisoned();  // work this depends on failed: skip, report nothing
   }
   poisoned_ = !ok;  // later work on this stream may depend on this instruction
+  if (tracing_) instr->times.began = NowNs();
   if (ok) {
     Status s = ExecuteInstr(*instr);
     if (!s.ok()) status_ = s.WithContext(instr->where);
     ok = s.ok();
   }
+  if (tracing_) instr->times.ended = NowNs();
   for (Event* e : instr->records) static_cast<CpuEvent*>(e)->Record(!ok);
   instr->ReleaseUses();
 }

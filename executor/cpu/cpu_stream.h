@@ -16,6 +16,7 @@ class CpuStream final : public Stream {
 
   void Enqueue(const Instr* instr) override { worker_.Push(instr); }
   Status Synchronize() override;
+  void SetTracing(bool on) override { tracing_ = on; }
 
  private:
   void Run(const Instr* instr);
@@ -24,6 +25,7 @@ class CpuStream final : public Stream {
   StreamComm* comm_;       // may be null
   Status status_;          // worker thread; read by the host after Drain
   bool poisoned_ = false;  // worker thread: skipping, since work it depends on failed
+  bool tracing_ = false;   // set by the host between steps
   StreamWorker worker_;    // last: its thread starts in the constructor
 };
 

@@ -64,7 +64,7 @@ pw_expect_error(number_profile_repeat_endless
   "flag --repeat: expected an integer in [1, 1000000], got '2000000000'" ${out}/h14.pbtxt
   profile ${bad}/train_good.pbtxt -o ${out}/h14.pbtxt --repeat 2000000000)
 pw_expect_error(number_profile_blas_threads_huge
-  "flag --blas-threads: expected an integer in [1, 4096], got '99999999'" ${out}/h15.pbtxt
+  "flag --threads: expected an integer in [1, 4096], got '99999999'" ${out}/h15.pbtxt
   profile ${bad}/train_good.pbtxt -o ${out}/h15.pbtxt --blas-threads 99999999)
 
 # --- Sizes: refused before anything is allocated for them, naming the limit.
@@ -82,7 +82,8 @@ pw_expect_error(size_folder_as_schedule "is a folder, not a file" -
 # Finite figures out of scale: the simulated step is refused above 1e15 s instead of
 # printing "inf ms" or 1e302 ms.
 pw_expect_error(size_sim_cost_out_of_scale "more than 1e+15 s" ${out}/h16.json
-  sim ${bad}/train_good.pbtxt --costs ${bad}/costs_out_of_scale.pbtxt --trace ${out}/h16.json)
+  sim ${bad}/train_good.pbtxt --costs ${bad}/costs_out_of_scale.pbtxt --threads 1
+  --trace ${out}/h16.json)
 pw_expect_error(size_sim_device_out_of_scale "more than 1e+15 s" -
   sim ${bad}/train_good.pbtxt --device ${bad}/device_out_of_scale.pbtxt)
 # 8192 parameters of 1 PiB each (every one within the tensor limit): their byte count

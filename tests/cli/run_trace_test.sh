@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# `pipeweave run-parallel --trace DIR`: one Chrome trace per rank of the last step as
+# measured, with the tracks (streams) and instructions sim --trace shows.
+#   run_trace_test.sh PIPEWEAVE WORK_DIR
+set -u
+pw=$1
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+"$pw" build-model gpt --layers 2 --hidden 32 --heads 2 --seq 8 --vocab 64 --pp 2 \
+  -o "$work/gpt.pbtxt" >/dev/null || fail "build-model"
+"$pw" run-parallel "$work/gpt.pbtxt" --nproc 2 --steps 2 --threads 1 --run-dir "$work/run" \
+  --pipeline "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p" \
+  --trace "$work/trace" >/dev/null || fail "run-parallel exited $?"
+for rank in 0 1; do
+  f="$work/trace/rank$rank.trace.json"
+  [[ -s $f ]] || fail "no $f"
+  python3 - "$f" "$rank" <<'PY' || fail "$f: $(python3 -c 'import sys; print(open(sys.argv[1]).read()[:200])' "$f")"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+rank = int(sys.argv[2])
+done = [e for e in events if e.get("ph") == "X" and e.get("cat") != "wait"]
+names = {e["name"] for e in done}
+assert {"matmul", "send" if rank == 0 else "recv"} <= names, names
+assert all(e["pid"] == rank and e["dur"] >= 0 and e["ts"] >= 0 for e in done)
+threads = {e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
+assert "compute" in threads, threads
+PY
+done
+echo "traces written and well formed"

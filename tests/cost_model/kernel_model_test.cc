@@ -1,0 +1,134 @@
+// The GPU kernel model: the GEMM a matmul signature computes, waves of tiles, and the fit
+// against the GEMMs measured on an H100 and an H200 (cost_model/data/): a constant changed
+// without new measurements fails here.
+
+#include "cost_model/kernel_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "cost_model/op_cost_table.h"
+#include "ops/registry.h"
+
+namespace pw::cost {
+namespace {
+
+OpSignature Matmul(Shape x, Shape y, bool trans_y = false, DataType dtype = DataType::kBFloat16) {
+  OpSignature sig;
+  sig.op_type = "matmul";
+  sig.dtype = dtype;
+  sig.variant = trans_y ? "trans_x=0,trans_y=1" : "trans_x=0,trans_y=0";
+  sig.inputs = {TensorType{dtype, x}, TensorType{dtype, y}};
+  double rows = 1;
+  for (size_t i = 0; i + 1 < x.size(); ++i) rows *= static_cast<double>(x[i]);
+  const double k = static_cast<double>(x.back());
+  const double n = static_cast<double>(trans_y ? y[0] : y[1]);
+  sig.flops = 2 * rows * n * k;
+  return sig;
+}
+
+TEST(KernelModelTest, TheGemmOfAMatmulAndOfItsWeightGradient) {
+  auto g = GemmShapeOf(Matmul({2, 2048, 4096}, {4096, 8192}));
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->m, 4096);  // both batches' rows
+  EXPECT_EQ(g->n, 8192);
+  EXPECT_EQ(g->k, 4096);
+  auto t = GemmShapeOf(Matmul({1, 2048, 4096}, {8192, 4096}, true));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->n, 8192);
+  EXPECT_EQ(t->k, 4096);
+
+  OpSignature wg;
+  wg.op_type = "matmul_weight_grad";
+  wg.variant = "trans_x=0,trans_y=0";
+  wg.inputs = {TensorType{DataType::kBFloat16, {1, 2048, 4096}},
+               TensorType{DataType::kBFloat16, {1, 2048, 25600}}};
+  wg.flops = 2.0 * 2048 * 4096 * 25600;
+  auto w = GemmShapeOf(wg);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->m, 4096);
+  EXPECT_EQ(w->n, 25600);
+  EXPECT_EQ(w->k, 2048);  // the rows are the reduction
+
+  OpSignature add;
+  add.op_type = "add";
+  EXPECT_FALSE(GemmShapeOf(add).has_value());
+}
+
+TEST(KernelModelTest, WavesOfTilesAndTheirOverhead) {
+  const DeviceSpec h100 = *BuiltinDeviceSpec("h100");
+  const double per_sm = PeakFlops(h100, DataType::kBFloat16) / 132 * 0.875;
+  // One full wave: 132 tiles of 128 x 128 (12 x 11), K = 4096.
+  const double one_wave = 2.0 * 128 * 128 * 4096 / per_sm + 2.5e-6;
+  EXPECT_NEAR(GemmSeconds(h100, DataType::kBFloat16, {128 * 12, 128 * 11, 4096}), one_wave, 1e-12);
+  // One more row of tiles needs a second wave: twice the time for 9 % more work.
+  EXPECT_NEAR(GemmSeconds(h100, DataType::kBFloat16, {128 * 13, 128 * 11, 4096}), 2 * one_wave,
+              1e-12);
+  // A tiny GEMM runs one small tile: about the wave overhead.
+  const double tiny = GemmSeconds(h100, DataType::kBFloat16, {32, 96, 64});
+  EXPECT_GT(tiny, 2.5e-6);
+  EXPECT_LT(tiny, 2.6e-6);
+  // Without a kernel model (the CPU): the flat efficiency.
+  const DeviceSpec cpu = *BuiltinDeviceSpec("cpu");
+  EXPECT_NEAR(GemmSeconds(cpu, DataType::kFloat32, {512, 512, 512}),
+              2.0 * 512 * 512 * 512 / (PeakFlops(cpu, DataType::kFloat32) * 0.6), 1e-12);
+}
+
+// Every GEMM pipeweave measured on a GPU, against the model of that GPU's built-in spec.
+TEST(KernelModelTest, AgreesWithTheGemmsMeasuredOnHopper) {
+  for (const char* device : {"h100", "h200"}) {
+    auto table = OpCostTable::Load(StrCat(PW_SOURCE_DIR, "/cost_model/data/", device, ".pbtxt"));
+    ASSERT_TRUE(table.ok()) << table.status().ToString();
+    const DeviceSpec spec = *BuiltinDeviceSpec(device);
+    double sum_sq = 0;
+    int n = 0;
+    for (const OpCostEntry& e : table->proto().entries()) {
+      if (e.op_type() != "matmul" && e.op_type() != "matmul_weight_grad") continue;
+      // The shapes from the key: "matmul(X:bf16[1,2048,4096];Y:bf16[4096,8192])trans_..".
+      OpSignature sig;
+      sig.op_type = e.op_type();
+      sig.flops = e.flops();
+      sig.variant = e.key().substr(e.key().find(')') + 1);
+      ASSERT_TRUE(ParseDataType(e.dtype(), &sig.dtype)) << e.key();
+      size_t at = 0;
+      while ((at = e.key().find('[', at)) != std::string::npos) {
+        Shape shape;
+        const size_t end = e.key().find(']', at);
+        std::string dims = e.key().substr(at + 1, end - at - 1);
+        for (size_t p = 0; p < dims.size();) {
+          size_t comma = dims.find(',', p);
+          shape.push_back(std::stoll(dims.substr(p, comma - p)));
+          p = comma == std::string::npos ? dims.size() : comma + 1;
+        }
+        sig.inputs.push_back(TensorType{sig.dtype, shape});
+        at = end;
+      }
+      auto g = GemmShapeOf(sig);
+      ASSERT_TRUE(g.has_value()) << e.key();
+      const double predicted = GemmSeconds(spec, sig.dtype, *g);
+      const double error = predicted / e.median() - 1;
+      EXPECT_LT(std::fabs(error), 0.30) << device << " " << e.key();
+      sum_sq += error * error;
+      ++n;
+    }
+    ASSERT_GT(n, 20) << device;
+    EXPECT_LT(std::sqrt(sum_sq / n), 0.10) << device << ": rms error over " << n << " GEMMs";
+  }
+}
+
+TEST(KernelModelTest, ASpecWithAKernelModelButNoCurvesIsRefused) {
+  DeviceSpec spec = *BuiltinDeviceSpec("h100");
+  spec.clear_gemm_efficiency();
+  Status s = ValidateDeviceSpec(spec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("needs gemm_tile_m, gemm_tile_n and gemm_efficiency"),
+            std::string::npos);
+  spec = *BuiltinDeviceSpec("h100");
+  spec.set_attention_efficiency(1.5);
+  EXPECT_FALSE(ValidateDeviceSpec(spec).ok());
+}
+
+}  // namespace
+}  // namespace pw::cost

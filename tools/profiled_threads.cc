@@ -1,0 +1,21 @@
+#include "tools/profiled_threads.h"
+
+#include "executor/process_resources.h"
+
+namespace pw::tools {
+
+int RunThreads(int requested, int processes) { return ComputeThreads(requested, processes); }
+
+Status CheckProfiledThreads(const cost::OpCostTable& table, int processes, int requested) {
+  const int profiled = table.proto().blas_threads();
+  if (table.device() != "cpu" || profiled <= 0 || table.size() == 0) return OkStatus();
+  const int run = RunThreads(requested, processes);
+  if (run == profiled) return OkStatus();
+  return FailedPrecondition("the cost table was profiled at ", profiled, " kernel thread",
+                            profiled == 1 ? "" : "s", " per process, but ", processes,
+                            processes == 1 ? " process runs with " : " rank processes run with ",
+                            run, " each here: profile again with --threads ", run,
+                            " (or simulate with --threads ", profiled, ")");
+}
+
+}  // namespace pw::tools
