@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "executor/initializer.h"
 #include "executor/local_ranks.h"
 #include "executor/rank_runner.h"
 #include "ir/module.h"
@@ -94,6 +96,31 @@ inline double RelativeError(const Tensor& a, const Tensor& b) {
     scale = std::max(scale, std::fabs(static_cast<double>(wb.f32()[i])));
   }
   return scale == 0 ? diff : diff / scale;
+}
+
+// Every persistable var of `module` (a one-rank module: full shapes) as initialised,
+// before any step.
+inline std::map<std::string, Tensor> InitialParams(const Module& module) {
+  std::map<std::string, Tensor> initial;
+  for (const Program& p : module.programs())
+    for (const Var& v : p.vars())
+      if (v.persistable && !initial.count(v.name)) initial[v.name] = MaterializeVar(v).value();
+  return initial;
+}
+
+// max |a - b| / max |b - initial|: how far a run's update of a tensor (from `initial`) is
+// from another run's, relative to the size of that update. Measured against the tensor's
+// own magnitude instead, a weight that moves by 2 % in a test's few steps would pass
+// while never updated; an update of zero must be matched exactly (else infinity).
+inline double UpdateError(const Tensor& a, const Tensor& b, const Tensor& initial) {
+  const Tensor wa = ops::ToF32(a), wb = ops::ToF32(b), w0 = ops::ToF32(initial);
+  double diff = 0, update = 0;
+  for (int64_t i = 0; i < wb.numel(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(wa.f32()[i]) - wb.f32()[i]));
+    update = std::max(update, std::fabs(static_cast<double>(wb.f32()[i]) - w0.f32()[i]));
+  }
+  if (update == 0) return diff == 0 ? 0 : std::numeric_limits<double>::infinity();
+  return diff / update;
 }
 
 // Same dtype, shape and bytes.
