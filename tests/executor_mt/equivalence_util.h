@@ -87,17 +87,6 @@ inline std::map<std::string, Tensor> FullParams(const Module& module, const Thre
   return full;
 }
 
-// max |a - b| / max |b|: the relative error of a whole tensor (of any floating dtype).
-inline double RelativeError(const Tensor& a, const Tensor& b) {
-  const Tensor wa = ops::ToF32(a), wb = ops::ToF32(b);
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < wb.numel(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(wa.f32()[i]) - wb.f32()[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(wb.f32()[i])));
-  }
-  return scale == 0 ? diff : diff / scale;
-}
-
 // Every persistable var of `module` (a one-rank module: full shapes) as initialised,
 // before any step.
 inline std::map<std::string, Tensor> InitialParams(const Module& module) {
@@ -108,19 +97,31 @@ inline std::map<std::string, Tensor> InitialParams(const Module& module) {
   return initial;
 }
 
-// max |a - b| / max |b - initial|: how far a run's update of a tensor (from `initial`) is
-// from another run's, relative to the size of that update. Measured against the tensor's
-// own magnitude instead, a weight that moves by 2 % in a test's few steps would pass
-// while never updated; an update of zero must be matched exactly (else infinity).
-inline double UpdateError(const Tensor& a, const Tensor& b, const Tensor& initial) {
-  const Tensor wa = ops::ToF32(a), wb = ops::ToF32(b), w0 = ops::ToF32(initial);
-  double diff = 0, update = 0;
-  for (int64_t i = 0; i < wb.numel(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(wa.f32()[i]) - wb.f32()[i]));
-    update = std::max(update, std::fabs(static_cast<double>(wb.f32()[i]) - w0.f32()[i]));
+// How far a run's value `a` of a tensor is from a reference run's `b`, beside the size of
+// b's update (from `initial`) and of b itself: maxima over the elements, in f32.
+struct UpdateDiff {
+  double diff = 0;    // max |a - b|
+  double update = 0;  // max |b - initial|
+  double scale = 0;   // max |b|
+  // diff / update: the error at the scale of the update. At the tensor's own scale, a
+  // weight that moves 2 % in a test's few steps would pass while never updated. An update
+  // of zero must be matched exactly (else infinity).
+  double relative() const {
+    if (update == 0) return diff == 0 ? 0 : std::numeric_limits<double>::infinity();
+    return diff / update;
   }
-  if (update == 0) return diff == 0 ? 0 : std::numeric_limits<double>::infinity();
-  return diff / update;
+};
+
+inline UpdateDiff CompareUpdates(const Tensor& a, const Tensor& b, const Tensor& initial) {
+  const Tensor wa = ops::ToF32(a), wb = ops::ToF32(b), w0 = ops::ToF32(initial);
+  UpdateDiff d;
+  for (int64_t i = 0; i < wb.numel(); ++i) {
+    const double va = wa.f32()[i], vb = wb.f32()[i];
+    d.diff = std::max(d.diff, std::fabs(va - vb));
+    d.update = std::max(d.update, std::fabs(vb - w0.f32()[i]));
+    d.scale = std::max(d.scale, std::fabs(vb));
+  }
+  return d;
 }
 
 // Same dtype, shape and bytes.
