@@ -44,13 +44,27 @@ ab() {
   echo
 }
 
+# model MODULE ARGS...: `build-model ARGS -o MODULE`, kept across runs only while it is what
+# this binary builds from these arguments: a module older than the binary, or built from
+# other arguments (recorded beside it in MODULE.args), is built again.
+model() {
+  local module=$1 tool
+  shift
+  tool=$(command -v "$pw") || tool=$pw
+  if [[ -e $tool && $module -nt $tool && $(cat "$module.args" 2>/dev/null) == "$*" ]]; then
+    return
+  fi
+  "$pw" build-model "$@" -o "$module" >/dev/null
+  echo "$*" >"$module.args"
+}
+
 gpt67="--layers 32 --hidden 4096 --heads 32 --ffn 16384 --seq 2048 --vocab 51200"
 gpt67="$gpt67 --micro-batch-size 1 --mp 2 --pp 4"
 for kind in $kinds; do
   vpp=1
   [[ $kind == interleaved-* ]] && vpp=2
   module=$out/gpt_6.7b_vpp$vpp.pb
-  [[ -e $module ]] || "$pw" build-model gpt $gpt67 --vpp $vpp -o "$module" >/dev/null
+  model "$module" gpt $gpt67 --vpp $vpp
   echo "== GPT-3 6.7B shape, mp 2 x pp 4, $kind, 16 micro-batches, simulated on h100"
   ab "gpt_6.7b_$kind" "$module" "$(plan "$kind" 16)" --sim --device h100 \
     --svg "$out/gpt_6.7b_$kind.svg"

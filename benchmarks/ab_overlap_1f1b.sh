@@ -45,6 +45,20 @@ amp=""
 passes=$("$pw" opt --list-passes 2>/dev/null || true)
 grep -q '^ *amp' <<<"$passes" && amp=",amp{dtype=bf16}"
 
+# model MODULE ARGS...: `build-model ARGS -o MODULE`, kept across runs only while it is what
+# this binary builds from these arguments: a module older than the binary, or built from
+# other arguments (recorded beside it in MODULE.args), is built again.
+model() {
+  local module=$1 tool
+  shift
+  tool=$(command -v "$pw") || tool=$pw
+  if [[ -e $tool && $module -nt $tool && $(cat "$module.args" 2>/dev/null) == "$*" ]]; then
+    return
+  fi
+  "$pw" build-model "$@" -o "$module" >/dev/null
+  echo "$*" >"$module.args"
+}
+
 gpt67="--layers 32 --hidden 4096 --heads 32 --ffn 16384 --seq 2048 --vocab 51200"
 gpt67="$gpt67 --micro-batch-size 1 --mp 2 --pp 4"
 for precision in f32 ${amp:+bf16}; do
@@ -54,7 +68,7 @@ for precision in f32 ${amp:+bf16}; do
     vpp=1
     [[ $kind == interleaved-* ]] && vpp=2
     module=$out/gpt_6.7b_vpp$vpp.pb
-    [[ -e $module ]] || "$pw" build-model gpt $gpt67 --vpp $vpp -o "$module" >/dev/null
+    model "$module" gpt $gpt67 --vpp $vpp
     p=$(plan "$kind" 16 "$extra")
     echo "== GPT-3 6.7B shape, mp 2 x pp 4, $kind, 16 micro-batches, $precision, h100: A/B"
     ab "gpt_6.7b_${kind}_$precision" "$module" "$p$a_suffix" "$p$b_suffix" --sim --device h100 \
@@ -78,8 +92,8 @@ done
 
 if [[ -z ${PW_SKIP_175B:-} ]]; then
   module=$out/gpt_175b.pb
-  [[ -e $module ]] || "$pw" build-model gpt --layers 96 --hidden 12288 --heads 96 --ffn 49152 \
-    --seq 2048 --vocab 51200 --micro-batch-size 1 --mp 8 --pp 16 -o "$module" >/dev/null
+  model "$module" gpt --layers 96 --hidden 12288 --heads 96 --ffn 49152 --seq 2048 \
+    --vocab 51200 --micro-batch-size 1 --mp 8 --pp 16
   p=$(plan 1f1b 64)
   echo "== GPT-3 175B shape, mp 8 x pp 16, 1f1b, 64 micro-batches, f32, h100: A/B"
   ab gpt_175b "$module" "$p$a_suffix" "$p$b_suffix" --sim --device h100

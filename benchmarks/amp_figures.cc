@@ -9,9 +9,12 @@
 //      the tensor-parallel all-reduces that block the compute stream), the compute stream's idle
 //      share (the pipeline bubble proper), exposed communication, and the slowest rank's compute
 //      over the mean;
-//   2. one layer's matmul time per micro-batch against the 989 TFLOP/s bf16 peak.
+//   2. one layer's matmul time per micro-batch against the 989 TFLOP/s bf16 peak: the
+//      roofline's (whose efficiency is the spec's assumed flops_efficiency) and the one
+//      measured on an H100 (COSTS, cost_model/data/h100.pbtxt by default; its provenance
+//      in cost_model/data/README.md).
 //
-//   build/benchmarks/amp_figures [MICRO_BATCHES (16)]
+//   build/benchmarks/amp_figures [MICRO_BATCHES (16)] [COSTS]
 
 #include <algorithm>
 #include <cstdio>
@@ -101,13 +104,16 @@ void StepTable(std::shared_ptr<cost::Estimator> est, int micro_batches) {
   }
 }
 
-// One layer's GEMMs (forward and the gradients made from it) on one mp rank.
-void MatmulFigure(std::shared_ptr<cost::Estimator> est) {
+// One layer's GEMMs (forward and the gradients made from it) on one mp rank: the roofline
+// estimate, whose efficiency is the device spec's flops_efficiency (an assumption fed back,
+// not a measurement), and the times `measured` (an estimator over a cost table measured on
+// an H100) takes from its table.
+void MatmulFigure(std::shared_ptr<cost::Estimator> est, const cost::Estimator& measured) {
   StatusOr<Module> m = Planned(true, "append-backward{optimizer=adam},amp{dtype=bf16}", 16, est);
   Check(m.status(), "bf16 module");
   const std::string layer = "layer10.";
-  double flops = 0, seconds = 0;
-  int gemms = 0;
+  double flops = 0, seconds = 0, measured_flops = 0, measured_seconds = 0;
+  int gemms = 0, found = 0;
   for (const Program& p : m->programs())
     for (const Op& op : p.ops()) {
       const std::string& owner = op.origin.empty() ? OriginName(op) : op.origin;
@@ -119,15 +125,32 @@ void MatmulFigure(std::shared_ptr<cost::Estimator> est) {
       flops += sig->flops;
       seconds += est->OpTime(*sig).seconds;
       ++gemms;
+      const cost::Estimate hit = measured.OpTime(*sig);
+      if (hit.path == cost::EstimatePath::kTable) {
+        measured_flops += sig->flops;
+        measured_seconds += hit.seconds;
+        ++found;
+      }
     }
-  const double peak = cost::PeakFlops(est->device(), DataType::kBFloat16);
+  const cost::DeviceSpec& spec = est->device();
+  const double peak = cost::PeakFlops(spec, DataType::kBFloat16);
   std::printf(
       "\nOne layer's matmuls per micro-batch on one mp rank (bf16, forward + backward, "
-      "%d GEMMs)\n",
-      gemms);
-  std::printf("  %.1f GFLOP: %.3f ms estimated, %.3f ms at %.0f TFLOP/s (%.0f %% of peak)\n",
-              flops / 1e9, 1e3 * seconds, 1e3 * flops / peak, peak / 1e12,
-              100 * flops / peak / seconds);
+      "%d GEMMs): %.1f GFLOP, %.3f ms at the %.0f TFLOP/s peak\n",
+      gemms, flops / 1e9, 1e3 * flops / peak, peak / 1e12);
+  std::printf(
+      "  roofline: %.3f ms, assuming the %s spec's flops_efficiency of %.0f %% of peak (an "
+      "input, not measured)\n",
+      1e3 * seconds, spec.name().c_str(), 100 * spec.flops_efficiency());
+  if (found == 0) {
+    std::printf("  measured: none of these GEMMs is in the cost table\n");
+    return;
+  }
+  std::printf(
+      "  measured on an H100 (cost table, %d of %d GEMMs): %.3f ms for %.1f GFLOP, %.0f "
+      "TFLOP/s, %.0f %% of peak\n",
+      found, gemms, 1e3 * measured_seconds, measured_flops / 1e9,
+      measured_flops / measured_seconds / 1e12, 100 * measured_flops / peak / measured_seconds);
 }
 
 }  // namespace
@@ -142,7 +165,12 @@ int main(int argc, char** argv) {
   auto est =
       pw::cost::Estimator::Create(*pw::cost::BuiltinDeviceSpec("h100"), pw::cost::OpCostTable());
   pw::Check(est.status(), "h100 estimator");
+  const std::string costs = argc > 2 ? argv[2] : PW_H100_COSTS;
+  auto table = pw::cost::OpCostTable::Load(costs);
+  pw::Check(table.status(), costs.c_str());
+  auto measured = pw::cost::Estimator::Create(*pw::cost::BuiltinDeviceSpec("h100"), *table);
+  pw::Check(measured.status(), costs.c_str());
   pw::StepTable(*est, micro_batches);
-  pw::MatmulFigure(*est);
+  pw::MatmulFigure(*est, **measured);
   return 0;
 }

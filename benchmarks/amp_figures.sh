@@ -3,8 +3,8 @@
 #   1. simulated (build/benchmarks/amp_figures): the GPT-3 6.7B shape, mp 2 x pp 4, 1f1b,
 #      16 micro-batches on the H100: the step and bubble before and after each change
 #      (f32 -> bf16 -> vocabulary-parallel -> balance-stages -> the stream passes with
-#      overlap-1f1b), one layer's matmul time
-#      against the 989 TFLOP/s bf16 peak;
+#      overlap-1f1b), one layer's matmul time against the 989 TFLOP/s bf16 peak (the
+#      roofline's, at the spec's assumed efficiency, and the time measured on an H100);
 #   2. measured on this machine's CPU: the small GPT (4 layers, hidden 64, 4 heads, seq 16,
 #      vocab 128, micro-batch 2; Adam, lr 0.003) trained STEPS steps in f32 and in bf16, by
 #      the reference runner (one rank, 8 micro-batches) and as mp 2 x pp 2 on 4 rank

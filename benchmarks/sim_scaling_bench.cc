@@ -90,9 +90,15 @@ void BM_Sim(benchmark::State& state) {
   int64_t instructions = 0, simulated = 0;
   for (auto _ : state) {
     auto graph = cost::BuildSimGraph(plan.module, *estimator, ops::Registry(), options);
-    if (!graph.ok()) state.SkipWithError(graph.status().ToString().c_str());
+    if (!graph.ok()) {
+      state.SkipWithError(graph.status().ToString().c_str());
+      break;  // SkipWithError does not leave the loop: *graph would be read below
+    }
     auto result = cost::Simulate(*graph, estimator->device(), sim, &estimator->comm());
-    if (!result.ok()) state.SkipWithError(result.status().ToString().c_str());
+    if (!result.ok()) {
+      state.SkipWithError(result.status().ToString().c_str());
+      break;
+    }
     benchmark::DoNotOptimize(result->step_time);
     instructions = StepInstructions(*graph);
     simulated = static_cast<int64_t>(graph->instrs.size());

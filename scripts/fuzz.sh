@@ -3,24 +3,42 @@
 # seed corpus (tests/fuzz/corpus/TARGET). Usage:
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   (default 20 s each; targets: loader_fuzzer,
 #                                            plan_checker_fuzzer, schedule_csv_fuzzer)
+#   scripts/fuzz.sh --build-only [TARGET...]          builds them, runs nothing
+#   scripts/fuzz.sh --no-build [SECONDS] [TARGET...]  runs what an earlier build made
+# The targets build together, with PW_JOBS jobs (default: all cores), into
+# PW_FUZZ_BUILD_DIR (build-fuzz/). The test suite builds them once with --build-only and
+# runs each with --no-build (tests/CMakeLists.txt).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=${1:-20}
-shift || true
+build_step=1
+run_step=1
+case ${1:-} in
+  --build-only) run_step=0 && shift ;;
+  --no-build) build_step=0 && shift ;;
+esac
+seconds=20
+if ((run_step)) && (($#)); then
+  seconds=$1
+  shift
+fi
 targets=("$@")
 ((${#targets[@]})) || targets=(loader_fuzzer plan_checker_fuzzer schedule_csv_fuzzer)
 build=${PW_FUZZ_BUILD_DIR:-$root/build-fuzz}
-[[ -n ${PW_SKIP_DEPS:-} ]] || "$root/scripts/install-deps.sh"
-CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DPW_BUILD_FUZZERS=ON -DPW_BUILD_TESTS=OFF -DPW_BUILD_BENCHMARKS=OFF -DPW_ENABLE_CUDA=OFF >/dev/null
+if ((build_step)); then
+  [[ -n ${PW_SKIP_DEPS:-} ]] || "$root/scripts/install-deps.sh"
+  CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPW_BUILD_FUZZERS=ON -DPW_BUILD_TESTS=OFF \
+    -DPW_BUILD_BENCHMARKS=OFF -DPW_ENABLE_CUDA=OFF >/dev/null
+  cmake --build "$build" -j "${PW_JOBS:-$(nproc)}" --target "${targets[@]}"
+fi
+((run_step)) || exit 0
 for target in "${targets[@]}"; do
-  cmake --build "$build" --target "$target" -j "${PW_JOBS:-$(nproc)}"
-done
-for target in "${targets[@]}"; do
+  binary=$build/tests/fuzz/$target
+  [[ -x $binary ]] || { echo "fuzz.sh: $binary is not built (run without --no-build)" >&2; exit 1; }
   work=$(mktemp -d)
   cp "$root"/tests/fuzz/corpus/"$target"/* "$work/" 2>/dev/null || true
   echo "== $target: $seconds s"
-  "$build/tests/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 "$work" || { rm -rf "$work"; exit 1; }
+  "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$work" || { rm -rf "$work"; exit 1; }
   rm -rf "$work"
 done

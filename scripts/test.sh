@@ -17,6 +17,8 @@ fi
 # Under a sanitizer the fuzz tests (label fuzz) are left out: tests/CMakeLists.txt says why.
 exclude=()
 [[ -n $sanitize ]] && exclude=(-LE "^fuzz$")
+# One parallelism for the build, ctest and the fuzz targets' build inside the suite.
+export PW_JOBS=${PW_JOBS:-$(nproc)}
 "$root/scripts/build.sh" -DPW_SANITIZE="$sanitize"
 cd "$build"
-ctest --output-on-failure -j "${PW_JOBS:-$(nproc)}" --timeout 600 "${exclude[@]}"
+ctest --output-on-failure -j "$PW_JOBS" --timeout 600 "${exclude[@]}"

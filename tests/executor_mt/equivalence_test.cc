@@ -3,7 +3,7 @@
 // these stay fast; tests/executor_mt/launcher_test.cc repeats some over Gloo processes.
 //
 // Model: GPT, 4 layers, hidden 64, 4 heads, seq 16, vocab 128, micro-batch size 2; 8
-// micro-batches per step; 3 steps; append-backward's default optimizer.
+// micro-batches per step; 3 steps; SGD at lr 0.1 (the loss falls within the 3 steps).
 
 #include <gtest/gtest.h>
 
@@ -21,7 +21,18 @@ namespace {
 constexpr int kSteps = 3;
 constexpr int kMicroBatches = 8;
 constexpr uint64_t kSeed = 1;
-constexpr double kTolerance = 1e-5;
+constexpr const char* kTraining = "append-backward{optimizer=sgd,lr=0.1}";
+// Where a layout sums in another order (mp partial products, dp replicas), values differ
+// by f32 rounding. Losses: within 1e-5 relative. Parameters: a step's gradient sums the
+// 8 x 2 x 16 = 256 rows of its micro-batches, and reassociating a sum of n terms moves it
+// by up to about n rounding errors, so each update (from the initial value) may differ by
+// 256 f32 epsilons of its size; the stored values, by 2 epsilons of their magnitude
+// besides (a layer-norm scale near 1 that moves 5e-4 in 3 steps differs by one ulp).
+// Measured: updates within 4.3e-6 of their size (14 % of the bound), scales one ulp.
+constexpr double kLossTolerance = 1e-5;
+constexpr double kF32Epsilon = 0x1p-23;
+constexpr double kUpdateEpsilons = 256;
+constexpr double kValueEpsilons = 2;
 
 Module Gpt(int mp, int pp = 1, int dp = 1) {
   models::GptConfig c = SmallGptConfig(mp, pp);
@@ -29,7 +40,7 @@ Module Gpt(int mp, int pp = 1, int dp = 1) {
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   Module m = std::move(built).value();
   m.mesh.dp = dp;
-  auto trained = WithPasses(std::move(m), "append-backward");
+  auto trained = WithPasses(std::move(m), kTraining);
   EXPECT_TRUE(trained.ok()) << trained.status().ToString();
   return std::move(trained).value();
 }
@@ -45,26 +56,42 @@ const ThreadRun& Baseline() {
   return run;
 }
 
+// How a layout's training compares with the one-rank run: bit for bit where every sum
+// keeps its order, else within the rounding stated above.
+enum class Match { kBitIdentical, kWithinRounding };
+
 void ExpectSameTraining(const Module& module, const ThreadRun& run, const Module& base_module,
-                        const ThreadRun& base) {
+                        const ThreadRun& base, Match match) {
   ASSERT_EQ(run.losses.size(), base.losses.size());
-  for (size_t s = 0; s < base.losses.size(); ++s)
-    EXPECT_NEAR(run.losses[s], base.losses[s], kTolerance * std::fabs(base.losses[s]))
-        << "step " << s;
+  for (size_t s = 0; s < base.losses.size(); ++s) {
+    if (match == Match::kBitIdentical) {
+      EXPECT_EQ(run.losses[s], base.losses[s]) << "step " << s;
+    } else {
+      EXPECT_NEAR(run.losses[s], base.losses[s], kLossTolerance * std::fabs(base.losses[s]))
+          << "step " << s;
+    }
+  }
   std::map<std::string, Tensor> full = FullParams(module, run);
   std::map<std::string, Tensor> want = FullParams(base_module, base);
+  const std::map<std::string, Tensor> initial = InitialParams(base_module);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(full.size(), want.size());
   for (const auto& [name, t] : want) {
     auto it = full.find(name);
     ASSERT_NE(it, full.end()) << name;
     ASSERT_EQ(it->second.shape(), t.shape()) << name;
-    EXPECT_LE(RelativeError(it->second, t), kTolerance) << name;
+    if (match == Match::kBitIdentical) {
+      EXPECT_TRUE(SameBits(it->second, t)) << name;
+      continue;
+    }
+    const UpdateDiff d = CompareUpdates(it->second, t, initial.at(name));
+    EXPECT_LE(d.diff, kF32Epsilon * (kUpdateEpsilons * d.update + kValueEpsilons * d.scale))
+        << name << ": updated by " << d.update << ", of magnitude " << d.scale;
   }
 }
 
-void ExpectSameTraining(const Module& module, const ThreadRun& run) {
-  ExpectSameTraining(module, run, Gpt(1), Baseline());
+void ExpectSameTraining(const Module& module, const ThreadRun& run, Match match) {
+  ExpectSameTraining(module, run, Gpt(1), Baseline(), match);
 }
 
 // Same kernels, same order of every reduction: bit-identical losses.
@@ -80,20 +107,20 @@ TEST(EquivalenceTest, SingleRankExecutorMatchesTheReferenceRunnerBitForBit) {
   ASSERT_EQ(Baseline().losses.size(), reference->losses.size());
   for (size_t s = 0; s < reference->losses.size(); ++s)
     EXPECT_EQ(Baseline().losses[s], reference->losses[s]) << "step " << s;
-  EXPECT_LT(Baseline().losses.back(), Baseline().losses.front() + 1.0);  // sane, finite
+  EXPECT_LT(Baseline().losses.back(), Baseline().losses.front());  // it trains
 }
 
-// mp = 2 splits matmul reductions across ranks: equal within the tolerance, not bitwise.
+// mp = 2 splits matmul reductions across ranks: equal within rounding, not bitwise.
 TEST(EquivalenceTest, TensorParallelTwoRanksMatchesOneRank) {
   Module m = Gpt(2);
   auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ExpectSameTraining(m, *run);
+  ExpectSameTraining(m, *run, Match::kWithinRounding);
 }
 
 // With mp > 1 the vocabulary is sharded (the builder's default): the embedding rows and
 // the LM head's columns are split over the mp group, with the parallel cross-entropy.
-// Its partial sums of exp() are added in another order: within the tolerance.
+// Its partial sums of exp() are added in another order: within rounding.
 TEST(EquivalenceTest, VocabParallelFourRanksMatchesOneRank) {
   Module m = Gpt(4);
   const Program& p = m.main_program();
@@ -101,23 +128,23 @@ TEST(EquivalenceTest, VocabParallelFourRanksMatchesOneRank) {
   EXPECT_EQ(p.FindVar("head.weight")->shape, (Shape{64, 128 / 4}));
   auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ExpectSameTraining(m, *run);
+  ExpectSameTraining(m, *run, Match::kWithinRounding);
 }
 
 // dp = 2: each replica runs 4 of the 8 micro-batches; gradients are all-reduced, so the
-// sum is (g0+..+g3) + (g4+..+g7) instead of g0+..+g7: within the tolerance.
+// sum is (g0+..+g3) + (g4+..+g7) instead of g0+..+g7: within rounding.
 TEST(EquivalenceTest, DataParallelTwoReplicasMatchesOneRank) {
   Module m = Gpt(1, 1, 2);
   auto run = RunAsThreads(m, kSteps, kMicroBatches / 2, kSeed);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ExpectSameTraining(m, *run);
+  ExpectSameTraining(m, *run, Match::kWithinRounding);
 }
 
 TEST(EquivalenceTest, DataAndTensorParallelFourRanksMatchesOneRank) {
   Module m = Gpt(2, 1, 2);
   auto run = RunAsThreads(m, kSteps, kMicroBatches / 2, kSeed);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ExpectSameTraining(m, *run);
+  ExpectSameTraining(m, *run, Match::kWithinRounding);
 }
 
 }  // namespace
@@ -146,7 +173,7 @@ Module PlannedGpt(const ScheduleCase& c) {
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   std::string pipeline =
-      StrCat("append-backward,split-program", c.split_backward ? "{split-backward=true}" : "",
+      StrCat(kTraining, ",split-program", c.split_backward ? "{split-backward=true}" : "",
              ",schedule{kind=", c.kind, ",micro-batches=", kMicroBatches, "},insert-p2p");
   auto planned = WithPasses(std::move(built).value(), pipeline);
   EXPECT_TRUE(planned.ok()) << pipeline << ": " << planned.status().ToString();
@@ -154,8 +181,8 @@ Module PlannedGpt(const ScheduleCase& c) {
 }
 
 // Pipelining reorders micro-batches but every gradient is still summed in micro-batch
-// order per stage; mp = 2 splits matmul reductions, so the comparison is within the
-// tolerance (not bitwise).
+// order per stage: bit-identical at mp = 1; mp = 2 splits matmul reductions, so the
+// comparison is within rounding there.
 TEST_P(PipelineEquivalenceTest, MatchesOneRank) {
   const ScheduleCase& c = GetParam();
   Module m = PlannedGpt(c);
@@ -165,7 +192,7 @@ TEST_P(PipelineEquivalenceTest, MatchesOneRank) {
   ASSERT_TRUE(check.ok()) << check.ToString();
   auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ExpectSameTraining(m, *run);
+  ExpectSameTraining(m, *run, c.mp == 1 ? Match::kBitIdentical : Match::kWithinRounding);
 }
 
 constexpr auto kV = models::ChunkPlacement::kV;
@@ -201,7 +228,7 @@ Module Unet(int pp, const std::string& schedule) {
   c.pp = pp;
   auto built = models::BuildUnet(c);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
-  std::string pipeline = "append-backward";
+  std::string pipeline = kTraining;
   if (!schedule.empty())
     pipeline += StrCat(",split-program,schedule{kind=", schedule, ",micro-batches=", kMicroBatches,
                        "},insert-p2p");
@@ -211,7 +238,8 @@ Module Unet(int pp, const std::string& schedule) {
 }
 
 // U-Net skip connections cross non-adjacent stages (stage 0 -> 3, 1 -> 2): sends and
-// recvs between ranks that are not neighbours, in both directions.
+// recvs between ranks that are not neighbours, in both directions. Pipelining alone keeps
+// every sum's order: bit-identical.
 TEST(UnetEquivalenceTest, FourStagePipelineMatchesOneRank) {
   Module base = Unet(1, "");
   auto base_run = RunAsThreads(base, kSteps, kMicroBatches, kSeed);
@@ -225,7 +253,7 @@ TEST(UnetEquivalenceTest, FourStagePipelineMatchesOneRank) {
     ASSERT_TRUE(check.ok()) << check.ToString();
     auto run = RunAsThreads(m, kSteps, kMicroBatches, kSeed);
     ASSERT_TRUE(run.ok()) << run.status().ToString();
-    ExpectSameTraining(m, *run, base, *base_run);
+    ExpectSameTraining(m, *run, base, *base_run, Match::kBitIdentical);
   }
 }
 
@@ -237,20 +265,19 @@ namespace {
 
 // dp = 2 x pp = 2: two pipelines of 4 micro-batches each, gradients all-reduced across the
 // replicas before the optimizer. The sum order changes (per replica, then across): within
-// the tolerance.
+// rounding.
 TEST(DataPipelineEquivalenceTest, TwoReplicasOfATwoStagePipelineMatchOneRank) {
   models::GptConfig g = SmallGptConfig(1, 2);
   auto built = models::BuildGpt(g);
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   built->mesh.dp = 2;
-  auto planned = WithPasses(
-      std::move(built).value(),
-      StrCat("append-backward,split-program,schedule{kind=1f1b,micro-batches=", kMicroBatches / 2,
-             "},insert-p2p"));
+  auto planned = WithPasses(std::move(built).value(),
+                            StrCat(kTraining, ",split-program,schedule{kind=1f1b,micro-batches=",
+                                   kMicroBatches / 2, "},insert-p2p"));
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
   auto run = RunAsThreads(*planned, kSteps, kMicroBatches / 2, kSeed);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ExpectSameTraining(*planned, *run);
+  ExpectSameTraining(*planned, *run, Match::kWithinRounding);
 }
 
 }  // namespace

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "executor/initializer.h"
 #include "executor/local_ranks.h"
 #include "executor/rank_runner.h"
 #include "ir/module.h"
@@ -85,15 +87,41 @@ inline std::map<std::string, Tensor> FullParams(const Module& module, const Thre
   return full;
 }
 
-// max |a - b| / max |b|: the relative error of a whole tensor (of any floating dtype).
-inline double RelativeError(const Tensor& a, const Tensor& b) {
-  const Tensor wa = ops::ToF32(a), wb = ops::ToF32(b);
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < wb.numel(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(wa.f32()[i]) - wb.f32()[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(wb.f32()[i])));
+// Every persistable var of `module` (a one-rank module: full shapes) as initialised,
+// before any step.
+inline std::map<std::string, Tensor> InitialParams(const Module& module) {
+  std::map<std::string, Tensor> initial;
+  for (const Program& p : module.programs())
+    for (const Var& v : p.vars())
+      if (v.persistable && !initial.count(v.name)) initial[v.name] = MaterializeVar(v).value();
+  return initial;
+}
+
+// How far a run's value `a` of a tensor is from a reference run's `b`, beside the size of
+// b's update (from `initial`) and of b itself: maxima over the elements, in f32.
+struct UpdateDiff {
+  double diff = 0;    // max |a - b|
+  double update = 0;  // max |b - initial|
+  double scale = 0;   // max |b|
+  // diff / update: the error at the scale of the update. At the tensor's own scale, a
+  // weight that moves 2 % in a test's few steps would pass while never updated. An update
+  // of zero must be matched exactly (else infinity).
+  double relative() const {
+    if (update == 0) return diff == 0 ? 0 : std::numeric_limits<double>::infinity();
+    return diff / update;
   }
-  return scale == 0 ? diff : diff / scale;
+};
+
+inline UpdateDiff CompareUpdates(const Tensor& a, const Tensor& b, const Tensor& initial) {
+  const Tensor wa = ops::ToF32(a), wb = ops::ToF32(b), w0 = ops::ToF32(initial);
+  UpdateDiff d;
+  for (int64_t i = 0; i < wb.numel(); ++i) {
+    const double va = wa.f32()[i], vb = wb.f32()[i];
+    d.diff = std::max(d.diff, std::fabs(va - vb));
+    d.update = std::max(d.update, std::fabs(vb - w0.f32()[i]));
+    d.scale = std::max(d.scale, std::fabs(vb));
+  }
+  return d;
 }
 
 // Same dtype, shape and bytes.

@@ -130,6 +130,19 @@ std::vector<Case> Cases() {
                     {"label", RandomIds({301}, 517, 15)},
                     {"dloss", RandomTensor({301}, 16)}},
                    {"loss", "p", "dx"}});
+  // Heads run on the pool: 2 x 5 = 10 heads, not a multiple of 3; 70 rows, past two
+  // causal blocks of 32.
+  Op attention = MakeOp("attention", {{"QKV", {"qkv"}}}, {{"Out", {"o"}}, {"Probs", {"p"}}});
+  attention.SetAttr("num_heads", int64_t{5});
+  Op attention_grad =
+      MakeOp("attention_grad", {{"QKV", {"qkv"}}, {"Probs", {"p"}}, {"Out@GRAD", {"g"}}},
+             {{"QKV@GRAD", {"dqkv"}}});
+  attention_grad.SetAttr("num_heads", int64_t{5});
+  cases.push_back({"causal attention and its grad",
+                   {attention, attention_grad},
+                   {{"qkv", RandomTensor({2, 70, 3 * 5 * 16}, 25, -2, 2)},
+                    {"g", RandomTensor({2, 70, 5 * 16}, 26)}},
+                   {"o", "p", "dqkv"}});
   Op grad = MakeOp("embedding_grad", {{"Ids", {"ids"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}});
   grad.SetAttr("vocab_size", int64_t{37});
   cases.push_back({"embedding and its grad (repeated ids)",

@@ -1,6 +1,8 @@
 // The SIMD loops of the CPU kernels: same bits as the scalar code where they promise it
 // (add, scale, adam), an element's result independent of its position, and the accuracy
-// of exp and of the GELU's normal CDF against libm.
+// of exp and of the GELU's normal CDF against libm. Every test runs once per instruction
+// set the build compiles and this machine runs (AVX-512, AVX2, SSE4, ..., scalar): a run
+// only ever dispatches to the best one, so the others are checked only here.
 
 #include "ops/kernels/cpu/vector_math.h"
 
@@ -14,6 +16,8 @@
 #include <random>
 #include <vector>
 
+#include "hwy/targets.h"
+#include "hwy/tests/hwy_gtest.h"
 #include "ops/low_precision.h"
 
 namespace pw::ops::cpu {
@@ -27,6 +31,16 @@ std::vector<float> Random(int64_t n, float lo, float hi, uint32_t seed) {
   return v;
 }
 
+// Each test once per Highway target: the dispatch is restricted to that one.
+class VectorMath : public hwy::TestWithParamTarget {
+ protected:
+  void SetUp() override {
+    hwy::TestWithParamTarget::SetUp();
+    ASSERT_STREQ(VectorTargetName(), hwy::TargetName(GetParam()));
+  }
+};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(VectorMath);
+
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
 // Distance in units in the last place between two finite floats of the same sign.
@@ -37,7 +51,7 @@ int64_t Ulps(float a, float b) {
   return std::abs(static_cast<int64_t>(ia) - static_cast<int64_t>(ib));
 }
 
-TEST(VectorMath, AddAndScaleMatchTheScalarCodeForEveryLength) {
+TEST_P(VectorMath, AddAndScaleMatchTheScalarCodeForEveryLength) {
   for (int64_t n = 0; n < 70; ++n) {
     std::vector<float> a = Random(n, -3, 3, 1), b = Random(n, -3, 3, 2), y(n), s(n);
     AddF32(a.data(), b.data(), y.data(), n);
@@ -49,7 +63,7 @@ TEST(VectorMath, AddAndScaleMatchTheScalarCodeForEveryLength) {
   }
 }
 
-TEST(VectorMath, AdamMatchesTheScalarUpdateInPlace) {
+TEST_P(VectorMath, AdamMatchesTheScalarUpdateInPlace) {
   const int64_t n = 1000 + 13;
   std::vector<float> p = Random(n, -1, 1, 3), g = Random(n, -1, 1, 4), m1 = Random(n, -1, 1, 5),
                      m2 = Random(n, 0, 1, 6);
@@ -72,7 +86,7 @@ TEST(VectorMath, AdamMatchesTheScalarUpdateInPlace) {
 // element in order): the statistics are the same floats but for the last bit (the double
 // sums are added in another order before rounding), the element-wise parts use the same
 // f32 operations, and the scale gradient's accumulation is the same bits.
-TEST(VectorMath, LayerNormRowsMatchTheScalarCode) {
+TEST_P(VectorMath, LayerNormRowsMatchTheScalarCode) {
   for (int64_t n : {1, 2, 7, 16, 17, 33, 64, 100, 512, 515}) {
     const std::vector<float> x = Random(n, -4, 4, 11), scale = Random(n, 0.5f, 2, 12),
                              bias = Random(n, -1, 1, 13), dy = Random(n, -1, 1, 14);
@@ -115,7 +129,7 @@ TEST(VectorMath, LayerNormRowsMatchTheScalarCode) {
 
 // The row helpers of softmax, its gradients and SGD: maxima exact, maps with the scalar
 // code's f32 operations (same bits), sums in double within rounding of the in-order sums.
-TEST(VectorMath, RowHelpersMatchTheScalarCode) {
+TEST_P(VectorMath, RowHelpersMatchTheScalarCode) {
   for (int64_t n : {1, 2, 7, 16, 17, 33, 128, 1000, 1027}) {
     const std::vector<float> a = Random(n, -5, 5, 21), b = Random(n, -2, 2, 22);
     float mx = a[0];
@@ -159,7 +173,7 @@ TEST(VectorMath, RowHelpersMatchTheScalarCode) {
 // bf16 conversions on vectors against the scalar ones, bit for bit: every bf16 value
 // widened, and f32 values around every rounding case (ties to even both ways, the largest
 // finite values, infinities, NaNs with payloads, subnormals) narrowed, at lengths with tails.
-TEST(VectorMath, Bf16ConversionsMatchTheScalarOnesBitForBit) {
+TEST_P(VectorMath, Bf16ConversionsMatchTheScalarOnesBitForBit) {
   std::vector<uint16_t> all(65536 + 5);
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
   std::vector<float> wide(all.size());
@@ -182,7 +196,7 @@ TEST(VectorMath, Bf16ConversionsMatchTheScalarOnesBitForBit) {
   }
 }
 
-TEST(VectorMath, ResultsDoNotDependOnPosition) {
+TEST_P(VectorMath, ResultsDoNotDependOnPosition) {
   const std::vector<float> x = Random(257, -6, 6, 7);
   std::vector<float> whole(x.size());
   GeluF32(x.data(), whole.data(), x.size());
@@ -194,7 +208,7 @@ TEST(VectorMath, ResultsDoNotDependOnPosition) {
   }
 }
 
-TEST(VectorMath, ExpIsWithinOneUlpOfLibm) {
+TEST_P(VectorMath, ExpIsWithinOneUlpOfLibm) {
   const std::vector<float> x = Random(100000, -87, 0, 8);
   std::vector<float> y(x.size());
   ExpShiftedF32(x.data(), 0.f, y.data(), x.size());
@@ -207,7 +221,7 @@ TEST(VectorMath, ExpIsWithinOneUlpOfLibm) {
 
 // The GELU against 0.5·x·(1 + erf(x/√2)) in double: the largest absolute error (the
 // scale of the values near 0) and relative error where |gelu| > 1e-3.
-TEST(VectorMath, GeluAccuracyAgainstLibm) {
+TEST_P(VectorMath, GeluAccuracyAgainstLibm) {
   const std::vector<float> x = Random(200000, -10, 10, 9);
   std::vector<float> y(x.size()), dy(x.size()), ones(x.size(), 1.f);
   GeluF32(x.data(), y.data(), x.size());
@@ -226,8 +240,8 @@ TEST(VectorMath, GeluAccuracyAgainstLibm) {
   }
   std::printf(
       "gelu on [-10, 10]: max abs error %.3g (libm erff formula: %.3g), max rel error %.3g "
-      "where |gelu| > 1e-3; gelu_grad max abs error %.3g\n",
-      abs_err, libm_abs_err, rel_err, grad_abs_err);
+      "where |gelu| > 1e-3; gelu_grad max abs error %.3g (%s)\n",
+      abs_err, libm_abs_err, rel_err, grad_abs_err, VectorTargetName());
   EXPECT_LT(abs_err, 4 * libm_abs_err + 1e-6);
   EXPECT_LT(rel_err, 2e-6);
   EXPECT_LT(grad_abs_err, 2e-6);

@@ -56,20 +56,41 @@ TEST(BootstrapTest, EqualPlansContainOne) {
   EXPECT_GE(r.high, 1);
 }
 
+// The width a 95 % interval should have on StepTimes(median, 40, ...), from normal theory:
+// the 4 slow outliers lie above the median, so the sample median is the p = 20.5 / 36
+// quantile of the 36 normal times (σ = 2 % of the median), whose standard error is
+// sqrt(p (1 - p) / 36) · σ / φ(z_p); the ratio of two independent medians has √2 times that
+// relative error, and the interval spans ±1.96 of it.
+double ExpectedWidth(double ratio) {
+  const double p = 20.5 / 36;
+  double z = 0;  // z_p by Newton's method on the normal CDF
+  for (int i = 0; i < 20; ++i)
+    z -= (0.5 * std::erfc(-z / std::sqrt(2.0)) - p) / (std::exp(-z * z / 2) / std::sqrt(2 * M_PI));
+  const double phi = std::exp(-z * z / 2) / std::sqrt(2 * M_PI);
+  const double median_error = std::sqrt(p * (1 - p) / 36) * 0.02 / phi;  // relative
+  return 2 * 1.96 * std::sqrt(2.0) * median_error * ratio;
+}
+
 // Over many experiments with a true ratio of 0.95, the 95 % interval holds it most times
 // (the percentile bootstrap of a median runs a little under its nominal level on small
-// samples).
-TEST(BootstrapTest, CoversTheTrueRatio) {
+// samples), and is as wide as the ratio's sampling error makes it, not wider: an interval
+// that covers by being too wide says "no difference" where there is one.
+TEST(BootstrapTest, CoversTheTrueRatioWithTheExpectedWidth) {
   BootstrapOptions options;
   options.resamples = 1000;
   int covered = 0;
+  double width = 0;
   const int trials = 60;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> a = StepTimes(100, 40, 100 + 2 * t), b = StepTimes(95, 40, 101 + 2 * t);
     RatioInterval r = BootstrapMedianRatio(a, b, options);
     covered += r.low <= 0.95 && 0.95 <= r.high;
+    width += (r.high - r.low) / trials;
   }
   EXPECT_GE(covered, trials * 8 / 10);
+  const double expected = ExpectedWidth(0.95);
+  EXPECT_LT(width, 1.2 * expected) << "mean width " << width << ", expected " << expected;
+  EXPECT_GT(width, 0.8 * expected) << "mean width " << width << ", expected " << expected;
 }
 
 TEST(VerdictTest, FasterSlowerAndNoDifference) {

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace pw::tools {
@@ -25,19 +27,32 @@ models::ModelRecipe Gpt(int64_t layers, int pp) {
 
 TEST(TuneShapes, StagingsAndMicroBatchSizesThatFit) {
   // 12 layers on 2 ranks: 6 per rank, so vpp 1, 2, 3, 6 (and V at 2); a global batch of
-  // 8 gives micro-batch sizes 1, 2, 4 (8, 4, 2 micro-batches >= pp).
-  std::set<std::string> labels;
+  // 8 gives micro-batch sizes 1, 2, 4 (8, 4, 2 micro-batches >= pp). Each shape's
+  // build-model arguments, written out here rather than by BuildModelArgs.
+  std::map<std::string, std::string> got;
   for (const ShapeChoice& c : ShapeChoices(Gpt(12, 2), 8, 1)) {
-    labels.insert(c.label);
     EXPECT_EQ(c.micro_batches * c.recipe.micro_batch_size(), 8) << c.label;
-    EXPECT_EQ(c.build_model, BuildModelArgs(c.recipe));
+    EXPECT_TRUE(got.emplace(c.label, c.build_model).second) << c.label;
   }
-  std::set<std::string> expected;
-  for (const char* staging : {"vpp 1", "vpp 2", "vpp 2 v", "vpp 3", "vpp 6"})
+  std::map<std::string, std::string> expected;
+  for (const auto& [staging, vpp, placement] :
+       std::vector<std::tuple<std::string, int, std::string>>{{"vpp 1", 1, "loop"},
+                                                              {"vpp 2", 2, "loop"},
+                                                              {"vpp 2 v", 2, "v"},
+                                                              {"vpp 3", 3, "loop"},
+                                                              {"vpp 6", 6, "loop"}})
     for (int mbs : {1, 2, 4})
-      expected.insert(std::string(staging) + ", micro-batch size " + std::to_string(mbs));
+      expected[StrCat(staging, ", micro-batch size ", mbs)] =
+          StrCat("gpt --layers 12 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 ",
+                 "--micro-batch-size ", mbs, " --mp 2 --pp 2 --vpp ", vpp, " --placement ",
+                 placement, " --vocab-parallel on --seed 1");
   expected.erase("vpp 1, micro-batch size 1");  // as built
-  EXPECT_EQ(labels, expected);
+  std::set<std::string> got_labels, expected_labels;
+  for (const auto& [label, args] : got) got_labels.insert(label);
+  for (const auto& [label, args] : expected) expected_labels.insert(label);
+  EXPECT_EQ(got_labels, expected_labels);
+  for (const auto& [label, args] : expected)
+    if (got.count(label)) EXPECT_EQ(got.at(label), args) << label;
 }
 
 TEST(TuneShapes, DataParallelReplicasShareTheGlobalBatch) {
