@@ -10,7 +10,10 @@ namespace {
 // Bytes each rank moves in a ring all-reduce, relative to the message: 2(n-1)/n.
 double RingFactor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 0; }
 // Latency steps of a ring all-reduce.
-double RingSteps(int n) { return n > 1 ? 2.0 * (n - 1) : 0; }
+// Latencies of an all-reduce: the member-order all-reduce every transport runs
+// (executor/comm/tcp_ring.h) takes two steps at any group size (an all-to-all of chunks,
+// then an all-gather, each step's messages to every member at once).
+double AllReduceSteps(int n) { return n > 1 ? 2.0 : 0; }
 
 }  // namespace
 
@@ -97,7 +100,7 @@ double FitTime(const CommFit& fit, CommKind kind, double bytes, int group_size) 
   }
   double alpha = fit.alpha(), beta = fit.beta();
   if (kind == CommKind::kAllReduce && fit.group_size() != group_size) {
-    alpha *= RingSteps(group_size) / RingSteps(fit.group_size());
+    alpha *= AllReduceSteps(group_size) / AllReduceSteps(fit.group_size());
     beta *= RingFactor(group_size) / RingFactor(fit.group_size());
   }
   return alpha + beta * bytes;
@@ -139,7 +142,7 @@ CommEstimate CommModel::Time(CommKind kind, double bytes, int group_size, bool i
   double lat = inter_node ? device_.inter_node_latency() : device_.intra_node_latency();
   if (bw <= 0) bw = 1e9;
   if (kind == CommKind::kSendRecv) return {lat + bytes / bw, false};
-  return {RingSteps(group_size) * lat + RingFactor(group_size) * bytes / bw, false};
+  return {AllReduceSteps(group_size) * lat + RingFactor(group_size) * bytes / bw, false};
 }
 
 }  // namespace pw::cost

@@ -3,7 +3,8 @@
 // (`pipeweave profile --comm`, at the sizes the module moves and a standard range),
 // interpolated linearly between the measured sizes, and an alpha-beta fit
 // (alpha + beta * bytes) beyond them; without measurements, from the DeviceSpec's links
-// (ring all-reduce: 2(n-1) latencies and 2(n-1)/n of the bytes over the link).
+// (the member-order all-reduce: 2 latencies, and the ring's 2(n-1)/n of the bytes over the
+// link).
 
 #include <string>
 #include <vector>

@@ -10,6 +10,7 @@
 
 #include "executor/cuda/device_comm.h"
 #include "ops/kernels/cuda/launch.h"
+#include "ops/kernels/cuda/member_order_reduce.h"
 
 namespace pw {
 namespace {
@@ -18,6 +19,11 @@ Status NcclStatus(ncclResult_t r, std::string_view what) {
   if (r == ncclSuccess) return OkStatus();
   std::string detail = ncclGetLastError(nullptr);
   return Unavailable(what, ": ", ncclGetErrorString(r), detail.empty() ? "" : " (" + detail + ")");
+}
+
+Status NcclCudaStatus(cudaError_t e, std::string_view what) {
+  if (e == cudaSuccess) return OkStatus();
+  return Internal(what, ": ", cudaGetErrorString(e));
 }
 
 std::string Hex(const void* data, size_t size) {
@@ -231,6 +237,9 @@ class NcclStreamComm final : public cuda::DeviceComm {
                             members.begin());
   }
 
+  // Two members: NCCL's own all-reduce (one addition, which commutes). More: member order
+  // (MemberOrderAllReduce), as the CPU transports sum, so that a buffer cut into pieces
+  // reduces to the bits of the whole and every backend agrees.
   Status AllReduce(std::string_view group, ncclRedOp_t op, void* data, int64_t count,
                    ncclDataType_t type = ncclFloat32) {
     std::vector<int> members = pool_->layout().Group(std::string(group), pool_->rank());
@@ -238,8 +247,58 @@ class NcclStreamComm final : public cuda::DeviceComm {
     if (members.size() == 1 || count == 0) return OkStatus();
     PW_ASSIGN_OR_RETURN(ncclComm_t comm, pool_->Comm(pool_->CollectiveKey(stream_, group)));
     PW_ASSIGN_OR_RETURN(cudaStream_t stream, LaunchStream());
+    if (members.size() > 2)
+      return MemberOrderAllReduce(comm, static_cast<int>(members.size()), GroupRank(group), op,
+                                  data, count, type, stream)
+          .WithContext(StrCat("all-reduce over group ", group));
     return NcclStatus(ncclAllReduce(data, data, static_cast<size_t>(count), type, op, comm, stream),
                       StrCat("all-reduce over group ", group));
+  }
+
+  // Member c gathers every member's piece of chunk c (grouped sends and receives), sums them
+  // in member order on the device, then every member gathers every chunk: the ring's bytes
+  // in two steps.
+  static Status MemberOrderAllReduce(ncclComm_t comm, int n, int me, ncclRedOp_t op, void* data,
+                                     int64_t count, ncclDataType_t type, cudaStream_t stream) {
+    const DataType dtype = type == ncclBfloat16  ? DataType::kBFloat16
+                           : type == ncclFloat16 ? DataType::kFloat16
+                                                 : DataType::kFloat32;
+    const size_t elem = static_cast<size_t>(DataTypeSize(dtype));
+    auto begin = [&](int c) { return count * c / n; };
+    auto length = [&](int c) { return static_cast<size_t>(begin(c + 1) - begin(c)); };
+    const size_t mine = length(me);
+    char* d = static_cast<char*>(data);
+    void* scratch = nullptr;
+    PW_RETURN_IF_ERROR(NcclCudaStatus(
+        cudaMallocAsync(&scratch, std::max<size_t>(1, n * mine * elem), stream), "scratch"));
+    char* slots = static_cast<char*>(scratch);
+    Status s = NcclStatus(ncclGroupStart(), "ncclGroupStart");
+    for (int j = 0; j < n && s.ok(); ++j) {
+      if (j == me) continue;
+      s = NcclStatus(ncclSend(d + begin(j) * elem, length(j), type, j, comm, stream), "send");
+      if (s.ok())
+        s = NcclStatus(ncclRecv(slots + j * mine * elem, mine, type, j, comm, stream), "recv");
+    }
+    if (Status end = NcclStatus(ncclGroupEnd(), "ncclGroupEnd"); s.ok()) s = end;
+    if (s.ok())
+      s = NcclCudaStatus(cudaMemcpyAsync(slots + me * mine * elem, d + begin(me) * elem,
+                                         mine * elem, cudaMemcpyDeviceToDevice, stream),
+                         "own piece");
+    if (s.ok()) {
+      ops::cuda::LaunchMemberOrderReduce(slots, n, static_cast<int64_t>(mine), d + begin(me) * elem,
+                                         dtype, op == ncclMax, stream);
+      s = NcclCudaStatus(cudaGetLastError(), "member-order reduce");
+    }
+    if (s.ok()) s = NcclStatus(ncclGroupStart(), "ncclGroupStart");
+    for (int j = 0; j < n && s.ok(); ++j) {
+      if (j == me) continue;
+      s = NcclStatus(ncclSend(d + begin(me) * elem, mine, type, j, comm, stream), "send");
+      if (s.ok())
+        s = NcclStatus(ncclRecv(d + begin(j) * elem, length(j), type, j, comm, stream), "recv");
+    }
+    if (s.ok()) s = NcclStatus(ncclGroupEnd(), "ncclGroupEnd");
+    (void)cudaFreeAsync(scratch, stream);
+    return s;
   }
 
   // Within a pair's communicator the sender is member 0 and the receiver member 1.

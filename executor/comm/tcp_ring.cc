@@ -91,7 +91,8 @@ StatusOr<std::pair<Socket, std::string>> Listen(const std::string& host) {
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> free_ai(ai, freeaddrinfo);
   Socket s(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (s.get() < 0) return Unavailable(Errno("socket"));
-  if (::bind(s.get(), ai->ai_addr, ai->ai_addrlen) < 0 || ::listen(s.get(), 4) < 0)
+  // Room for every member's connections at once (the ring's and the mesh's).
+  if (::bind(s.get(), ai->ai_addr, ai->ai_addrlen) < 0 || ::listen(s.get(), 64) < 0)
     return Unavailable(Errno(StrCat("listen on ", host).c_str()));
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
@@ -159,11 +160,12 @@ Status ReadAll(int fd, void* data, size_t bytes, Clock::time_point deadline) {
   return OkStatus();
 }
 
-// The first bytes on a ring connection: who connects, and to which ring size.
+// The first bytes on a connection: who connects, to which ring size, and what for.
 struct Hello {
   uint32_t magic = 0x70777269;  // "pwri"
   int32_t index = 0;
   int32_t size = 0;
+  int32_t mesh = 0;  // 0: the ring's connection to the right; 1: the member-order mesh's
 };
 
 // One direction of a Shift: a header, then a payload.
@@ -226,45 +228,89 @@ StatusOr<std::unique_ptr<TcpRing>> TcpRing::Join(KvStore& store, const std::stri
   if (Status s = WriteAll(to_right->get(), &hello, sizeof(hello), deadline); !s.ok())
     return failed(s);
 
-  auto ready = PollOne(listener.get(), POLLIN, deadline);
-  if (!ready.ok()) return failed(ready.status());
-  if (!*ready) return failed(Unavailable("member ", left, " did not connect in time"));
-  Socket from_left(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-  if (from_left.get() < 0) return failed(Unavailable(Errno("accept")));
-  Hello theirs;
-  if (Status s = ReadAll(from_left.get(), &theirs, sizeof(theirs), deadline); !s.ok())
-    return failed(s);
-  if (theirs.magic != Hello().magic || theirs.index != left || theirs.size != size)
-    return failed(Unavailable("expected member ", left, " of ", size,
-                              ", a peer introduced itself as ", theirs.index, " of ", theirs.size));
+  // The mesh (member order, three or more members): a connection to every higher member;
+  // the lower ones connect here.
+  const bool mesh = options.member_order && size >= 3;
+  std::vector<Socket> peers(static_cast<size_t>(size));
+  if (mesh)
+    for (int j = index + 1; j < size; ++j) {
+      auto peer_address = store.Get(key(j), options.timeout);
+      if (!peer_address.ok()) return failed(peer_address.status());
+      auto to_peer = ConnectTo(*peer_address, deadline);
+      if (!to_peer.ok()) return failed(to_peer.status());
+      Hello mine = hello;
+      mine.mesh = 1;
+      if (Status s = WriteAll(to_peer->get(), &mine, sizeof(mine), deadline); !s.ok())
+        return failed(s);
+      peers[j] = std::move(to_peer).value();
+    }
+
+  // Accepts the left neighbour's ring connection and the lower members' mesh ones.
+  Socket from_left;
+  int expected = 1 + (mesh ? index : 0);
+  while (expected > 0) {
+    auto ready = PollOne(listener.get(), POLLIN, deadline);
+    if (!ready.ok()) return failed(ready.status());
+    if (!*ready)
+      return failed(
+          Unavailable(from_left.get() < 0 ? StrCat("member ", left) : std::string("a lower member"),
+                      " did not connect in time"));
+    Socket accepted(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (accepted.get() < 0) return failed(Unavailable(Errno("accept")));
+    Hello theirs;
+    if (Status s = ReadAll(accepted.get(), &theirs, sizeof(theirs), deadline); !s.ok())
+      return failed(s);
+    const bool ring_left = theirs.mesh == 0 && theirs.index == left;
+    const bool mesh_lower = mesh && theirs.mesh == 1 && theirs.index >= 0 && theirs.index < index &&
+                            peers[theirs.index].get() < 0;
+    if (theirs.magic != Hello().magic || theirs.size != size || !(ring_left || mesh_lower) ||
+        (ring_left && from_left.get() >= 0))
+      return failed(Unavailable("expected member ", left, " of ", size,
+                                ", a peer introduced itself as ", theirs.index, " of ",
+                                theirs.size));
+    (ring_left ? from_left : peers[theirs.index]) = std::move(accepted);
+    --expected;
+  }
+  std::vector<int> peer_fds(static_cast<size_t>(size), -1);
   for (int fd : {to_right->get(), from_left.get()}) {
     Status s = SetNoDelay(fd);
     if (s.ok()) s = SetNonBlocking(fd);
     if (!s.ok()) return failed(s);
   }
-  return std::unique_ptr<TcpRing>(
-      new TcpRing(name, index, size, to_right->release(), from_left.release(), options.timeout));
+  for (int j = 0; j < size; ++j) {
+    if (peers[j].get() < 0) continue;
+    Status s = SetNoDelay(peers[j].get());
+    if (s.ok()) s = SetNonBlocking(peers[j].get());
+    if (!s.ok()) return failed(s);
+  }
+  for (int j = 0; j < size; ++j) peer_fds[j] = peers[j].release();
+  return std::unique_ptr<TcpRing>(new TcpRing(name, index, size, to_right->release(),
+                                              from_left.release(), std::move(peer_fds),
+                                              options.timeout));
 }
 
 TcpRing::TcpRing(std::string name, int index, int size, int to_right, int from_left,
-                 std::chrono::milliseconds timeout)
+                 std::vector<int> peers, std::chrono::milliseconds timeout)
     : name_(std::move(name)),
       index_(index),
       size_(size),
       to_right_(to_right),
       from_left_(from_left),
+      peers_(std::move(peers)),
       timeout_(timeout) {}
 
 TcpRing::~TcpRing() {
   ::close(to_right_);
   ::close(from_left_);
+  for (int fd : peers_)
+    if (fd >= 0) ::close(fd);
 }
 
-Status TcpRing::CheckHeader(const Header& mine, const Header& theirs) const {
+Status TcpRing::CheckHeader(const Header& mine, const Header& theirs, int from) const {
   if (theirs.sequence == mine.sequence && theirs.count == mine.count && theirs.op == mine.op &&
       theirs.step == mine.step)
     return OkStatus();
-  return Internal("ring '", name_, "': member ", left(), " is out of step (all-reduce #",
+  return Internal("ring '", name_, "': member ", from, " is out of step (all-reduce #",
                   theirs.sequence, " of ", theirs.count, " elements, op ", theirs.op, ", step ",
                   theirs.step, ") with member ", index_, " (#", mine.sequence, " of ", mine.count,
                   ", op ", mine.op, ", step ", mine.step, ")");
@@ -306,7 +352,7 @@ Status TcpRing::Shift(const Header& header, const void* out, size_t out_bytes, v
                            " failed: ", std::strerror(errno));
       }
       if (!header_checked && recv.parts[0].iov_len == 0) {
-        PW_RETURN_IF_ERROR(CheckHeader(header, received));
+        PW_RETURN_IF_ERROR(CheckHeader(header, received, left()));
         header_checked = true;
       }
     }
@@ -326,6 +372,88 @@ Status TcpRing::Shift(const Header& header, const void* out, size_t out_bytes, v
   return OkStatus();
 }
 
+Status TcpRing::Exchange(const Header& header, const std::vector<Part>& out,
+                         const std::vector<Part>& in) {
+  struct Flow {
+    int member;
+    int fd;
+    Transfer transfer;
+    Header header;  // received: checked once its bytes are in
+    bool checked = false;
+  };
+  std::vector<Flow> sends, recvs;
+  sends.reserve(out.size());
+  recvs.reserve(in.size());
+  for (const Part& p : out)
+    sends.push_back({p.member,
+                     peers_[p.member],
+                     {{{const_cast<Header*>(&header), sizeof(Header)}, {p.data, p.bytes}},
+                      sizeof(Header) + p.bytes},
+                     {}});
+  for (const Part& p : in) {
+    recvs.push_back({p.member, peers_[p.member], {}, {}});
+    Flow& f = recvs.back();
+    f.transfer =
+        Transfer{{{&f.header, sizeof(Header)}, {p.data, p.bytes}}, sizeof(Header) + p.bytes};
+  }
+  const auto deadline = Clock::now() + timeout_;
+  std::vector<pollfd> fds;
+  for (;;) {
+    bool progressed = false, pending = false;
+    for (Flow& f : sends) {
+      if (f.transfer.left == 0) continue;
+      msghdr m = f.transfer.Message();
+      ssize_t n = ::sendmsg(f.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        f.transfer.Advance(static_cast<size_t>(n));
+        progressed = true;
+      } else if (errno != EAGAIN && errno != EINTR) {
+        return Unavailable("ring '", name_, "': sending to member ", f.member,
+                           " failed: ", std::strerror(errno));
+      }
+      pending = pending || f.transfer.left > 0;
+    }
+    for (Flow& f : recvs) {
+      if (f.transfer.left == 0) continue;
+      msghdr m = f.transfer.Message();
+      ssize_t n = ::recvmsg(f.fd, &m, MSG_DONTWAIT);
+      if (n > 0) {
+        f.transfer.Advance(static_cast<size_t>(n));
+        progressed = true;
+      } else if (n == 0) {
+        return Unavailable("ring '", name_, "': member ", f.member, " closed its connection");
+      } else if (errno != EAGAIN && errno != EINTR) {
+        return Unavailable("ring '", name_, "': receiving from member ", f.member,
+                           " failed: ", std::strerror(errno));
+      }
+      if (!f.checked && f.transfer.parts[0].iov_len == 0) {
+        PW_RETURN_IF_ERROR(CheckHeader(header, f.header, f.member));
+        f.checked = true;
+      }
+      pending = pending || f.transfer.left > 0;
+    }
+    if (!pending) return OkStatus();
+    if (progressed) continue;
+    fds.clear();
+    for (const Flow& f : sends)
+      if (f.transfer.left > 0) fds.push_back({f.fd, POLLOUT, 0});
+    for (const Flow& f : recvs)
+      if (f.transfer.left > 0) fds.push_back({f.fd, POLLIN, 0});
+    int ready = ::poll(fds.data(), fds.size(), RemainingMs(deadline));
+    if (ready < 0 && errno != EINTR)
+      return Unavailable("ring '", name_, "': poll: ", std::strerror(errno));
+    if (ready == 0) {
+      int late = -1;
+      for (const Flow& f : recvs)
+        if (f.transfer.left > 0 && late < 0) late = f.member;
+      for (const Flow& f : sends)
+        if (f.transfer.left > 0 && late < 0) late = f.member;
+      return Unavailable("ring '", name_, "': all-reduce #", header.sequence, " timed out after ",
+                         timeout_.count(), " ms waiting for member ", late);
+    }
+  }
+}
+
 Status TcpRing::AllReduce(float* data, int64_t count, ReduceOp op) {
   Header header;
   header.sequence = sequence_++;
@@ -343,8 +471,48 @@ Status TcpRing::AllReduce(float* data, int64_t count, ReduceOp op) {
       Reduce(op, data, scratch_.data(), data, count);
     return OkStatus();
   }
+  return peers_.empty() || peers_[right()] < 0 ? RingAllReduce(header, data, count, op)
+                                               : MemberOrderAllReduce(header, data, count, op);
+}
+
+// Chunk c (member c's) gathers every member's piece of it; member c sums them in member
+// order, then everyone gets every chunk. Each member sends (n - 1) / n of the buffer in each
+// of the two steps, as the ring does in its 2(n - 1).
+Status TcpRing::MemberOrderAllReduce(Header header, float* data, int64_t count, ReduceOp op) {
+  const int n = size_;
+  auto begin = [&](int c) { return count * c / n; };
+  auto length = [&](int c) { return begin(c + 1) - begin(c); };
+  const int64_t mine = length(index_);
+  scratch_.resize(static_cast<size_t>(mine * n));
+  std::vector<Part> out, in;
+  for (int j = 0; j < n; ++j) {
+    if (j == index_) continue;
+    out.push_back({j, data + begin(j), static_cast<size_t>(length(j)) * sizeof(float)});
+    in.push_back({j, scratch_.data() + j * mine, static_cast<size_t>(mine) * sizeof(float)});
+  }
+  header.step = 0;
+  PW_RETURN_IF_ERROR(Exchange(header, out, in));
+  // ((x0 + x1) + x2) + ...: every member's piece in its slot (this member's own too),
+  // summed into this member's chunk of `data` in member order.
+  float* own = data + begin(index_);
+  auto slot = [&](int j) { return scratch_.data() + j * mine; };
+  std::copy(own, own + mine, slot(index_));
+  std::copy(slot(0), slot(0) + mine, own);
+  for (int j = 1; j < n; ++j) Reduce(op, own, own, slot(j), mine);
+  out.clear();
+  in.clear();
+  for (int j = 0; j < n; ++j) {
+    if (j == index_) continue;
+    out.push_back({j, own, static_cast<size_t>(mine) * sizeof(float)});
+    in.push_back({j, data + begin(j), static_cast<size_t>(length(j)) * sizeof(float)});
+  }
+  header.step = 1;
+  return Exchange(header, out, in);
+}
+
+Status TcpRing::RingAllReduce(Header header, float* data, int64_t count, ReduceOp op) {
   // Reduce-scatter then all-gather, one chunk per member. Chunk c is reduced along the
-  // ring starting at member c, so its order depends on the member indices only; after the
+  // ring starting at member c, so its order depends on where an element lies; after the
   // reduce-scatter member i holds chunk i + 1 whole and the all-gather copies it.
   const int n = size_;
   auto begin = [&](int c) { return count * c / n; };

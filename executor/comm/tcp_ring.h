@@ -10,8 +10,14 @@
 // non-blocking sockets under poll(): it sleeps only until bytes arrive, and no other
 // thread runs on its behalf.
 //
-// Every member gets the same bits, run after run: each element is reduced in an order
-// fixed by the member indices alone (two members: member 0's value first).
+// Every member gets the same bits, run after run, and every element is summed in member
+// order, member 0's value first ((x0 + x1) + x2 ...), whatever the element's place in the
+// buffer and the buffer's length: so an all-reduce of a buffer cut in pieces gives the same
+// bits as one of the whole (the overlap passes' row splits rely on it). Two members swap
+// their buffers; three or more reduce-scatter by an all-to-all of chunks over a full mesh of
+// connections (each member sums its chunk's contributions in member order), then
+// all-gather: the ring's bandwidth in two steps instead of 2(n - 1). The classic ring
+// (chunk c summed starting at member c) stays available for comparison.
 
 #include <chrono>
 #include <cstdint>
@@ -29,6 +35,9 @@ struct TcpRingOptions {
   std::string hostname = "127.0.0.1";  // address this member listens on
   // How long joining, or one all-reduce, may wait for the neighbours.
   std::chrono::milliseconds timeout = std::chrono::seconds(300);
+  // Three or more members: sum in member order over a full mesh (false: the classic ring,
+  // whose order depends on where an element lies in the buffer).
+  bool member_order = true;
 };
 
 class TcpRing {
@@ -57,20 +66,31 @@ class TcpRing {
   };
 
   TcpRing(std::string name, int index, int size, int to_right, int from_left,
-          std::chrono::milliseconds timeout);
+          std::vector<int> peers, std::chrono::milliseconds timeout);
   int right() const { return (index_ + 1) % size_; }
   int left() const { return (index_ + size_ - 1) % size_; }
   // Sends `out` to the right neighbour while receiving `in` from the left one (each after a
   // header); returns when both are done.
   Status Shift(const Header& header, const void* out, size_t out_bytes, void* in, size_t in_bytes);
-  Status CheckHeader(const Header& mine, const Header& theirs) const;
+  Status CheckHeader(const Header& mine, const Header& theirs, int from) const;
+  // One message to each of `out` and from each of `in` (member, buffer, bytes), over the
+  // mesh connections, each after a header; returns when all are done.
+  struct Part {
+    int member;
+    void* data;
+    size_t bytes;
+  };
+  Status Exchange(const Header& header, const std::vector<Part>& out, const std::vector<Part>& in);
+  Status RingAllReduce(Header header, float* data, int64_t count, ReduceOp op);
+  Status MemberOrderAllReduce(Header header, float* data, int64_t count, ReduceOp op);
 
   std::string name_;
   int index_, size_;
   int to_right_, from_left_;  // connected sockets, non-blocking
+  std::vector<int> peers_;    // mesh: a connection to every other member (-1: self, none)
   std::chrono::milliseconds timeout_;
   uint64_t sequence_ = 0;
-  std::vector<float> scratch_;  // a chunk received to be reduced
+  std::vector<float> scratch_;  // chunks received to be reduced
 };
 
 }  // namespace pw

@@ -3,7 +3,8 @@
 //
 // A virtual stage's time is the sum over its forward ops of each op's time and the time of
 // the ops made from it (Op::origin: its grad ops, the sums and fills finishing their
-// gradients), with tensor-parallel collectives priced by the comm model, plus the
+// gradients, and the executor's accumulation of each parameter gradient into the step's
+// sum), with tensor-parallel collectives priced by the comm model, plus the
 // point-to-point transfers at its boundaries: the activations that cross a boundary go
 // forward, their gradients come back. Boundaries may fall between any two forward ops
 // (inside a layer: between attention and MLP, or wherever what crosses is cheap to send);
@@ -26,6 +27,7 @@
 
 #include "cost_model/estimator.h"
 #include "ir/rank_layout.h"
+#include "ir/rank_sequence.h"
 #include "passes/loss_scaling.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
@@ -74,7 +76,16 @@ class StageBalancer {
         return FailedPrecondition("op ", i, " (", op.type, ") names no forward op it was made ",
                                   "from (origin '", op.origin,
                                   "'): build the training program with append-backward");
-      if (op.role != OpRole::kOptimize) PW_RETURN_IF_ERROR(AddSeconds(op, it->second));
+      if (op.role != OpRole::kOptimize) {
+        PW_RETURN_IF_ERROR(AddSeconds(op, it->second));
+        // The executor adds every micro-batch's parameter gradient into its sum: work of
+        // the unit that makes the gradient (as the simulator counts it).
+        for (const Slot& slot : op.outputs)
+          for (const std::string& v : slot.vars)
+            if (const Var* param = program_.FindVar(ForwardVarName(v));
+                IsGradVarName(v) && param && param->is_parameter)
+              PW_RETURN_IF_ERROR(AddSeconds(AddedWorkOp(WorkKind::kAccumulate, v), it->second));
+      }
       // split-program puts a communication op with the work before it on its stage: a stage
       // whose backward would start with one (the gradient all-reduce of a c_identity) must
       // not end at that unit.

@@ -15,8 +15,8 @@
 //      to back runs back to back (the statistics say how many).
 //   3. Op splitting (row_split.h): a matmul whose all-reduce no other job hides is cut
 //      into row blocks with the all-reduce, so that each block's runs under the next
-//      block's matmul (bit-identical: two-rank groups only, unless exact=false); the bias and
-//      residual adds after it run per block too, the first blocks' while the last blocks'
+//      block's matmul (bit-identical at any group size: collectives sum in member order); the bias
+//      and residual adds after it run per block too, the first blocks' while the last blocks'
 //      all-reduces are still on the link. The blocks are
 //      views of the matmul's input (split{view}) where they lie one after another, and the
 //      cuts live in a variant of the forward program that only the forwards with no
@@ -95,11 +95,10 @@ class Overlap1F1BPass : public Pass {
            "each job's tensor-parallel all-reduces run under the other's compute. Cuts come "
            "from the cost model (needs opt --device, and --costs for measured ops) and are "
            "checked with the simulator; pairs that would not gain run back to back. "
-           "split-ops=auto cuts a row-parallel matmul and its two-rank all-reduce (with the bias "
+           "split-ops=auto cuts a row-parallel matmul and its all-reduce (with the bias "
            "and residual adds after it) into row blocks (views of its inputs where they are "
            "contiguous) so each block's all-reduce runs under the next block's work "
-           "(bit-identical; exact=false also cuts all-reduces of more ranks, equal up to "
-           "rounding), "
+           "(bit-identical at any group size: every transport sums in member order), "
            "in a variant of the forward program "
            "(<name>.rows) that only forwards with no backward beside them run; all cuts every "
            "eligible matmul of every program, off none. Forward "
@@ -135,7 +134,6 @@ class Overlap1F1BPass : public Pass {
                                 "matmul, for tests) or off",
                                 "auto",
                                 {"auto", "all", "off"}};
-  Option<bool> exact{this, "exact", kExactOptionHelp, true};
   Option<bool> warmup{this, "warmup-cooldown",
                       "also pair F with F in the warm-up and B with B in the cool-down", true};
   Option<int> max_forward_shift{
@@ -187,10 +185,9 @@ RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
   variants_.clear();
   RowSplitCounts counts;
   if (split_ops.value() == "off") return counts;
-  const AllReduceCuts cuts = exact.value() ? AllReduceCuts::kExact : AllReduceCuts::kReassociate;
   if (split_ops.value() == "all") {
     for (Program& program : module.programs())
-      counts += SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, cuts, context);
+      counts += SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, context);
     return counts;
   }
   std::vector<Program> variants;
@@ -202,7 +199,7 @@ RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
     if (module.FindProgram(variant.name())) continue;
     variant.info().variant_of = program.name();
     const RowSplitCounts cut =
-        SplitRowParallelMatmuls(module, variant, RowSplitMode::kForward, cuts, context);
+        SplitRowParallelMatmuls(module, variant, RowSplitMode::kForward, context);
     if (cut.matmuls == 0) continue;
     counts += cut;
     variants_[program.name()] = variant.name();
@@ -460,7 +457,7 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   context.AddStatistic("forward-collectives-on-mp_fwd_comm", moved);
   const RowSplitCounts split = SplitOps(module, context);
   context.AddStatistic("ops-split", split.matmuls);
-  context.AddStatistic("all-reduces-reassociated", split.wide_all_reduces);
+  context.AddStatistic("wide-all-reduces-cut", split.wide_all_reduces);
 
   // Pairs, and the plan around them.
   PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));

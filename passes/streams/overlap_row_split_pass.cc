@@ -21,12 +21,11 @@ class OverlapRowSplitPass : public Pass {
   std::string_view name() const override { return "overlap-row-split"; }
   std::string_view description() const override {
     return "cuts each row-parallel matmul of the forward and backward-input programs whose "
-           "two-rank tensor-parallel all-reduce nothing else hides into row blocks, with the "
+           "tensor-parallel all-reduce nothing else hides into row blocks, with the "
            "bias and residual adds after it, so that each block's all-reduce runs under the "
-           "next block's work (bit-identical), in the number of blocks the cost model finds "
-           "fastest (needs opt --device, and --costs for measured ops); exact=false also cuts "
-           "all-reduces of more than two ranks (sums reassociated: equal up to rounding, not "
-           "bit for bit); split-ops=all cuts "
+           "next block's work (bit-identical at any group size: every transport sums in member "
+           "order), in the number of blocks the cost model finds "
+           "fastest (needs opt --device, and --costs for measured ops); split-ops=all cuts "
            "every eligible matmul of every program in two (tests). For plans whose jobs run "
            "alone (zero-bubble kinds, fthenb, 1f1b); overlap-1f1b makes its own cuts for the "
            "forwards it does not pair. Run after assign-streams and before insert-events.";
@@ -50,12 +49,11 @@ class OverlapRowSplitPass : public Pass {
     }
     const RowSplitMode mode =
         split_ops.value() == "all" ? RowSplitMode::kAll : RowSplitMode::kForwardBackwardInput;
-    const AllReduceCuts cuts = exact.value() ? AllReduceCuts::kExact : AllReduceCuts::kReassociate;
     RowSplitCounts counts;
     for (Program& program : module.programs())
-      counts += SplitRowParallelMatmuls(module, program, mode, cuts, context);
+      counts += SplitRowParallelMatmuls(module, program, mode, context);
     context.AddStatistic("matmuls-split", counts.matmuls);
-    context.AddStatistic("all-reduces-reassociated", counts.wide_all_reduces);
+    context.AddStatistic("wide-all-reduces-cut", counts.wide_all_reduces);
     return counts.matmuls > 0;
   }
 
@@ -66,7 +64,6 @@ class OverlapRowSplitPass : public Pass {
                                 "eligible matmul in two, for tests)",
                                 "auto",
                                 {"auto", "all"}};
-  Option<bool> exact{this, "exact", kExactOptionHelp, true};
 };
 
 }  // namespace

@@ -202,11 +202,8 @@ StatusOr<int> SplitRows(Program& program, int index, int blocks) {
   return Split(program, index, blocks, false);
 }
 
-bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows,
-                               int group_size, AllReduceCuts cuts) {
-  const bool allowed = group_size == 2 || (cuts == AllReduceCuts::kReassociate && group_size > 2);
-  return allowed && CanSplitRows(program, index, blocks, min_rows) &&
-         OnlyAllReduceReads(program, index);
+bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows) {
+  return CanSplitRows(program, index, blocks, min_rows) && OnlyAllReduceReads(program, index);
 }
 
 int RowWiseTail(const Program& program, int index) {
@@ -244,12 +241,11 @@ int RowWiseTail(const Program& program, int index) {
   return tail;
 }
 
-StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, int group_size,
-                                     int tail, AllReduceCuts cuts) {
-  if (!CanSplitRowsWithAllReduce(program, index, blocks, 1, group_size, cuts))
+StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, int tail) {
+  if (!CanSplitRowsWithAllReduce(program, index, blocks, 1))
     return InvalidArgument("op ", index, " of program '", program.name(),
-                           "' is not a matmul read only by an all-reduce this split may cut (",
-                           group_size, " ranks), its rows splitting into ", blocks, " blocks");
+                           "' is not a matmul read only by an all-reduce, its rows splitting into ",
+                           blocks, " blocks");
   if (tail < 0 || tail > RowWiseTail(program, index))
     return InvalidArgument("op ", index, " of program '", program.name(), "' is not followed by ",
                            tail, " row-wise ops");

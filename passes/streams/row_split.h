@@ -37,22 +37,15 @@ bool SplitsAsView(const Program& program, int index);
 StatusOr<int> SplitRows(Program& program, int index, int blocks);
 
 // Which all-reduces a row split may cut. An all-reduce sums each element over the group's
-// ranks; cut into blocks, each element is still summed over the same ranks, but in the
-// same order only where the collective's order does not depend on the element's place in
-// the buffer: always for a group of two (one addition, which commutes), not for the ring
-// and tree all-reduces of more ranks (Gloo's, NCCL's), where blocks give the same sums up
-// to the rounding of a reordered addition.
-enum class AllReduceCuts {
-  kExact,        // groups of two: bit-identical
-  kReassociate,  // any group: equal up to reassociation, not bit for bit
-};
+// ranks; cut into blocks, each element is still summed over the same ranks in the same
+// order: every transport sums an element in member order whatever its place in the buffer
+// (executor/comm/tcp_ring.h, the in-process hub, NCCL's member-order all-reduce), so the
+// cut is bit-identical at any group size.
 
 // A matmul whose output only the all-reduce right after it reads (a row-parallel linear):
 // split, then per block its matmul and the all-reduce of its rows, then a concat of the
 // reduced blocks, so that each block's all-reduce runs while the next block multiplies.
-// `group_size`: the all-reduce's group, which `cuts` must allow.
-bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows,
-                               int group_size, AllReduceCuts cuts = AllReduceCuts::kExact);
+bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows);
 
 // The element-wise ops right after that all-reduce that can run per row block as well,
 // each the only reader of the one before: a bias_add (the bias broadcast over the rows)
@@ -65,7 +58,6 @@ int RowWiseTail(const Program& program, int index);
 // The split, carrying the first `tail` (<= RowWiseTail) of those ops into the blocks:
 // per block its matmul and all-reduce, then per block its tail ops, then one concat of
 // the last op's blocks into its output.
-StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, int group_size,
-                                     int tail = 0, AllReduceCuts cuts = AllReduceCuts::kExact);
+StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, int tail = 0);
 
 }  // namespace pw

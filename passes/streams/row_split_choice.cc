@@ -17,8 +17,7 @@ constexpr int kMaxRowBlocks = 8;
 // each; all but the last run under the next block's matmul, and each block's row-wise tail
 // (`tail_seconds` in all) once its all-reduce is in. 1: not worth cutting.
 int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
-               const cost::OpPrice& reduce, double tail_seconds, AllReduceCuts cuts,
-               const cost::Estimator& estimator) {
+               const cost::OpPrice& reduce, double tail_seconds, const cost::Estimator& estimator) {
   const cost::DeviceSpec& device = estimator.device();
   const Var* x = program.FindVar(program.ops()[index].Input("X"));
   const DataType dtype = x ? x->dtype : DataType::kFloat32;
@@ -47,9 +46,7 @@ int BestBlocks(const Program& program, int index, const cost::OpPrice& matmul,
   int best = 1;
   double best_time = finish(1);
   for (int k = 2; k <= kMaxRowBlocks; ++k) {
-    if (!CanSplitRowsWithAllReduce(program, index, k, kMinSplitRows,
-                                   static_cast<int>(reduce.group.size()), cuts))
-      continue;
+    if (!CanSplitRowsWithAllReduce(program, index, k, kMinSplitRows)) continue;
     const double t = finish(k);
     if (t < best_time * 0.999) {
       best = k;
@@ -71,7 +68,7 @@ int PricingRank(const Module& module, const Program& program) {
 }
 
 RowSplitCounts SplitRowParallelMatmuls(const Module& module, Program& program, RowSplitMode mode,
-                                       AllReduceCuts cuts, PassContext& context) {
+                                       PassContext& context) {
   const bool all = mode == RowSplitMode::kAll;
   RowSplitCounts counts;
   const std::string& kind = program.info().kind;
@@ -90,9 +87,9 @@ RowSplitCounts SplitRowParallelMatmuls(const Module& module, Program& program, R
     const int group = reduced ? static_cast<int>(prices[i + 1].group.size()) : 0;
     const int tail = RowWiseTail(program, i);
     if (all) {
-      const bool with_reduce = CanSplitRowsWithAllReduce(program, i, 2, 1, group, cuts);
-      StatusOr<int> done = with_reduce ? SplitRowsWithAllReduce(program, i, 2, group, tail, cuts)
-                                       : SplitRows(program, i, 2);
+      const bool with_reduce = reduced && CanSplitRowsWithAllReduce(program, i, 2, 1);
+      StatusOr<int> done =
+          with_reduce ? SplitRowsWithAllReduce(program, i, 2, tail) : SplitRows(program, i, 2);
       counts.matmuls += done.ok();
       counts.wide_all_reduces += done.ok() && with_reduce && group > 2;
       continue;
@@ -104,8 +101,8 @@ RowSplitCounts SplitRowParallelMatmuls(const Module& module, Program& program, R
     if (!reduced || !cut_kind || ReadsARowBlock(program, i)) continue;
     double tail_seconds = 0;
     for (int t = 0; t < tail; ++t) tail_seconds += prices[i + 2 + t].seconds;
-    int blocks = BestBlocks(program, i, prices[i], prices[i + 1], tail_seconds, cuts, estimator);
-    if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, group, tail, cuts).ok()) {
+    int blocks = BestBlocks(program, i, prices[i], prices[i + 1], tail_seconds, estimator);
+    if (blocks > 1 && SplitRowsWithAllReduce(program, i, blocks, tail).ok()) {
       ++counts.matmuls;
       counts.wide_all_reduces += group > 2;
     }

@@ -19,15 +19,9 @@ enum class RowSplitMode {
   kAll,                   // every eligible matmul of every forward/backward program in two (tests)
 };
 
-// The `exact` option of the passes that cut all-reduces.
-inline constexpr const char* kExactOptionHelp =
-    "true: cut only all-reduces of two ranks (bit-identical); false: also those of more "
-    "ranks, whose sums a ring or tree all-reduce then takes in another order (equal up to "
-    "rounding, not bit for bit)";
-
 struct RowSplitCounts {
   int matmuls = 0;           // matmuls cut into row blocks
-  int wide_all_reduces = 0;  // of them, with an all-reduce of more than two ranks
+  int wide_all_reduces = 0;  // of them, with an all-reduce of more than two ranks (exact too)
   RowSplitCounts& operator+=(const RowSplitCounts& other) {
     matmuls += other.matmuls;
     wide_all_reduces += other.wide_all_reduces;
@@ -36,10 +30,10 @@ struct RowSplitCounts {
 };
 
 // Cuts the row-parallel matmuls of `program` (of `module`, whose mesh prices them; the
-// cost model from `context`) whose all-reduce (`cuts` says which groups) finishes sooner
+// cost model from `context`) whose all-reduce finishes sooner
 // in row blocks, each with its row-wise tail, into the number of blocks that finishes
 // soonest. Blocks of a previous cut are not cut again.
 RowSplitCounts SplitRowParallelMatmuls(const Module& module, Program& program, RowSplitMode mode,
-                                       AllReduceCuts cuts, PassContext& context);
+                                       PassContext& context);
 
 }  // namespace pw

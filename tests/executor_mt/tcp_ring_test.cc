@@ -22,7 +22,8 @@ namespace {
 
 // Runs `body(member, ring)` on `size` joined members, one thread each; their statuses.
 std::vector<Status> OnRing(int size, const std::function<Status(int, TcpRing&)>& body,
-                           std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+                           std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                           bool member_order = true) {
   const std::string dir = FreshDir("tcp_ring");
   std::vector<Status> results(size);
   std::vector<std::thread> threads;
@@ -32,6 +33,7 @@ std::vector<Status> OnRing(int size, const std::function<Status(int, TcpRing&)>&
         PW_ASSIGN_OR_RETURN(auto store, OpenStore(dir));
         TcpRingOptions options;
         options.timeout = timeout;
+        options.member_order = member_order;
         PW_ASSIGN_OR_RETURN(auto ring, TcpRing::Join(*store, "test", member, size, options));
         return body(member, *ring);
       };
@@ -101,6 +103,50 @@ TEST(TcpRing, TwoMembersSumInMemberOrderAndRepeat) {
   EXPECT_EQ(first[0], first[1]);
   EXPECT_EQ(first[0], second[0]);
 }
+
+// Any number of members sums every element in member order, ((x0 + x1) + x2) + ..., as the
+// in-process transport does, whatever the buffer's length; so an all-reduce of a buffer cut
+// into pieces gives the bits of the whole. The classic ring does not (its check below shows
+// the test would catch it).
+class TcpRingMemberOrder : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpRingMemberOrder, SumsInMemberOrderWhateverTheCut) {
+  const int size = GetParam();
+  const int64_t count = 10007;
+  const int64_t cut = 3001;  // two all-reduces over [0, cut) and [cut, count)
+  for (bool member_order : {true, false}) {
+    std::vector<std::vector<float>> whole(size), pieces(size);
+    auto results = OnRing(
+        size,
+        [&](int member, TcpRing& ring) -> Status {
+          whole[member] = Values(member, count);
+          pieces[member] = Values(member, count);
+          PW_RETURN_IF_ERROR(ring.AllReduce(whole[member].data(), count, ReduceOp::kSum));
+          PW_RETURN_IF_ERROR(ring.AllReduce(pieces[member].data(), cut, ReduceOp::kSum));
+          return ring.AllReduce(pieces[member].data() + cut, count - cut, ReduceOp::kSum);
+        },
+        std::chrono::seconds(30), member_order);
+    for (int m = 0; m < size; ++m) ASSERT_TRUE(results[m].ok()) << results[m].ToString();
+    std::vector<std::vector<float>> inputs;
+    for (int m = 0; m < size; ++m) inputs.push_back(Values(m, count));
+    int64_t in_member_order = 0, same_as_whole = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      float sum = inputs[0][i];
+      for (int m = 1; m < size; ++m) sum = sum + inputs[m][i];
+      in_member_order += whole[0][i] == sum;
+      same_as_whole += pieces[0][i] == whole[0][i];
+    }
+    if (member_order) {
+      EXPECT_EQ(in_member_order, count) << size << " members";
+      EXPECT_EQ(same_as_whole, count) << size << " members";
+    } else {
+      EXPECT_LT(in_member_order, count) << "the classic ring summed in member order";
+      EXPECT_LT(same_as_whole, count) << "the classic ring kept its bits across the cut";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Members, TcpRingMemberOrder, ::testing::Values(3, 4, 5));
 
 TEST(TcpRing, EmptyTensorIsANoOp) {
   auto results = OnRing(3, [&](int, TcpRing& ring) -> Status {
