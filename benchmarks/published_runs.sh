@@ -50,6 +50,11 @@
 #   - Loss scaling: fp16 rows use amp's dynamic scaling starting at the run's static scale
 #     (Megatron checks for overflow either way); dropout is not in the GPT builder; the
 #     DeepSpeed pipeline engine of smith22 is planned as 1f1b.
+#   - Attention is built unfused (build-model --attention unfused: q.k^T, a causal softmax
+#     and times v as separate ops whose scores go through memory), as every one of these
+#     runs computed it (Megatron's batched GEMMs and fused scale-mask-softmax kernels; flash
+#     attention came later). Megatron's fused softmax reads the scores once and writes the
+#     probabilities once, as pipeweave's softmax op is priced.
 #   - Tensor-parallel collectives stay on the compute stream (no assign-streams, no overlap
 #     passes): none of these runs overlapped them. Send/recv are simulated as NCCL's
 #     (--p2p rendezvous) in batched order, as Megatron's schedules issue them.
@@ -117,7 +122,8 @@ simulate() {
   if ! "$pw" build-model gpt --layers "${F[$id,layers]}" --hidden "${F[$id,hidden]}" \
     --heads "${F[$id,heads]}" --ffn "${F[$id,ffn]}" --seq "${F[$id,seq]}" \
     --vocab "${F[$id,vocab]}" --micro-batch-size "${F[$id,mbs]}" --mp "${F[$id,tp]}" \
-    --pp "${F[$id,pp]}" --vpp "${F[$id,vpp]}" -o "$module" >/dev/null 2>"$work/$id.err"; then
+    --pp "${F[$id,pp]}" --vpp "${F[$id,vpp]}" --attention unfused \
+    -o "$module" >/dev/null 2>"$work/$id.err"; then
     return
   fi
   if ((dp > 1)); then

@@ -1,5 +1,6 @@
 #include "models/gpt.h"
 
+#include <cmath>
 #include <string>
 
 #include "ir/builder.h"
@@ -179,13 +180,14 @@ class GptBuilder {
     const std::string p = "layer" + std::to_string(index) + ".";
     std::string ln1 = LayerNorm(p + "ln1", x);
     std::string qkv = ColumnParallel(p + "qkv", ln1, 3 * c_.hidden);
-    std::string attn = b_.Op("attention")
-                           .In("QKV", qkv)
-                           .Out("Out", p + "attn.out")
-                           .Out("Probs", p + "attn.probs")
-                           .Attr("num_heads", int64_t{c_.heads / c_.mp})
-                           .Attr("causal", true)
-                           .Build();
+    std::string attn = c_.unfused_attention ? UnfusedAttention(p, qkv)
+                                            : b_.Op("attention")
+                                                  .In("QKV", qkv)
+                                                  .Out("Out", p + "attn.out")
+                                                  .Out("Probs", p + "attn.probs")
+                                                  .Attr("num_heads", int64_t{c_.heads / c_.mp})
+                                                  .Attr("causal", true)
+                                                  .Build();
     std::string proj = RowParallel(p + "proj", attn, c_.hidden);
     std::string h1 = Add(x, proj, p + "residual1");
     std::string ln2 = LayerNorm(p + "ln2", h1);
@@ -193,6 +195,67 @@ class GptBuilder {
     std::string act = Unary("gelu", fc1, p + "gelu");
     std::string fc2 = RowParallel(p + "fc2", act, c_.ffn);
     return Add(h1, fc2, p + "residual2");
+  }
+
+  // Attention as the kernels of 2020-22 frameworks ran it, one op per step: QKV
+  // [B, S, h x {q, k, v} x d] regrouped into per-head q, k, v [B, h, S, d] (q scaled by
+  // 1/sqrt(d)), the scores q.k^T [B, h, S, S], a causal softmax over them, times v, and the
+  // heads back to [B, S, h d]. The scores and probabilities go through memory.
+  std::string UnfusedAttention(const std::string& p, const std::string& qkv) {
+    const int64_t b = c_.micro_batch_size, s = c_.seq, h = c_.heads / c_.mp;
+    const int64_t d = c_.hidden / c_.heads;
+    std::string x = b_.Op("reshape")
+                        .In("X", qkv)
+                        .Out("Out", p + "attn.qkv_heads")
+                        .Attr("shape", std::vector<int64_t>{b, s, h, 3, d})
+                        .Build();
+    x = b_.Op("transpose")
+            .In("X", x)
+            .Out("Out", p + "attn.qkv_t")
+            .Attr("perm", std::vector<int64_t>{0, 2, 3, 1, 4})  // [B, h, 3, S, d]
+            .Build();
+    b_.Op("split")
+        .In("X", x)
+        .Out("Out", {p + "attn.q5", p + "attn.k5", p + "attn.v5"})
+        .Attr("axis", int64_t{2})
+        .Attr("sections", std::vector<int64_t>{1, 1, 1})
+        .Build();
+    auto heads = [&](const std::string& in, const std::string& out) {
+      return b_.Op("reshape")
+          .In("X", in)
+          .Out("Out", out)
+          .Attr("shape", std::vector<int64_t>{b, h, s, d})
+          .Build();
+    };
+    std::string q = heads(p + "attn.q5", p + "attn.q");
+    std::string k = heads(p + "attn.k5", p + "attn.k");
+    std::string v = heads(p + "attn.v5", p + "attn.v");
+    q = b_.Op("scale")
+            .In("X", q)
+            .Out("Out", p + "attn.q_scaled")
+            .Attr("scale", 1.0 / std::sqrt(static_cast<double>(d)))
+            .Attr("bias", 0.0)
+            .Build();
+    std::string scores = b_.Op("matmul")
+                             .In("X", q)
+                             .In("Y", k)
+                             .Out("Out", p + "attn.scores")
+                             .Attr("trans_x", false)
+                             .Attr("trans_y", true)
+                             .Build();
+    std::string probs =
+        b_.Op("softmax").In("X", scores).Out("Out", p + "attn.probs").Attr("causal", true).Build();
+    std::string context = Matmul(probs, v, p + "attn.context");
+    context = b_.Op("transpose")
+                  .In("X", context)
+                  .Out("Out", p + "attn.context_t")
+                  .Attr("perm", std::vector<int64_t>{0, 2, 1, 3})  // [B, S, h, d]
+                  .Build();
+    return b_.Op("reshape")
+        .In("X", context)
+        .Out("Out", p + "attn.out")
+        .Attr("shape", std::vector<int64_t>{b, s, h * d})
+        .Build();
   }
 
   std::string Head(const std::string& x) {
@@ -264,6 +327,7 @@ void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set("placement", std::string(StagePlacementName(c.placement)));
   meta.Set("vocab_parallel", c.vocab_parallel && c.mp > 1);
   if (!c.stage_layers.empty()) meta.Set("stage_layers", c.stage_layers);
+  meta.Set("attention", std::string(c.unfused_attention ? "unfused" : "fused"));
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
 

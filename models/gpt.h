@@ -52,6 +52,9 @@ struct GptConfig {
   // Layers of each model chunk in order (pp * vpp counts, each >= 1, summing to layers);
   // empty: layers / (pp * vpp) each.
   std::vector<int64_t> stage_layers;
+  // Attention as separate ops (regroup, q.k^T, causal softmax, times v), the way 2020-22
+  // frameworks ran it, instead of the fused attention op (a flash-style kernel).
+  bool unfused_attention = false;
   uint64_t seed = 1;
 };
 

@@ -42,6 +42,7 @@ StatusOr<ModelRecipe> ReadModelRecipe(const Module& module) {
     c.vocab_parallel = meta.GetBool("vocab_parallel") || c.mp == 1;
     c.seed = static_cast<uint64_t>(meta.GetInt("seed"));
     if (meta.Has("stage_layers")) c.stage_layers = meta.GetInts("stage_layers");
+    c.unfused_attention = meta.Has("attention") && meta.GetString("attention") == "unfused";
   } else if (recipe.model == "unet") {
     PW_RETURN_IF_ERROR(RequireFields(
         meta, "unet", {"layers", "hidden", "micro_batch_size", "seq", "vocab", "pp", "seed"}));

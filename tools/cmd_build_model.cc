@@ -19,7 +19,8 @@ constexpr const char* kUsage =
     "pipeweave build-model gpt --layers L --hidden H --heads A [--ffn F (4H)] --seq S --vocab V\n"
     "           [--micro-batch-size B (1)] [--mp M (1)] [--pp P (1)] [--vpp V (1)] [--seed N (1)]\n"
     "           [--placement loop|v (loop)] [--vocab-parallel on|off (on)]\n"
-    "           [--stage-layers N,N,... (L / (P x V) each)] -o FILE\n"
+    "           [--stage-layers N,N,... (L / (P x V) each)] [--attention fused|unfused (fused)]\n"
+    "           -o FILE\n"
     "       pipeweave build-model unet --layers L --hidden H [--micro-batch-size B (1)] [--pp P "
     "(1)]\n"
     "           [--seq S (16)] [--vocab V (128)] [--seed N (1)] -o FILE\n"
@@ -28,11 +29,14 @@ constexpr const char* kUsage =
     "With mp > 1 the embedding rows and LM head columns are sharded over the mp group, with\n"
     "Megatron's parallel cross-entropy (--vocab-parallel off keeps them whole on every rank).\n"
     "--stage-layers gives the layers of each model chunk in order (P x V counts summing to L),\n"
-    "e.g. fewer on the first and last stages, which also hold the embeddings and the LM head.";
+    "e.g. fewer on the first and last stages, which also hold the embeddings and the LM head.\n"
+    "--attention unfused builds attention from separate ops (regroup, q.k^T, causal softmax,\n"
+    "times v) whose scores go through memory, as 2020-22 frameworks ran it; fused (the\n"
+    "default) is one attention op, priced as a flash-style kernel on GPUs.";
 
 // Flags of one model only; naming another model's flag is an error.
-const char* const kGptOnly[] = {"heads",          "ffn",         "mp", "vpp", "placement",
-                                "vocab-parallel", "stage-layers"};
+const char* const kGptOnly[] = {"heads",          "ffn",          "mp",       "vpp", "placement",
+                                "vocab-parallel", "stage-layers", "attention"};
 
 // A parallel degree: the mesh's limit, checked before anything is built.
 StatusOr<int> GetDegree(const Flags& flags, const std::string& name) {
@@ -80,6 +84,10 @@ StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   c.vocab_parallel = vocab_parallel == "on";
   PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1, 0, kInt64Max));
   c.seed = static_cast<uint64_t>(seed);
+  const std::string attention = flags.Get("attention", "fused");
+  if (attention != "fused" && attention != "unfused")
+    return InvalidArgument("flag --attention takes fused or unfused, got '", attention, "'");
+  c.unfused_attention = attention == "unfused";
   if (flags.Has("stage-layers")) {
     PW_ASSIGN_OR_RETURN(c.stage_layers, ParseCounts(flags.Get("stage-layers")));
   }
@@ -105,7 +113,7 @@ StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name :
        {"layers", "hidden", "heads", "ffn", "seq", "vocab", "micro-batch-size", "mp", "pp", "vpp",
-        "placement", "vocab-parallel", "seed", "output", "stage-layers"})
+        "placement", "vocab-parallel", "seed", "output", "stage-layers", "attention"})
     flags.Value(name);
   flags.Alias("o", "output");
   PW_RETURN_IF_ERROR(flags.Parse(args));

@@ -34,7 +34,8 @@ std::string BuildModelArgs(const models::ModelRecipe& r) {
                 c.ffn, " --seq ", c.seq, " --vocab ", c.vocab, " --micro-batch-size ",
                 c.micro_batch_size, " --mp ", c.mp, " --pp ", c.pp, " --vpp ", c.vpp,
                 " --placement ", StagePlacementName(c.placement), " --vocab-parallel ",
-                c.vocab_parallel ? "on" : "off", " --seed ", c.seed, StageLayersArg(c));
+                c.vocab_parallel ? "on" : "off", " --seed ", c.seed, StageLayersArg(c),
+                c.unfused_attention ? " --attention unfused" : "");
 }
 
 std::vector<ShapeChoice> ShapeChoices(const models::ModelRecipe& built, int64_t global_batch,
