@@ -117,7 +117,8 @@ StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>&
 
   // Per layer: the ops to run again, in forward order.
   std::vector<std::pair<int64_t, std::vector<size_t>>> clones_by_layer;
-  for (const auto& [layer, members] : layers) {
+  for (const auto& [layer_index, members] : layers) {
+    const int64_t layer = layer_index;  // a plain variable: the lambdas below capture it
     const Level level = level_of(layer);
     if (level == Level::kNone) continue;
     std::set<size_t> in_layer(members.begin(), members.end());
