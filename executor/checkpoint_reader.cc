@@ -29,8 +29,14 @@ bool Tiles(const CheckpointVar& p) {
   return ShapeOf(p.shape()) == expect;
 }
 
-FileDigest DigestOf(const CheckpointRank& r) {
-  return FileDigest{r.bytes(), static_cast<uint32_t>(std::stoul(r.crc32c(), nullptr, 16))};
+// A rank's tensors, the file checked against the manifest's size and checksum.
+StatusOr<std::map<std::string, Tensor>> LoadRankFile(const std::string& dir,
+                                                     const CheckpointRank& r) {
+  const std::string path = (fs::path(dir) / r.file()).string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return DataLoss(path, ": rank ", r.rank(), "'s file is missing");
+  const FileDigest digest{r.bytes(), static_cast<uint32_t>(std::stoul(r.crc32c(), nullptr, 16))};
+  return LoadTensors(path, &digest);
 }
 
 }  // namespace
@@ -50,8 +56,7 @@ std::string CheckpointReader::manifest_path() const {
 
 Status CheckpointReader::VerifyFiles() const {
   for (const CheckpointRank& r : manifest_.ranks()) {
-    const FileDigest digest = DigestOf(r);
-    PW_ASSIGN_OR_RETURN(auto tensors, LoadTensors((fs::path(path_) / r.file()).string(), &digest));
+    PW_ASSIGN_OR_RETURN(auto tensors, LoadRankFile(path_, r));
     for (const CheckpointVar& v : r.vars()) {
       auto it = tensors.find(v.name());
       if (it == tensors.end() || DataTypeName(it->second.dtype()) != v.dtype() ||
@@ -127,9 +132,7 @@ Status CheckpointReader::CheckCanRead(const CheckpointVar& wanted) const {
 StatusOr<const std::map<std::string, Tensor>*> CheckpointReader::RankTensors(int rank) {
   auto it = loaded_.find(rank);
   if (it != loaded_.end()) return &it->second;
-  const CheckpointRank& r = manifest_.ranks(rank);
-  const FileDigest digest = DigestOf(r);
-  PW_ASSIGN_OR_RETURN(auto tensors, LoadTensors((fs::path(path_) / r.file()).string(), &digest));
+  PW_ASSIGN_OR_RETURN(auto tensors, LoadRankFile(path_, manifest_.ranks(rank)));
   return &loaded_.emplace(rank, std::move(tensors)).first->second;
 }
 

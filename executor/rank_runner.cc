@@ -36,7 +36,9 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
                 options.data.data_file);
   const RankVars rank_vars = VarsOfRank(*interp);
   int64_t start = 0;
+  double resume_ms = 0;
   if (!options.checkpoint.resume.empty()) {
+    auto begin = std::chrono::steady_clock::now();
     PW_ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(options.checkpoint.resume));
     PW_RETURN_IF_ERROR(
         CheckSameModel(reader->manifest(), interp->module(), reader->manifest_path()));
@@ -45,6 +47,8 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
       return interp->SetPersistent(name, std::move(t));
     }));
     start = reader->manifest().step();
+    resume_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
     if (start >= options.steps)
       return FailedPrecondition(reader->path(), " holds step ", start, ": --steps ", options.steps,
                                 " leaves nothing to train");
@@ -66,6 +70,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     report.step = step;
     report.step_ms = stats.step_ms;
     report.peak_bytes = stats.peak_bytes;
+    if (step == start) report.resume_ms = resume_ms;
     if (!stats.losses.empty() && coord.mp == 0) {
       for (double loss : stats.losses) report.loss_sum += loss;
       report.loss_count = static_cast<int>(stats.losses.size());

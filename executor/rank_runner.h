@@ -30,6 +30,7 @@ struct RankStepReport {
   int64_t peak_bytes = 0;
   int64_t checkpoint_bytes = 0;  // this rank's checkpoint file after the step; 0: none
   double checkpoint_ms = 0;      // the time it took to write
+  double resume_ms = 0;  // first step of a resumed run: the time its checkpoint took to load
 };
 
 struct RankRunOptions {

@@ -258,6 +258,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
 
   std::map<int64_t, StepRow> rows;
   std::vector<double> peak(nproc, 0);
+  std::vector<double> resume_ms(nproc, 0);
   int64_t next_print = first_step;
   options.on_report = [&](int rank, const std::string& line) {
     RankStepReport r;
@@ -274,8 +275,13 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
       row.checkpoint_ms[rank] = r.checkpoint_ms;
     }
     peak[rank] = std::max(peak[rank], static_cast<double>(r.peak_bytes));
+    resume_ms[rank] = std::max(resume_ms[rank], r.resume_ms);
     while (!json && rows.count(next_print) && rows[next_print].reports == nproc) {
       const StepRow& r = rows[next_print];
+      if (next_print == first_step && first_step > 0)
+        std::printf("resumed after step %lld: checkpoint loaded in %.1f ms on the slowest rank\n",
+                    static_cast<long long>(first_step),
+                    *std::max_element(resume_ms.begin(), resume_ms.end()));
       std::printf("step %lld loss %.4f", static_cast<long long>(next_print + 1),
                   r.loss_count ? r.loss_sum / r.loss_count : NAN);
       if (next_print < static_cast<int64_t>(reference.size()))
@@ -333,6 +339,10 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     std::printf(", ");
     PrintJsonArray("peak_bytes", peak, "%.0f");
     if (!checkpoints.empty()) std::printf(", \"checkpoints\": [%s]", checkpoints.c_str());
+    if (first_step > 0) {
+      std::printf(", ");
+      PrintJsonArray("resume_ms", resume_ms, "%.3f");
+    }
     if (!reference.empty()) {
       std::printf(", ");
       PrintJsonArray("reference_losses", reference, "%.17g");

@@ -98,12 +98,12 @@ printf '\x5a' | dd of="$bad/rank00001.tensors" bs=1 seek=200 conv=notrunc status
 refuse "rank00001.tensors: checksum mismatch" "${run4[@]}" --resume "$bad"
 cp "$latest/rank00001.tensors" "$bad/"
 rm "$bad/rank00002.tensors"
-refuse "rank00002.tensors: No such file" "${run4[@]}" --resume "$bad"
+refuse "rank00002.tensors: rank 2's file is missing" "${run4[@]}" --resume "$bad"
 cp "$latest/rank00002.tensors" "$bad/"
 # A shard that does not tile its var: rank 1's piece of a column-parallel weight made
 # larger than half of it.
-awk 'done != 1 && /name: "layer0.attn.qkv.w"/ { hit++ } hit == 2 && /^ *shape: / && ++seen == 2 {
+awk 'done != 1 && /name: "layer0.qkv.weight"/ { hit++ } hit == 2 && /^ *shape: / && ++seen == 2 {
        sub(/[0-9]+/, "40"); done = 1 } { print }' "$latest/manifest.pbtxt" >"$bad/manifest.pbtxt"
-refuse "cannot re-shard 'layer0.attn.qkv.w'" "${run4[@]}" --resume "$bad"
+refuse "cannot re-shard 'layer0.qkv.weight'" "${run4[@]}" --resume "$bad"
 [[ $(fingerprint "$ck") == "$before" ]] || fail "a refused run changed $ck"
 echo "ok"
