@@ -8,6 +8,30 @@
 #include "executor/tensor_file.h"
 
 namespace pw {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point begin) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+      .count();
+}
+
+// Sets the rank's vars from the checkpoint to resume; returns the steps it had trained.
+StatusOr<int64_t> Resume(Interpreter& interp, const CheckpointManifest& header,
+                         const RankVars& vars, const RankRunOptions& options) {
+  PW_ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(options.checkpoint.resume));
+  PW_RETURN_IF_ERROR(CheckSameModel(reader->manifest(), interp.module(), reader->manifest_path()));
+  PW_RETURN_IF_ERROR(CheckSameData(*reader, header));
+  PW_RETURN_IF_ERROR(RestoreRank(*reader, vars, [&](const std::string& name, Tensor t) {
+    return interp.SetPersistent(name, std::move(t));
+  }));
+  const int64_t step = reader->manifest().step();
+  if (step >= options.steps)
+    return FailedPrecondition(reader->path(), " holds step ", step, ": --steps ", options.steps,
+                              " leaves nothing to train");
+  return step;
+}
+
+}  // namespace
 
 Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& options) {
   BackendConfig backend_config;
@@ -38,20 +62,9 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
   int64_t start = 0;
   double resume_ms = 0;
   if (!options.checkpoint.resume.empty()) {
-    auto begin = std::chrono::steady_clock::now();
-    PW_ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(options.checkpoint.resume));
-    PW_RETURN_IF_ERROR(
-        CheckSameModel(reader->manifest(), interp->module(), reader->manifest_path()));
-    PW_RETURN_IF_ERROR(CheckSameData(*reader, header));
-    PW_RETURN_IF_ERROR(RestoreRank(*reader, rank_vars, [&](const std::string& name, Tensor t) {
-      return interp->SetPersistent(name, std::move(t));
-    }));
-    start = reader->manifest().step();
-    resume_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
-    if (start >= options.steps)
-      return FailedPrecondition(reader->path(), " holds step ", start, ": --steps ", options.steps,
-                                " leaves nothing to train");
+    const auto begin = std::chrono::steady_clock::now();
+    PW_ASSIGN_OR_RETURN(start, Resume(*interp, header, rank_vars, options));
+    resume_ms = MsSince(begin);
   }
   if (!options.checkpoint.dir.empty()) {
     PW_RETURN_IF_ERROR(CheckContinuesRun(options.checkpoint.dir, start));
@@ -81,9 +94,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
           report.checkpoint_bytes,
           SaveRank(options.checkpoint, header, step + 1, rank_vars,
                    [&](const std::string& name) { return interp->PersistentOnHost(name); }));
-      report.checkpoint_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
-              .count();
+      report.checkpoint_ms = MsSince(begin);
     }
     if (options.on_step) options.on_step(report);
   }
