@@ -68,6 +68,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(Module module,
   PW_ASSIGN_OR_RETURN(exec->interp_, Interpreter::Create(std::move(module), options.rank,
                                                          *exec->backend_, interp_options));
   PW_RETURN_IF_ERROR(exec->interp_->InitializeParameters());
+  exec->checkpoint_.dir = options.checkpoint_dir;
+  exec->checkpoint_.keep = options.checkpoint_keep;
+  if (options.rank == 0 && !options.checkpoint_dir.empty())
+    PW_RETURN_IF_ERROR(RemovePartialCheckpoints(options.checkpoint_dir));
   return exec;
 }
 
@@ -110,5 +114,30 @@ Status Executor::Assign(const std::string& name, const Tensor& value) {
 }
 
 std::vector<std::string> Executor::PersistentNames() const { return interp_->PersistentNames(); }
+
+Status Executor::SaveCheckpoint(int64_t step) {
+  if (checkpoint_.dir.empty())
+    return FailedPrecondition("no checkpoint folder: set ExecutorOptions::checkpoint_dir");
+  const Module& module = interp_->module();
+  CheckpointManifest header =
+      RunHeader(module, int64_t{num_micro_batches()} * module.mesh.dp, "fed", 0, "");
+  return SaveRank(checkpoint_, header, step, VarsOfRank(*interp_),
+                  [this](const std::string& name) { return interp_->PersistentOnHost(name); })
+      .status();
+}
+
+StatusOr<int64_t> Executor::LoadCheckpoint(const std::string& path) {
+  PW_ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(path));
+  const Module& module = interp_->module();
+  PW_RETURN_IF_ERROR(CheckSameModel(reader->manifest(), module, reader->manifest_path()));
+  CheckpointManifest header =
+      RunHeader(module, int64_t{num_micro_batches()} * module.mesh.dp, "fed", 0, "");
+  PW_RETURN_IF_ERROR(CheckSameData(*reader, header));
+  PW_RETURN_IF_ERROR(
+      RestoreRank(*reader, VarsOfRank(*interp_), [this](const std::string& name, Tensor t) {
+        return interp_->SetPersistent(name, std::move(t));
+      }));
+  return reader->manifest().step();
+}
 
 }  // namespace pw

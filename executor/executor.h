@@ -15,6 +15,11 @@
 //   }
 //   pw::Tensor w = exec->Fetch("layer0.fc1.w").value();
 //
+// Checkpoints: with options.checkpoint_dir set, every rank calls SaveCheckpoint(step)
+// after the same step; the last one to finish completes the checkpoint. A restarted job
+// calls LoadCheckpoint(dir) on every rank before its first step (also under another
+// mp x pp x vpp plan of the same model) and continues after the step it returns.
+//
 // One Executor per process and rank; parameters start from their initializers (or
 // Assign). Errors come back as Status, never as exceptions or aborts.
 
@@ -25,6 +30,7 @@
 
 #include "executor/backend_factory.h"
 #include "executor/interpreter.h"
+#include "executor/training_checkpoints.h"
 #include "ir/module.h"
 #include "ir/status.h"
 #include "ops/tensor.h"
@@ -42,6 +48,10 @@ struct ExecutorOptions {
   int blas_threads = 1;             // process-wide kernel threads; 0 leaves the setting alone
   std::vector<std::string> inputs;  // fed per micro-batch; default: the module's metadata
   std::string loss;                 // scalar fetched per micro-batch; default: metadata
+  // Where SaveCheckpoint writes. Rank 0 removes what killed writers left there when it is
+  // created, which is before any rank can finish a step.
+  std::string checkpoint_dir;
+  int checkpoint_keep = 0;  // complete checkpoints kept there; 0: all
 };
 
 class Executor {
@@ -68,6 +78,12 @@ class Executor {
   Status Assign(const std::string& name, const Tensor& value);
   std::vector<std::string> PersistentNames() const;
 
+  // Writes this rank's persistable vars as the checkpoint of `step` (steps trained).
+  Status SaveCheckpoint(int64_t step);
+  // Sets this rank's persistable vars from a checkpoint folder, or from the latest complete
+  // checkpoint in a folder of them, cutting each var for this plan; returns its step.
+  StatusOr<int64_t> LoadCheckpoint(const std::string& path);
+
  private:
   struct Comm;
   Executor() = default;
@@ -77,6 +93,7 @@ class Executor {
   std::unique_ptr<Comm> comm_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Interpreter> interp_;
+  CheckpointOptions checkpoint_;
 };
 
 }  // namespace pw

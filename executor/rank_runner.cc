@@ -1,5 +1,6 @@
 #include "executor/rank_runner.h"
 
+#include <chrono>
 #include <map>
 
 #include "executor/backend_factory.h"
@@ -7,6 +8,30 @@
 #include "executor/tensor_file.h"
 
 namespace pw {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point begin) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+      .count();
+}
+
+// Sets the rank's vars from the checkpoint to resume; returns the steps it had trained.
+StatusOr<int64_t> Resume(Interpreter& interp, const CheckpointManifest& header,
+                         const RankVars& vars, const RankRunOptions& options) {
+  PW_ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(options.checkpoint.resume));
+  PW_RETURN_IF_ERROR(CheckSameModel(reader->manifest(), interp.module(), reader->manifest_path()));
+  PW_RETURN_IF_ERROR(CheckSameData(*reader, header));
+  PW_RETURN_IF_ERROR(RestoreRank(*reader, vars, [&](const std::string& name, Tensor t) {
+    return interp.SetPersistent(name, std::move(t));
+  }));
+  const int64_t step = reader->manifest().step();
+  if (step >= options.steps)
+    return FailedPrecondition(reader->path(), " holds step ", step, ": --steps ", options.steps,
+                              " leaves nothing to train");
+  return step;
+}
+
+}  // namespace
 
 Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& options) {
   BackendConfig backend_config;
@@ -26,13 +51,30 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
   PW_ASSIGN_OR_RETURN(auto interp,
                       Interpreter::Create(module, options.rank, backend, interp_options));
   PW_RETURN_IF_ERROR(interp->InitializeParameters());
-  PW_RETURN_IF_ERROR(backend.Connect());  // before the first step, not inside it
 
   const RankCoord coord = interp->layout().Coord(options.rank);
   const int micro_batches = interp->lowered().num_micro_batches;
+  const CheckpointManifest header =
+      RunHeader(interp->module(), int64_t{micro_batches} * interp->layout().mesh().dp,
+                options.data.data_file.empty() ? "synthetic" : "file", options.data.data_seed,
+                options.data.data_file);
+  const RankVars rank_vars = VarsOfRank(*interp);
+  int64_t start = 0;
+  double resume_ms = 0;
+  if (!options.checkpoint.resume.empty()) {
+    const auto begin = std::chrono::steady_clock::now();
+    PW_ASSIGN_OR_RETURN(start, Resume(*interp, header, rank_vars, options));
+    resume_ms = MsSince(begin);
+  }
+  if (!options.checkpoint.dir.empty()) {
+    PW_RETURN_IF_ERROR(CheckContinuesRun(options.checkpoint.dir, start));
+    if (options.rank == 0) PW_RETURN_IF_ERROR(RemovePartialCheckpoints(options.checkpoint.dir));
+  }
+  PW_RETURN_IF_ERROR(backend.Connect());  // before the first step, not inside it
+
   PW_ASSIGN_OR_RETURN(auto feed,
                       TrainingFeed::Open(interp->module(), coord.dp, micro_batches, options.data));
-  for (int64_t step = 0; step < options.steps; ++step) {
+  for (int64_t step = start; step < options.steps; ++step) {
     feed->set_step(step);
     interp->set_tracing(options.on_traced_step && step + 1 == options.steps);
     PW_ASSIGN_OR_RETURN(StepStats stats, interp->RunStep(feed->fn()));
@@ -41,9 +83,18 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     report.step = step;
     report.step_ms = stats.step_ms;
     report.peak_bytes = stats.peak_bytes;
+    if (step == start) report.resume_ms = resume_ms;
     if (!stats.losses.empty() && coord.mp == 0) {
       for (double loss : stats.losses) report.loss_sum += loss;
       report.loss_count = static_cast<int>(stats.losses.size());
+    }
+    if (CheckpointDue(options.checkpoint, step + 1, options.steps)) {
+      auto begin = std::chrono::steady_clock::now();
+      PW_ASSIGN_OR_RETURN(
+          report.checkpoint_bytes,
+          SaveRank(options.checkpoint, header, step + 1, rank_vars,
+                   [&](const std::string& name) { return interp->PersistentOnHost(name); }));
+      report.checkpoint_ms = MsSince(begin);
     }
     if (options.on_step) options.on_step(report);
   }

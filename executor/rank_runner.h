@@ -11,6 +11,7 @@
 
 #include "executor/backend_factory.h"
 #include "executor/comm/stream_comm.h"
+#include "executor/training_checkpoints.h"
 #include "executor/training_feed.h"
 #include "ir/module.h"
 #include "ir/status.h"
@@ -27,17 +28,21 @@ struct RankStepReport {
   int loss_count = 0;   // 0: this rank does not report the loss
   double step_ms = 0;
   int64_t peak_bytes = 0;
+  int64_t checkpoint_bytes = 0;  // this rank's checkpoint file after the step; 0: none
+  double checkpoint_ms = 0;      // the time it took to write
+  double resume_ms = 0;  // first step of a resumed run: the time its checkpoint took to load
 };
 
 struct RankRunOptions {
   int rank = 0;
-  int64_t steps = 1;
+  int64_t steps = 1;      // in all: a resumed run trains the steps after its checkpoint's
   int micro_batches = 1;  // for a module without a plan
   TrainingFeedOptions data;
   bool strict_events = false;
   BackendKind backend = BackendKind::kCpu;
   int device = -1;          // cuda: -1 takes rank % visible devices
   std::string save_params;  // file for this rank's persistable vars after the last step
+  CheckpointOptions checkpoint;
   std::map<std::string, Tensor>* final_params = nullptr;  // filled after the last step
   std::function<void(const RankStepReport&)> on_step;
   // Called after the last step, which then records every instruction's times

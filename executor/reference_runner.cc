@@ -51,6 +51,10 @@ class ReferenceRunner {
   Status CheckInputsAvailable() const;
   Status OpenData();
   Status MaterializeState();
+  StatusOr<int64_t> Resume();
+  Status SaveCheckpoint(int64_t steps_done);
+  RankVars Vars() const;
+  CheckpointManifest Header() const;
 
   StatusOr<double> RunMicroBatch(int64_t step, int64_t micro_batch);
   Status ApplyOptimizer();
@@ -178,6 +182,51 @@ Status ReferenceRunner::MaterializeState() {
   return OkStatus();
 }
 
+RankVars ReferenceRunner::Vars() const {
+  RankVars r;
+  r.stages = {0};
+  for (const Var& v : program_.vars())
+    if (v.persistable) r.vars.push_back(v);
+  return r;
+}
+
+CheckpointManifest ReferenceRunner::Header() const {
+  return RunHeader(module_, options_.micro_batches,
+                   options_.data_file.empty() ? "synthetic" : "file", options_.data_seed,
+                   options_.data_file);
+}
+
+// The step to continue from: 0, or the resumed checkpoint's with its state loaded.
+StatusOr<int64_t> ReferenceRunner::Resume() {
+  if (options_.checkpoint.resume.empty()) return 0;
+  PW_ASSIGN_OR_RETURN(auto reader, CheckpointReader::Open(options_.checkpoint.resume));
+  PW_RETURN_IF_ERROR(CheckSameModel(reader->manifest(), module_, reader->manifest_path()));
+  PW_RETURN_IF_ERROR(CheckSameData(*reader, Header()));
+  PW_RETURN_IF_ERROR(RestoreRank(*reader, Vars(), [&](const std::string& name, Tensor t) {
+    root_.Set(name, std::move(t));
+    return OkStatus();
+  }));
+  const int64_t step = reader->manifest().step();
+  if (step >= options_.steps)
+    return FailedPrecondition(reader->path(), " holds step ", step, ": --steps ", options_.steps,
+                              " leaves nothing to train");
+  return step;
+}
+
+Status ReferenceRunner::SaveCheckpoint(int64_t steps_done) {
+  auto begin = std::chrono::steady_clock::now();
+  PW_ASSIGN_OR_RETURN(int64_t bytes, SaveRank(options_.checkpoint, Header(), steps_done, Vars(),
+                                              [&](const std::string& name) -> StatusOr<Tensor> {
+                                                const Tensor* t = root_.Find(name);
+                                                if (!t) return NotFound("no value of '", name, "'");
+                                                return *t;
+                                              }));
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+  if (options_.on_checkpoint) options_.on_checkpoint(steps_done - 1, bytes, ms);
+  return OkStatus();
+}
+
 Status ReferenceRunner::Prepare() {
   if (options_.steps < 1) return InvalidArgument("steps must be >= 1, got ", options_.steps);
   if (options_.micro_batches < 1)
@@ -277,7 +326,12 @@ Status ReferenceRunner::ApplyOptimizer() {
 StatusOr<ReferenceResult> ReferenceRunner::Run() {
   ReferenceResult result;
   result.tracked.resize(options_.track.size());
-  for (int64_t step = 0; step < options_.steps; ++step) {
+  PW_ASSIGN_OR_RETURN(result.first_step, Resume());
+  if (!options_.checkpoint.dir.empty()) {
+    PW_RETURN_IF_ERROR(CheckContinuesRun(options_.checkpoint.dir, result.first_step));
+    PW_RETURN_IF_ERROR(RemovePartialCheckpoints(options_.checkpoint.dir));
+  }
+  for (int64_t step = result.first_step; step < options_.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     grad_acc_.clear();
     for (const std::string& g : grads_) {
@@ -300,6 +354,8 @@ StatusOr<ReferenceResult> ReferenceRunner::Run() {
     for (size_t i = 0; i < options_.track.size(); ++i)
       result.tracked[i].push_back(root_.Find(options_.track[i])->f32()[0]);
     if (options_.on_step) options_.on_step(step, loss, ms);
+    if (CheckpointDue(options_.checkpoint, step + 1, options_.steps))
+      PW_RETURN_IF_ERROR(SaveCheckpoint(step + 1));
   }
   return result;
 }

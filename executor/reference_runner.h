@@ -18,13 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "executor/training_checkpoints.h"
 #include "ir/module.h"
 #include "ir/status.h"
 
 namespace pw {
 
 struct ReferenceOptions {
-  int64_t steps = 1;
+  int64_t steps = 1;  // in all: a resumed run trains the steps after its checkpoint's
   int64_t micro_batches = 1;
   uint64_t data_seed = 1;  // selects the token stream (executor/data.h)
   std::string data_file;   // byte-level text; empty: synthetic data
@@ -36,10 +37,14 @@ struct ReferenceOptions {
   std::vector<std::string> track;
   // Called after every step (0-based) as soon as it finishes; may be null.
   std::function<void(int64_t step, double loss, double step_ms)> on_step;
+  // Checkpoints (one rank), and what each written took; may be null.
+  CheckpointOptions checkpoint;
+  std::function<void(int64_t step, int64_t bytes, double ms)> on_checkpoint;
 };
 
 struct ReferenceResult {
-  std::vector<double> losses;                // per step
+  int64_t first_step = 0;                    // 0-based; after the checkpoint resumed
+  std::vector<double> losses;                // per step run
   std::vector<double> step_time_ms;          // per step, wall time
   std::vector<std::vector<double>> tracked;  // [i][step]: options.track[i] after the step
 };

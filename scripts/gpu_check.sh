@@ -3,6 +3,7 @@
 # the CUDA toolkit:  bash BUNDLE/gpu_check.sh OUT_DIR  (under 8 minutes).
 #   1. the CUDA backend's tests (tests/executor_cuda);
 #   2. the small GPT trained on CUDA beside the CPU reference, f32 and bf16 (losses side by side);
+#      then stopped after a checkpoint and resumed, f32, bf16 and fp16: bit-identical or not;
 #   3. `profile --backend cuda` of the op signatures of one GPT-3 6.7B-shaped layer (mp 1, bf16)
 #      into OUT_DIR/h100.pbtxt (h200.pbtxt, a100.pbtxt: named after the GPU);
 #   4. that layer simulated with those costs and with the built-in spec alone, beside its
@@ -100,6 +101,27 @@ for dtype in f32 bf16; do
       --micro-batches 4 --compare-reference "$work/gpt_$dtype.pb"
   fi
   echo "exit $?"
+done
+
+section "2b. checkpoints on CUDA: 3 steps, then resumed to 6, against 6 never stopped"
+"$pw" opt "$work/gpt.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1e6}' \
+  -o "$work/gpt_fp16.pb"
+losses() { sed -n 's/.*"losses": \[\([^]]*\)\].*/\1/p' "$1" | tr -d ' '; }
+backend=cuda
+((cpu_only)) && backend=cpu
+for dtype in f32 bf16 fp16; do
+  ck=("$pw" run-parallel "$work/gpt_$dtype.pb" --nproc 1 --backend $backend --micro-batches 4
+    --report json)
+  timed 60 "${ck[@]}" --steps 6 --save-params "$work/whole_$dtype" >"$work/whole_$dtype.json" &&
+    timed 60 "${ck[@]}" --steps 3 --checkpoint-dir "$work/ck_$dtype" >/dev/null &&
+    timed 60 "${ck[@]}" --steps 6 --resume "$work/ck_$dtype" --save-params "$work/res_$dtype" \
+      >"$work/res_$dtype.json"
+  echo "exit $? ($dtype)"
+  want=$(losses "$work/whole_$dtype.json" | cut -d, -f4-)
+  got=$(losses "$work/res_$dtype.json")
+  echo "$dtype: never stopped $want; resumed $got"
+  [[ -n $got && $got == "$want" ]] && cmp -s "$work/whole_$dtype/rank0.params" "$work/res_$dtype/rank0.params" &&
+    echo "$dtype: losses 4-6 and final parameters bit-identical" || echo "$dtype: DIFFERENT"
 done
 
 section "3. profile --backend cuda: one GPT-3 6.7B-shaped layer (mp 1, bf16)"

@@ -1,7 +1,9 @@
 // `pipeweave inspect FILE`: a summary of a module — programs, ops by role and stage,
-// parameters, FLOPs per stage, and the plan when there is one.
+// parameters, FLOPs per stage, and the plan when there is one. `pipeweave inspect DIR`:
+// a checkpoint's manifest (tools/inspect_checkpoint.h).
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include "ops/registry.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/inspect_checkpoint.h"
 #include "tools/module_validation.h"
 
 namespace pw::tools {
@@ -99,9 +102,14 @@ void SummarizeProgram(const Program& program, const OpRegistry& registry) {
 StatusOr<int> RunInspect(const std::vector<std::string>& args) {
   Flags flags;
   flags.Switch("no-verify");
+  flags.Switch("vars");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.positional().size() != 1) return InvalidArgument("expected one module file");
   const std::string& path = flags.positional()[0];
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return InspectCheckpoint(path, flags.Has("vars"));
+  if (flags.Has("vars"))
+    return InvalidArgument("--vars lists a checkpoint's vars: pass its folder");
   PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
   const OpRegistry& registry = ops::Registry();
   if (!flags.Has("no-verify")) PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
@@ -126,7 +134,12 @@ StatusOr<int> RunInspect(const std::vector<std::string>& args) {
 }  // namespace
 
 PW_REGISTER_COMMAND(inspect, "inspect",
-                    "summarise a module: ops by role and stage, parameters, FLOPs",
-                    "pipeweave inspect FILE [--no-verify]", RunInspect);
+                    "summarise a module (ops by role and stage, parameters, FLOPs) or a checkpoint",
+                    "pipeweave inspect FILE [--no-verify]\n"
+                    "   or: pipeweave inspect DIR [--vars]\n"
+                    "A checkpoint folder (or a folder of them: the latest) prints its step, the\n"
+                    "layout that wrote it and each rank's file, every size and checksum verified;\n"
+                    "--vars lists how each var is cut over the ranks.",
+                    RunInspect);
 
 }  // namespace pw::tools

@@ -10,6 +10,7 @@
 #include "ir/limits.h"
 #include "ir/proto_io.h"
 #include "passes/pass_manager.h"
+#include "tools/checkpoint_flags.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
@@ -22,7 +23,8 @@ namespace {
 constexpr const char* kUsage =
     "pipeweave run FILE --reference --steps K [--micro-batches M (1)] [--seed N]\n"
     "           [--data TEXT_FILE] [--report json] [--backend cpu] [--track VAR[,VAR...]]\n"
-    "           [--threads N]\n"
+    "           [--threads N] [--checkpoint-dir DIR [--checkpoint-every K] [--keep N]]\n"
+    "           [--resume PATH]\n"
     "Trains an unsplit mp=1, pp=1 module sequentially (gradient accumulation over M\n"
     "micro-batches, then the optimizer) and prints 'step S loss L' per step, or with\n"
     "--report json one object {\"losses\": [...], \"step_time_ms\": [...], ...}.\n"
@@ -74,8 +76,11 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
   ReferenceOptions options;
   PW_ASSIGN_OR_RETURN(options.steps, flags.RequireInt("steps"));
   PW_ASSIGN_OR_RETURN(options.micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
+  PW_ASSIGN_OR_RETURN(options.checkpoint, ReadCheckpointFlags(flags));
+  PW_ASSIGN_OR_RETURN(const uint64_t default_seed,
+                      ResumedDataSeed(options.checkpoint, module.metadata.GetInt("seed", 1)));
   PW_ASSIGN_OR_RETURN(int64_t seed,
-                      flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
+                      flags.GetInt("seed", static_cast<int64_t>(default_seed), 0, kInt64Max));
   options.data_seed = static_cast<uint64_t>(seed);
   options.data_file = flags.Get("data");
   if (options.steps < 1) return InvalidArgument("flag --steps must be >= 1");
@@ -89,6 +94,12 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
     rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
   }
 
+  const CheckpointManifest header =
+      RunHeader(module, options.micro_batches, options.data_file.empty() ? "synthetic" : "file",
+                options.data_seed, options.data_file);
+  PW_RETURN_IF_ERROR(
+      CheckCheckpointsBeforeRun(options.checkpoint, module, header, options.steps).status());
+
   const bool json = report == "json";
   const bool tracking = !options.track.empty();
   if (!json && !tracking) {
@@ -97,15 +108,30 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
       std::fflush(stdout);
     };
   }
+  std::vector<std::string> checkpoints;  // as JSON objects
+  options.on_checkpoint = [&](int64_t step, int64_t bytes, double ms) {
+    if (!json && !tracking)
+      std::printf("checkpoint after step %lld: %.2f MiB, %.1f ms\n",
+                  static_cast<long long>(step + 1), bytes / 1048576.0, ms);
+    checkpoints.push_back(
+        StrCat("{\"step\": ", step + 1, ", \"bytes\": [", bytes, "], \"ms\": [", ms, "]}"));
+  };
   PW_ASSIGN_OR_RETURN(ReferenceResult result, RunReference(module, options));
   if (json) {
     std::printf(
         "{\"mode\": \"reference\", \"steps\": %lld, \"micro_batches\": %lld, \"seed\": %llu, ",
         static_cast<long long>(options.steps), static_cast<long long>(options.micro_batches),
         static_cast<unsigned long long>(options.data_seed));
+    std::printf("\"first_step\": %lld, ", static_cast<long long>(result.first_step + 1));
     PrintJsonArray("losses", result.losses, "%.17g");
     std::printf(", ");
     PrintJsonArray("step_time_ms", result.step_time_ms, "%.3f");
+    if (!checkpoints.empty()) {
+      std::printf(", \"checkpoints\": [");
+      for (size_t i = 0; i < checkpoints.size(); ++i)
+        std::printf("%s%s", i ? ", " : "", checkpoints[i].c_str());
+      std::printf("]");
+    }
     if (tracking) {
       std::printf(", \"tracked\": {");
       for (size_t i = 0; i < options.track.size(); ++i) {
@@ -117,7 +143,8 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
     std::printf("}\n");
   } else if (tracking) {
     for (size_t s = 0; s < result.losses.size(); ++s) {
-      std::printf("step %zu loss %.4f", s + 1, result.losses[s]);
+      std::printf("step %lld loss %.4f", static_cast<long long>(result.first_step + s + 1),
+                  result.losses[s]);
       for (size_t i = 0; i < options.track.size(); ++i)
         std::printf(" %s %g", options.track[i].c_str(), result.tracked[i][s]);
       std::printf("\n");
@@ -134,6 +161,7 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
   for (const char* name :
        {"steps", "micro-batches", "seed", "data", "report", "backend", "track", "threads"})
     flags.Value(name);
+  DeclareCheckpointFlags(flags);
   PW_RETURN_IF_ERROR(flags.Parse(args));
   // The reference runner is the CPU's sequential baseline; GPU runs go to rank processes.
   if (flags.Get("backend", "cpu") != "cpu")
@@ -148,6 +176,7 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
 
 }  // namespace
 
-PW_REGISTER_COMMAND(run, "run", "train a module and print its loss per step", kUsage, RunRun);
+PW_REGISTER_COMMAND(run, "run", "train a module and print its loss per step",
+                    StrCat(kUsage, "\n", kCheckpointUsage), RunRun);
 
 }  // namespace pw::tools

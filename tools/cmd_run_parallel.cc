@@ -23,6 +23,7 @@
 #include "ir/limits.h"
 #include "ir/proto_io.h"
 #include "passes/pass_manager.h"
+#include "tools/checkpoint_flags.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
@@ -39,6 +40,7 @@ constexpr const char* kUsage =
     "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
     "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
     "           [--backend cpu|cuda] [--threads N] [--trace DIR]\n"
+    "           [--checkpoint-dir DIR [--checkpoint-every K] [--keep N]] [--resume PATH]\n"
     "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
     "           [--hostname ADDR] [same training flags]\n"
     "Trains a module whose plan gives every rank its jobs (or an unplanned single-stage one,\n"
@@ -62,6 +64,8 @@ struct StepRow {
   double loss_sum = 0;
   int loss_count = 0;
   double max_ms = 0;
+  std::vector<int64_t> checkpoint_bytes;  // per rank; empty: no checkpoint after the step
+  std::vector<double> checkpoint_ms;
 };
 
 bool HasBackward(const Module& module) {
@@ -95,8 +99,11 @@ StatusOr<Module> PrepareModule(const Flags& flags) {
 Status ReadTrainingFlags(const Flags& flags, const Module& module, RankRunOptions& run) {
   PW_ASSIGN_OR_RETURN(run.steps, flags.GetInt("steps", 1));
   PW_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
+  PW_ASSIGN_OR_RETURN(run.checkpoint, ReadCheckpointFlags(flags));
+  PW_ASSIGN_OR_RETURN(const uint64_t default_seed,
+                      ResumedDataSeed(run.checkpoint, module.metadata.GetInt("seed", 1)));
   PW_ASSIGN_OR_RETURN(int64_t seed,
-                      flags.GetInt("seed", module.metadata.GetInt("seed", 1), 0, kInt64Max));
+                      flags.GetInt("seed", static_cast<int64_t>(default_seed), 0, kInt64Max));
   if (run.steps < 1) return InvalidArgument("flag --steps must be >= 1");
   run.micro_batches = static_cast<int>(mb);
   run.data.data_seed = static_cast<uint64_t>(seed);
@@ -142,9 +149,13 @@ StatusOr<int> RunOneRank(const Flags& flags) {
     };
   } else {
     options.run.on_step = [](const RankStepReport& r) {
-      if (r.loss_count == 0) return;
-      std::printf("step %lld loss %.4f (%.1f ms, rank %d)\n", static_cast<long long>(r.step + 1),
-                  r.loss_sum / r.loss_count, r.step_ms, r.rank);
+      if (r.loss_count > 0)
+        std::printf("step %lld loss %.4f (%.1f ms, rank %d)\n", static_cast<long long>(r.step + 1),
+                    r.loss_sum / r.loss_count, r.step_ms, r.rank);
+      if (r.checkpoint_bytes > 0)
+        std::printf("checkpoint after step %lld: %.2f MiB, %.1f ms (rank %d)\n",
+                    static_cast<long long>(r.step + 1), r.checkpoint_bytes / 1048576.0,
+                    r.checkpoint_ms, r.rank);
       std::fflush(stdout);
     };
   }
@@ -179,6 +190,12 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     return InvalidArgument("flag --report: unknown format '", report, "' (json)");
   const bool json = report == "json";
   PW_ASSIGN_OR_RETURN(const int threads, ReadThreadsFlag(flags, static_cast<int>(nproc)));
+  const int per_replica = module.plan.empty() ? run.micro_batches : module.plan.num_micro_batches;
+  const CheckpointManifest header = RunHeader(module, int64_t{per_replica} * module.mesh.dp,
+                                              run.data.data_file.empty() ? "synthetic" : "file",
+                                              run.data.data_seed, run.data.data_file);
+  PW_ASSIGN_OR_RETURN(const int64_t first_step,
+                      CheckCheckpointsBeforeRun(run.checkpoint, module, header, run.steps));
 
   namespace fs = std::filesystem;
   std::string run_dir = flags.Get("run-dir");
@@ -208,6 +225,15 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     options.args.push_back(std::to_string(run.data.data_seed));
   }
   if (flags.Has("strict-events")) options.args.push_back("--strict-events");
+  for (const char* name : {"checkpoint-dir", "checkpoint-every", "keep"})
+    if (flags.Has(name)) {
+      options.args.push_back(StrCat("--", name));
+      options.args.push_back(flags.Get(name));
+    }
+  if (!run.checkpoint.resume.empty()) {  // the very checkpoint, resolved once for all ranks
+    options.args.push_back("--resume");
+    options.args.push_back(run.checkpoint.resume);
+  }
   options.args.push_back("--threads");
   options.args.push_back(std::to_string(threads));
 
@@ -222,7 +248,6 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     }
     ReferenceOptions ro;
     ro.steps = run.steps;
-    int per_replica = module.plan.empty() ? run.micro_batches : module.plan.num_micro_batches;
     ro.micro_batches = static_cast<int64_t>(per_replica) * module.mesh.dp;
     ro.data_seed = run.data.data_seed;
     ro.data_file = run.data.data_file;
@@ -233,7 +258,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
 
   std::map<int64_t, StepRow> rows;
   std::vector<double> peak(nproc, 0);
-  int64_t next_print = 0;
+  std::vector<double> resume_ms(nproc, 0);
+  int64_t next_print = first_step;
   options.on_report = [&](int rank, const std::string& line) {
     RankStepReport r;
     if (!ParseStepReport(line, &r)) return;
@@ -242,14 +268,36 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     row.loss_sum += r.loss_sum;
     row.loss_count += r.loss_count;
     row.max_ms = std::max(row.max_ms, r.step_ms);
+    if (r.checkpoint_bytes > 0) {
+      row.checkpoint_bytes.resize(nproc, 0);
+      row.checkpoint_ms.resize(nproc, 0);
+      row.checkpoint_bytes[rank] = r.checkpoint_bytes;
+      row.checkpoint_ms[rank] = r.checkpoint_ms;
+    }
     peak[rank] = std::max(peak[rank], static_cast<double>(r.peak_bytes));
+    resume_ms[rank] = std::max(resume_ms[rank], r.resume_ms);
     while (!json && rows.count(next_print) && rows[next_print].reports == nproc) {
       const StepRow& r = rows[next_print];
+      if (next_print == first_step && first_step > 0)
+        std::printf("resumed after step %lld: checkpoint loaded in %.1f ms on the slowest rank\n",
+                    static_cast<long long>(first_step),
+                    *std::max_element(resume_ms.begin(), resume_ms.end()));
       std::printf("step %lld loss %.4f", static_cast<long long>(next_print + 1),
                   r.loss_count ? r.loss_sum / r.loss_count : NAN);
       if (next_print < static_cast<int64_t>(reference.size()))
         std::printf("  reference %.4f", reference[next_print]);
       std::printf("  (%.1f ms)\n", r.max_ms);
+      if (!r.checkpoint_bytes.empty()) {
+        const int64_t largest =
+            *std::max_element(r.checkpoint_bytes.begin(), r.checkpoint_bytes.end());
+        int64_t all = 0;
+        for (int64_t b : r.checkpoint_bytes) all += b;
+        std::printf(
+            "checkpoint after step %lld: %.2f MiB on the largest rank, %.2f MiB in all, "
+            "%.1f ms on the slowest\n",
+            static_cast<long long>(next_print + 1), largest / 1048576.0, all / 1048576.0,
+            *std::max_element(r.checkpoint_ms.begin(), r.checkpoint_ms.end()));
+      }
       std::fflush(stdout);
       ++next_print;
     }
@@ -268,18 +316,33 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   }
   if (json) {
     std::vector<double> losses, times;
+    std::string checkpoints;  // JSON objects: per rank, bytes and milliseconds
     for (const auto& [step, r] : rows) {
       losses.push_back(r.loss_count ? r.loss_sum / r.loss_count : NAN);
       times.push_back(r.max_ms);
+      if (r.checkpoint_bytes.empty()) continue;
+      std::string bytes, ms;
+      for (int64_t i = 0; i < nproc; ++i) {
+        bytes += StrCat(i ? ", " : "", r.checkpoint_bytes[i]);
+        ms += StrCat(i ? ", " : "", r.checkpoint_ms[i]);
+      }
+      checkpoints += StrCat(checkpoints.empty() ? "" : ", ", "{\"step\": ", step + 1,
+                            ", \"bytes\": [", bytes, "], \"ms\": [", ms, "]}");
     }
     std::printf("{\"mode\": \"parallel\", \"world_size\": %lld, \"schedule\": \"%s\", ",
                 static_cast<long long>(nproc),
                 module.plan.empty() ? "sequential" : module.plan.schedule.c_str());
+    std::printf("\"first_step\": %lld, ", static_cast<long long>(first_step + 1));
     PrintJsonArray("losses", losses, "%.17g");
     std::printf(", ");
     PrintJsonArray("step_time_ms", times, "%.3f");
     std::printf(", ");
     PrintJsonArray("peak_bytes", peak, "%.0f");
+    if (!checkpoints.empty()) std::printf(", \"checkpoints\": [%s]", checkpoints.c_str());
+    if (first_step > 0) {
+      std::printf(", ");
+      PrintJsonArray("resume_ms", resume_ms, "%.3f");
+    }
     if (!reference.empty()) {
       std::printf(", ");
       PrintJsonArray("reference_losses", reference, "%.17g");
@@ -298,6 +361,7 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
                            "seed", "micro-batches", "data", "report", "run-dir", "save-params",
                            "trace", "pipeline", "compare-reference", "backend", "threads"})
     flags.Value(name);
+  DeclareCheckpointFlags(flags);
   flags.Switch("strict-events");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.positional().size() != 1)
@@ -309,7 +373,7 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
 }
 
 PW_REGISTER_COMMAND(run_parallel, "run-parallel",
-                    "train a planned module on rank processes (multi-stream executor)", kUsage,
-                    RunParallel);
+                    "train a planned module on rank processes (multi-stream executor)",
+                    StrCat(kUsage, "\n", kCheckpointUsage), RunParallel);
 
 }  // namespace pw::tools

@@ -10,8 +10,9 @@ namespace pw::tools {
 
 std::string StepReportLine(const RankStepReport& r) {
   char loss[64];
-  std::snprintf(loss, sizeof(loss), "%.17g\n", r.loss_sum);
-  return StrCat("step ", r.step, " ", r.loss_count, " ", r.step_ms, " ", r.peak_bytes, " ", loss);
+  std::snprintf(loss, sizeof(loss), "%.17g", r.loss_sum);
+  return StrCat("step ", r.step, " ", r.loss_count, " ", r.step_ms, " ", r.peak_bytes, " ", loss,
+                " ", r.checkpoint_bytes, " ", r.checkpoint_ms, " ", r.resume_ms, "\n");
 }
 
 bool ParseStepReport(const std::string& line, RankStepReport* r) {
@@ -20,7 +21,7 @@ bool ParseStepReport(const std::string& line, RankStepReport* r) {
   RankStepReport parsed;
   parsed.rank = r->rank;
   if (!(in >> word >> parsed.step >> parsed.loss_count >> parsed.step_ms >> parsed.peak_bytes >>
-        parsed.loss_sum) ||
+        parsed.loss_sum >> parsed.checkpoint_bytes >> parsed.checkpoint_ms >> parsed.resume_ms) ||
       word != "step")
     return false;
   *r = parsed;

@@ -1,7 +1,8 @@
 #pragma once
 // What the launcher side of `run-parallel` and `ab` share with their rank processes: the
-// line a rank writes to the report pipe after each step ("step S COUNT MS BYTES LOSS_SUM",
-// the loss sum to 17 digits so that it reads back exactly) and a fresh run directory.
+// line a rank writes to the report pipe after each step ("step S COUNT MS BYTES LOSS_SUM
+// CHECKPOINT_BYTES CHECKPOINT_MS RESUME_MS", the loss sum to 17 digits so that it reads back
+// exactly) and a fresh run directory.
 
 #include <string>
 
