@@ -231,31 +231,44 @@ class OverlapColumnParallelBackwardPass : public Pass {
   }
 
   // Ops after the first reader of the all-reduce at `reduce` that neither read its result
-  // nor depend on an op that does move ahead of that reader, keeping their order.
+  // nor depend on an op that stays behind that reader, keeping their order. An op whose
+  // output a staying op reads stays too: moving it ahead would only hold its output longer
+  // (recomputed activations, placed by recompute right before their first reader, would
+  // pile up ahead of the all-reduce).
   static void HoistIndependentWork(std::vector<Op>& ops, size_t reduce) {
     std::vector<OpVars> vars = CollectVars(ops);
     size_t first = reduce + 1;
     while (first < ops.size() && !DependsOn(vars[first], vars[reduce])) ++first;
     if (first >= ops.size()) return;
-    std::vector<size_t> stay = {first}, hoist;
-    VarSets staying;
-    staying.Add(vars[reduce]);
-    staying.Add(vars[first]);
-    for (size_t k = first + 1; k < ops.size(); ++k) {
-      if (DependsOn(vars[k], staying)) {
-        stay.push_back(k);
-        staying.Add(vars[k]);
-      } else {
-        hoist.push_back(k);
+    std::vector<bool> stays(ops.size(), false);
+    for (bool changed = true; changed;) {
+      changed = false;
+      VarSets staying;
+      staying.Add(vars[reduce]);
+      staying.Add(vars[first]);
+      for (size_t k = first + 1; k < ops.size(); ++k) {
+        if (!stays[k] && DependsOn(vars[k], staying)) stays[k] = changed = true;
+        if (stays[k]) staying.Add(vars[k]);
+      }
+      // Read by a staying op after it: stays (which may hold back ops after it in turn).
+      std::unordered_set<std::string> read_later(vars[first].reads.begin(),
+                                                 vars[first].reads.end());
+      for (size_t k = ops.size(); k-- > first + 1;) {
+        if (!stays[k] && Touches(vars[k].writes, read_later)) stays[k] = changed = true;
+        if (stays[k]) read_later.insert(vars[k].reads.begin(), vars[k].reads.end());
       }
     }
-    if (hoist.empty()) return;
-    std::vector<Op> tail;
-    tail.reserve(ops.size() - first);
-    for (size_t k : hoist) tail.push_back(std::move(ops[k]));
-    for (size_t k : stay) tail.push_back(std::move(ops[k]));
+    std::vector<Op> hoisted, staying_ops;
+    staying_ops.push_back(std::move(ops[first]));
+    for (size_t k = first + 1; k < ops.size(); ++k)
+      (stays[k] ? staying_ops : hoisted).push_back(std::move(ops[k]));
+    if (hoisted.empty()) {
+      std::move(staying_ops.begin(), staying_ops.end(), ops.begin() + first);
+      return;
+    }
     ops.resize(first);
-    for (Op& op : tail) ops.push_back(std::move(op));
+    for (Op& op : hoisted) ops.push_back(std::move(op));
+    for (Op& op : staying_ops) ops.push_back(std::move(op));
   }
 };
 
