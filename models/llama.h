@@ -12,7 +12,7 @@
 // Key/value heads are split over the mp group when there are at least mp of them (G a
 // multiple of M). A single kv head (G = 1 < M) is replicated instead: every rank projects
 // the whole K and V from the layer norm's output, and a c_identity after each makes their
-// gradient the sum of every rank's query heads' parts (Megatron-style replication).
+// gradient the sum of the parts that every rank's query heads give it.
 //
 // The embedding table and the LM head are vocabulary-parallel as in the GPT (c_embedding,
 // parallel cross-entropy), parameters carry their logical names and shards as there, and
