@@ -120,7 +120,9 @@ StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>&
 
   // Per layer: the ops to run again, in forward order.
   std::vector<std::pair<int64_t, std::vector<size_t>>> clones_by_layer;
-  for (const auto& [layer, members] : layers) {
+  for (const auto& [layer_index, members] : layers) {
+    // A plain variable: clang before 16 cannot capture a structured binding in a lambda.
+    const int64_t layer = layer_index;
     const Level level = level_of(layer);
     if (level == Level::kNone) continue;
     std::set<size_t> in_layer(members.begin(), members.end());
