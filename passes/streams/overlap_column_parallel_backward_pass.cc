@@ -139,9 +139,9 @@ class OverlapColumnParallelBackwardPass : public Pass {
     return weight;
   }
 
-  // The input-gradient matmuls of the column-parallel linears whose reduction is the
-  // all-reduce of `input`, written by op `producer`: that matmul, or each matmul a sum
-  // adds up. Empty when the pattern does not hold.
+  // The input-gradient matmuls of the column-parallel linears whose all-reduce reduces the
+  // output of op `producer`: that matmul, or each matmul the sum `producer` adds up. Empty
+  // when the pattern does not hold.
   static std::vector<int> InputGradMatmuls(const Program& program, const std::vector<OpVars>& vars,
                                            int producer) {
     const Op& op = program.ops()[producer];
