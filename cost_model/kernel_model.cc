@@ -72,7 +72,8 @@ double KernelTime(const DeviceSpec& spec, const OpSignature& sig) {
   double compute = 0;
   if (peak > 0 && sig.flops > 0) {
     double efficiency = spec.flops_efficiency() > 0 ? spec.flops_efficiency() : 1;
-    if ((sig.op_type == "attention" || sig.op_type == "attention_grad") &&
+    if ((sig.op_type == "attention" || sig.op_type == "attention_grad" ||
+         sig.op_type == "gqa_attention" || sig.op_type == "gqa_attention_grad") &&
         spec.attention_efficiency() > 0)
       efficiency = spec.attention_efficiency();
     compute = sig.flops / (peak * efficiency);

@@ -42,10 +42,10 @@ void AppendDistinct(std::vector<T>& v, T x) {
 }
 
 // The op types whose CPU kernels call a BLAS GEMM (ops/kernels/cpu: matmul.cc,
-// attention.cc); they alone run on several BLAS threads.
+// attention.cc, gqa_attention.cc); they alone run on several BLAS threads.
 bool IsGemmOp(const std::string& type) {
   return type == "matmul" || type == "matmul_weight_grad" || type == "attention" ||
-         type == "attention_grad";
+         type == "attention_grad" || type == "gqa_attention" || type == "gqa_attention_grad";
 }
 
 // Var names as small integers, so that sends meet recvs on integer keys.

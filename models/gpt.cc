@@ -5,9 +5,17 @@
 
 #include "ir/builder.h"
 #include "models/model_config.h"
+#include "models/parallel_blocks.h"
 #include "ops/registry.h"
 
 namespace pw::models {
+namespace {
+
+Staging GptStaging(const GptConfig& c) {
+  return Staging{c.layers, c.pp, c.vpp, c.placement, c.stage_layers};
+}
+
+}  // namespace
 
 Status ValidateGptConfig(const GptConfig& c) {
   auto positive = [](const char* name, int64_t v) -> Status {
@@ -32,32 +40,7 @@ Status ValidateGptConfig(const GptConfig& c) {
   if (c.vocab_parallel && c.vocab % c.mp)
     return InvalidArgument("gpt: vocab ", c.vocab, " is not divisible by mp ", c.mp,
                            " (or build without vocab parallelism)");
-  int64_t model_chunks = int64_t{c.pp} * c.vpp;
-  if (!c.stage_layers.empty()) {
-    if (static_cast<int64_t>(c.stage_layers.size()) != model_chunks)
-      return InvalidArgument("gpt: --stage-layers has ", c.stage_layers.size(),
-                             " counts; it needs one per model chunk, pp*vpp = ", c.pp, "*", c.vpp,
-                             " = ", model_chunks);
-    int64_t sum = 0;
-    for (size_t i = 0; i < c.stage_layers.size(); ++i) {
-      if (c.stage_layers[i] < 1)
-        return InvalidArgument("gpt: --stage-layers count ", i + 1, " is ", c.stage_layers[i],
-                               "; every model chunk needs at least one layer");
-      sum += c.stage_layers[i];
-    }
-    if (sum != c.layers)
-      return InvalidArgument("gpt: --stage-layers sums to ", sum, ", not to layers ", c.layers);
-  } else if (c.layers % model_chunks) {
-    return InvalidArgument("gpt: layers ", c.layers, " is not divisible by pp*vpp = ", c.pp, "*",
-                           c.vpp, " = ", model_chunks,
-                           " (give --stage-layers to place them unevenly)");
-  }
-  if (c.placement == ChunkPlacement::kV && c.vpp != 2)
-    return InvalidArgument(
-        "gpt: placement v needs vpp 2 (one chunk down the ranks, one back "
-        "up), got vpp ",
-        c.vpp);
-  return OkStatus();
+  return ValidateStaging("gpt", GptStaging(c));
 }
 
 namespace {
@@ -65,70 +48,39 @@ namespace {
 class GptBuilder {
  public:
   GptBuilder(const GptConfig& config, Program& program)
-      : c_(config), b_(program, ops::Registry()) {}
+      : c_(config), b_(program, ops::Registry()), p_(b_, c_.mp, c_.vocab_parallel, c_.seed) {}
 
   // Returns the loss var.
   std::string Build() {
-    const int model_chunks = c_.pp * c_.vpp;
-    std::vector<int64_t> counts = c_.stage_layers;
-    if (counts.empty()) counts.assign(model_chunks, c_.layers / model_chunks);
-    Place(0);
+    const Staging staging = GptStaging(c_);
+    const std::vector<int64_t> counts = LayersPerChunk(staging);
+    p_.Place(0, staging);
     std::string x = Embeddings();
     int64_t layer = 0;
-    for (int chunk = 0; chunk < model_chunks; ++chunk) {
-      Place(chunk);
+    for (int chunk = 0; chunk < static_cast<int>(counts.size()); ++chunk) {
+      p_.Place(chunk, staging);
       for (int64_t i = 0; i < counts[chunk]; ++i, ++layer) x = Layer(layer, x);
     }
-    Place(model_chunks - 1);
-    return Head(x);
+    p_.Place(static_cast<int>(counts.size()) - 1, staging);
+    std::string labels = b_.Input("labels", DataType::kInt64, {c_.micro_batch_size, c_.seq});
+    return p_.LanguageModelLoss(LayerNorm("ln_f", x), labels, c_.hidden, c_.vocab);
   }
 
   const Status& status() const { return b_.status(); }
 
  private:
-  void Place(int model_chunk) {
-    Placement p = PlaceModelChunk(model_chunk, c_.pp, c_.placement);
-    b_.SetPlacement(p.stage, p.chunk);
-  }
-
-  // A replicated parameter.
-  std::string Param(const std::string& key, Shape shape, Initializer init) {
-    return b_.Parameter(key, std::move(shape), std::move(init));
-  }
-  // An mp-sharded parameter: shard 0 of `full_shape` split along `axis`.
-  std::string ShardedParam(const std::string& key, Shape full_shape, int axis, Initializer init) {
-    Shape shape = ShardAlong(init, std::move(full_shape), axis, c_.mp);
-    return b_.Parameter(key, std::move(shape), std::move(init));
-  }
-
-  bool VocabSharded() const { return c_.vocab_parallel && c_.mp > 1; }
-
   std::string Embeddings() {
     std::string tokens = b_.Input("tokens", DataType::kInt64, {c_.micro_batch_size, c_.seq});
-    std::string wpe = Param("wpe", {c_.seq, c_.hidden}, NormalInit("wpe", c_.seed));
-    std::string emb;
-    if (VocabSharded()) {
-      // This rank's rows of the table; the all-reduce brings in the other ranks' rows.
-      std::string wte = ShardedParam("wte", {c_.vocab, c_.hidden}, 0, NormalInit("wte", c_.seed));
-      std::string partial = b_.Op("c_embedding")
-                                .In("Ids", tokens)
-                                .In("W", wte)
-                                .Out("Out", "wte.partial")
-                                .Attr("vocab_size", c_.vocab)
-                                .Build();
-      emb = Unary("c_allreduce_sum", partial, "wte.out");
-    } else {
-      std::string wte = Param("wte", {c_.vocab, c_.hidden}, NormalInit("wte", c_.seed));
-      emb = b_.Op("embedding").In("Ids", tokens).In("W", wte).Out("Out", "wte.out").Build();
-    }
+    std::string wpe = p_.Param("wpe", {c_.seq, c_.hidden}, NormalInit("wpe", c_.seed));
+    std::string emb = p_.TokenEmbedding("wte", tokens, c_.vocab, c_.hidden);
     // [S, H] positions broadcast over the batch.
-    return b_.Op("bias_add").In("X", emb).In("Bias", wpe).Out("Out", "embeddings.out").Build();
+    return BiasAdd(emb, wpe, "embeddings.out");
   }
 
   std::string LayerNorm(const std::string& name, const std::string& x) {
     std::string scale =
-        Param(name + ".scale", {c_.hidden}, ConstantInit(name + ".scale", c_.seed, 1));
-    std::string bias = Param(name + ".bias", {c_.hidden}, ZerosInit(name + ".bias", c_.seed));
+        p_.Param(name + ".scale", {c_.hidden}, ConstantInit(name + ".scale", c_.seed, 1));
+    std::string bias = p_.Param(name + ".bias", {c_.hidden}, ZerosInit(name + ".bias", c_.seed));
     return b_.Op("layer_norm")
         .In("X", x)
         .In("Scale", scale)
@@ -139,28 +91,20 @@ class GptBuilder {
         .Build();
   }
 
-  std::string Unary(const std::string& type, const std::string& x, const std::string& out) {
-    return b_.Op(type).In("X", x).Out("Out", out).Build();
-  }
-  std::string Matmul(const std::string& x, const std::string& w, const std::string& out) {
-    return b_.Op("matmul").In("X", x).In("Y", w).Out("Out", out).Build();
-  }
   std::string BiasAdd(const std::string& x, const std::string& bias, const std::string& out) {
     return b_.Op("bias_add").In("X", x).In("Bias", bias).Out("Out", out).Build();
-  }
-  std::string Add(const std::string& x, const std::string& y, const std::string& out) {
-    return b_.Op("add").In("X", x).In("Y", y).Out("Out", out).Build();
   }
 
   // Column-parallel linear: the input is replicated (c_identity: identity forward,
   // all-reduce of its gradient backward), weight and bias hold 1/mp of the columns.
   std::string ColumnParallel(const std::string& name, const std::string& x, int64_t out_full) {
     const int64_t h = c_.hidden;
-    std::string x_id = Unary("c_identity", x, name + ".in");
+    std::string x_id = p_.Unary("c_identity", x, name + ".in");
     std::string w =
-        ShardedParam(name + ".weight", {h, out_full}, 1, NormalInit(name + ".weight", c_.seed));
-    std::string b = ShardedParam(name + ".bias", {out_full}, 0, ZerosInit(name + ".bias", c_.seed));
-    std::string y = Matmul(x_id, w, name + ".matmul");
+        p_.ShardedParam(name + ".weight", {h, out_full}, 1, NormalInit(name + ".weight", c_.seed));
+    std::string b =
+        p_.ShardedParam(name + ".bias", {out_full}, 0, ZerosInit(name + ".bias", c_.seed));
+    std::string y = p_.Matmul(x_id, w, name + ".matmul");
     return BiasAdd(y, b, name + ".out");
   }
 
@@ -169,10 +113,10 @@ class GptBuilder {
   std::string RowParallel(const std::string& name, const std::string& x, int64_t in_full) {
     const int64_t h = c_.hidden;
     std::string w =
-        ShardedParam(name + ".weight", {in_full, h}, 0, NormalInit(name + ".weight", c_.seed));
-    std::string b = Param(name + ".bias", {h}, ZerosInit(name + ".bias", c_.seed));
-    std::string partial = Matmul(x, w, name + ".matmul");
-    std::string reduced = Unary("c_allreduce_sum", partial, name + ".allreduce");
+        p_.ShardedParam(name + ".weight", {in_full, h}, 0, NormalInit(name + ".weight", c_.seed));
+    std::string b = p_.Param(name + ".bias", {h}, ZerosInit(name + ".bias", c_.seed));
+    std::string partial = p_.Matmul(x, w, name + ".matmul");
+    std::string reduced = p_.Unary("c_allreduce_sum", partial, name + ".allreduce");
     return BiasAdd(reduced, b, name + ".out");
   }
 
@@ -189,12 +133,12 @@ class GptBuilder {
                                                   .Attr("causal", true)
                                                   .Build();
     std::string proj = RowParallel(p + "proj", attn, c_.hidden);
-    std::string h1 = Add(x, proj, p + "residual1");
+    std::string h1 = p_.Add(x, proj, p + "residual1");
     std::string ln2 = LayerNorm(p + "ln2", h1);
     std::string fc1 = ColumnParallel(p + "fc1", ln2, c_.ffn);
-    std::string act = Unary("gelu", fc1, p + "gelu");
+    std::string act = p_.Unary("gelu", fc1, p + "gelu");
     std::string fc2 = RowParallel(p + "fc2", act, c_.ffn);
-    return Add(h1, fc2, p + "residual2");
+    return p_.Add(h1, fc2, p + "residual2");
   }
 
   // Attention as the kernels of 2020-22 frameworks ran it, one op per step: QKV
@@ -245,7 +189,7 @@ class GptBuilder {
                              .Build();
     std::string probs =
         b_.Op("softmax").In("X", scores).Out("Out", p + "attn.probs").Attr("causal", true).Build();
-    std::string context = Matmul(probs, v, p + "attn.context");
+    std::string context = p_.Matmul(probs, v, p + "attn.context");
     context = b_.Op("transpose")
                   .In("X", context)
                   .Out("Out", p + "attn.context_t")
@@ -258,56 +202,9 @@ class GptBuilder {
         .Build();
   }
 
-  std::string Head(const std::string& x) {
-    std::string labels = b_.Input("labels", DataType::kInt64, {c_.micro_batch_size, c_.seq});
-    std::string ln = LayerNorm("ln_f", x);
-    std::string ce = VocabSharded() ? ParallelCrossEntropy(ln, labels) : CrossEntropy(ln, labels);
-    return b_.Op("mean").In("X", ce).Out("Out", "loss").Role(OpRole::kLoss).Build();
-  }
-
-  std::string CrossEntropy(const std::string& x, const std::string& labels) {
-    std::string w = Param("head.weight", {c_.hidden, c_.vocab}, NormalInit("head.weight", c_.seed));
-    std::string logits = Matmul(x, w, "logits");
-    return b_.Op("softmax_cross_entropy")
-        .In("Logits", logits)
-        .In("Label", labels)
-        .Out("Loss", "token_loss")
-        .Out("Softmax", "softmax")
-        .Build();
-  }
-
-  // The LM head column-parallel over the vocabulary and Megatron's parallel softmax
-  // cross-entropy: the shift (max) and the sums are all-reduced, logits never gathered.
-  std::string ParallelCrossEntropy(const std::string& x, const std::string& labels) {
-    std::string x_id = Unary("c_identity", x, "head.in");
-    std::string w =
-        ShardedParam("head.weight", {c_.hidden, c_.vocab}, 1, NormalInit("head.weight", c_.seed));
-    std::string logits = Matmul(x_id, w, "logits");
-    std::string local_max = Unary("reduce_max", logits, "logits.local_max");
-    std::string max = Unary("c_allreduce_max", local_max, "logits.max");
-    b_.Op("c_softmax_stats")
-        .In("Logits", logits)
-        .In("Max", max)
-        .In("Label", labels)
-        .Out("SumExp", "logits.local_sum_exp")
-        .Out("TargetLogit", "logits.local_target")
-        .Attr("vocab_size", c_.vocab)
-        .Build();
-    std::string sum_exp = Unary("c_allreduce_sum", "logits.local_sum_exp", "logits.sum_exp");
-    std::string target = Unary("c_allreduce_sum", "logits.local_target", "logits.target");
-    return b_.Op("c_softmax_cross_entropy")
-        .In("Logits", logits)
-        .In("Max", max)
-        .In("SumExp", sum_exp)
-        .In("TargetLogit", target)
-        .In("Label", labels)
-        .Out("Loss", "token_loss")
-        .Out("Softmax", "softmax")
-        .Build();
-  }
-
   const GptConfig& c_;
   ProgramBuilder b_;
+  ParallelBlocks p_;
 };
 
 void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {

@@ -72,7 +72,7 @@ inline Placement PlaceModelChunk(int model_chunk, int pp,
 }
 
 // Module metadata keys every model builder sets.
-inline constexpr const char* kMetaModel = "model";    // "gpt", "unet"
+inline constexpr const char* kMetaModel = "model";    // "gpt", "llama", "unet"
 inline constexpr const char* kMetaInputs = "inputs";  // strings: vars fed per micro-batch
 inline constexpr const char* kMetaLoss = "loss";      // string: the scalar loss var
 

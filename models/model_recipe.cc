@@ -43,6 +43,28 @@ StatusOr<ModelRecipe> ReadModelRecipe(const Module& module) {
     c.seed = static_cast<uint64_t>(meta.GetInt("seed"));
     if (meta.Has("stage_layers")) c.stage_layers = meta.GetInts("stage_layers");
     c.unfused_attention = meta.Has("attention") && meta.GetString("attention") == "unfused";
+  } else if (recipe.model == "llama") {
+    PW_RETURN_IF_ERROR(RequireFields(
+        meta, "llama",
+        {"layers", "hidden", "heads", "kv_heads", "ffn", "seq", "vocab", "rope_theta",
+         "micro_batch_size", "mp", "pp", "vpp", "placement", "vocab_parallel", "seed"}));
+    LlamaConfig& c = recipe.llama;
+    c.layers = meta.GetInt("layers");
+    c.hidden = meta.GetInt("hidden");
+    c.heads = meta.GetInt("heads");
+    c.kv_heads = meta.GetInt("kv_heads");
+    c.ffn = meta.GetInt("ffn");
+    c.seq = meta.GetInt("seq");
+    c.vocab = meta.GetInt("vocab");
+    c.rope_theta = meta.GetFloat("rope_theta");
+    c.micro_batch_size = meta.GetInt("micro_batch_size");
+    c.mp = static_cast<int>(meta.GetInt("mp"));
+    c.pp = static_cast<int>(meta.GetInt("pp"));
+    c.vpp = static_cast<int>(meta.GetInt("vpp"));
+    PW_ASSIGN_OR_RETURN(c.placement, ParseStagePlacement(meta.GetString("placement")));
+    c.vocab_parallel = meta.GetBool("vocab_parallel") || c.mp == 1;
+    c.seed = static_cast<uint64_t>(meta.GetInt("seed"));
+    if (meta.Has("stage_layers")) c.stage_layers = meta.GetInts("stage_layers");
   } else if (recipe.model == "unet") {
     PW_RETURN_IF_ERROR(RequireFields(
         meta, "unet", {"layers", "hidden", "micro_batch_size", "seq", "vocab", "pp", "seed"}));
@@ -64,8 +86,9 @@ StatusOr<ModelRecipe> ReadModelRecipe(const Module& module) {
 
 StatusOr<Module> BuildFromRecipe(const ModelRecipe& recipe) {
   if (recipe.model == "gpt") return BuildGpt(recipe.gpt);
+  if (recipe.model == "llama") return BuildLlama(recipe.llama);
   if (recipe.model == "unet") return BuildUnet(recipe.unet);
-  return InvalidArgument("unknown model '", recipe.model, "' (gpt or unet)");
+  return InvalidArgument("unknown model '", recipe.model, "' (gpt, llama or unet)");
 }
 
 }  // namespace pw::models

@@ -8,17 +8,26 @@
 #include "ir/module.h"
 #include "ir/status.h"
 #include "models/gpt.h"
+#include "models/llama.h"
 #include "models/unet.h"
 
 namespace pw::models {
 
 struct ModelRecipe {
-  std::string model;  // "gpt" or "unet": which config below applies
+  std::string model;  // "gpt", "llama" or "unet": which config below applies
   GptConfig gpt;
+  LlamaConfig llama;
   UnetConfig unet;
 
   int64_t micro_batch_size() const {
-    return model == "gpt" ? gpt.micro_batch_size : unet.micro_batch_size;
+    return model == "gpt"     ? gpt.micro_batch_size
+           : model == "llama" ? llama.micro_batch_size
+                              : unet.micro_batch_size;
+  }
+  void set_micro_batch_size(int64_t size) {
+    (model == "gpt"     ? gpt.micro_batch_size
+     : model == "llama" ? llama.micro_batch_size
+                        : unet.micro_batch_size) = size;
   }
 };
 

@@ -56,12 +56,26 @@ int KernelContext::GroupRank() const {
 bool CpuKernelWritesEveryOutput(std::string_view type) {
   // Read through, kernel by kernel: GEMMs with beta 0 over the whole output (or a fill when
   // K or the batch is empty), element-wise maps over every element, attention's per-head
-  // GEMMs and score rows that tile Out, Probs and dQKV. Zeroing the outputs of these cost
-  // ~2 % of a CPU training step.
-  static const std::set<std::string, std::less<>> kFilling = {
-      "matmul",         "matmul_weight_grad", "add",   "bias_add",
-      "gelu",           "gelu_grad",          "scale", "attention",
-      "attention_grad", "layer_norm_grad"};
+  // GEMMs and score rows that tile Out, Probs and dQKV (grouped-query attention's dK and dV
+  // written by a group's first head, beta 0, before the others add to them). Zeroing the outputs of
+  // these cost ~2 % of a CPU training step.
+  static const std::set<std::string, std::less<>> kFilling = {"matmul",
+                                                              "matmul_weight_grad",
+                                                              "add",
+                                                              "bias_add",
+                                                              "gelu",
+                                                              "gelu_grad",
+                                                              "scale",
+                                                              "attention",
+                                                              "attention_grad",
+                                                              "layer_norm_grad",
+                                                              "rms_norm",
+                                                              "rms_norm_grad",
+                                                              "swiglu",
+                                                              "swiglu_grad",
+                                                              "rotary_embedding",
+                                                              "gqa_attention",
+                                                              "gqa_attention_grad"};
   return kFilling.count(type) > 0;
 }
 
@@ -72,7 +86,11 @@ CpuKernel FindCpuKernel(std::string_view type) {
     ops::cpu::RegisterEmbeddingKernels(*t);
     ops::cpu::RegisterElementwiseKernels(*t);
     ops::cpu::RegisterNormKernels(*t);
+    ops::cpu::RegisterRmsNormKernels(*t);
+    ops::cpu::RegisterSwigluKernels(*t);
+    ops::cpu::RegisterRotaryKernels(*t);
     ops::cpu::RegisterAttentionKernels(*t);
+    ops::cpu::RegisterGqaAttentionKernels(*t);
     ops::cpu::RegisterSoftmaxKernels(*t);
     ops::cpu::RegisterMeanKernels(*t);
     ops::cpu::RegisterFillKernels(*t);

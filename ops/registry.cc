@@ -62,7 +62,11 @@ OpRegistry Build() {
   RegisterEmbeddingOps(staging);
   RegisterElementwiseOps(staging);
   RegisterNormOps(staging);
+  RegisterRmsNormOps(staging);
+  RegisterSwigluOps(staging);
+  RegisterRotaryOps(staging);
   RegisterAttentionOps(staging);
+  RegisterGqaAttentionOps(staging);
   RegisterSoftmaxOps(staging);
   RegisterMeanOps(staging);
   RegisterFillOps(staging);

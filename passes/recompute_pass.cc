@@ -56,6 +56,9 @@ int64_t LayerOf(const Op& op) {
   return digits && i < name.size() && name[i] == '.' ? n : -1;
 }
 
+// The fused attention ops (multi-head and grouped-query): what policy=selective recomputes.
+bool IsAttentionCore(const Op& op) { return op.type == "attention" || op.type == "gqa_attention"; }
+
 bool IsBackwardSide(const Op& op) {
   return op.role != OpRole::kForward && op.role != OpRole::kLoss && op.role != OpRole::kUnspecified;
 }
@@ -118,7 +121,8 @@ StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>&
   // Per layer: the ops to run again, in forward order.
   std::vector<std::pair<int64_t, std::vector<size_t>>> clones_by_layer;
   for (const auto& [layer_index, members] : layers) {
-    const int64_t layer = layer_index;  // a plain variable: the lambdas below capture it
+    // A plain variable: clang before 16 cannot capture a structured binding in a lambda.
+    const int64_t layer = layer_index;
     const Level level = level_of(layer);
     if (level == Level::kNone) continue;
     std::set<size_t> in_layer(members.begin(), members.end());
@@ -140,7 +144,7 @@ StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>&
         all_boundary = all_boundary && boundary(v);
       });
       if (!reads_activation || !any_output || all_boundary) return false;
-      return level == Level::kFull || op.type == "attention";
+      return level == Level::kFull || IsAttentionCore(op);
     };
     // Needed: candidates whose outputs the backward reads, and the candidates of this
     // layer those read (full recomputation rebuilds the chain from the checkpoint).
@@ -233,7 +237,8 @@ class RecomputePass : public Pass {
     return "Activation recomputation, after append-backward (and amp), before balance-stages "
            "and split-program. policy=full keeps each transformer layer's input and runs the "
            "layer's forward again right before its backward (Megatron's full recomputation); "
-           "policy=selective recomputes only the attention core (the attention op: scores, "
+           "policy=selective recomputes only the attention core (the attention or gqa_attention "
+           "op: scores, "
            "softmax, times V), whose activations grow with seq^2, and keeps the rest; "
            "policy=auto chooses per layer so that every rank fits mem-limit GiB (0: the "
            "device's memory), planning with the schedule it is given and the cost model "

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the demo on the bundled GPT example: build the model, append
 # its backward pass, train it with the reference evaluator and on rank processes under
-# pipeline schedules, hide its tensor-parallel communication with the overlap passes
-# (simulated at GPT-3 6.7B scale, measured on the small GPT), search plans, and compare
-# the cost model's predictions with measured steps.
+# pipeline schedules, a small Llama beside it (trained, planned, overlapped; Llama 3 8B
+# simulated), hide its tensor-parallel communication with the overlap passes (simulated at
+# GPT-3 6.7B scale, measured on the small GPT), search plans, and compare the cost model's
+# predictions with measured steps.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh" --target pipeweave
@@ -52,6 +53,45 @@ step "Zero-bubble V: the GPT's 4 chunks down 2 ranks and back up, trained under 
 "$pw" opt "$out/gpt_v.pbtxt" -o "$out/gpt_v_dualpipe-v.pb" \
   -p 'append-backward{optimizer=adam,lr=0.01},split-program{split-backward=true},schedule{kind=dualpipe-v,micro-batches=8},insert-p2p'
 "$pw" run "$out/gpt_v_dualpipe-v.pb" --nproc 2 --steps 5 --compare-reference "$out/gpt_train.pb"
+
+# ---- A Llama beside the GPT: trained, planned, overlapped ----
+step "A small Llama beside the GPT (RMSNorm, SwiGLU, rotary embeddings, 4 query heads on 2 kv heads, no biases): 40 steps with the reference evaluator"
+"$pw" build-model llama --layers 4 --hidden 64 --heads 4 --kv-heads 2 --ffn 176 --seq 16 \
+  --vocab 128 --micro-batch-size 2 --mp 1 --pp 1 --seed 1 -o "$out/llama.pbtxt"
+"$pw" opt "$out/llama.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01},dce' -o "$out/llama_train.pb"
+"$pw" run "$out/llama_train.pb" --reference --steps 40 --micro-batches 8 --seed 1 \
+  --report json >"$out/llama_train.json"
+"$pw" run "$out/gpt_train.pb" --reference --steps 40 --micro-batches 8 --seed 1 \
+  --report json >"$out/gpt_train.json"
+# json_array FILE KEY: the numbers of a --report json array, one per line.
+json_array() { sed -n "s/.*\"$2\": \[\([^]]*\)\].*/\1/p" "$1" | tr ',' '\n' | tr -d ' '; }
+paste <(seq 1 40) <(json_array "$out/llama_train.json" losses) \
+  <(json_array "$out/gpt_train.json" losses) |
+  awk 'BEGIN {printf "%5s %8s %8s\n", "step", "llama", "gpt"}
+       NR == 1 || NR % 10 == 0 {printf "%5d %8.4f %8.4f\n", $1, $2, $3}'
+for model in llama gpt; do
+  json_array "$out/${model}_train.json" step_time_ms | tail -n +2 | sort -g |
+    awk -v m="$model" '{v[NR] = $1} END {printf "%-5s median step %.2f ms\n", m, v[int((NR + 1) / 2)]}'
+done
+
+step "The Llama at mp=2 x pp=2 under 1f1b on 4 rank processes, its input-gradient all-reduces under the weight gradients, beside the reference"
+"$pw" build-model llama --layers 4 --hidden 64 --heads 4 --kv-heads 2 --ffn 176 --seq 16 \
+  --vocab 128 --micro-batch-size 2 --mp 2 --pp 2 --seed 1 -o "$out/llama_mp2pp2.pbtxt"
+"$pw" opt "$out/llama_mp2pp2.pbtxt" -o "$out/llama_mp2pp2_1f1b.pb" --stats \
+  -p 'append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p,assign-streams,overlap-column-parallel-backward,insert-events' 2>&1 |
+  sed -n '/^overlap-column-parallel-backward/,/all-reduces/p'
+echo "(q, k and v share one all-reduce per layer, gate and up another; the LM head one more)"
+"$pw" run "$out/llama_mp2pp2_1f1b.pb" --nproc 4 --steps 5 --strict-events \
+  --compare-reference "$out/llama_train.pb"
+
+step "Llama 3 8B (mp 2 x pp 4, 8 kv heads, vocab 128256, seq 8192) on 8 simulated H100s in bf16: plain 1f1b (A) against the stream and overlap passes (B)"
+"$pw" build-model llama --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 --seq 8192 \
+  --vocab 128256 --rope-theta 500000 --mp 2 --pp 4 -o "$out/llama3_8b.pb"
+plan8='append-backward{optimizer=adam},amp{dtype=bf16},recompute{policy=selective},balance-stages,split-program,schedule{kind=1f1b,micro-batches=16},insert-p2p'
+"$pw" ab "$out/llama3_8b.pb" -a "$plan8" \
+  -b "$plan8,assign-streams,overlap-column-parallel-backward,overlap-1f1b,insert-events" \
+  --sim --device h100 2>/dev/null | sed -n '/^simulated/,/^  mp_backward/p;/^fits/p'
+echo "(benchmarks/llama_figures.sh prints MFU and peak memory, and Llama 3 70B at mp 8 x pp 4)"
 
 step "Simulated bubble side by side (F, B, W priced as the GFLOPs of the busiest stage)"
 for kind in fthenb 1f1b zb-h1 zb-auto; do

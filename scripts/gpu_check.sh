@@ -2,8 +2,9 @@
 # The GPU check, run from a bundle made by scripts/gpu_bundle.sh on a machine with a GPU and
 # the CUDA toolkit:  bash BUNDLE/gpu_check.sh OUT_DIR  (under 8 minutes).
 #   1. the CUDA backend's tests (tests/executor_cuda);
-#   2. the small GPT trained on CUDA beside the CPU reference, f32 and bf16 (losses side by side);
-#      then stopped after a checkpoint and resumed, f32, bf16 and fp16: bit-identical or not;
+#   2. the small GPT and the small Llama trained on CUDA beside the CPU reference, f32 and bf16
+#      (losses side by side); then the GPT stopped after a checkpoint and resumed, f32, bf16
+#      and fp16: bit-identical or not;
 #   3. `profile --backend cuda` of the op signatures of one GPT-3 6.7B-shaped layer (mp 1, bf16)
 #      into OUT_DIR/h100.pbtxt (h200.pbtxt, a100.pbtxt: named after the GPU);
 #   4. that layer simulated with those costs and with the built-in spec alone, beside its
@@ -86,21 +87,26 @@ if ((!cpu_only)); then
   grep -B2 -A12 'Failure$' "$out/executor_cuda_test.log" | head -120
 fi
 
-section "2. the small GPT on CUDA beside the CPU reference"
+section "2. the small GPT and the small Llama on CUDA beside the CPU reference"
 "$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
   --micro-batch-size 2 --seed 1 -o "$work/gpt.pbtxt"
-"$pw" opt "$work/gpt.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01}' -o "$work/gpt_f32.pb"
-"$pw" opt "$work/gpt.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16}' \
-  -o "$work/gpt_bf16.pb"
-for dtype in f32 bf16; do
-  echo "-- $dtype: 10 steps of 4 micro-batches"
-  if ((cpu_only)); then
-    timed 120 "$pw" run "$work/gpt_$dtype.pb" --reference --steps 3 --micro-batches 4
-  else
-    timed 120 "$pw" run-parallel "$work/gpt_$dtype.pb" --nproc 1 --backend cuda --steps 10 \
-      --micro-batches 4 --compare-reference "$work/gpt_$dtype.pb"
-  fi
-  echo "exit $?"
+"$pw" build-model llama --layers 4 --hidden 64 --heads 4 --kv-heads 2 --ffn 176 --seq 16 \
+  --vocab 128 --micro-batch-size 2 --seed 1 -o "$work/llama.pbtxt"
+for model in gpt llama; do
+  "$pw" opt "$work/$model.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01}' \
+    -o "$work/${model}_f32.pb"
+  "$pw" opt "$work/$model.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16}' \
+    -o "$work/${model}_bf16.pb"
+  for dtype in f32 bf16; do
+    echo "-- $model $dtype: 10 steps of 4 micro-batches"
+    if ((cpu_only)); then
+      timed 120 "$pw" run "$work/${model}_$dtype.pb" --reference --steps 3 --micro-batches 4
+    else
+      timed 120 "$pw" run-parallel "$work/${model}_$dtype.pb" --nproc 1 --backend cuda \
+        --steps 10 --micro-batches 4 --compare-reference "$work/${model}_$dtype.pb"
+    fi
+    echo "exit $?"
+  done
 done
 
 section "2b. checkpoints on CUDA: 3 steps, then resumed to 6, against 6 never stopped"

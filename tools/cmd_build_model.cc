@@ -1,4 +1,4 @@
-// `pipeweave build-model gpt|unet ... -o FILE`: writes a model's forward + loss program.
+// `pipeweave build-model gpt|llama|unet ... -o FILE`: writes a model's forward + loss program.
 
 #include <cstdio>
 
@@ -7,6 +7,7 @@
 #include "ir/proto_io.h"
 #include "ir/verifier.h"
 #include "models/gpt.h"
+#include "models/llama.h"
 #include "models/unet.h"
 #include "ops/registry.h"
 #include "tools/command.h"
@@ -21,6 +22,9 @@ constexpr const char* kUsage =
     "           [--placement loop|v (loop)] [--vocab-parallel on|off (on)]\n"
     "           [--stage-layers N,N,... (L / (P x V) each)] [--attention fused|unfused (fused)]\n"
     "           -o FILE\n"
+    "       pipeweave build-model llama --layers L --hidden H --heads A --kv-heads G --ffn F\n"
+    "           --seq S --vocab V [--rope-theta T (10000)] and the gpt flags from\n"
+    "           --micro-batch-size on -o FILE\n"
     "       pipeweave build-model unet --layers L --hidden H [--micro-batch-size B (1)] [--pp P "
     "(1)]\n"
     "           [--seq S (16)] [--vocab V (128)] [--seed N (1)] -o FILE\n"
@@ -32,11 +36,16 @@ constexpr const char* kUsage =
     "e.g. fewer on the first and last stages, which also hold the embeddings and the LM head.\n"
     "--attention unfused builds attention from separate ops (regroup, q.k^T, causal softmax,\n"
     "times v) whose scores go through memory, as 2020-22 frameworks ran it; fused (the\n"
-    "default) is one attention op, priced as a flash-style kernel on GPUs.";
+    "default) is one attention op, priced as a flash-style kernel on GPUs.\n"
+    "llama: RMSNorm, SwiGLU (gate and up column-parallel), rotary embeddings (base T) and\n"
+    "grouped-query attention with G kv heads (G divides A; split over mp when G >= M, a single\n"
+    "one replicated), no biases.";
 
-// Flags of one model only; naming another model's flag is an error.
-const char* const kGptOnly[] = {"heads",          "ffn",          "mp",       "vpp", "placement",
-                                "vocab-parallel", "stage-layers", "attention"};
+// Flags of some models only; naming another model's flag is an error.
+const char* const kTransformerOnly[] = {"heads",          "ffn",         "mp", "vpp", "placement",
+                                        "vocab-parallel", "stage-layers"};
+const char* const kLlamaOnly[] = {"kv-heads", "rope-theta"};
+const char* const kGptOnly[] = {"attention"};
 
 // A parallel degree: the mesh's limit, checked before anything is built.
 StatusOr<int> GetDegree(const Flags& flags, const std::string& name) {
@@ -65,14 +74,9 @@ StatusOr<std::vector<int64_t>> ParseCounts(const std::string& text) {
   }
 }
 
-StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
-  models::GptConfig c;
-  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers", 1, kMaxLayers));
-  PW_ASSIGN_OR_RETURN(c.hidden, flags.RequireInt("hidden"));
-  PW_ASSIGN_OR_RETURN(c.heads, flags.RequireInt("heads"));
-  PW_ASSIGN_OR_RETURN(c.ffn, flags.GetInt("ffn", 4 * c.hidden));
-  PW_ASSIGN_OR_RETURN(c.seq, flags.RequireInt("seq"));
-  PW_ASSIGN_OR_RETURN(c.vocab, flags.RequireInt("vocab"));
+// The flags the transformers share beyond their shapes, into a GptConfig or LlamaConfig.
+template <typename Config>
+Status ParseParallelFlags(const Flags& flags, Config& c) {
   PW_ASSIGN_OR_RETURN(c.micro_batch_size, flags.GetInt("micro-batch-size", 1));
   PW_ASSIGN_OR_RETURN(c.mp, GetDegree(flags, "mp"));
   PW_ASSIGN_OR_RETURN(c.pp, GetDegree(flags, "pp"));
@@ -84,17 +88,52 @@ StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   c.vocab_parallel = vocab_parallel == "on";
   PW_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1, 0, kInt64Max));
   c.seed = static_cast<uint64_t>(seed);
+  if (flags.Has("stage-layers")) {
+    PW_ASSIGN_OR_RETURN(c.stage_layers, ParseCounts(flags.Get("stage-layers")));
+  }
+  return OkStatus();
+}
+
+StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
+  for (const char* name : kLlamaOnly)
+    if (flags.Has(name)) return InvalidArgument("flag --", name, " applies to llama, not gpt");
+  models::GptConfig c;
+  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers", 1, kMaxLayers));
+  PW_ASSIGN_OR_RETURN(c.hidden, flags.RequireInt("hidden"));
+  PW_ASSIGN_OR_RETURN(c.heads, flags.RequireInt("heads"));
+  PW_ASSIGN_OR_RETURN(c.ffn, flags.GetInt("ffn", 4 * c.hidden));
+  PW_ASSIGN_OR_RETURN(c.seq, flags.RequireInt("seq"));
+  PW_ASSIGN_OR_RETURN(c.vocab, flags.RequireInt("vocab"));
+  PW_RETURN_IF_ERROR(ParseParallelFlags(flags, c));
   const std::string attention = flags.Get("attention", "fused");
   if (attention != "fused" && attention != "unfused")
     return InvalidArgument("flag --attention takes fused or unfused, got '", attention, "'");
   c.unfused_attention = attention == "unfused";
-  if (flags.Has("stage-layers")) {
-    PW_ASSIGN_OR_RETURN(c.stage_layers, ParseCounts(flags.Get("stage-layers")));
-  }
   return models::BuildGpt(c);
 }
 
+StatusOr<Module> BuildLlamaFromFlags(const Flags& flags) {
+  for (const char* name : kGptOnly)
+    if (flags.Has(name)) return InvalidArgument("flag --", name, " applies to gpt, not llama");
+  models::LlamaConfig c;
+  PW_ASSIGN_OR_RETURN(c.layers, flags.RequireInt("layers", 1, kMaxLayers));
+  PW_ASSIGN_OR_RETURN(c.hidden, flags.RequireInt("hidden"));
+  PW_ASSIGN_OR_RETURN(c.heads, flags.RequireInt("heads"));
+  PW_ASSIGN_OR_RETURN(c.kv_heads, flags.RequireInt("kv-heads"));
+  PW_ASSIGN_OR_RETURN(c.ffn, flags.RequireInt("ffn"));
+  PW_ASSIGN_OR_RETURN(c.seq, flags.RequireInt("seq"));
+  PW_ASSIGN_OR_RETURN(c.vocab, flags.RequireInt("vocab"));
+  PW_ASSIGN_OR_RETURN(c.rope_theta, flags.GetDouble("rope-theta", c.rope_theta));
+  PW_RETURN_IF_ERROR(ParseParallelFlags(flags, c));
+  return models::BuildLlama(c);
+}
+
 StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
+  for (const char* name : kTransformerOnly)
+    if (flags.Has(name))
+      return InvalidArgument("flag --", name, " applies to gpt and llama, not unet");
+  for (const char* name : kLlamaOnly)
+    if (flags.Has(name)) return InvalidArgument("flag --", name, " applies to llama, not unet");
   for (const char* name : kGptOnly)
     if (flags.Has(name)) return InvalidArgument("flag --", name, " applies to gpt, not unet");
   models::UnetConfig c;
@@ -111,24 +150,25 @@ StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
 
 StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name :
-       {"layers", "hidden", "heads", "ffn", "seq", "vocab", "micro-batch-size", "mp", "pp", "vpp",
-        "placement", "vocab-parallel", "seed", "output", "stage-layers", "attention"})
+  for (const char* name : {"layers", "hidden", "heads", "kv-heads", "ffn", "seq", "vocab",
+                           "rope-theta", "micro-batch-size", "mp", "pp", "vpp", "placement",
+                           "vocab-parallel", "seed", "output", "stage-layers", "attention"})
     flags.Value(name);
   flags.Alias("o", "output");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.positional().size() != 1)
-    return InvalidArgument("expected one model name (gpt or unet), got ", flags.positional().size(),
-                           " positional arguments");
+    return InvalidArgument("expected one model name (gpt, llama or unet), got ",
+                           flags.positional().size(), " positional arguments");
   PW_ASSIGN_OR_RETURN(std::string output, flags.Require("output"));
   PW_RETURN_IF_ERROR(FormatFromPath(output).status());
 
   const std::string& model = flags.positional()[0];
   StatusOr<Module> module =
-      model == "gpt" ? BuildGptFromFlags(flags)
+      model == "gpt"     ? BuildGptFromFlags(flags)
+      : model == "llama" ? BuildLlamaFromFlags(flags)
       : model == "unet"
           ? BuildUnetFromFlags(flags)
-          : StatusOr<Module>(InvalidArgument("unknown model '", model, "' (gpt or unet)"));
+          : StatusOr<Module>(InvalidArgument("unknown model '", model, "' (gpt, llama or unet)"));
   if (!module.ok()) return module.status();
   PW_RETURN_IF_ERROR(VerifyModule(*module, ops::Registry()).WithContext("built module"));
   PW_RETURN_IF_ERROR(SaveModule(*module, output));
@@ -146,7 +186,7 @@ StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
 }  // namespace
 
 PW_REGISTER_COMMAND(build_model, "build-model",
-                    "build a model's forward + loss program (gpt, unet) and write it", kUsage,
-                    RunBuildModel);
+                    "build a model's forward + loss program (gpt, llama, unet) and write it",
+                    kUsage, RunBuildModel);
 
 }  // namespace pw::tools

@@ -1,23 +1,57 @@
 #include "tools/tune_shapes.h"
 
+#include "models/parallel_blocks.h"
+
 namespace pw::tools {
 namespace {
 
 constexpr int kMaxChunksPerRank = 8;
 
+// The transformers (gpt, llama) place layers on pipeline chunks; the U-Net does not.
+bool IsTransformer(const models::ModelRecipe& r) { return r.model == "gpt" || r.model == "llama"; }
+
+models::Staging StagingOf(const models::ModelRecipe& r) {
+  if (r.model == "gpt")
+    return {r.gpt.layers, r.gpt.pp, r.gpt.vpp, r.gpt.placement, r.gpt.stage_layers};
+  if (r.model == "llama")
+    return {r.llama.layers, r.llama.pp, r.llama.vpp, r.llama.placement, r.llama.stage_layers};
+  return {r.unet.layers, r.unet.pp, 1, StagePlacement::kLoop, {}};
+}
+
+void SetChunks(models::ModelRecipe& r, int vpp, StagePlacement placement) {
+  if (r.model == "gpt") {
+    r.gpt.vpp = vpp;
+    r.gpt.placement = placement;
+  } else if (r.model == "llama") {
+    r.llama.vpp = vpp;
+    r.llama.placement = placement;
+  }
+}
+
 std::string Label(const models::ModelRecipe& r) {
   std::string label;
-  if (r.model == "gpt")
-    label = StrCat("vpp ", r.gpt.vpp, r.gpt.placement == StagePlacement::kV ? " v" : "", ", ");
+  if (IsTransformer(r)) {
+    const models::Staging staging = StagingOf(r);
+    label = StrCat("vpp ", staging.vpp, staging.placement == StagePlacement::kV ? " v" : "", ", ");
+  }
   return label + StrCat("micro-batch size ", r.micro_batch_size());
 }
 
 // " --stage-layers 3,4,4,3" when the layers were placed unevenly.
-std::string StageLayersArg(const models::GptConfig& c) {
-  if (c.stage_layers.empty()) return "";
+std::string StageLayersArg(const std::vector<int64_t>& stage_layers) {
+  if (stage_layers.empty()) return "";
   std::string out = " --stage-layers ";
-  for (size_t i = 0; i < c.stage_layers.size(); ++i) out += StrCat(i ? "," : "", c.stage_layers[i]);
+  for (size_t i = 0; i < stage_layers.size(); ++i) out += StrCat(i ? "," : "", stage_layers[i]);
   return out;
+}
+
+// The flags from --micro-batch-size on, which gpt and llama share.
+template <typename Config>
+std::string ParallelArgs(const Config& c) {
+  return StrCat(" --micro-batch-size ", c.micro_batch_size, " --mp ", c.mp, " --pp ", c.pp,
+                " --vpp ", c.vpp, " --placement ", StagePlacementName(c.placement),
+                " --vocab-parallel ", c.vocab_parallel ? "on" : "off", " --seed ", c.seed,
+                StageLayersArg(c.stage_layers));
 }
 
 }  // namespace
@@ -29,12 +63,15 @@ std::string BuildModelArgs(const models::ModelRecipe& r) {
                   c.micro_batch_size, " --pp ", c.pp, " --seq ", c.seq, " --vocab ", c.vocab,
                   " --seed ", c.seed);
   }
+  if (r.model == "llama") {
+    const models::LlamaConfig& c = r.llama;
+    return StrCat("llama --layers ", c.layers, " --hidden ", c.hidden, " --heads ", c.heads,
+                  " --kv-heads ", c.kv_heads, " --ffn ", c.ffn, " --seq ", c.seq, " --vocab ",
+                  c.vocab, " --rope-theta ", c.rope_theta, ParallelArgs(c));
+  }
   const models::GptConfig& c = r.gpt;
   return StrCat("gpt --layers ", c.layers, " --hidden ", c.hidden, " --heads ", c.heads, " --ffn ",
-                c.ffn, " --seq ", c.seq, " --vocab ", c.vocab, " --micro-batch-size ",
-                c.micro_batch_size, " --mp ", c.mp, " --pp ", c.pp, " --vpp ", c.vpp,
-                " --placement ", StagePlacementName(c.placement), " --vocab-parallel ",
-                c.vocab_parallel ? "on" : "off", " --seed ", c.seed, StageLayersArg(c),
+                c.ffn, " --seq ", c.seq, " --vocab ", c.vocab, ParallelArgs(c),
                 c.unfused_attention ? " --attention unfused" : "");
 }
 
@@ -42,28 +79,28 @@ std::vector<ShapeChoice> ShapeChoices(const models::ModelRecipe& built, int64_t 
                                       int dp) {
   // Stagings: (vpp, placement) pairs the builder accepts for this model.
   std::vector<models::ModelRecipe> stagings = {built};
+  const models::Staging staging = StagingOf(built);
   // Uneven stages were chosen for this vpp: other stagings would need lists of their own.
-  if (built.model == "gpt" && built.gpt.stage_layers.empty()) {
-    const models::GptConfig& c = built.gpt;
-    const int64_t layers_per_rank = c.pp > 0 && c.layers % c.pp == 0 ? c.layers / c.pp : 0;
+  if (IsTransformer(built) && staging.stage_layers.empty()) {
+    const int64_t layers_per_rank =
+        staging.pp > 0 && staging.layers % staging.pp == 0 ? staging.layers / staging.pp : 0;
     for (int vpp = 1; vpp <= kMaxChunksPerRank && vpp <= layers_per_rank; ++vpp) {
       if (layers_per_rank % vpp != 0) continue;
       for (StagePlacement placement : {StagePlacement::kLoop, StagePlacement::kV}) {
         if (placement == StagePlacement::kV && vpp != 2) continue;
-        if (vpp == c.vpp && placement == c.placement) continue;  // as built
+        if (vpp == staging.vpp && placement == staging.placement) continue;  // as built
         models::ModelRecipe r = built;
-        r.gpt.vpp = vpp;
-        r.gpt.placement = placement;
+        SetChunks(r, vpp, placement);
         stagings.push_back(r);
       }
     }
   }
-  const int pp = built.model == "gpt" ? built.gpt.pp : built.unet.pp;
+  const int pp = staging.pp;
   std::vector<ShapeChoice> choices;
   auto add = [&](models::ModelRecipe r, int64_t mbs) {
     const int64_t per_replica = global_batch / dp;
     if (mbs < 1 || per_replica % mbs != 0 || per_replica / mbs < pp) return;
-    (r.model == "gpt" ? r.gpt.micro_batch_size : r.unet.micro_batch_size) = mbs;
+    r.set_micro_batch_size(mbs);
     ShapeChoice choice;
     choice.micro_batches = static_cast<int>(per_replica / mbs);
     choice.label = Label(r);

@@ -7,6 +7,8 @@
 namespace pw::ops {
 
 inline constexpr double kLayerNormEpsilon = 1e-5;
+inline constexpr double kRmsNormEpsilon = 1e-5;
+inline constexpr double kRopeTheta = 10000.0;  // rotary_embedding: the RoPE paper's base
 inline constexpr bool kAttentionCausal = true;
 inline constexpr int64_t kIgnoreIndex = -100;  // softmax_cross_entropy: label to skip
 inline constexpr double kAdamLr = 1e-3;

@@ -10,8 +10,13 @@
 // under dW (and that work) and is awaited only where dX is read.
 //
 // The pattern is found by data flow: an mp all-reduce whose input is written by a matmul
-// that reads a parameter. Only ops move; none changes, so results are bit-identical.
+// that reads a weight (a parameter, or its low-precision copy under amp), or by a sum of
+// such matmuls: linears that share one replicated input (a Llama's q, k and v, or its gate
+// and up projections) sum their input gradients before the one all-reduce. Then the
+// weight-gradient matmuls between the first of them and the sum move after the all-reduce
+// too. Only ops move; none changes, so results are bit-identical.
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -76,7 +81,10 @@ class OverlapColumnParallelBackwardPass : public Pass {
            "mp all-reduce of a column-parallel linear's input gradient right after the matmul "
            "that computes it, on mp_comm, and moves the work that does not read the reduced "
            "gradient (the weight-gradient matmul, and any other independent op) ahead of its "
-           "first reader; the pattern is found by data flow. Only reorders ops and moves the "
+           "first reader. The pattern is found by data flow: a matmul reading a weight, or a "
+           "sum of such matmuls where linears share their input (q, k and v; gate and up), "
+           "whose weight gradients then move after the all-reduce too; statistics count the "
+           "linears and the all-reduces. Only reorders ops and moves the "
            "all-reduce to mp_comm: results are bit-identical. Run insert-events afterwards so "
            "that the reader waits on the all-reduce with an event.";
   }
@@ -92,17 +100,19 @@ class OverlapColumnParallelBackwardPass : public Pass {
     for (Program& program : module.programs()) {
       if (!IsProgramToRewrite(program)) continue;
       // Until nothing moves: hoisting may carry an all-reduce past the sweep's position.
-      int rewritten = 0;
+      int all_reduces = 0, linears = 0;
       for (bool moved = true; moved;) {
         moved = false;
         for (size_t i = 0; i < program.ops().size(); ++i)
-          if (RewriteAt(program, i, context)) {
-            ++rewritten;
+          if (int n = RewriteAt(program, i, context); n > 0) {
+            ++all_reduces;
+            linears += n;
             moved = true;
           }
       }
-      if (rewritten) {
-        context.AddStatistic("linears-rewritten", rewritten);
+      if (all_reduces) {
+        context.AddStatistic("linears-rewritten", linears);
+        context.AddStatistic("all-reduces-overlapped", all_reduces);
         changed = true;
       }
     }
@@ -118,67 +128,147 @@ class OverlapColumnParallelBackwardPass : public Pass {
     return -1;
   }
 
+  // A matmul reading a weight: a parameter, or a persistable copy of one (amp's P@bf16).
   static bool IsWeightInputMatmul(const Op& op, const Program& program) {
     if (op.type != "matmul") return false;
     bool weight = false;
     op.ForEachInput([&](const std::string& v) {
       const Var* decl = program.FindVar(v);
-      weight = weight || (decl && decl->is_parameter);
+      weight = weight || (decl && (decl->is_parameter || decl->persistable));
     });
     return weight;
   }
 
+  // The input-gradient matmuls of the column-parallel linears whose all-reduce reduces the
+  // output of op `producer`: that matmul, or each matmul the sum `producer` adds up. Empty
+  // when the pattern does not hold.
+  static std::vector<int> InputGradMatmuls(const Program& program, const std::vector<OpVars>& vars,
+                                           int producer) {
+    const Op& op = program.ops()[producer];
+    if (IsWeightInputMatmul(op, program)) return {producer};
+    if (op.type != "sum") return {};
+    std::vector<int> matmuls;
+    for (const std::string& summand : vars[producer].reads) {
+      const int writer = LastWriter(vars, producer, summand);
+      if (writer < 0 || !IsWeightInputMatmul(program.ops()[writer], program)) return {};
+      matmuls.push_back(writer);
+    }
+    return matmuls;
+  }
+
   // Rewrites the all-reduce at `at` if it is a column-parallel input-gradient reduction
-  // not yet issued right after its matmul. Returns whether it did.
-  bool RewriteAt(Program& program, size_t at, PassContext& context) {
+  // not yet issued right after its matmul (or sum). Returns the number of linears whose
+  // reduction it is, 0 when it did nothing.
+  int RewriteAt(Program& program, size_t at, PassContext& context) {
     std::vector<Op>& ops = program.ops();
     const Op& reduce = ops[at];
     const OpDef* def = context.ops().Find(reduce.type);
-    if (!def || !def->collective || reduce.attrs.GetString("group", "mp") != "mp") return false;
+    if (!def || !def->collective || reduce.attrs.GetString("group", "mp") != "mp") return 0;
     std::vector<OpVars> vars = CollectVars(ops);
     const int producer = LastWriter(vars, at, reduce.Input("X"));
-    if (producer < 0 || !IsWeightInputMatmul(ops[producer], program)) return false;
+    if (producer < 0) return 0;
+    const std::vector<int> matmuls = InputGradMatmuls(program, vars, producer);
+    if (matmuls.empty()) return 0;
     const bool on_mp_comm = reduce.stream == StreamTypeName(StreamType::kMpComm);
-    if (static_cast<size_t>(producer) + 1 == at && on_mp_comm) return false;  // done already
+    const int first = *std::min_element(matmuls.begin(), matmuls.end());
+    const bool sinks = matmuls.size() > 1 && !Sinkable(vars, first, producer, at).empty();
+    if (static_cast<size_t>(producer) + 1 == at && on_mp_comm && !sinks) return 0;  // done
 
-    // The all-reduce moves up to right after its matmul past ops it does not depend on and
-    // that do not depend on it.
+    // The all-reduce moves up to right after its producer past ops it does not depend on
+    // and that do not depend on it.
     for (size_t k = producer + 1; k < at; ++k)
-      if (DependsOn(vars[at], vars[k]) || DependsOn(vars[k], vars[at])) return false;
+      if (DependsOn(vars[at], vars[k]) || DependsOn(vars[k], vars[at])) return 0;
     Op moved = std::move(ops[at]);
     moved.stream = StreamTypeName(StreamType::kMpComm);
     ops.erase(ops.begin() + static_cast<long>(at));
     ops.insert(ops.begin() + producer + 1, std::move(moved));
-    HoistIndependentWork(ops, producer + 1);
-    return true;
+    int reduce_at = producer + 1;
+    if (matmuls.size() > 1) reduce_at = SinkUnneededWork(ops, first, producer);
+    HoistIndependentWork(ops, reduce_at);
+    return static_cast<int>(matmuls.size());
+  }
+
+  // The ops in [first, sum) that neither the sum at `sum` nor the all-reduce `reduce` needs
+  // before them (the weight-gradient matmuls between the summed input-gradient matmuls),
+  // in order: an op that a staying op depends on stays ahead of it.
+  static std::vector<int> Sinkable(const std::vector<OpVars>& vars, int first, int sum,
+                                   int reduce) {
+    VarSets staying;
+    staying.Add(vars[sum]);
+    staying.Add(vars[reduce]);
+    std::vector<int> sink;
+    for (int k = sum - 1; k >= first; --k) {
+      const OpVars& mine = vars[k];
+      const bool needed = Touches(mine.writes, staying.reads) ||
+                          Touches(mine.writes, staying.writes) ||
+                          Touches(mine.reads, staying.writes);
+      if (needed) {
+        staying.Add(mine);
+      } else {
+        sink.insert(sink.begin(), k);
+      }
+    }
+    return sink;
+  }
+
+  // Moves the Sinkable ops of the sum at `sum` (the all-reduce right after it) to right
+  // after the all-reduce, keeping their order. Returns the all-reduce's new index.
+  static int SinkUnneededWork(std::vector<Op>& ops, int first, int sum) {
+    const std::vector<int> sink = Sinkable(CollectVars(ops), first, sum, sum + 1);
+    if (sink.empty()) return sum + 1;
+    std::vector<Op> stay_block, sink_block;
+    for (int k = first, next = 0; k < sum; ++k) {
+      const bool sinks = next < static_cast<int>(sink.size()) && sink[next] == k;
+      (sinks ? sink_block : stay_block).push_back(std::move(ops[k]));
+      next += sinks;
+    }
+    const int reduce_at = first + static_cast<int>(stay_block.size()) + 1;
+    stay_block.push_back(std::move(ops[sum]));
+    stay_block.push_back(std::move(ops[sum + 1]));
+    for (Op& op : sink_block) stay_block.push_back(std::move(op));
+    std::move(stay_block.begin(), stay_block.end(), ops.begin() + first);
+    return reduce_at;
   }
 
   // Ops after the first reader of the all-reduce at `reduce` that neither read its result
-  // nor depend on an op that does move ahead of that reader, keeping their order.
+  // nor depend on an op that stays behind that reader, keeping their order. An op whose
+  // output a staying op reads stays too: moving it ahead would only hold its output longer
+  // (recomputed activations, placed by recompute right before their first reader, would
+  // pile up ahead of the all-reduce).
   static void HoistIndependentWork(std::vector<Op>& ops, size_t reduce) {
     std::vector<OpVars> vars = CollectVars(ops);
     size_t first = reduce + 1;
     while (first < ops.size() && !DependsOn(vars[first], vars[reduce])) ++first;
     if (first >= ops.size()) return;
-    std::vector<size_t> stay = {first}, hoist;
-    VarSets staying;
-    staying.Add(vars[reduce]);
-    staying.Add(vars[first]);
-    for (size_t k = first + 1; k < ops.size(); ++k) {
-      if (DependsOn(vars[k], staying)) {
-        stay.push_back(k);
-        staying.Add(vars[k]);
-      } else {
-        hoist.push_back(k);
+    std::vector<bool> stays(ops.size(), false);
+    for (bool changed = true; changed;) {
+      changed = false;
+      VarSets staying;
+      staying.Add(vars[reduce]);
+      staying.Add(vars[first]);
+      for (size_t k = first + 1; k < ops.size(); ++k) {
+        if (!stays[k] && DependsOn(vars[k], staying)) stays[k] = changed = true;
+        if (stays[k]) staying.Add(vars[k]);
+      }
+      // Read by a staying op after it: stays (which may hold back ops after it in turn).
+      std::unordered_set<std::string> read_later(vars[first].reads.begin(),
+                                                 vars[first].reads.end());
+      for (size_t k = ops.size(); k-- > first + 1;) {
+        if (!stays[k] && Touches(vars[k].writes, read_later)) stays[k] = changed = true;
+        if (stays[k]) read_later.insert(vars[k].reads.begin(), vars[k].reads.end());
       }
     }
-    if (hoist.empty()) return;
-    std::vector<Op> tail;
-    tail.reserve(ops.size() - first);
-    for (size_t k : hoist) tail.push_back(std::move(ops[k]));
-    for (size_t k : stay) tail.push_back(std::move(ops[k]));
+    std::vector<Op> hoisted, staying_ops;
+    staying_ops.push_back(std::move(ops[first]));
+    for (size_t k = first + 1; k < ops.size(); ++k)
+      (stays[k] ? staying_ops : hoisted).push_back(std::move(ops[k]));
+    if (hoisted.empty()) {
+      std::move(staying_ops.begin(), staying_ops.end(), ops.begin() + first);
+      return;
+    }
     ops.resize(first);
-    for (Op& op : tail) ops.push_back(std::move(op));
+    for (Op& op : hoisted) ops.push_back(std::move(op));
+    for (Op& op : staying_ops) ops.push_back(std::move(op));
   }
 };
 

@@ -1,6 +1,7 @@
 #include "passes/streams/row_split.h"
 
 #include <algorithm>
+#include <set>
 
 #include "ir/graph.h"
 
@@ -82,22 +83,40 @@ std::string OtherOperand(const Op& op, const std::string& in) {
   return op.Input("X") == in ? op.Input("Y") : op.Input("X");
 }
 
-// The matmul at `index` as split, its row blocks, and concat (see SplitRows); with
-// `reduce`, each block's all-reduce after its matmul, then each block's copy of the `tail`
-// ops after the all-reduce (RowWiseTail), and the concat of the last op's blocks.
-StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int tail = 0) {
-  const Op original = program.ops()[index];
-  const Op all_reduce = reduce ? program.ops()[index + 1] : Op{};
-  const std::vector<Op> tail_ops(program.ops().begin() + index + 2,
-                                 program.ops().begin() + index + 2 + tail);
-  const Var x = *program.FindVar(original.Input("X"));
-  const std::string out_name = tail > 0 ? tail_ops.back().Output("Out")
-                               : reduce ? all_reduce.Output("Out")
-                                        : original.Output("Out");
+// The ops a row split replaces, from op `first` on: `matmuls` matmuls (one, or those a
+// sum adds up), the sum (`summed`), the all-reduce (`reduce`) and `tail` row-wise ops.
+struct SplitSpan {
+  int first = 0;
+  int matmuls = 1;
+  bool summed = false;
+  bool reduce = false;
+  int tail = 0;
+};
+
+// The span as split, its row blocks, and concat (see SplitRows); with `reduce`, per block
+// its matmuls (and their sum) and its all-reduce, then each block's copy of the tail ops
+// (RowWiseTail), and the concat of the last op's blocks.
+StatusOr<int> Split(Program& program, const SplitSpan& span, int blocks) {
+  const std::vector<Op> originals(program.ops().begin() + span.first,
+                                  program.ops().begin() + span.first + span.matmuls);
+  int at = span.first + span.matmuls;
+  const Op sum = span.summed ? program.ops()[at++] : Op{};
+  const Op all_reduce = span.reduce ? program.ops()[at++] : Op{};
+  const std::vector<Op> tail_ops(program.ops().begin() + at,
+                                 program.ops().begin() + at + span.tail);
+  const Op& original = originals.front();
+  std::vector<Var> xs, products;
+  for (const Op& mm : originals) {
+    xs.push_back(*program.FindVar(mm.Input("X")));
+    products.push_back(*program.FindVar(mm.Output("Out")));
+  }
+  const Var partial = span.summed ? *program.FindVar(sum.Output("Out")) : products.front();
+  const std::string out_name = span.tail > 0 ? tail_ops.back().Output("Out")
+                               : span.reduce ? all_reduce.Output("Out")
+                                             : partial.name;
   const Var out = *program.FindVar(out_name);
-  const Var partial = *program.FindVar(original.Output("Out"));
-  const int64_t axis = static_cast<int64_t>(x.shape.size()) - 2;
-  const int64_t rows = x.shape[axis] / blocks;
+  const int64_t axis = static_cast<int64_t>(xs.front().shape.size()) - 2;
+  const int64_t rows = xs.front().shape[axis] / blocks;
 
   auto like = [&](const Op& from, std::string type) {
     Op op;
@@ -109,7 +128,6 @@ StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int ta
     op.weight_grad = from.weight_grad;
     return op;
   };
-  std::vector<std::string> x_blocks, partial_blocks, out_blocks;
   auto block_var = [&](const Var& of, int block) {
     Var v = of;
     v.name = FreshName(program, of.name, StrCat(kRowBlockTag, block));
@@ -120,26 +138,33 @@ StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int ta
   };
   // The vars of the chain the blocks carry: the all-reduce's output, then each tail op's.
   std::vector<std::string> chain;
-  if (reduce) chain.push_back(all_reduce.Output("Out"));
+  if (span.reduce) chain.push_back(all_reduce.Output("Out"));
   for (const Op& op : tail_ops) chain.push_back(op.Output("Out"));
-  std::vector<std::vector<std::string>> chain_blocks(chain.size());
+  std::vector<std::vector<std::string>> x_blocks(originals.size()),
+      product_blocks(originals.size()), chain_blocks(chain.size());
+  std::vector<std::string> partial_blocks;
   for (int b = 0; b < blocks; ++b) {
-    x_blocks.push_back(block_var(x, b));
+    for (size_t m = 0; m < originals.size(); ++m) {
+      x_blocks[m].push_back(block_var(xs[m], b));
+      if (span.summed) product_blocks[m].push_back(block_var(products[m], b));
+    }
     partial_blocks.push_back(block_var(partial, b));
+    if (!span.summed) product_blocks[0].push_back(partial_blocks.back());
     for (size_t c = 0; c < chain.size(); ++c)
       chain_blocks[c].push_back(block_var(*program.FindVar(chain[c]), b));
   }
-  out_blocks = chain.empty() ? partial_blocks : chain_blocks.back();
+  const std::vector<std::string>& out_blocks = chain.empty() ? partial_blocks : chain_blocks.back();
   std::vector<Op> ops;
-  // Splits of X and of every add's other summand, views where the rows lie one after another.
+  // Splits of each X and of every add's other summand, views where the rows lie one after
+  // another.
   auto split_rows = [&](const Var& of, const std::vector<std::string>& into) {
     Op split = like(original, "split");
     split.SetInput("X", {of.name}).SetOutput("Out", into);
     split.SetAttr("axis", axis).SetAttr("sections", std::vector<int64_t>(blocks, rows));
-    if (RowsAsView(program, index, of.name)) split.SetAttr("view", true);
+    if (RowsAsView(program, span.first, of.name)) split.SetAttr("view", true);
     ops.push_back(std::move(split));
   };
-  split_rows(x, x_blocks);
+  for (size_t m = 0; m < originals.size(); ++m) split_rows(xs[m], x_blocks[m]);
   std::vector<std::vector<std::string>> operand_blocks(tail_ops.size());
   for (size_t t = 0; t < tail_ops.size(); ++t) {
     if (tail_ops[t].type != "add") continue;
@@ -148,13 +173,27 @@ StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int ta
     split_rows(operand, operand_blocks[t]);
   }
   for (int b = 0; b < blocks; ++b) {
-    Op mm = original;
-    for (Slot& s : mm.inputs)
-      if (s.name == "X") s.vars = {x_blocks[b]};
-    for (Slot& s : mm.outputs)
-      if (s.name == "Out") s.vars = {partial_blocks[b]};
-    ops.push_back(std::move(mm));
-    if (!reduce) continue;
+    for (size_t m = 0; m < originals.size(); ++m) {
+      Op mm = originals[m];
+      for (Slot& s : mm.inputs)
+        if (s.name == "X") s.vars = {x_blocks[m][b]};
+      for (Slot& s : mm.outputs)
+        if (s.name == "Out") s.vars = {product_blocks[m][b]};
+      ops.push_back(std::move(mm));
+    }
+    if (span.summed) {
+      // The summands in the sum's own order: each element adds up as before.
+      Op block_sum = sum;
+      for (std::string& v : block_sum.inputs.front().vars)
+        for (size_t m = 0; m < originals.size(); ++m)
+          if (v == products[m].name) {
+            v = product_blocks[m][b];
+            break;
+          }
+      block_sum.outputs.front().vars = {partial_blocks[b]};
+      ops.push_back(std::move(block_sum));
+    }
+    if (!span.reduce) continue;
     Op ar = all_reduce;
     ar.inputs.front().vars = {partial_blocks[b]};
     ar.outputs.front().vars = {chain_blocks[0][b]};
@@ -182,12 +221,15 @@ StatusOr<int> Split(Program& program, int index, int blocks, bool reduce, int ta
   concat.SetAttr("axis", static_cast<int64_t>(out.shape.size()) - 2);
   ops.push_back(std::move(concat));
   std::vector<Op>& all = program.ops();
-  all.erase(all.begin() + index, all.begin() + index + (reduce ? 2 + tail : 1));
-  all.insert(all.begin() + index, ops.begin(), ops.end());
-  // The whole vars only blocks now carry: the matmul's, and every chain var but the last.
+  all.erase(all.begin() + span.first, all.begin() + at + span.tail);
+  all.insert(all.begin() + span.first, ops.begin(), ops.end());
+  // The whole vars only blocks now carry: the matmuls' (and the sum's), and every chain var
+  // but the last.
   program.RemoveVarsIf([&](const Var& v) {
-    if (!reduce) return false;
+    if (!span.reduce) return false;
     if (v.name == partial.name) return true;
+    for (const Var& product : products)
+      if (v.name == product.name) return true;
     return std::find(chain.begin(), chain.end() - 1, v.name) != chain.end() - 1;
   });
   return static_cast<int>(ops.size());
@@ -199,7 +241,7 @@ StatusOr<int> SplitRows(Program& program, int index, int blocks) {
   if (!CanSplitRows(program, index, blocks, 1))
     return InvalidArgument("op ", index, " of program '", program.name(),
                            "' is not a matmul whose rows split into ", blocks, " blocks");
-  return Split(program, index, blocks, false);
+  return Split(program, SplitSpan{index, 1, false, false, 0}, blocks);
 }
 
 bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows) {
@@ -249,7 +291,58 @@ StatusOr<int> SplitRowsWithAllReduce(Program& program, int index, int blocks, in
   if (tail < 0 || tail > RowWiseTail(program, index))
     return InvalidArgument("op ", index, " of program '", program.name(), "' is not followed by ",
                            tail, " row-wise ops");
-  return Split(program, index, blocks, true, tail);
+  return Split(program, SplitSpan{index, 1, false, true, tail}, blocks);
+}
+
+int SummedMatmuls(const Program& program, int index) {
+  const std::vector<Op>& ops = program.ops();
+  if (index < 0 || index >= static_cast<int>(ops.size())) return 0;
+  const Op& sum = ops[index];
+  if (sum.type != "sum" || !sum.wait_events.empty() || !sum.record_events.empty()) return 0;
+  const std::vector<std::string>& summands = sum.inputs.front().vars;
+  const int n = static_cast<int>(summands.size());
+  if (n < 2 || n > index) return 0;
+  // Each summand made by one of the n ops right before the sum, a matmul read only by it.
+  std::set<std::string> made;
+  for (int k = index - n; k < index; ++k) {
+    const Op& mm = ops[k];
+    if (mm.type != "matmul" || !mm.wait_events.empty() || !mm.record_events.empty()) return 0;
+    const std::string& out = mm.Output("Out");
+    if (Readers(program, out) != 1) return 0;
+    made.insert(out);
+  }
+  for (const std::string& v : summands)
+    if (!made.count(v)) return 0;
+  return static_cast<int>(made.size()) == n ? n : 0;
+}
+
+bool CanSplitRowsOfSumWithAllReduce(const Program& program, int index, int blocks,
+                                    int64_t min_rows) {
+  const int n = SummedMatmuls(program, index);
+  if (n == 0 || !OnlyAllReduceReads(program, index)) return false;
+  const Var* first_x = program.FindVar(program.ops()[index - n].Input("X"));
+  for (int k = index - n; k < index; ++k) {
+    if (!CanSplitRows(program, k, blocks, min_rows)) return false;
+    // Every X cut into the same row blocks: same rank and the same dims up to the rows.
+    const Var* x = program.FindVar(program.ops()[k].Input("X"));
+    if (!first_x || x->shape.size() != first_x->shape.size() ||
+        !std::equal(x->shape.begin(), x->shape.end() - 1, first_x->shape.begin()))
+      return false;
+  }
+  return true;
+}
+
+StatusOr<int> SplitRowsOfSumWithAllReduce(Program& program, int index, int blocks, int tail) {
+  if (!CanSplitRowsOfSumWithAllReduce(program, index, blocks, 1))
+    return InvalidArgument("op ", index, " of program '", program.name(),
+                           "' is not a sum of matmuls read only by an all-reduce, their rows "
+                           "splitting into ",
+                           blocks, " blocks");
+  if (tail < 0 || tail > RowWiseTail(program, index))
+    return InvalidArgument("op ", index, " of program '", program.name(), "' is not followed by ",
+                           tail, " row-wise ops");
+  const int n = SummedMatmuls(program, index);
+  return Split(program, SplitSpan{index - n, n, true, true, tail}, blocks);
 }
 
 }  // namespace pw

@@ -47,12 +47,26 @@ StatusOr<int> SplitRows(Program& program, int index, int blocks);
 // reduced blocks, so that each block's all-reduce runs while the next block multiplies.
 bool CanSplitRowsWithAllReduce(const Program& program, int index, int blocks, int64_t min_rows);
 
+// The input gradients of linears that share their input (a Llama's q, k and v, or its
+// gate and up): n >= 2 matmuls right before a sum that alone reads each of them, the sum
+// read only by the all-reduce right after it. Cut into row blocks, each block runs its n
+// matmuls, its sum (the summands in the sum's order, so each element adds up as before:
+// bit-identical) and its all-reduce. SummedMatmuls gives n for a sum at `index` whose
+// summands are made that way, else 0.
+int SummedMatmuls(const Program& program, int index);
+bool CanSplitRowsOfSumWithAllReduce(const Program& program, int index, int blocks,
+                                    int64_t min_rows);
+// The split of the sum at `index`, its matmuls and all-reduce, carrying `tail` row-wise
+// ops (RowWiseTail(program, index)) into the blocks.
+StatusOr<int> SplitRowsOfSumWithAllReduce(Program& program, int index, int blocks, int tail = 0);
+
 // The element-wise ops right after that all-reduce that can run per row block as well,
 // each the only reader of the one before: a bias_add (the bias broadcast over the rows)
 // and an add whose other summand has the same shape (cut into the same blocks, as views
 // where they lie one after another). Each element is computed as before, so the bits are
 // too; the blocks of the first rows then run while the last rows are still reduced. How
-// many of them follow op `index + 1` (0 when the matmul does not qualify).
+// many of them follow op `index + 1` (0 when the matmul does not qualify); `index` may also
+// be the sum of SummedMatmuls.
 int RowWiseTail(const Program& program, int index);
 
 // The split, carrying the first `tail` (<= RowWiseTail) of those ops into the blocks:

@@ -542,6 +542,105 @@ void AddLossScalingCases(Maker& m, std::vector<KernelCase>& cases) {
   cases.push_back(std::move(sgd));
 }
 
+// The Llama ops: RMSNorm, SwiGLU, rotary embeddings and grouped-query attention.
+void AddLlamaCases(Maker& m, std::vector<KernelCase>& cases) {
+  Tensor x = m.Uniform({5, 3, 33}, -2, 2);
+  Tensor scale = m.Uniform({33}, 0.5f, 1.5f);
+  Tensor rstd = m.Uniform({15}, 0.5f, 1.5f);
+  {
+    KernelCase c{
+        "rms_norm",
+        MakeOp("rms_norm", {{"X", {"x"}}, {"Scale", {"s"}}}, {{"Y", {kOut}}, {"Rstd", {"rstd"}}}),
+        {}};
+    c.inputs["x"] = x;
+    c.inputs["s"] = scale;
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"rms_norm_grad",
+                 MakeOp("rms_norm_grad",
+                        {{"X", {"x"}}, {"Scale", {"s"}}, {"Rstd", {"rstd"}}, {G("Y"), {"dy"}}},
+                        {{G("X"), {kOut}}}),
+                 {}};
+    c.inputs["x"] = x;
+    c.inputs["s"] = scale;
+    c.inputs["rstd"] = rstd;
+    c.inputs["dy"] = m.Uniform({5, 3, 33});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"rms_norm_param_grad",
+                 MakeOp("rms_norm_param_grad", {{"X", {"x"}}, {"Rstd", {"rstd"}}, {G("Y"), {"dy"}}},
+                        {{G("Scale"), {kOut}}}),
+                 {}};
+    c.inputs["x"] = x;
+    c.inputs["rstd"] = rstd;
+    c.inputs["dy"] = m.Uniform({5, 3, 33});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{
+        "swiglu", MakeOp("swiglu", {{"Gate", {"a"}}, {"Up", {"b"}}}, {{"Out", {kOut}}}), {}};
+    c.inputs["a"] = m.Uniform({6, 35}, -12, 12);
+    c.inputs["b"] = m.Uniform({6, 35});
+    cases.push_back(std::move(c));
+  }
+  for (bool both : {true, false}) {
+    std::vector<Slot> outs = {{G("Up"), {"dup"}}};
+    if (both) outs.insert(outs.begin(), {G("Gate"), {kOut}});
+    KernelCase c{both ? "swiglu_grad" : "swiglu_grad_up_only",
+                 MakeOp("swiglu_grad", {{"Gate", {"a"}}, {"Up", {"b"}}, {G("Out"), {"dy"}}}, outs),
+                 {}};
+    c.inputs["a"] = m.Uniform({6, 35}, -12, 12);
+    c.inputs["b"] = m.Uniform({6, 35});
+    c.inputs["dy"] = m.Uniform({6, 35});
+    cases.push_back(std::move(c));
+  }
+  for (bool inverse : {false, true}) {
+    KernelCase c{inverse ? "rotary_embedding_inverse" : "rotary_embedding",
+                 MakeOp("rotary_embedding", {{"X", {"x"}}}, {{"Out", {kOut}}}),
+                 {}};
+    c.op.SetAttr("head_dim", int64_t{6}).SetAttr("theta", 500000.0).SetAttr("inverse", inverse);
+    c.inputs["x"] = m.Uniform({2, 9, 18});
+    cases.push_back(std::move(c));
+  }
+  const int64_t b = 2, s = 7, h = 4, g = 2, d = 4;
+  for (bool causal : {true, false}) {
+    KernelCase c{causal ? "gqa_attention_causal" : "gqa_attention",
+                 MakeOp("gqa_attention", {{"Q", {"q"}}, {"K", {"k"}}, {"V", {"v"}}},
+                        {{"Out", {kOut}}, {"Probs", {"probs"}}}),
+                 {}};
+    c.op.SetAttr("num_heads", h).SetAttr("kv_heads", g).SetAttr("causal", causal);
+    c.inputs["q"] = m.Uniform({b, s, h * d});
+    c.inputs["k"] = m.Uniform({b, s, g * d});
+    c.inputs["v"] = m.Uniform({b, s, g * d});
+    c.tolerance = 1e-4;
+    cases.push_back(std::move(c));
+  }
+  // Probabilities zero where a causal mask hides the key, as a softmax leaves them.
+  for (bool causal : {true, false}) {
+    KernelCase c{
+        causal ? "gqa_attention_grad_causal" : "gqa_attention_grad",
+        MakeOp(
+            "gqa_attention_grad",
+            {{"Q", {"q"}}, {"K", {"k"}}, {"V", {"v"}}, {"Probs", {"probs"}}, {G("Out"), {"dout"}}},
+            {{G("Q"), {kOut}}, {G("K"), {"dk"}}, {G("V"), {"dv"}}}),
+        {}};
+    c.op.SetAttr("num_heads", h).SetAttr("kv_heads", g).SetAttr("causal", causal);
+    c.inputs["q"] = m.Uniform({b, s, h * d});
+    c.inputs["k"] = m.Uniform({b, s, g * d});
+    c.inputs["v"] = m.Uniform({b, s, g * d});
+    Tensor probs = m.Uniform({b, h, s, s}, 0, 0.3f);
+    if (causal)
+      for (int64_t row = 0; row < b * h * s; ++row)
+        for (int64_t key = row % s + 1; key < s; ++key) probs.f32()[row * s + key] = 0;
+    c.inputs["probs"] = probs;
+    c.inputs["dout"] = m.Uniform({b, s, h * d});
+    c.tolerance = 1e-4;
+    cases.push_back(std::move(c));
+  }
+}
+
 std::vector<KernelCase> KernelCases() {
   Maker m;
   std::vector<KernelCase> cases;
@@ -556,6 +655,7 @@ std::vector<KernelCase> KernelCases() {
   AddVocabParallelCases(m, cases);
   AddLossScalingCases(m, cases);
   AddOptimizerCases(m, cases);
+  AddLlamaCases(m, cases);
   return cases;
 }
 

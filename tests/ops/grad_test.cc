@@ -244,6 +244,104 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OpsGradAttention,
                                            AttentionCase{2, 4, 2, 3, false},
                                            AttentionCase{1, 5, 1, 4, true}));
 
+// ---- Llama: rms_norm, swiglu, rotary_embedding, gqa_attention ----
+
+TEST(OpsGrad, RmsNorm) {
+  GradCheck c;
+  c.op = MakeOp("rms_norm", {{"X", {"x"}}, {"Scale", {"g"}}}, {{"Y", {"y"}}, {"Rstd", {"rstd"}}});
+  c.inputs["x"] = RandomTensor({2, 3, 8}, 40, -2.f, 2.f);
+  c.inputs["g"] = RandomTensor({8}, 41, 0.5f, 1.5f);
+  c.params = {"g"};
+  GradCheckResult r = CheckGradients(c);
+  const Op* dx = FindOp(r, "rms_norm_grad");
+  const Op* dp = FindOp(r, "rms_norm_param_grad");
+  ASSERT_TRUE(dx && dp);
+  EXPECT_FALSE(dx->weight_grad);
+  EXPECT_TRUE(dp->weight_grad);
+}
+
+TEST(OpsGrad, RmsNormScaleOnly) {
+  GradCheck c;
+  c.op = MakeOp("rms_norm", {{"X", {"x"}}, {"Scale", {"g"}}}, {{"Y", {"y"}}, {"Rstd", {"rstd"}}});
+  c.inputs["x"] = RandomTensor({5, 6}, 42, -2.f, 2.f);
+  c.inputs["g"] = RandomTensor({6}, 43, 0.5f, 1.5f);
+  c.no_grad = {"x"};
+  c.params = {"g"};
+  GradCheckResult r = CheckGradients(c);
+  ASSERT_EQ(r.grad_ops.size(), 1u);
+  EXPECT_EQ(r.grad_ops[0].type, "rms_norm_param_grad");
+}
+
+TEST(OpsGrad, Swiglu) {
+  GradCheck c;
+  c.op = MakeOp("swiglu", {{"Gate", {"gate"}}, {"Up", {"up"}}}, {{"Out", {"out"}}});
+  c.inputs["gate"] = RandomTensor({3, 7}, 44, -4.f, 4.f);
+  c.inputs["up"] = RandomTensor({3, 7}, 45);
+  GradCheckResult r = CheckGradients(c);
+  ASSERT_EQ(r.grad_ops.size(), 1u);
+  EXPECT_EQ(r.grad_ops[0].type, "swiglu_grad");
+}
+
+TEST(OpsGrad, SwigluUpOnly) {
+  GradCheck c;
+  c.op = MakeOp("swiglu", {{"Gate", {"gate"}}, {"Up", {"up"}}}, {{"Out", {"out"}}});
+  c.inputs["gate"] = RandomTensor({4, 5}, 46, -4.f, 4.f);
+  c.inputs["up"] = RandomTensor({4, 5}, 47);
+  c.no_grad = {"gate"};
+  GradCheckResult r = CheckGradients(c);
+  ASSERT_EQ(r.grad_ops.size(), 1u);
+  EXPECT_EQ(r.grad_ops[0].FindOutput(GradVarName("Gate")), nullptr);
+}
+
+// The gradient of a rotation is the inverse rotation: the same op with inverse flipped.
+TEST(OpsGrad, RotaryEmbedding) {
+  for (bool inverse : {false, true}) {
+    GradCheck c;
+    c.op = MakeOp("rotary_embedding", {{"X", {"x"}}}, {{"Out", {"out"}}});
+    c.op.SetAttr("head_dim", int64_t{4}).SetAttr("theta", 50.0).SetAttr("inverse", inverse);
+    c.inputs["x"] = RandomTensor({2, 5, 8}, 48, -2.f, 2.f);
+    GradCheckResult r = CheckGradients(c);
+    ASSERT_EQ(r.grad_ops.size(), 1u);
+    EXPECT_EQ(r.grad_ops[0].type, "rotary_embedding");
+    EXPECT_EQ(r.grad_ops[0].attrs.GetBool("inverse", inverse), !inverse);
+    EXPECT_EQ(r.grad_ops[0].attrs.GetFloat("theta"), 50.0);
+  }
+}
+
+struct GqaCase {
+  int64_t b, s, h, g, d;
+  bool causal;
+};
+
+void PrintTo(const GqaCase& c, std::ostream* os) {
+  *os << "B=" << c.b << " S=" << c.s << " heads=" << c.h << " kv_heads=" << c.g << " d=" << c.d
+      << (c.causal ? " causal" : "");
+}
+
+class OpsGradGqaAttention : public ::testing::TestWithParam<GqaCase> {};
+
+TEST_P(OpsGradGqaAttention, MatchesFiniteDifferences) {
+  const GqaCase& p = GetParam();
+  GradCheck c;
+  c.op = MakeOp("gqa_attention", {{"Q", {"q"}}, {"K", {"k"}}, {"V", {"v"}}},
+                {{"Out", {"out"}}, {"Probs", {"probs"}}});
+  c.op.SetAttr("num_heads", p.h).SetAttr("kv_heads", p.g).SetAttr("causal", p.causal);
+  c.inputs["q"] = RandomTensor({p.b, p.s, p.h * p.d}, 49);
+  c.inputs["k"] = RandomTensor({p.b, p.s, p.g * p.d}, 50);
+  c.inputs["v"] = RandomTensor({p.b, p.s, p.g * p.d}, 51);
+  c.max_elements = 120;
+  GradCheckResult r = CheckGradients(c);
+  ASSERT_EQ(r.grad_ops.size(), 1u);
+  EXPECT_EQ(r.grad_ops[0].attrs.GetInt("kv_heads"), p.g);
+  EXPECT_EQ(r.grad_ops[0].attrs.GetBool("causal", !p.causal), p.causal);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, OpsGradGqaAttention,
+                         ::testing::Values(GqaCase{2, 4, 4, 2, 3, true},
+                                           GqaCase{1, 5, 4, 2, 3, false},
+                                           GqaCase{1, 4, 3, 1, 4, true},
+                                           GqaCase{1, 4, 2, 2, 4, true}));
+
 // ---- softmax, softmax_cross_entropy, mean ----
 
 TEST(OpsGrad, Softmax) {
@@ -384,7 +482,8 @@ TEST(OpsGrad, EveryOpWithAGradMakerIsChecked) {
   std::istringstream words(
       "matmul embedding bias_add add gelu scale sum layer_norm attention softmax "
       "softmax_cross_entropy mean c_identity c_allreduce_sum reshape transpose split "
-      "concat cast c_embedding c_softmax_cross_entropy");
+      "concat cast c_embedding c_softmax_cross_entropy rms_norm swiglu rotary_embedding "
+      "gqa_attention");
   std::set<std::string> checked{std::istream_iterator<std::string>(words), {}};
   for (const std::string& type : ops::Registry().Types()) {
     if (ops::Registry().Find(type)->grad) EXPECT_TRUE(checked.count(type)) << type;

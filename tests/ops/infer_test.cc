@@ -70,10 +70,12 @@ TEST(OpsInfer, RegistryListsEveryOp) {
       "c_embedding c_embedding_grad c_identity c_softmax_cross_entropy "
       "c_softmax_cross_entropy_grad c_softmax_stats cast check_finite_and_unscale concat "
       "embedding embedding_grad "
-      "fill_constant gelu gelu_grad "
+      "fill_constant gelu gelu_grad gqa_attention gqa_attention_grad "
       "layer_norm layer_norm_grad layer_norm_param_grad matmul matmul_weight_grad "
-      "mean mean_grad reduce_max reshape scale sgd softmax softmax_cross_entropy "
-      "softmax_cross_entropy_grad softmax_grad split sum transpose update_loss_scaling");
+      "mean mean_grad reduce_max reshape rms_norm rms_norm_grad rms_norm_param_grad "
+      "rotary_embedding scale sgd softmax softmax_cross_entropy "
+      "softmax_cross_entropy_grad softmax_grad split sum swiglu swiglu_grad transpose "
+      "update_loss_scaling");
   std::vector<std::string> expected{std::istream_iterator<std::string>(words), {}};
   EXPECT_EQ(ops::Registry().Types(), expected);
   for (const std::string& type : expected) {
@@ -190,6 +192,54 @@ TEST(OpsInfer, AttentionShapes) {
   EXPECT_EQ(r.Out("Probs"), F32({2, 2, 4, 4}));
   r = Infer(attn, {{"qkv", F32({2, 4, 20})}});
   EXPECT_THAT(r.status.message(), HasSubstr("attention: QKV [2, 4, 20]"));
+}
+
+TEST(OpsInfer, GqaAttentionShapesAndErrors) {
+  Op attn;
+  attn.type = "gqa_attention";
+  attn.SetInput("Q", {"q"}).SetInput("K", {"k"}).SetInput("V", {"v"});
+  attn.SetOutput("Out", {"o"}).SetOutput("Probs", {"p"});
+  attn.SetAttr("num_heads", int64_t{4}).SetAttr("kv_heads", int64_t{2});
+  auto r = Infer(attn, {{"q", F32({2, 5, 32})}, {"k", F32({2, 5, 16})}, {"v", F32({2, 5, 16})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out"), F32({2, 5, 32}));
+  EXPECT_EQ(r.Out("Probs"), F32({2, 4, 5, 5}));
+  r = Infer(attn, {{"q", F32({2, 5, 32})}, {"k", F32({2, 5, 8})}, {"v", F32({2, 5, 8})}});
+  EXPECT_THAT(r.status.message(), HasSubstr("kv_heads · 8"));
+  attn.SetAttr("kv_heads", int64_t{3});
+  r = Infer(attn, {{"q", F32({2, 5, 24})}, {"k", F32({2, 5, 18})}, {"v", F32({2, 5, 18})}});
+  EXPECT_THAT(r.status.message(), HasSubstr("kv_heads 3 must divide num_heads 4"));
+}
+
+TEST(OpsInfer, RotaryNeedsAnEvenHeadDimDividingTheWidth) {
+  Op rope;
+  rope.type = "rotary_embedding";
+  rope.SetInput("X", {"x"}).SetOutput("Out", {"o"});
+  rope.SetAttr("head_dim", int64_t{4});
+  auto r = Infer(rope, {{"x", F32({2, 5, 12})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out"), F32({2, 5, 12}));
+  r = Infer(rope, {{"x", F32({2, 5, 10})}});
+  EXPECT_THAT(r.status.message(), HasSubstr("not a multiple of head_dim 4"));
+  rope.SetAttr("head_dim", int64_t{3});
+  r = Infer(rope, {{"x", F32({2, 5, 12})}});
+  EXPECT_THAT(r.status.message(), HasSubstr("head_dim must be a positive even number, got 3"));
+}
+
+TEST(OpsInfer, RmsNormAndSwiglu) {
+  Op rms;
+  rms.type = "rms_norm";
+  rms.SetInput("X", {"x"}).SetInput("Scale", {"g"}).SetOutput("Y", {"y"}).SetOutput("Rstd", {"r"});
+  auto r = Infer(rms, {{"x", F32({2, 3, 8})}, {"g", F32({8})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Rstd"), F32({6}));
+  r = Infer(rms, {{"x", F32({2, 3, 8})}, {"g", F32({7})}});
+  EXPECT_THAT(r.status.message(), HasSubstr("Scale [7]"));
+  Op swiglu;
+  swiglu.type = "swiglu";
+  swiglu.SetInput("Gate", {"a"}).SetInput("Up", {"b"}).SetOutput("Out", {"o"});
+  r = Infer(swiglu, {{"a", F32({2, 6})}, {"b", F32({2, 5})}});
+  EXPECT_THAT(r.status.message(), HasSubstr("shapes differ"));
 }
 
 TEST(OpsInfer, LayoutOps) {

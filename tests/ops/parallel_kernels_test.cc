@@ -143,6 +143,41 @@ std::vector<Case> Cases() {
                    {{"qkv", RandomTensor({2, 70, 3 * 5 * 16}, 25, -2, 2)},
                     {"g", RandomTensor({2, 70, 5 * 16}, 26)}},
                    {"o", "p", "dqkv"}});
+  // Grouped-query attention: forward by query head, backward by kv head (3 groups of 2,
+  // times 2 batches: 6 tasks), past two causal blocks.
+  Op gqa = MakeOp("gqa_attention", {{"Q", {"q"}}, {"K", {"k"}}, {"V", {"v"}}},
+                  {{"Out", {"o"}}, {"Probs", {"p"}}});
+  Op gqa_grad =
+      MakeOp("gqa_attention_grad",
+             {{"Q", {"q"}}, {"K", {"k"}}, {"V", {"v"}}, {"Probs", {"p"}}, {"Out@GRAD", {"g"}}},
+             {{"Q@GRAD", {"dq"}}, {"K@GRAD", {"dk"}}, {"V@GRAD", {"dv"}}});
+  for (Op* op : {&gqa, &gqa_grad})
+    op->SetAttr("num_heads", int64_t{6}).SetAttr("kv_heads", int64_t{3});
+  cases.push_back({"grouped-query attention and its grad",
+                   {gqa, gqa_grad},
+                   {{"q", RandomTensor({2, 70, 6 * 16}, 27, -2, 2)},
+                    {"k", RandomTensor({2, 70, 3 * 16}, 28, -2, 2)},
+                    {"v", RandomTensor({2, 70, 3 * 16}, 29)},
+                    {"g", RandomTensor({2, 70, 6 * 16}, 30)}},
+                   {"o", "p", "dq", "dk", "dv"}});
+  Op rope = MakeOp("rotary_embedding", {{"X", {"x"}}}, {{"Out", {"y"}}});
+  rope.SetAttr("head_dim", int64_t{11 * 2});
+  cases.push_back({"rotary embedding", {rope}, {{"x", RandomTensor({7, 200, 22 * 5}, 31)}}, {"y"}});
+  cases.push_back(
+      {"rms norm, swiglu and their grads",
+       {MakeOp("rms_norm", {{"X", {"x"}}, {"Scale", {"s"}}}, {{"Y", {"y"}}, {"Rstd", {"r"}}}),
+        MakeOp("rms_norm_grad",
+               {{"X", {"x"}}, {"Scale", {"s"}}, {"Rstd", {"r"}}, {"Y@GRAD", {"g"}}},
+               {{"X@GRAD", {"dx"}}}),
+        MakeOp("rms_norm_param_grad", {{"X", {"x"}}, {"Rstd", {"r"}}, {"Y@GRAD", {"g"}}},
+               {{"Scale@GRAD", {"ds"}}}),
+        MakeOp("swiglu", {{"Gate", {"x"}}, {"Up", {"g"}}}, {{"Out", {"sw"}}}),
+        MakeOp("swiglu_grad", {{"Gate", {"x"}}, {"Up", {"g"}}, {"Out@GRAD", {"y"}}},
+               {{"Gate@GRAD", {"dgate"}}, {"Up@GRAD", {"dup"}}})},
+       {{"x", RandomTensor(rows, 32, -3, 3)},
+        {"s", RandomTensor({517}, 33, 0.5f, 1.5f)},
+        {"g", RandomTensor(rows, 34)}},
+       {"y", "r", "dx", "ds", "sw", "dgate", "dup"}});
   Op grad = MakeOp("embedding_grad", {{"Ids", {"ids"}}, {"Out@GRAD", {"g"}}}, {{"W@GRAD", {"dw"}}});
   grad.SetAttr("vocab_size", int64_t{37});
   cases.push_back({"embedding and its grad (repeated ids)",

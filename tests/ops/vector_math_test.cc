@@ -127,6 +127,80 @@ TEST_P(VectorMath, LayerNormRowsMatchTheScalarCode) {
   }
 }
 
+TEST_P(VectorMath, RmsNormRowsMatchTheScalarCode) {
+  for (int64_t n : {1, 2, 7, 16, 17, 33, 64, 100, 512, 515}) {
+    const std::vector<float> x = Random(n, -4, 4, 31), scale = Random(n, 0.5f, 2, 32),
+                             dy = Random(n, -1, 1, 33);
+    const double eps = 1e-5;
+    double squares = 0;
+    for (float v : x) squares += static_cast<double>(v) * v;
+    const float rs = static_cast<float>(1.0 / std::sqrt(squares / n + eps));
+    std::vector<float> y(n);
+    float rstd = 0;
+    RmsNormRowF32(x.data(), scale.data(), eps, y.data(), &rstd, n);
+    EXPECT_LE(Ulps(rstd, rs), 1) << n;
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_TRUE(SameBits(y[j], x[j] * rstd * scale[j])) << n << " " << j;
+
+    std::vector<float> xhat(n), g(n), dx(n);
+    RmsNormGradRowF32(x.data(), dy.data(), scale.data(), rs, xhat.data(), g.data(), dx.data(), n);
+    double sum_gx = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const float xh = x[j] * rs, gj = dy[j] * scale[j];
+      ASSERT_TRUE(SameBits(xhat[j], xh) && SameBits(g[j], gj)) << n << " " << j;
+      sum_gx += gj * xh;
+    }
+    const float mgx = static_cast<float>(sum_gx / n);
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_NEAR(dx[j], rs * (g[j] - xhat[j] * mgx), 1e-6f * (1 + std::fabs(dx[j])))
+          << n << " " << j;
+  }
+}
+
+TEST_P(VectorMath, RotateHalvesMatchTheScalarCodeInPlace) {
+  for (int64_t n : {1, 3, 8, 17, 64, 67}) {
+    const std::vector<float> a = Random(n, -3, 3, 41), b = Random(n, -3, 3, 42),
+                             c = Random(n, -1, 1, 43), s = Random(n, -1, 1, 44);
+    std::vector<float> x1 = a, x2 = b;
+    RotateHalvesF32(x1.data(), x2.data(), c.data(), s.data(), x1.data(), x2.data(), n);
+    for (int64_t j = 0; j < n; ++j) {
+      ASSERT_TRUE(SameBits(x1[j], a[j] * c[j] - b[j] * s[j])) << n << " " << j;
+      ASSERT_TRUE(SameBits(x2[j], b[j] * c[j] + a[j] * s[j])) << n << " " << j;
+    }
+  }
+}
+
+// silu(g)·u and its gradients against the formulas in double, over a range wide enough
+// for exp(-|x|) to underflow: relative errors where the value is not tiny (the gate's
+// gradient against the size of its terms).
+TEST_P(VectorMath, SwigluAccuracyAgainstLibm) {
+  const int64_t n = 200000;
+  const std::vector<float> g = Random(n, -30, 30, 51), u = Random(n, -2, 2, 52),
+                           dy = Random(n, -1, 1, 53);
+  std::vector<float> out(n), dg(n), du(n);
+  SwigluF32(g.data(), u.data(), out.data(), n);
+  SwigluGradF32(g.data(), u.data(), dy.data(), dg.data(), du.data(), n);
+  double out_err = 0, dg_err = 0, du_err = 0;
+  auto rel = [](double got, double want) {
+    return std::abs(want) > 1e-6 ? std::abs(got - want) / std::abs(want) : 0.0;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = g[i], s = 1 / (1 + std::exp(-x)), silu = x * s;
+    out_err = std::max(out_err, rel(out[i], silu * u[i]));
+    // Near silu's minimum the slope cancels: measured against the size of its terms.
+    const double terms = std::abs(dy[i] * u[i]) * s * (1 + std::abs(x) * (1 - s));
+    if (terms > 1e-6)
+      dg_err = std::max(dg_err, std::abs(dg[i] - dy[i] * u[i] * s * (1 + x * (1 - s))) / terms);
+    du_err = std::max(du_err, rel(du[i], dy[i] * silu));
+    ASSERT_TRUE(std::isfinite(out[i]) && std::isfinite(dg[i]) && std::isfinite(du[i])) << g[i];
+  }
+  std::printf("swiglu on [-30, 30]: max rel error %.3g, grads %.3g (gate) %.3g (up) (%s)\n",
+              out_err, dg_err, du_err, VectorTargetName());
+  EXPECT_LT(out_err, 1e-6);
+  EXPECT_LT(du_err, 1e-6);
+  EXPECT_LT(dg_err, 4e-6);
+}
+
 // The row helpers of softmax, its gradients and SGD: maxima exact, maps with the scalar
 // code's f32 operations (same bits), sums in double within rounding of the in-order sums.
 TEST_P(VectorMath, RowHelpersMatchTheScalarCode) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "ir/plan.h"
 #include "ir/verifier.h"
@@ -210,6 +211,69 @@ TEST(RowSplitTest, CarriesTheBiasAndResidualAddAfterTheAllReduceIntoTheBlocks) {
   Program broadcast = RowParallelLinear({1, 256, 32});
   broadcast.FindVar("residual")->shape = {256, 64};
   EXPECT_EQ(RowWiseTail(broadcast, 0), 1);
+}
+
+// Input gradients of two linears sharing their input, summed, then all-reduced: per block
+// both matmuls, their sum and its all-reduce, bit-identical on the CPU kernels.
+Program SummedLinears() {
+  Program p("p");
+  for (const char* v : {"a", "b"}) p.AddVar(Var{v, DataType::kFloat32, {1, 256, 32}});
+  for (const char* w : {"wa", "wb"}) p.AddVar(Var{w, DataType::kFloat32, {32, 64}, true, true});
+  for (const char* v : {"pa", "pb", "sum", "y"}) p.AddVar(Var{v, DataType::kFloat32, {1, 256, 64}});
+  for (auto [x, w, out] : {std::tuple{"a", "wa", "pa"}, std::tuple{"b", "wb", "pb"}}) {
+    Op mm;
+    mm.type = "matmul";
+    mm.SetInput("X", {x}).SetInput("Y", {w}).SetOutput("Out", {out});
+    p.AddOp(mm);
+  }
+  Op sum;
+  sum.type = "sum";
+  sum.SetInput("X", {"pb", "pa"}).SetOutput("Out", {"sum"});
+  p.AddOp(sum);
+  Op ar;
+  ar.type = "c_allreduce_sum";
+  ar.SetInput("X", {"sum"}).SetOutput("Out", {"y"}).SetAttr("group", std::string("mp"));
+  p.AddOp(ar);
+  return p;
+}
+
+TEST(RowSplitTest, ASumOfMatmulsWithItsAllReduceAlternatesBlocksAndReductions) {
+  Program whole = SummedLinears();
+  EXPECT_EQ(SummedMatmuls(whole, 2), 2);
+  EXPECT_FALSE(CanSplitRowsWithAllReduce(whole, 1, 2, 1));         // a matmul alone: no
+  EXPECT_FALSE(CanSplitRowsOfSumWithAllReduce(whole, 2, 2, 512));  // 128-row blocks: too few
+  ASSERT_TRUE(CanSplitRowsOfSumWithAllReduce(whole, 2, 2, 1));
+  Program split = whole;
+  ASSERT_TRUE(SplitRowsOfSumWithAllReduce(split, 2, 2).ok());
+  std::vector<std::string> types;
+  for (const Op& op : split.ops()) types.push_back(op.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"split", "split", "matmul", "matmul", "sum",
+                                             "c_allreduce_sum", "matmul", "matmul", "sum",
+                                             "c_allreduce_sum", "concat"}));
+  // The block sums add their summands in the sum's order: b's block, then a's.
+  EXPECT_NE(split.ops()[4].inputs.front().vars[0].find("pb"), std::string::npos);
+  for (const char* gone : {"pa", "pb", "sum"}) EXPECT_EQ(split.FindVar(gone), nullptr) << gone;
+  Status verified = VerifyProgram(split, ops::Registry());
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
+  TensorEnv a, b;
+  for (TensorEnv* env : {&a, &b}) {
+    env->Set("a", RandomTensor({1, 256, 32}, 1));
+    env->Set("b", RandomTensor({1, 256, 32}, 2));
+    env->Set("wa", RandomTensor({32, 64}, 3));
+    env->Set("wb", RandomTensor({32, 64}, 4));
+  }
+  ASSERT_TRUE(RunOps(whole.ops(), a).ok());
+  ASSERT_TRUE(RunOps(split.ops(), b).ok());
+  EXPECT_TRUE(SameBits(*a.Find("y"), *b.Find("y")));
+
+  // A summand read elsewhere too stays whole.
+  Program read_twice = SummedLinears();
+  Op scale;
+  scale.type = "scale";
+  read_twice.AddVar(Var{"z", DataType::kFloat32, {1, 256, 64}});
+  scale.SetInput("X", {"pa"}).SetOutput("Out", {"z"});
+  read_twice.AddOp(scale);
+  EXPECT_EQ(SummedMatmuls(read_twice, 2), 0);
 }
 
 TEST(RowSplitTest, RefusesWhatWouldChangeResults) {

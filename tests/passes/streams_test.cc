@@ -17,6 +17,7 @@
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
 #include "tests/small_gpt.h"
+#include "tests/small_llama.h"
 
 namespace pw::testing {
 namespace {
@@ -135,6 +136,99 @@ TEST(OverlapColumnParallelBackwardTest, IssuesTheInputGradientAllReduceBeforeThe
     }
     EXPECT_EQ(found, 9);
     EXPECT_EQ(ops_after, ops_before);  // ops only move
+  }
+}
+
+// Linears that share their input (a Llama's q, k and v; gate and up) sum their input
+// gradients before one all-reduce: the sum's matmuls come first, then the all-reduce on
+// mp_comm, then every weight gradient they had between them; under amp the matmuls read
+// the weights' bf16 copies, found all the same.
+TEST(OverlapColumnParallelBackwardTest, OverlapsTheSumOfLinearsSharingAnInput) {
+  for (const char* amp : {"", ",amp{dtype=bf16}"}) {
+    SCOPED_TRACE(*amp ? "bf16" : "f32");
+    auto built = models::BuildLlama(SmallLlamaConfig(2, 2));
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    Module m = std::move(built).value();
+    ASSERT_TRUE(RunPipeline(m, StrCat("append-backward{optimizer=adam}", amp,
+                                      ",split-program,schedule{kind=1f1b,micro-batches=4},"
+                                      "insert-p2p,assign-streams"))
+                    .ok());
+    std::multiset<std::string> ops_before;
+    for (const Program& p : m.programs())
+      for (const Op& op : p.ops()) ops_before.insert(p.name() + ":" + op.type);
+    PipelineRun run = RunCounting(m, "overlap-column-parallel-backward");
+    ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+    // 4 layers of (q, k, v) and (gate, up), and the LM head.
+    EXPECT_EQ(run.Statistic("overlap-column-parallel-backward", "linears-rewritten"), 21);
+    EXPECT_EQ(run.Statistic("overlap-column-parallel-backward", "all-reduces-overlapped"), 9);
+    int sums = 0;
+    std::multiset<std::string> ops_after;
+    for (const Program& p : m.programs()) {
+      for (const Op& op : p.ops()) ops_after.insert(p.name() + ":" + op.type);
+      if (p.info().kind != "backward") continue;
+      const std::vector<Op>& ops = p.ops();
+      for (size_t i = 1; i + 1 < ops.size(); ++i) {
+        if (ops[i].type != "c_allreduce_sum" || ops[i - 1].type != "sum") continue;
+        if (ops[i - 1].Output("Out") != ops[i].Input("X")) continue;
+        ++sums;
+        EXPECT_EQ(ops[i].stream, "mp_comm");
+        const size_t n = ops[i - 1].inputs.front().vars.size();
+        ASSERT_GE(i, n + 1);
+        for (size_t k = i - 1 - n; k < i - 1; ++k) EXPECT_EQ(ops[k].type, "matmul") << k;
+        // Then the weight gradients (each cast to f32 under amp).
+        size_t weight_grads = 0;
+        for (size_t k = i + 1; k < ops.size(); ++k) {
+          if (ops[k].type != "matmul_weight_grad" && ops[k].type != "cast") break;
+          weight_grads += ops[k].type == "matmul_weight_grad";
+        }
+        EXPECT_EQ(weight_grads, n) << p.name() << " op " << i;
+      }
+    }
+    EXPECT_EQ(sums, 8);
+    EXPECT_EQ(ops_after, ops_before);  // ops only move
+  }
+}
+
+// The most recomputed activations (outputs of recompute's clones) alive at once in any
+// backward program: each from its clone to its last reader.
+int MostRecomputedAlive(const Module& m) {
+  int most = 0;
+  for (const Program& p : m.programs()) {
+    std::map<std::string, size_t> last_read;
+    for (size_t i = 0; i < p.ops().size(); ++i)
+      p.ops()[i].ForEachInput([&](const std::string& v) { last_read[v] = i; });
+    std::set<std::string> alive;
+    for (size_t i = 0; i < p.ops().size(); ++i) {
+      p.ops()[i].ForEachOutput([&](const std::string& v) {
+        if (v.find("@RECOMPUTE") != std::string::npos) alive.insert(v);
+      });
+      most = std::max(most, static_cast<int>(alive.size()));
+      for (auto it = alive.begin(); it != alive.end();)
+        it = last_read[*it] <= i ? alive.erase(it) : std::next(it);
+    }
+  }
+  return most;
+}
+
+// Recompute places each layer's clones right before their first reader: moving them ahead
+// of an all-reduce would hold every layer's recomputed activations at once.
+TEST(OverlapColumnParallelBackwardTest, KeepsRecomputedActivationsNextToTheirReaders) {
+  for (const char* model : {"gpt", "llama"}) {
+    SCOPED_TRACE(model);
+    auto built = std::string(model) == "gpt" ? models::BuildGpt(SmallGptConfig(2, 2))
+                                             : models::BuildLlama(SmallLlamaConfig(2, 2));
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    Module m = std::move(built).value();
+    ASSERT_TRUE(RunPipeline(m,
+                            "append-backward{optimizer=adam},recompute{policy=selective},split-"
+                            "program,schedule{kind=1f1b,micro-batches=4},insert-p2p,assign-streams")
+                    .ok());
+    const int before = MostRecomputedAlive(m);
+    ASSERT_GT(before, 0);
+    PipelineRun run = RunCounting(m, "overlap-column-parallel-backward");
+    ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+    EXPECT_GT(run.Statistic("overlap-column-parallel-backward", "linears-rewritten"), 0);
+    EXPECT_EQ(MostRecomputedAlive(m), before);
   }
 }
 

@@ -75,5 +75,30 @@ TEST(TuneShapes, BuildModelArgumentsNameEveryField) {
             "--seed 1");
 }
 
+// A Llama is staged like the GPT, and its arguments name its own fields too.
+TEST(TuneShapes, LlamaStagingsAndArguments) {
+  models::ModelRecipe r;
+  r.model = "llama";
+  r.llama.layers = 8;
+  r.llama.pp = 2;
+  r.llama.mp = 2;
+  r.llama.rope_theta = 500000;
+  std::set<std::string> labels;
+  for (const ShapeChoice& c : ShapeChoices(r, 4, 1)) {
+    labels.insert(c.label);
+    EXPECT_EQ(c.build_model.rfind("llama --layers 8 --hidden 64 --heads 4 --kv-heads 2 ", 0), 0u)
+        << c.build_model;
+  }
+  EXPECT_EQ(labels,
+            (std::set<std::string>{"vpp 1, micro-batch size 2", "vpp 2, micro-batch size 1",
+                                   "vpp 2, micro-batch size 2", "vpp 2 v, micro-batch size 1",
+                                   "vpp 2 v, micro-batch size 2", "vpp 4, micro-batch size 1",
+                                   "vpp 4, micro-batch size 2"}));
+  EXPECT_EQ(BuildModelArgs(r),
+            "llama --layers 8 --hidden 64 --heads 4 --kv-heads 2 --ffn 172 --seq 16 --vocab 128 "
+            "--rope-theta 500000 --micro-batch-size 1 --mp 2 --pp 2 --vpp 1 --placement loop "
+            "--vocab-parallel on --seed 1");
+}
+
 }  // namespace
 }  // namespace pw::tools

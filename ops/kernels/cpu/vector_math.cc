@@ -218,6 +218,84 @@ void AddScaledDeviation(const float* dy, const float* x, float mean, float rstd,
   });
 }
 
+void RmsNormRow(const float* x, const float* scale, double eps, float* y, float* rstd, int64_t n) {
+  // x² in double, after promotion.
+  const double squares = SumInDouble(
+      n,
+      [&](DH dh, DD dd, int64_t i) {
+        const auto a = hn::PromoteTo(dd, hn::LoadU(dh, x + i));
+        return hn::Mul(a, a);
+      },
+      [&](int64_t i) { return static_cast<double>(x[i]) * x[i]; });
+  const float rs = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + eps));
+  *rstd = rs;
+  const D d;
+  ForEachVector<2, 1>({x, scale}, {y}, n, [&](auto in, auto out, int64_t j) {
+    const V xhat = hn::Mul(hn::LoadU(d, in[0] + j), hn::Set(d, rs));
+    hn::StoreU(hn::Mul(xhat, hn::LoadU(d, in[1] + j)), d, out[0] + j);
+  });
+}
+
+void RmsNormGradRow(const float* x, const float* dy, const float* scale, float rstd, float* xhat,
+                    float* g, float* dx, int64_t n) {
+  const D d;
+  ForEachVector<3, 2>({x, dy, scale}, {xhat, g}, n, [&](auto in, auto out, int64_t j) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, in[0] + j), hn::Set(d, rstd)), d, out[0] + j);
+    hn::StoreU(hn::Mul(hn::LoadU(d, in[1] + j), hn::LoadU(d, in[2] + j)), d, out[1] + j);
+  });
+  const float mgx = static_cast<float>(Dot(g, xhat, n) / static_cast<double>(n));
+  ForEachVector<2, 1>({g, xhat}, {dx}, n, [&](auto in, auto out, int64_t j) {
+    const V dxv =
+        hn::Sub(hn::LoadU(d, in[0] + j), hn::Mul(hn::LoadU(d, in[1] + j), hn::Set(d, mgx)));
+    hn::StoreU(hn::Mul(hn::Set(d, rstd), dxv), d, out[0] + j);
+  });
+}
+
+// sigmoid(x) from e = exp(-|x|) <= 1: 1/(1 + e) for x >= 0, e/(1 + e) below.
+V Sigmoid(D d, V x) {
+  const V e = hn::Exp(d, hn::Neg(hn::Abs(x)));
+  const V inv = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
+  return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, inv), inv);
+}
+
+void Swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  const D d;
+  ForEachVector<2, 1>({gate, up}, {out}, n, [d](auto in, auto o, int64_t i) {
+    const V g = hn::LoadU(d, in[0] + i);
+    hn::StoreU(hn::Mul(hn::Mul(g, Sigmoid(d, g)), hn::LoadU(d, in[1] + i)), d, o[0] + i);
+  });
+}
+
+void SwigluGrad(const float* gate, const float* up, const float* dout, float* dgate, float* dup,
+                int64_t n) {
+  const D d;
+  ForEachVector<3, 2>({gate, up, dout}, {dgate, dup}, n, [d](auto in, auto o, int64_t i) {
+    const V g = hn::LoadU(d, in[0] + i);
+    const V u = hn::LoadU(d, in[1] + i);
+    const V dy = hn::LoadU(d, in[2] + i);
+    const V s = Sigmoid(d, g);
+    const V silu = hn::Mul(g, s);
+    const V slope = hn::Mul(s, hn::Add(hn::Set(d, 1.0f), hn::Mul(g, hn::Sub(hn::Set(d, 1.0f), s))));
+    hn::StoreU(hn::Mul(hn::Mul(dy, u), slope), d, o[0] + i);
+    hn::StoreU(hn::Mul(dy, silu), d, o[1] + i);
+  });
+}
+
+void RotateHalves(const float* x1, const float* x2, const float* c, const float* s, float* out1,
+                  float* out2, int64_t n) {
+  const D d;
+  ForEachVector<4, 2>({x1, x2, c, s}, {out1, out2}, n, [d](auto in, auto o, int64_t i) {
+    const V a = hn::LoadU(d, in[0] + i);
+    const V b = hn::LoadU(d, in[1] + i);
+    const V cv = hn::LoadU(d, in[2] + i);
+    const V sv = hn::LoadU(d, in[3] + i);
+    const V first = hn::Sub(hn::Mul(a, cv), hn::Mul(b, sv));
+    const V second = hn::Add(hn::Mul(b, cv), hn::Mul(a, sv));
+    hn::StoreU(first, d, o[0] + i);
+    hn::StoreU(second, d, o[1] + i);
+  });
+}
+
 float Max(const float* x, int64_t n) {  // n >= 1; a maximum is exact in any order
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -311,6 +389,11 @@ HWY_EXPORT(Adam);
 HWY_EXPORT(LayerNormRow);
 HWY_EXPORT(LayerNormGradRow);
 HWY_EXPORT(AddScaledDeviation);
+HWY_EXPORT(RmsNormRow);
+HWY_EXPORT(RmsNormGradRow);
+HWY_EXPORT(Swiglu);
+HWY_EXPORT(SwigluGrad);
+HWY_EXPORT(RotateHalves);
 HWY_EXPORT(Max);
 HWY_EXPORT(Sum);
 HWY_EXPORT(Dot);
@@ -351,6 +434,26 @@ void LayerNormGradRowF32(const float* x, const float* dy, const float* scale, fl
 void AddScaledDeviationF32(const float* dy, const float* x, float mean, float rstd, float* acc,
                            int64_t n) {
   HWY_DYNAMIC_DISPATCH(AddScaledDeviation)(dy, x, mean, rstd, acc, n);
+}
+
+void RmsNormRowF32(const float* x, const float* scale, double epsilon, float* y, float* rstd,
+                   int64_t n) {
+  HWY_DYNAMIC_DISPATCH(RmsNormRow)(x, scale, epsilon, y, rstd, n);
+}
+void RmsNormGradRowF32(const float* x, const float* dy, const float* scale, float rstd, float* xhat,
+                       float* g, float* dx, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(RmsNormGradRow)(x, dy, scale, rstd, xhat, g, dx, n);
+}
+void SwigluF32(const float* gate, const float* up, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(Swiglu)(gate, up, out, n);
+}
+void SwigluGradF32(const float* gate, const float* up, const float* dout, float* dgate, float* dup,
+                   int64_t n) {
+  HWY_DYNAMIC_DISPATCH(SwigluGrad)(gate, up, dout, dgate, dup, n);
+}
+void RotateHalvesF32(const float* x1, const float* x2, const float* c, const float* s, float* out1,
+                     float* out2, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(RotateHalves)(x1, x2, c, s, out1, out2, n);
 }
 
 float MaxF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Max)(x, n); }

@@ -46,6 +46,28 @@ void LayerNormGradRowF32(const float* x, const float* dy, const float* scale, fl
 void AddScaledDeviationF32(const float* dy, const float* x, float mean, float rstd, float* acc,
                            int64_t n);
 
+// One rms-norm row of n elements: the sum of squares in double, then y = (x·rstd)·scale
+// in f32.
+void RmsNormRowF32(const float* x, const float* scale, double epsilon, float* y, float* rstd,
+                   int64_t n);
+// Its input gradient for one row: x̂ = x·rstd and g = dy·scale into the scratch rows `xhat`
+// and `g`, then dx = rstd·(g - x̂·mean(g·x̂)), the mean summed in double. (The scale
+// gradient's sum over rows is AddScaledDeviationF32 with mean 0.)
+void RmsNormGradRowF32(const float* x, const float* dy, const float* scale, float rstd, float* xhat,
+                       float* g, float* dx, int64_t n);
+
+// out = silu(gate)·up, silu(x) = x·sigmoid(x); the sigmoid from exp(-|x|), which never
+// overflows.
+void SwigluF32(const float* gate, const float* up, float* out, int64_t n);
+// dgate = dout·up·silu'(gate), silu' = s·(1 + x·(1 - s)); dup = dout·silu(gate).
+void SwigluGradF32(const float* gate, const float* up, const float* dout, float* dgate, float* dup,
+                   int64_t n);
+
+// One run of rotary pairs: out1 = x1·c - x2·s, out2 = x2·c + x1·s (outputs may alias
+// inputs).
+void RotateHalvesF32(const float* x1, const float* x2, const float* c, const float* s, float* out1,
+                     float* out2, int64_t n);
+
 // Row reductions and maps of softmax, its gradients and the optimizers. Sums accumulate
 // in double per lane (then the tail in order): the same bits for the same row every time.
 float MaxF32(const float* x, int64_t n);                   // n >= 1

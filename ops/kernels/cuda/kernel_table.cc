@@ -17,7 +17,11 @@ CpuKernel FindCudaKernel(std::string_view type) {
     ops::cuda::RegisterEmbeddingKernels(*t);
     ops::cuda::RegisterElementwiseKernels(*t);
     ops::cuda::RegisterNormKernels(*t);
+    ops::cuda::RegisterRmsNormKernels(*t);
+    ops::cuda::RegisterSwigluKernels(*t);
+    ops::cuda::RegisterRotaryKernels(*t);
     ops::cuda::RegisterAttentionKernels(*t);
+    ops::cuda::RegisterGqaAttentionKernels(*t);
     ops::cuda::RegisterSoftmaxKernels(*t);
     ops::cuda::RegisterMeanKernels(*t);
     ops::cuda::RegisterFillKernels(*t);

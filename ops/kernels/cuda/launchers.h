@@ -63,6 +63,24 @@ void LaunchLayerNormParamGrad(const float* x, const float* mean, const float* rs
                               float* dscale, float* dbias, int64_t rows, int64_t d,
                               cudaStream_t stream);
 
+// rms_norm over the last dim d of `rows` rows.
+void LaunchRmsNorm(const float* x, const float* scale, float* y, float* rstd, int64_t rows,
+                   int64_t d, double epsilon, cudaStream_t stream);
+void LaunchRmsNormGrad(const float* x, const float* scale, const float* rstd, const float* dy,
+                       float* dx, int64_t rows, int64_t d, cudaStream_t stream);
+void LaunchRmsNormParamGrad(const float* x, const float* rstd, const float* dy, float* dscale,
+                            int64_t rows, int64_t d, cudaStream_t stream);
+
+// swiglu: out = silu(gate)·up; its grad (either output may be null).
+void LaunchSwiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+void LaunchSwigluGrad(const float* gate, const float* up, const float* dout, float* dgate,
+                      float* dup, int64_t n, cudaStream_t stream);
+
+// rotary_embedding over `rows` rows of `width` = heads · d columns, row r at position
+// r % seq; out may alias x.
+void LaunchRotary(const float* x, float* out, int64_t rows, int64_t seq, int64_t width, int64_t d,
+                  double theta, bool inverse, cudaStream_t stream);
+
 // Row softmax; y may alias x. period > 0: causal, row r keeps columns j <= r % period.
 void LaunchSoftmax(const float* x, float* y, int64_t rows, int64_t n, int64_t period,
                    cudaStream_t stream);
