@@ -149,7 +149,7 @@ profile() {  # profile NAME: its signatures merged into the table
   [[ -s $costs ]] && cp "$costs" "$out/$device.pbtxt"
   echo "exit $rc (${SECONDS}s)"
 }
-layer gpt67_mp1_bf16 4096 32 16384 1 bf16 && profile gpt67_mp1_bf16
+time_left && layer gpt67_mp1_bf16 4096 32 16384 1 bf16 && profile gpt67_mp1_bf16
 
 section "4. the mp 1 bf16 layer: simulated against measured"
 step_ms() {  # the median step time after the first, from --report json
@@ -157,7 +157,7 @@ step_ms() {  # the median step time after the first, from --report json
     awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
 }
 sim_ms() { sed -n 's/.*"step_time_ms": \([0-9.e+-]*\).*/\1/p'; }
-if time_left; then
+if time_left && [[ -s $work/gpt67_mp1_bf16.pb ]]; then
   builtin=$("$pw" sim "$work/gpt67_mp1_bf16.pb" --device "$device" --format json | sim_ms)
   echo "simulated, built-in $device spec:     ${builtin:-?} ms"
   if [[ -s $costs ]]; then
