@@ -217,13 +217,7 @@ void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set("ffn", c.ffn);
   meta.Set("seq", c.seq);
   meta.Set("vocab", c.vocab);
-  meta.Set("micro_batch_size", c.micro_batch_size);
-  meta.Set("mp", int64_t{c.mp});
-  meta.Set("pp", int64_t{c.pp});
-  meta.Set("vpp", int64_t{c.vpp});
-  meta.Set("placement", std::string(StagePlacementName(c.placement)));
-  meta.Set("vocab_parallel", c.vocab_parallel && c.mp > 1);
-  if (!c.stage_layers.empty()) meta.Set("stage_layers", c.stage_layers);
+  RecordParallelLayout(c, meta);
   meta.Set("attention", std::string(c.unfused_attention ? "unfused" : "fused"));
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
@@ -234,7 +228,7 @@ StatusOr<Module> BuildGpt(const GptConfig& config) {
   PW_RETURN_IF_ERROR(ValidateGptConfig(config));
   Module module;
   module.name = "gpt";
-  module.mesh = Mesh{.dp = 1, .pp = config.pp, .mp = config.mp, .vpp = config.vpp};
+  module.mesh = TransformerMesh(config);
   Program& program = module.AddProgram(Program("main"));
   GptBuilder builder(config, program);
   std::string loss = builder.Build();

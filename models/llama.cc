@@ -198,13 +198,7 @@ void RecordConfig(const LlamaConfig& c, const std::string& loss, AttrList& meta)
   meta.Set("seq", c.seq);
   meta.Set("vocab", c.vocab);
   meta.Set("rope_theta", c.rope_theta);
-  meta.Set("micro_batch_size", c.micro_batch_size);
-  meta.Set("mp", int64_t{c.mp});
-  meta.Set("pp", int64_t{c.pp});
-  meta.Set("vpp", int64_t{c.vpp});
-  meta.Set("placement", std::string(StagePlacementName(c.placement)));
-  meta.Set("vocab_parallel", c.vocab_parallel && c.mp > 1);
-  if (!c.stage_layers.empty()) meta.Set("stage_layers", c.stage_layers);
+  RecordParallelLayout(c, meta);
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
 
@@ -214,7 +208,7 @@ StatusOr<Module> BuildLlama(const LlamaConfig& config) {
   PW_RETURN_IF_ERROR(ValidateLlamaConfig(config));
   Module module;
   module.name = "llama";
-  module.mesh = Mesh{.dp = 1, .pp = config.pp, .mp = config.mp, .vpp = config.vpp};
+  module.mesh = TransformerMesh(config);
   Program& program = module.AddProgram(Program("main"));
   LlamaBuilder builder(config, program);
   std::string loss = builder.Build();

@@ -76,4 +76,21 @@ inline constexpr const char* kMetaModel = "model";    // "gpt", "llama", "unet"
 inline constexpr const char* kMetaInputs = "inputs";  // strings: vars fed per micro-batch
 inline constexpr const char* kMetaLoss = "loss";      // string: the scalar loss var
 
+// The mesh and the metadata of the fields every transformer config (GptConfig, LlamaConfig)
+// shares: its micro-batch and its parallel layout.
+template <typename TransformerConfig>
+Mesh TransformerMesh(const TransformerConfig& c) {
+  return Mesh{.dp = 1, .pp = c.pp, .mp = c.mp, .vpp = c.vpp};
+}
+template <typename TransformerConfig>
+void RecordParallelLayout(const TransformerConfig& c, AttrList& meta) {
+  meta.Set("micro_batch_size", c.micro_batch_size);
+  meta.Set("mp", int64_t{c.mp});
+  meta.Set("pp", int64_t{c.pp});
+  meta.Set("vpp", int64_t{c.vpp});
+  meta.Set("placement", std::string(StagePlacementName(c.placement)));
+  meta.Set("vocab_parallel", c.vocab_parallel && c.mp > 1);
+  if (!c.stage_layers.empty()) meta.Set("stage_layers", c.stage_layers);
+}
+
 }  // namespace pw::models

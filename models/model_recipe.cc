@@ -15,6 +15,21 @@ Status RequireFields(const AttrList& meta, const std::string& model,
   return OkStatus();
 }
 
+// The fields RecordParallelLayout wrote (models/model_config.h), and the seed.
+template <typename TransformerConfig>
+Status ReadParallelLayout(const AttrList& meta, TransformerConfig& c) {
+  c.micro_batch_size = meta.GetInt("micro_batch_size");
+  c.mp = static_cast<int>(meta.GetInt("mp"));
+  c.pp = static_cast<int>(meta.GetInt("pp"));
+  c.vpp = static_cast<int>(meta.GetInt("vpp"));
+  PW_ASSIGN_OR_RETURN(c.placement, ParseStagePlacement(meta.GetString("placement")));
+  // Recorded as whether it applied (mp > 1); asking for it at mp 1 changes nothing.
+  c.vocab_parallel = meta.GetBool("vocab_parallel") || c.mp == 1;
+  c.seed = static_cast<uint64_t>(meta.GetInt("seed"));
+  if (meta.Has("stage_layers")) c.stage_layers = meta.GetInts("stage_layers");
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<ModelRecipe> ReadModelRecipe(const Module& module) {
@@ -33,15 +48,7 @@ StatusOr<ModelRecipe> ReadModelRecipe(const Module& module) {
     c.ffn = meta.GetInt("ffn");
     c.seq = meta.GetInt("seq");
     c.vocab = meta.GetInt("vocab");
-    c.micro_batch_size = meta.GetInt("micro_batch_size");
-    c.mp = static_cast<int>(meta.GetInt("mp"));
-    c.pp = static_cast<int>(meta.GetInt("pp"));
-    c.vpp = static_cast<int>(meta.GetInt("vpp"));
-    PW_ASSIGN_OR_RETURN(c.placement, ParseStagePlacement(meta.GetString("placement")));
-    // Recorded as whether it applied (mp > 1); asking for it at mp 1 changes nothing.
-    c.vocab_parallel = meta.GetBool("vocab_parallel") || c.mp == 1;
-    c.seed = static_cast<uint64_t>(meta.GetInt("seed"));
-    if (meta.Has("stage_layers")) c.stage_layers = meta.GetInts("stage_layers");
+    PW_RETURN_IF_ERROR(ReadParallelLayout(meta, c));
     c.unfused_attention = meta.Has("attention") && meta.GetString("attention") == "unfused";
   } else if (recipe.model == "llama") {
     PW_RETURN_IF_ERROR(RequireFields(
@@ -57,14 +64,7 @@ StatusOr<ModelRecipe> ReadModelRecipe(const Module& module) {
     c.seq = meta.GetInt("seq");
     c.vocab = meta.GetInt("vocab");
     c.rope_theta = meta.GetFloat("rope_theta");
-    c.micro_batch_size = meta.GetInt("micro_batch_size");
-    c.mp = static_cast<int>(meta.GetInt("mp"));
-    c.pp = static_cast<int>(meta.GetInt("pp"));
-    c.vpp = static_cast<int>(meta.GetInt("vpp"));
-    PW_ASSIGN_OR_RETURN(c.placement, ParseStagePlacement(meta.GetString("placement")));
-    c.vocab_parallel = meta.GetBool("vocab_parallel") || c.mp == 1;
-    c.seed = static_cast<uint64_t>(meta.GetInt("seed"));
-    if (meta.Has("stage_layers")) c.stage_layers = meta.GetInts("stage_layers");
+    PW_RETURN_IF_ERROR(ReadParallelLayout(meta, c));
   } else if (recipe.model == "unet") {
     PW_RETURN_IF_ERROR(RequireFields(
         meta, "unet", {"layers", "hidden", "micro_batch_size", "seq", "vocab", "pp", "seed"}));

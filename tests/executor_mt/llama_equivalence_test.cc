@@ -25,10 +25,6 @@ constexpr int kSteps = 2;
 constexpr int kMicroBatches = 4;
 constexpr uint64_t kSeed = 1;
 constexpr const char* kTraining = "append-backward{optimizer=sgd,lr=0.1}";
-// As in equivalence_test.cc: losses within 1e-5 relative; each parameter's update within
-// 256 f32 epsilons of its size, its value within 2 epsilons of its magnitude besides.
-constexpr double kLossTolerance = 1e-5;
-constexpr double kF32Epsilon = 0x1p-23;
 
 struct Layout {
   int mp = 1, pp = 1, vpp = 1;
@@ -65,36 +61,6 @@ ThreadRun Train(const Module& m) {
   return run.ok() ? *run : ThreadRun{};
 }
 
-void ExpectSameTraining(const Module& module, const ThreadRun& run, const Module& base_module,
-                        const ThreadRun& base, bool bits) {
-  ASSERT_EQ(run.losses.size(), base.losses.size());
-  for (size_t s = 0; s < base.losses.size(); ++s) {
-    if (bits) {
-      EXPECT_EQ(run.losses[s], base.losses[s]) << "step " << s;
-    } else {
-      EXPECT_NEAR(run.losses[s], base.losses[s], kLossTolerance * std::fabs(base.losses[s]))
-          << "step " << s;
-    }
-  }
-  std::map<std::string, Tensor> full = FullParams(module, run);
-  std::map<std::string, Tensor> want = FullParams(base_module, base);
-  const std::map<std::string, Tensor> initial = InitialParams(base_module);
-  ASSERT_FALSE(want.empty());
-  EXPECT_EQ(full.size(), want.size());
-  for (const auto& [name, t] : want) {
-    auto it = full.find(name);
-    ASSERT_NE(it, full.end()) << name;
-    ASSERT_EQ(it->second.shape(), t.shape()) << name;
-    if (bits) {
-      EXPECT_TRUE(SameBits(it->second, t)) << name;
-      continue;
-    }
-    const UpdateDiff d = CompareUpdates(it->second, t, initial.at(name));
-    EXPECT_LE(d.diff, kF32Epsilon * (256 * d.update + 2 * d.scale))
-        << name << ": updated by " << d.update << ", of magnitude " << d.scale;
-  }
-}
-
 TEST(LlamaEquivalenceTest, OneRankExecutorMatchesTheReferenceRunnerAndTrains) {
   ops::SetKernelThreads(1);
   const Module m = Llama(Layout{});
@@ -126,7 +92,8 @@ TEST_P(LlamaLayoutTest, MatchesOneRank) {
   LoweringOptions lowering{{"tokens", "labels"}, "loss", false};
   Status check = CheckPlanForAllRanks(m, lowering);
   ASSERT_TRUE(check.ok()) << check.ToString();
-  ExpectSameTraining(m, Train(m), base, Train(base), l.mp == 1);
+  ExpectSameTraining(m, Train(m), base, Train(base),
+                     l.mp == 1 ? Match::kBitIdentical : Match::kWithinRounding);
 }
 
 constexpr auto kV = models::ChunkPlacement::kV;
@@ -213,7 +180,7 @@ TEST_P(LlamaRewriteTest, TrainsTheBitsOfThePlanWithoutIt) {
   if (passes.find("split-ops=all") != std::string::npos)
     EXPECT_GT(CountOutputs(rewritten, "sum", "@ROWS"), 0);
   if (*r.recompute) EXPECT_GT(CountOutputs(rewritten, "", "@RECOMPUTE"), 0);
-  ExpectSameTraining(rewritten, Train(rewritten), plain, Train(plain), true);
+  ExpectSameTraining(rewritten, Train(rewritten), plain, Train(plain), Match::kBitIdentical);
 }
 
 constexpr const char* kOverlap = "assign-streams,overlap-column-parallel-backward,insert-events";
