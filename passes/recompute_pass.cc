@@ -15,6 +15,9 @@
 // compute), then whole layers, as many as the excess over what one layer saves per
 // micro-batch in flight suggests; until every rank fits or nothing is left to recompute.
 // A greedy search: each round adds recomputation only where a rank is over the limit.
+// policy=layers takes the choice per layer from `levels` (one letter per layer: n, s, f),
+// to reproduce or hand-tune a choice; the recompute test enumerates every such choice on
+// small models to measure how far auto's is from the best.
 
 #include <algorithm>
 #include <cmath>
@@ -243,7 +246,8 @@ class RecomputePass : public Pass {
            "policy=auto chooses per layer so that every rank fits mem-limit GiB (0: the "
            "device's memory), planning with the schedule it is given and the cost model "
            "(--device): selective everywhere first, then whole layers, only on the stages "
-           "that do not fit (a greedy search). Layers are the ops whose first output is named "
+           "that do not fit (a greedy search); policy=layers takes a letter per layer from levels "
+           "(n, s, f). Layers are the ops whose first output is named "
            "layerN.*; ops that read only parameters (weight casts) and a layer's output are "
            "kept. The recomputed ops run the same kernels on the same inputs: training is "
            "bit-identical. Statistics: layers recomputed, ops added, FLOPs added per "
@@ -252,7 +256,11 @@ class RecomputePass : public Pass {
   }
 
   Option<std::string> policy{
-      this, "policy", "what is recomputed", "full", {"full", "selective", "auto"}};
+      this, "policy", "what is recomputed", "full", {"full", "selective", "auto", "layers"}};
+  Option<std::string> layer_levels{this, "levels",
+                                   "policy=layers: one letter per layer in order, n (none), s "
+                                   "(selective) or f (full), e.g. ffsn",
+                                   ""};
   Option<double> mem_limit{this, "mem-limit",
                            "policy=auto: GiB a rank may use (0: the device's memory)", 0.0};
   Option<std::string> schedule{this, "schedule", "policy=auto: the schedule kind it plans with",
@@ -267,6 +275,12 @@ class RecomputePass : public Pass {
     if (micro_batches.value() < 0 || micro_batches.value() > 65536)
       return InvalidArgument("recompute: micro-batches must be in [0, 65536], got ",
                              micro_batches.value());
+    if ((policy.value() == "layers") != !layer_levels.value().empty())
+      return InvalidArgument(
+          "recompute: levels=... goes with policy=layers (and policy=layers needs it)");
+    if (layer_levels.value().find_first_not_of("nsf") != std::string::npos)
+      return InvalidArgument("recompute: levels takes one of n, s, f per layer, got '",
+                             layer_levels.value(), "'");
     return OkStatus();
   }
 
@@ -275,6 +289,8 @@ class RecomputePass : public Pass {
     std::map<int64_t, Level> levels;
     if (policy.value() == "auto") {
       PW_ASSIGN_OR_RETURN(levels, ChooseLevels(module, context));
+    } else if (policy.value() == "layers") {
+      PW_ASSIGN_OR_RETURN(levels, GivenLevels(module));
     } else {
       const Level level = policy.value() == "full" ? Level::kFull : Level::kSelective;
       for (const auto& [layer, stage] : LayerStages(module)) levels[layer] = level;
@@ -303,6 +319,22 @@ class RecomputePass : public Pass {
   }
 
  private:
+  // policy=layers: levels' letter i for the module's layer i.
+  StatusOr<std::map<int64_t, Level>> GivenLevels(const Module& module) const {
+    const std::map<int64_t, int> stage_of = LayerStages(module);
+    const std::string& given = layer_levels.value();
+    if (given.size() != stage_of.size())
+      return InvalidArgument("recompute: levels '", given, "' has ", given.size(), " letters for ",
+                             stage_of.size(), " layers");
+    std::map<int64_t, Level> out;
+    size_t i = 0;
+    for (const auto& [layer, stage] : stage_of) {
+      const char c = given[i++];
+      out[layer] = c == 'f' ? Level::kFull : c == 's' ? Level::kSelective : Level::kNone;
+    }
+    return out;
+  }
+
   // policy=auto: the least recomputation (by the greedy rule above) with which the planned
   // copy fits the limit on every rank.
   StatusOr<std::map<int64_t, Level>> ChooseLevels(const Module& module, PassContext& context) {

@@ -85,7 +85,7 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
     if (flags.Has(flag)) PW_RETURN_IF_ERROR(outputs.Declare(StrCat("--", flag), flags.Get(flag)));
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
-  PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
+  PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline"), estimator));
   PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
   // A CPU table must be profiled at the kernel threads the run uses: a planned module runs
   // one process per rank, an unplanned one (or --runtime reference) the reference runner.

@@ -17,14 +17,17 @@ bool HasBackward(const Module& module) {
 
 }  // namespace
 
-StatusOr<Module> LoadTrainingModule(const std::string& path, const std::string& pipeline) {
+StatusOr<Module> LoadTrainingModule(const std::string& path, const std::string& pipeline,
+                                    std::shared_ptr<cost::Estimator> estimator) {
   PW_ASSIGN_OR_RETURN(Module module, LoadModule(path));
   std::string passes = pipeline;
   if (passes.empty() && module.plan.empty() && !HasBackward(module)) passes = "append-backward";
   if (!passes.empty()) {
     PassManager pm;
     PW_RETURN_IF_ERROR(pm.AddPipeline(passes));
-    Status s = pm.Run(module).status();
+    PassContext context(ops::Registry());
+    if (estimator) AttachCostModel(std::move(estimator), context);
+    Status s = pm.Run(module, context).status();
     if (!s.ok()) return s.WithContext(path);
   }
   return module;

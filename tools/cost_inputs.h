@@ -13,8 +13,10 @@
 namespace pw::tools {
 
 // Loads `path`; runs `pipeline` when given, else append-backward (its defaults) when the
-// module has no backward ops yet.
-StatusOr<Module> LoadTrainingModule(const std::string& path, const std::string& pipeline);
+// module has no backward ops yet. With an estimator, the passes that price their choices
+// (balance-stages, recompute{policy=auto}, the overlap passes) price them with it.
+StatusOr<Module> LoadTrainingModule(const std::string& path, const std::string& pipeline,
+                                    std::shared_ptr<cost::Estimator> estimator = nullptr);
 
 // `device`: cpu, h100, a100 or a DeviceSpec file; `costs`: a cost table file or empty.
 StatusOr<std::shared_ptr<cost::Estimator>> MakeEstimator(const std::string& device,
