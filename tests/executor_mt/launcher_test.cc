@@ -152,6 +152,16 @@ std::string BuildGpt(const fs::path& dir, const std::string& name, int mp, int p
   return path;
 }
 
+// Every rank's --save-params file of run `a` holds the same bytes as run `b`'s.
+void ExpectSameParamBytes(const fs::path& a, const fs::path& b, int ranks) {
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string name = StrCat("rank", rank, ".params");
+    const std::string pa = ReadFile((a / name).string()), pb = ReadFile((b / name).string());
+    EXPECT_FALSE(pa.empty()) << name;
+    EXPECT_TRUE(pa == pb) << name << ": parameters differ";
+  }
+}
+
 class LauncherTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -253,12 +263,7 @@ TEST_P(OverlapOverGlooTest, BitIdenticalToThePlanWithoutThePasses) {
     ASSERT_EQ(losses.back().size(), 2u) << run.out;
   }
   EXPECT_EQ(losses[0], losses[1]);
-  for (int rank = 0; rank < 4; ++rank) {
-    std::string a = ReadFile((dir_ / "a" / StrCat("rank", rank, ".params")).string());
-    std::string b = ReadFile((dir_ / "b" / StrCat("rank", rank, ".params")).string());
-    EXPECT_FALSE(a.empty()) << "rank " << rank;
-    EXPECT_TRUE(a == b) << "rank " << rank << ": parameters differ";
-  }
+  ExpectSameParamBytes(dir_ / "a", dir_ / "b", 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, OverlapOverGlooTest,
@@ -301,12 +306,7 @@ TEST_P(Overlap1F1BOverGlooTest, BitIdenticalToThePlanWithoutThePass) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(JsonLosses(a.out), JsonLosses(b.out));
   ASSERT_EQ(JsonLosses(b.out).size(), 2u) << b.out;
-  for (int rank = 0; rank < 4; ++rank) {
-    std::string pa = ReadFile((dir_ / "a" / StrCat("rank", rank, ".params")).string());
-    std::string pb = ReadFile((dir_ / "b" / StrCat("rank", rank, ".params")).string());
-    EXPECT_FALSE(pa.empty()) << "rank " << rank;
-    EXPECT_TRUE(pa == pb) << "rank " << rank << ": parameters differ";
-  }
+  ExpectSameParamBytes(dir_ / "a", dir_ / "b", 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Overlap1F1BOverGlooTest,
@@ -315,6 +315,67 @@ INSTANTIATE_TEST_SUITE_P(Schedules, Overlap1F1BOverGlooTest,
                                            GlooSchedule{"dualpipe-v", 2, true, "v"}),
                          [](const auto& info) {
                            std::string name = info.param.kind;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
+// Recomputation over Gloo processes: the GPT at mp 2 x pp 2 planned by `pipeweave opt` with
+// recompute (full or selective; f32 and bf16) trains the plain plan's losses and parameter
+// bytes (executor_recompute_equivalence_test covers every schedule kind on threads).
+struct GlooRecompute {
+  GlooSchedule schedule;
+  const char* policy;
+  bool bf16 = false;
+};
+
+void PrintTo(const GlooRecompute& r, std::ostream* out) {
+  *out << r.schedule.kind << " recompute{policy=" << r.policy << "}" << (r.bf16 ? " bf16" : "");
+}
+
+class RecomputeOverGlooTest : public LauncherTest,
+                              public ::testing::WithParamInterface<GlooRecompute> {};
+
+TEST_P(RecomputeOverGlooTest, BitIdenticalToThePlanWithoutIt) {
+  const GlooSchedule& c = GetParam().schedule;
+  std::string path = BuildGpt(dir_, "gpt.pb", 2, 2, c.vpp, c.placement);
+  const std::string training =
+      StrCat("append-backward{optimizer=adam}", GetParam().bf16 ? ",amp{dtype=bf16}" : "");
+  const std::string plan = StrCat(",split-program", c.split_backward ? "{split-backward=true}" : "",
+                                  ",schedule{kind=", c.kind, ",micro-batches=4},insert-p2p");
+  std::vector<std::vector<double>> losses;
+  for (const char* variant : {"a", "b"}) {
+    const bool recompute = *variant == 'b';
+    const std::string planned = (dir_ / StrCat(variant, ".pb")).string();
+    Finished opt = RunTool(
+        {"opt", path, "-p",
+         StrCat(training, recompute ? StrCat(",recompute{policy=", GetParam().policy, "}") : "",
+                plan),
+         "--stats", "-o", planned},
+        dir_, StrCat("opt_", variant));
+    ASSERT_EQ(opt.exit_code, 0) << opt.err;
+    if (recompute) EXPECT_THAT(opt.err, HasSubstr("layers-recomputed"));
+    Finished run = RunTool({"run-parallel", planned, "--nproc", "4", "--steps", "2", "--report",
+                            "json", "--save-params", (dir_ / variant).string()},
+                           dir_, StrCat("run_", variant));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    losses.push_back(JsonLosses(run.out));
+    ASSERT_EQ(losses.back().size(), 2u) << run.out;
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  ExpectSameParamBytes(dir_ / "a", dir_ / "b", 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, RecomputeOverGlooTest,
+                         ::testing::Values(GlooRecompute{{"1f1b"}, "full"},
+                                           GlooRecompute{
+                                               {"interleaved-1f1b", 2}, "selective", true},
+                                           GlooRecompute{{"zb-h1", 1, true}, "full", true},
+                                           GlooRecompute{{"zb-v", 2, true, "v"}, "selective"}),
+                         [](const auto& info) {
+                           std::string name =
+                               StrCat(info.param.schedule.kind, "_", info.param.policy,
+                                      info.param.bf16 ? "_bf16" : "_f32");
                            for (char& ch : name)
                              if (ch == '-') ch = '_';
                            return name;
@@ -390,12 +451,7 @@ TEST_F(LauncherTest, LlamaOverGlooMatchesTheReferenceAndOverlapsKeepItsBits) {
   ASSERT_EQ(losses[0].size(), 2u);
   for (int s = 0; s < 2; ++s) EXPECT_NEAR(losses[0][s], want[s], 1e-5 * want[s]) << "step " << s;
   EXPECT_EQ(losses[0], losses[1]);
-  for (int rank = 0; rank < 4; ++rank) {
-    std::string a = ReadFile((dir_ / "a" / StrCat("rank", rank, ".params")).string());
-    std::string b = ReadFile((dir_ / "b" / StrCat("rank", rank, ".params")).string());
-    EXPECT_FALSE(a.empty()) << "rank " << rank;
-    EXPECT_TRUE(a == b) << "rank " << rank << ": parameters differ";
-  }
+  ExpectSameParamBytes(dir_ / "a", dir_ / "b", 4);
 }
 
 // A row split cuts the all-reduces of a four-rank group too: the TCP transport sums each
@@ -432,11 +488,7 @@ TEST_F(LauncherTest, CutsOfFourRankAllReducesTrainBitIdentically) {
   ASSERT_EQ(got.size(), 2u) << b.out;
   EXPECT_EQ(got, want);
   // The f32 losses hide last-bit differences of the activations; the parameters do not.
-  for (int rank = 0; rank < 4; ++rank) {
-    const std::string name = StrCat("rank", rank, ".params");
-    EXPECT_EQ(ReadFile((plain_params / name).string()), ReadFile((cut_params / name).string()))
-        << name;
-  }
+  ExpectSameParamBytes(plain_params, cut_params, 4);
 }
 
 // The amp module `training` makes of the small GPT, trained `steps` steps by the reference
