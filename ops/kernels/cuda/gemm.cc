@@ -37,8 +37,8 @@ Status Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float a
   const LaunchContext& launch = CurrentLaunch();
   if (batch == 1) {
     // Single products may be cut into row blocks by the overlap passes: same bits per row.
-    Status stable = RowStableGemm(DataType::kFloat32, DataType::kFloat32, trans_a, trans_b, m, n,
-                                  k, alpha, a, lda, b, ldb, beta, c, ldc);
+    Status stable = RowStableGemm(DataType::kFloat32, DataType::kFloat32, trans_a, trans_b, m, n, k,
+                                  alpha, a, lda, b, ldb, beta, c, ldc);
     if (stable.code() != StatusCode::kUnavailable) return stable;
   }
   PW_RETURN_IF_ERROR(CublasCheck(cublasSetStream(launch.blas, launch.stream), "cublasSetStream"));

@@ -47,12 +47,12 @@ Status Describe(cudaDataType_t ab, cudaDataType_t ct, bool trans_a, bool trans_b
   PW_RETURN_IF_ERROR(LtCheck(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB,
                                                             &op_second, sizeof(op_second)),
                              "cuBLASLt transpose"));
-  PW_RETURN_IF_ERROR(LtCheck(cublasLtMatrixLayoutCreate(&d.a, ab, trans_b ? k : n,
-                                                        trans_b ? n : k, ldb),
-                             "cuBLASLt layout"));
-  PW_RETURN_IF_ERROR(LtCheck(cublasLtMatrixLayoutCreate(&d.b, ab, trans_a ? m : k,
-                                                        trans_a ? k : m, lda),
-                             "cuBLASLt layout"));
+  PW_RETURN_IF_ERROR(
+      LtCheck(cublasLtMatrixLayoutCreate(&d.a, ab, trans_b ? k : n, trans_b ? n : k, ldb),
+              "cuBLASLt layout"));
+  PW_RETURN_IF_ERROR(
+      LtCheck(cublasLtMatrixLayoutCreate(&d.b, ab, trans_a ? m : k, trans_a ? k : m, lda),
+              "cuBLASLt layout"));
   return LtCheck(cublasLtMatrixLayoutCreate(&d.c, ct, n, m, ldc), "cuBLASLt layout");
 }
 
@@ -71,9 +71,8 @@ bool SumsKInOnePass(const cublasLtMatmulAlgo_t& algo) {
   if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
                                            sizeof(splits), &written) != CUBLAS_STATUS_SUCCESS)
     return false;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                           &reduction, sizeof(reduction),
-                                           &written) != CUBLAS_STATUS_SUCCESS)
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &reduction,
+                                           sizeof(reduction), &written) != CUBLAS_STATUS_SUCCESS)
     return false;
   return splits <= 1 && reduction == CUBLASLT_REDUCTION_SCHEME_NONE;
 }
@@ -100,10 +99,9 @@ StatusOr<cublasLtMatmulAlgo_t> ChooseAlgo(cublasLtHandle_t lt, const Key& key, c
                                        sizeof(workspace));
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                        &no_reduction, sizeof(no_reduction));
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     cublasLtMatmulPreferenceSetAttribute(pref, attr, &kAlignment, sizeof(kAlignment));
   cublasLtMatmulHeuristicResult_t results[16];
   int found = 0;
@@ -135,18 +133,26 @@ Status RowStableGemm(DataType ab_dtype, DataType c_dtype, bool trans_a, bool tra
   int device = 0;
   PW_RETURN_IF_ERROR(CudaCheck(cudaGetDevice(&device), "cudaGetDevice"));
   const cudaDataType_t ab = CudaType(ab_dtype), ct = CudaType(c_dtype);
-  const Key key{device, static_cast<int>(ab), static_cast<int>(ct), trans_a, trans_b, n, k,
-                trans_a ? -1 : lda, ldb, ldc};
+  const Key key{device,
+                static_cast<int>(ab),
+                static_cast<int>(ct),
+                trans_a,
+                trans_b,
+                n,
+                k,
+                trans_a ? -1 : lda,
+                ldb,
+                ldc};
   PW_ASSIGN_OR_RETURN(cublasLtMatmulAlgo_t algo,
                       ChooseAlgo(lt, key, ab, ct, trans_a, trans_b, n, k, lda, ldb, ldc));
   Descriptors d;
   PW_RETURN_IF_ERROR(Describe(ab, ct, trans_a, trans_b, m, n, k, lda, ldb, ldc, d));
   cublasLtMatmulHeuristicResult_t check{};
-  if (cublasLtMatmulAlgoCheck(lt, d.op, d.a, d.b, d.c, d.c, &algo, &check) !=
-      CUBLAS_STATUS_SUCCESS)
+  if (cublasLtMatmulAlgoCheck(lt, d.op, d.a, d.b, d.c, d.c, &algo, &check) != CUBLAS_STATUS_SUCCESS)
     return Unavailable("the chosen GEMM algorithm does not take ", m, " rows");
   const size_t workspace = std::min(kWorkspaceBytes, check.workspaceSize);
-  PW_ASSIGN_OR_RETURN(Scratch scratch, Scratch::Make(static_cast<int64_t>(std::max<size_t>(workspace, 1))));
+  PW_ASSIGN_OR_RETURN(Scratch scratch,
+                      Scratch::Make(static_cast<int64_t>(std::max<size_t>(workspace, 1))));
   return LtCheck(cublasLtMatmul(lt, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c, &algo,
                                 scratch.get(), workspace, CurrentLaunch().stream),
                  "cublasLtMatmul");
