@@ -55,6 +55,9 @@
 #     runs computed it (Megatron's batched GEMMs and fused scale-mask-softmax kernels; flash
 #     attention came later). Megatron's fused softmax reads the scores once and writes the
 #     probabilities once, as pipeweave's softmax op is priced.
+#   - Collectives are priced as NCCL's own ring and tree (sim --collectives nccl), which
+#     these runs used, not pipeweave's member-order ones: across nodes NCCL's ring crosses
+#     on every NIC of a node at once.
 #   - Tensor-parallel collectives stay on the compute stream (no assign-streams, no overlap
 #     passes): none of these runs overlapped them. Send/recv are simulated as NCCL's
 #     (--p2p rendezvous) in batched order, as Megatron's schedules issue them.
@@ -131,6 +134,7 @@ simulate() {
     grep -q "^  dp: $dp\$" "$module" || { echo "no mesh 'dp: 1' line to edit" >"$work/$id.err"; return; }
   fi
   if "$pw" sim "$module" --device "${F[$id,device]}" --format json --p2p rendezvous \
+    --collectives nccl \
     --mem-limit "${F[$id,gpu_mem]}" --pipeline "${F[$id,passes]}" >"$work/$id.json" \
     2>"$work/$id.err"; then
     local step fits=fits

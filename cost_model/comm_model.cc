@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+
+#include "cost_model/gpu_collectives.h"
 
 namespace pw::cost {
 namespace {
@@ -18,7 +21,39 @@ double AllReduceSteps(int n) { return n > 1 ? 2.0 : 0; }
 }  // namespace
 
 const char* CommKindName(CommKind kind) {
-  return kind == CommKind::kAllReduce ? "all_reduce" : "send_recv";
+  switch (kind) {
+    case CommKind::kAllReduce:
+      return "all_reduce";
+    case CommKind::kSendRecv:
+      return "send_recv";
+    case CommKind::kAllGather:
+      return "all_gather";
+    case CommKind::kReduceScatter:
+      return "reduce_scatter";
+  }
+  return "?";
+}
+
+const char* CollectiveAlgorithmName(CollectiveAlgorithm algorithm) {
+  return algorithm == CollectiveAlgorithm::kNccl ? "nccl" : "member-order";
+}
+
+StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(const std::string& name) {
+  if (name == "member-order") return CollectiveAlgorithm::kMemberOrder;
+  if (name == "nccl") return CollectiveAlgorithm::kNccl;
+  return InvalidArgument("unknown collective algorithm '", name,
+                         "' (member-order: pipeweave's deterministic collectives; nccl: NCCL's "
+                         "own ring and tree)");
+}
+
+GroupSpan SpanOf(const DeviceSpec& device, const std::vector<int>& ranks) {
+  if (ranks.empty()) return {};
+  const int per_node = device.ranks_per_node() > 0 ? device.ranks_per_node() : 1 << 30;
+  std::map<int, int> members;  // node -> members there
+  for (int r : ranks) ++members[r / per_node];
+  GroupSpan span{static_cast<int>(members.size()), 0};
+  for (const auto& [node, count] : members) span.per_node = std::max(span.per_node, count);
+  return span;
 }
 
 CommFit FitCommSamples(const std::string& kind, int group_size,
@@ -108,17 +143,21 @@ double FitTime(const CommFit& fit, CommKind kind, double bytes, int group_size) 
 
 }  // namespace
 
-CommEstimate CommModel::Time(CommKind kind, double bytes, int group_size, bool inter_node,
+CommEstimate CommModel::Time(CommKind kind, double bytes, int group_size, GroupSpan span,
                              int busy_cores) const {
   if (group_size <= 1) return {0, false};
-  const std::string name = CommKindName(kind);
+  // Measured fits are of all-reduces and transfers; the member-order all-reduce is a
+  // reduce-scatter then an all-gather, each half of it.
+  const CommKind measured = kind == CommKind::kSendRecv ? kind : CommKind::kAllReduce;
+  const double share = measured == kind ? 1.0 : 0.5;
+  const std::string name = CommKindName(measured);
   // The nearest measured group size, then the measured loads around `busy_cores`.
   int best_size = -1;
   for (const CommFit& f : fits_)
     if (f.kind() == name &&
         (best_size < 0 || std::abs(f.group_size() - group_size) < std::abs(best_size - group_size)))
       best_size = f.group_size();
-  if (best_size > 0 && !inter_node) {
+  if (best_size > 0 && !span.inter_node()) {
     const CommFit* below = nullptr;
     const CommFit* above = nullptr;
     for (const CommFit& f : fits_) {
@@ -130,19 +169,34 @@ CommEstimate CommModel::Time(CommKind kind, double bytes, int group_size, bool i
     }
     if (!below) below = above;
     if (!above) above = below;
-    double lo = FitTime(*below, kind, bytes, group_size);
-    double hi = FitTime(*above, kind, bytes, group_size);
-    int span = above->busy_cores() - below->busy_cores();
-    double t = span > 0 ? static_cast<double>(busy_cores - below->busy_cores()) / span : 0;
+    double lo = FitTime(*below, measured, bytes, group_size);
+    double hi = FitTime(*above, measured, bytes, group_size);
+    int span_cores = above->busy_cores() - below->busy_cores();
+    double t =
+        span_cores > 0 ? static_cast<double>(busy_cores - below->busy_cores()) / span_cores : 0;
     double cpu = below->cpu_per_op() + t * (above->cpu_per_op() - below->cpu_per_op());
     double straggle = below->straggle() + t * (above->straggle() - below->straggle());
-    return {lo + t * (hi - lo), true, cpu, straggle};
+    return {share * (lo + t * (hi - lo)), true, share * cpu, straggle};
   }
-  double bw = inter_node ? device_.inter_node_bandwidth() : device_.intra_node_bandwidth();
-  double lat = inter_node ? device_.inter_node_latency() : device_.intra_node_latency();
-  if (bw <= 0) bw = 1e9;
-  if (kind == CommKind::kSendRecv) return {lat + bytes / bw, false};
-  return {AllReduceSteps(group_size) * lat + RingFactor(group_size) * bytes / bw, false};
+  return {SpecTime(kind, bytes, group_size, span), false};
+}
+
+double CommModel::SpecTime(CommKind kind, double bytes, int group_size, GroupSpan span) const {
+  const bool inter = span.inter_node();
+  if (device_.collective_protocols().empty()) {
+    double bw = inter ? device_.inter_node_bandwidth() : device_.intra_node_bandwidth();
+    double lat = inter ? device_.inter_node_latency() : device_.intra_node_latency();
+    if (bw <= 0) bw = 1e9;
+    switch (kind) {
+      case CommKind::kSendRecv:
+        return lat + bytes / bw;
+      case CommKind::kAllReduce:
+        return AllReduceSteps(group_size) * lat + RingFactor(group_size) * bytes / bw;
+      default:  // one of the all-reduce's two steps
+        return lat + RingFactor(group_size) / 2 * bytes / bw;
+    }
+  }
+  return GpuCollectiveTime(device_, algorithm_, kind, bytes, group_size, span);
 }
 
 }  // namespace pw::cost

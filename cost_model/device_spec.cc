@@ -82,6 +82,24 @@ void HopperKernels(DeviceSpec& s) {
   s.set_bandwidth_half_bytes(8 * kMiB);
 }
 
+// NCCL's protocols as its tuner models them (NCCL 2.x, src/graph/tuning.cc: ring
+// latencies in us, base / per NVLink step / per network step; bandwidth relative to the
+// Simple protocol's): LL 3.6 / 0.47 / 2.7 at a quarter of the bandwidth, LL128 10 / 1.9 / 4.0
+// at 0.92, Simple 8.4 / 3.4 / 9.6.
+void NcclProtocols(DeviceSpec& s) {
+  auto add = [&](const char* name, double base_us, double nvlink_us, double net_us, double bw) {
+    auto* p = s.add_collective_protocols();
+    p->set_name(name);
+    p->set_base_latency(base_us * 1e-6);
+    p->set_intra_step_latency(nvlink_us * 1e-6);
+    p->set_inter_step_latency(net_us * 1e-6);
+    p->set_bandwidth_fraction(bw);
+  };
+  add("ll", 3.6, 0.47, 2.7, 0.25);
+  add("ll128", 10.0, 1.9, 4.0, 0.92);
+  add("simple", 8.4, 3.4, 9.6, 1.0);
+}
+
 // NVIDIA H100 SXM5 data sheet: dense tensor-core peaks, HBM3 3.35 TB/s, NVLink 4
 // 900 GB/s (450 GB/s per direction), one 400 Gb/s NDR port per GPU.
 DeviceSpec H100Spec() {
@@ -108,6 +126,14 @@ DeviceSpec H100Spec() {
   s.set_memory_capacity(81559 * kMiB);  // what the driver reports for an H100 80GB HBM3
   s.set_memory_reserved(kGpuReserved);
   HopperKernels(s);
+  // Collectives: NCCL's ring reaches about 370 of NVLink 4's 450 GB/s (NVIDIA, in
+  // NVIDIA/nccl-tests issue 212; its NVLink SHARP all-reduce, faster on 8 GPUs, is not
+  // modelled); 24 of a NIC's 25 GB/s (NVIDIA, NVIDIA/nccl issue 412, for HDR; the same share of
+  // NDR's 50 assumed); DGX H100: 8 NICs a node, one per GPU.
+  NcclProtocols(s);
+  s.set_collective_bus_efficiency(370.0 / 450.0);
+  s.set_network_efficiency(0.96);
+  s.set_nics_per_node(8);
   return s;
 }
 
@@ -160,6 +186,12 @@ DeviceSpec A100Spec() {
   s.set_attention_efficiency(0.55);
   s.set_bandwidth_efficiency(0.87);
   s.set_bandwidth_half_bytes(6 * kMiB);
+  // Collectives: NCCL's tuner caps an A100's bus bandwidth at 235 GB/s of NVLink 3's 300
+  // (tuning.cc); 24 of an HDR NIC's 25 GB/s (NVIDIA/nccl issue 412); DGX A100: 8 HDR NICs.
+  NcclProtocols(s);
+  s.set_collective_bus_efficiency(235.0 / 300.0);
+  s.set_network_efficiency(0.96);
+  s.set_nics_per_node(8);
   return s;
 }
 
@@ -245,9 +277,26 @@ Status ValidateDeviceSpec(const DeviceSpec& s) {
                            "': a kernel model (multiprocessors > 0) needs gemm_tile_m, "
                            "gemm_tile_n and gemm_efficiency entries; set multiprocessors to 0 "
                            "for the flat roofline");
-  if (s.cores_per_node() < 0 || s.ranks_per_node() < 0)
+  if (s.cores_per_node() < 0 || s.ranks_per_node() < 0 || s.nics_per_node() < 0)
     return InvalidArgument("device spec '", s.name(),
-                           "': cores_per_node and ranks_per_node must be >= 0");
+                           "': cores_per_node, ranks_per_node and nics_per_node must be >= 0");
+  for (const auto& p : s.collective_protocols()) {
+    if (p.name().empty() || !(p.bandwidth_fraction() > 0 && p.bandwidth_fraction() <= 1))
+      return InvalidArgument("device spec '", s.name(),
+                             "': a collective_protocols entry needs a name and a "
+                             "bandwidth_fraction in (0, 1]");
+    for (double v : {p.base_latency(), p.intra_step_latency(), p.inter_step_latency()})
+      if (bad(v))
+        return InvalidArgument("device spec '", s.name(), "': collective protocol '", p.name(),
+                               "' has a negative or non-finite latency");
+  }
+  if (!s.collective_protocols().empty() &&
+      !(s.collective_bus_efficiency() > 0 && s.collective_bus_efficiency() <= 1 &&
+        s.network_efficiency() > 0 && s.network_efficiency() <= 1))
+    return InvalidArgument("device spec '", s.name(),
+                           "': collective_protocols need collective_bus_efficiency and "
+                           "network_efficiency in (0, 1]; remove the protocols for the plain "
+                           "latency-bandwidth model");
   return OkStatus();
 }
 

@@ -52,6 +52,8 @@ class Estimator {
   const DeviceSpec& device() const { return device_; }
   const OpCostTable& table() const { return table_; }
   const CommModel& comm() const { return comm_; }
+  // How collectives are priced (default: the member-order ones pipeweave's transports run).
+  void set_collective_algorithm(CollectiveAlgorithm algorithm) { comm_.set_algorithm(algorithm); }
 
  private:
   Estimator(DeviceSpec device, OpCostTable table);

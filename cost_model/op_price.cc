@@ -4,12 +4,6 @@
 
 namespace pw::cost {
 
-bool SpansNodes(const DeviceSpec& device, const std::vector<int>& group) {
-  for (int r : group)
-    if (!SameNode(device, group.front(), r)) return true;
-  return false;
-}
-
 StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Estimator& estimator,
                           const OpRegistry& registry, const VarLookup& lookup) {
   OpPrice price;
@@ -23,10 +17,10 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
     const Var* x = lookup(op.Input("X"));
     price.collective = true;
     price.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
-    price.inter_node = SpansNodes(estimator.device(), price.group);
+    price.span = SpanOf(estimator.device(), price.group);
     price.seconds = estimator.comm()
                         .Time(CommKind::kAllReduce, price.bytes,
-                              static_cast<int>(price.group.size()), price.inter_node)
+                              static_cast<int>(price.group.size()), price.span)
                         .seconds;
     price.path = EstimatePath::kComm;
     return price;

@@ -19,14 +19,11 @@ struct OpPrice {
   std::string group_kind;   // "mp", "dp"
   std::vector<int> group;   // global ranks, in group order
   double bytes = 0;         // moved by the collective
-  bool inter_node = false;
+  GroupSpan span;           // where the group sits
 };
 
 // `lookup` finds the op's vars (the program's, then the module's).
 StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Estimator& estimator,
                           const OpRegistry& registry, const VarLookup& lookup);
-
-// Whether the ranks of `group` sit on more than one node of the device.
-bool SpansNodes(const DeviceSpec& device, const std::vector<int>& group);
 
 }  // namespace pw::cost

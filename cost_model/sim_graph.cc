@@ -144,7 +144,7 @@ Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInst
                                                                       : CommClass::kMpBackward;
   instr.bytes = price->bytes;
   instr.group_size = static_cast<int>(price->group.size());
-  instr.inter_node = price->inter_node;
+  instr.span = price->span;
   CommLink link;
   link.instr = static_cast<int>(t_.instrs.size());
   link.group_kind = price->group_kind;
@@ -163,8 +163,8 @@ Status RankLowerer::LowerTransfer(int i, SimInstr& instr) {
   instr.name = StrCat(send ? "SEND " : "RECV ", var);
   instr.bytes = static_cast<double>(t_.slots[item.slot].bytes);
   instr.group_size = 2;
-  instr.inter_node = !SameNode(est_.device(), rank_, peer);
-  instr.seconds = est_.comm().Time(CommKind::kSendRecv, instr.bytes, 2, instr.inter_node).seconds;
+  instr.span = GroupSpan::Pair(!SameNode(est_.device(), rank_, peer));
+  instr.seconds = est_.comm().Time(CommKind::kSendRecv, instr.bytes, 2, instr.span).seconds;
   instr.path = EstimatePath::kComm;
   CommLink link;
   link.instr = static_cast<int>(t_.instrs.size());
@@ -298,7 +298,7 @@ class GraphAssembler {
   Status MatchCollectives();
 
  private:
-  bool LinkInterNode(const CommLink& link, int rank, std::vector<int>* group) const;
+  GroupSpan LinkSpan(const CommLink& link, int rank, std::vector<int>* group) const;
 
   RankLayout layout_;
   const Estimator& est_;
@@ -309,13 +309,14 @@ class GraphAssembler {
   std::map<std::tuple<std::string, int, int>, int> group_index_;  // (kind, leader, stream)
 };
 
-bool GraphAssembler::LinkInterNode(const CommLink& link, int rank, std::vector<int>* group) const {
+GroupSpan GraphAssembler::LinkSpan(const CommLink& link, int rank, std::vector<int>* group) const {
   if (link.peer_pp >= 0)
-    return !SameNode(est_.device(), rank, layout_.PipelinePeer(rank, link.peer_pp));
+    return GroupSpan::Pair(
+        !SameNode(est_.device(), rank, layout_.PipelinePeer(rank, link.peer_pp)));
   std::vector<int> members = layout_.Group(link.group_kind, rank);
-  const bool inter = SpansNodes(est_.device(), members);
+  const GroupSpan span = SpanOf(est_.device(), members);
   if (group) *group = std::move(members);
-  return inter;
+  return span;
 }
 
 bool GraphAssembler::PricedAlike(const std::vector<RankTemplate>& templates,
@@ -324,8 +325,7 @@ bool GraphAssembler::PricedAlike(const std::vector<RankTemplate>& templates,
   for (int r = 0; r < g_.world_size; ++r) {
     const RankTemplate& t = templates[template_of[r]];
     for (const CommLink& link : t.links)
-      if (LinkInterNode(link, r, nullptr) != LinkInterNode(link, stand_in[r], nullptr))
-        return false;
+      if (LinkSpan(link, r, nullptr) != LinkSpan(link, stand_in[r], nullptr)) return false;
   }
   return true;
 }
@@ -354,11 +354,11 @@ void GraphAssembler::Instantiate(const RankTemplate& t, int rank) {
   for (const CommLink& link : t.links) {
     const int id = base + link.instr;
     SimInstr& in = g_.instrs[id];
-    const bool inter = LinkInterNode(link, rank, &group);
-    if (inter != in.inter_node) {
-      in.inter_node = inter;
+    const GroupSpan span = LinkSpan(link, rank, &group);
+    if (span != in.span) {
+      in.span = span;
       const CommKind kind = link.peer_pp >= 0 ? CommKind::kSendRecv : CommKind::kAllReduce;
-      in.seconds = est_.comm().Time(kind, in.bytes, in.group_size, inter).seconds;
+      in.seconds = est_.comm().Time(kind, in.bytes, in.group_size, span).seconds;
     }
     if (link.peer_pp >= 0) {
       const int peer = layout_.PipelinePeer(rank, link.peer_pp);

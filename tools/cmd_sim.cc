@@ -26,6 +26,7 @@ constexpr const char* kUsage =
     "           [--format table|json] [--trace OUT.json] [--svg OUT.svg] [--coverage]\n"
     "           [--pipeline PASSES] [--micro-batches M (1)] [--p2p eager|rendezvous]\n"
     "           [--runtime executor|reference] [--mem-limit GIB] [--threads N]\n"
+    "           [--collectives member-order|nccl]\n"
     "Simulates one training step of the module's plan on every rank: streams, events,\n"
     "send/recv, collectives, compute slowed beside communication, and ranks sharing the\n"
     "cores of a CPU node. Op times come from COSTS (pipeweave profile) where measured,\n"
@@ -50,12 +51,16 @@ constexpr const char* kUsage =
     "memory (--mem-limit GIB instead): one line says which ranks do not fit and by how much;\n"
     "the JSON has \"fits\" at the top and per rank. The ranks of a CPU node share its memory."
     "\n--threads N: the kernel threads each process of the run uses (default: what 'pipeweave\n"
-    "run' picks); a CPU cost table profiled at another count is refused.";
+    "run' picks); a CPU cost table profiled at another count is refused.\n"
+    "--collectives: how a GPU spec prices collectives: member-order (default), the\n"
+    "deterministic ones pipeweave's transports run (across nodes each member's chunks cross\n"
+    "on its own NIC), or nccl, NCCL's own ring and tree (what frameworks without\n"
+    "deterministic sums run; across nodes a ring per member of a node, on its own NIC).";
 
 StatusOr<int> RunSim(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"device", "costs", "format", "trace", "svg", "pipeline", "micro-batches",
-                           "p2p", "runtime", "mem-limit", "threads"})
+                           "p2p", "runtime", "mem-limit", "threads", "collectives"})
     flags.Value(name);
   flags.Switch("coverage");
   PW_RETURN_IF_ERROR(flags.Parse(args));
@@ -74,6 +79,9 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
   PW_ASSIGN_OR_RETURN(int64_t mem_limit, flags.GetGibAsBytes("mem-limit"));
   PW_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0, 1, 4096));
+  StatusOr<cost::CollectiveAlgorithm> collectives =
+      cost::ParseCollectiveAlgorithm(flags.Get("collectives", "member-order"));
+  if (!collectives.ok()) return collectives.status().WithContext("flag --collectives");
 
   // The device and the table are checked before the module is loaded (and passes run).
   const std::string path = flags.positional()[0];
@@ -85,6 +93,7 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
     if (flags.Has(flag)) PW_RETURN_IF_ERROR(outputs.Declare(StrCat("--", flag), flags.Get(flag)));
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
+  estimator->set_collective_algorithm(*collectives);
   PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline"), estimator));
   PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
   // A CPU table must be profiled at the kernel threads the run uses: a planned module runs

@@ -198,7 +198,10 @@ Status Search::PriceStages() {
   costs_.forward = std::max(1e-6, mean_ms(pipeline::kForwardKind));
   costs_.backward = std::max(1e-6, mean_ms(pipeline::kBackwardInputKind));
   costs_.weight = std::max(1e-6, mean_ms(pipeline::kBackwardWeightKind));
-  costs_.comm = 1e3 * est_->comm().Time(cost::CommKind::kSendRecv, sent_bytes, 2, false).seconds;
+  costs_.comm =
+      1e3 * est_->comm()
+                .Time(cost::CommKind::kSendRecv, sent_bytes, 2, cost::GroupSpan::Pair(false))
+                .seconds;
   return OkStatus();
 }
 

@@ -186,7 +186,7 @@ class StageBalancer {
       if (group.size() > 1 && x)
         return est_.comm()
             .Time(cost::CommKind::kAllReduce, static_cast<double>(x->num_bytes()),
-                  static_cast<int>(group.size()), InterNode(group))
+                  static_cast<int>(group.size()), cost::SpanOf(est_.device(), group))
             .seconds;
     }
     return est_.OpTime(*sig).seconds;
@@ -197,12 +197,6 @@ class StageBalancer {
     if (!t.ok()) return t.status().WithContext(StrCat("balance-stages: pricing ", op.type));
     unit_seconds_[unit] += *t;
     return OkStatus();
-  }
-
-  bool InterNode(const std::vector<int>& group) const {
-    for (int r : group)
-      if (!cost::SameNode(est_.device(), group.front(), r)) return true;
-    return false;
   }
 
   // Bytes of the activations each cut sends forward (their gradients come back alike) and
@@ -241,7 +235,10 @@ class StageBalancer {
       crossing_bytes_[c] = running;
       // The next stage's first rank: whether the link between them leaves the node.
       const bool inter = !cost::SameNode(est_.device(), 0, layout_.PipelinePeer(0, 1));
-      boundary_[c] = 2 * est_.comm().Time(cost::CommKind::kSendRecv, running, 2, inter).seconds;
+      boundary_[c] =
+          2 * est_.comm()
+                  .Time(cost::CommKind::kSendRecv, running, 2, cost::GroupSpan::Pair(inter))
+                  .seconds;
     }
     prefix_.assign(n + 1, 0);
     for (int u = 0; u < n; ++u) prefix_[u + 1] = prefix_[u] + unit_seconds_[u];

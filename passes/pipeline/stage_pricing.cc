@@ -51,10 +51,10 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
   for (int s = 0; s + 1 < n; ++s) {
     if (stages.stage_to_rank[s] == stages.stage_to_rank[s + 1]) continue;
     const bool inter_node = !cost::SameNode(estimator.device(), rank_of(s), rank_of(s + 1));
-    costs.comm = std::max(
-        costs.comm,
-        1e3 *
-            estimator.comm().Time(cost::CommKind::kSendRecv, sent_bytes[s], 2, inter_node).seconds);
+    costs.comm = std::max(costs.comm, 1e3 * estimator.comm()
+                                                .Time(cost::CommKind::kSendRecv, sent_bytes[s], 2,
+                                                      cost::GroupSpan::Pair(inter_node))
+                                                .seconds);
   }
   return costs;
 }

@@ -35,7 +35,7 @@ int BestBlocks(DataType dtype, double rows_in_bytes, double compute_seconds,
       const double bytes = reduce.bytes / k;
       const double comm = estimator.comm()
                               .Time(cost::CommKind::kAllReduce, bytes,
-                                    static_cast<int>(reduce.group.size()), reduce.inter_node)
+                                    static_cast<int>(reduce.group.size()), reduce.span)
                               .seconds;
       chain.push_back(ChainOp{compute_seconds / k, false, -1});
       reduced.push_back(static_cast<int>(chain.size()));

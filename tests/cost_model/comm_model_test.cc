@@ -30,23 +30,25 @@ TEST(CommModel, UsesFitsThenScalesToOtherGroupSizes) {
   DeviceSpec d = *BuiltinDeviceSpec("cpu");
   CommFit two = FitCommSamples("all_reduce", 2, {{1e3, 21e-6, 0}, {1e6, 1.02e-3, 0}});
   CommModel m(d, {two});
-  CommEstimate e = m.Time(CommKind::kAllReduce, 1e6, 2, false);
+  CommEstimate e = m.Time(CommKind::kAllReduce, 1e6, 2, GroupSpan::Pair(false));
   EXPECT_TRUE(e.from_fit);
   EXPECT_NEAR(e.seconds, 1.02e-3, 1e-9);
   // Four ranks: the same two latency steps (member order), 1.5x the bytes per rank.
-  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e6, 4, false).seconds,
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e6, 4, GroupSpan::Pair(false)).seconds,
               two.alpha() + 1.5 * two.beta() * 1e6, 1e-12);
-  EXPECT_EQ(m.Time(CommKind::kAllReduce, 1e6, 1, false).seconds, 0);
+  EXPECT_EQ(m.Time(CommKind::kAllReduce, 1e6, 1, GroupSpan::Pair(false)).seconds, 0);
 }
 
 TEST(CommModel, FallsBackToTheDeviceLinks) {
+  // A spec without collective protocols: the plain latency-bandwidth model.
   DeviceSpec d = *BuiltinDeviceSpec("h100");
+  d.clear_collective_protocols();
   CommModel m(d, {});
-  CommEstimate p2p = m.Time(CommKind::kSendRecv, 450e6, 2, false);
+  CommEstimate p2p = m.Time(CommKind::kSendRecv, 450e6, 2, GroupSpan::Pair(false));
   EXPECT_FALSE(p2p.from_fit);
   EXPECT_NEAR(p2p.seconds, d.intra_node_latency() + 1e-3, 1e-9);
   // The member-order all-reduce: two steps of latency at any group size, the ring's bytes.
-  CommEstimate reduce = m.Time(CommKind::kAllReduce, 8e6, 8, true);
+  CommEstimate reduce = m.Time(CommKind::kAllReduce, 8e6, 8, GroupSpan::Pair(true));
   EXPECT_NEAR(reduce.seconds,
               2 * d.inter_node_latency() + 2.0 * 7 / 8 * 8e6 / d.inter_node_bandwidth(), 1e-12);
 }
@@ -56,22 +58,27 @@ TEST(CommModel, InterpolatesMeasuredSizesAndUsesTheirMeans) {
   CommFit fit = FitCommSamples(
       "send_recv", 2, {{4096, 50e-6, 0, 60e-6}, {8192, 2e-3, 0, 2e-3}, {65536, 2.1e-3, 0, 2.2e-3}});
   CommModel m(*BuiltinDeviceSpec("cpu"), {fit});
-  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 4096, 2, false).seconds, 60e-6, 1e-12);  // the mean
-  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 8192, 2, false).seconds, 2e-3, 1e-12);
-  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 6144, 2, false).seconds, (60e-6 + 2e-3) / 2, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 4096, 2, GroupSpan::Pair(false)).seconds, 60e-6,
+              1e-12);  // the mean
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 8192, 2, GroupSpan::Pair(false)).seconds, 2e-3, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 6144, 2, GroupSpan::Pair(false)).seconds,
+              (60e-6 + 2e-3) / 2, 1e-12);
   // Beyond the samples: the fit's line.
-  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 1e6, 2, false).seconds, fit.alpha() + fit.beta() * 1e6,
-              1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 1e6, 2, GroupSpan::Pair(false)).seconds,
+              fit.alpha() + fit.beta() * 1e6, 1e-12);
 }
 
 TEST(CommModel, PricesUnderTheLoadItMeets) {
   CommFit idle = FitCommSamples("all_reduce", 2, {{1e3, 4e-3, 0}, {1e5, 4e-3, 0}}, 0);
   CommFit busy = FitCommSamples("all_reduce", 2, {{1e3, 0.2e-3, 0}, {1e5, 0.2e-3, 0}}, 2);
   CommModel m(*BuiltinDeviceSpec("cpu"), {idle, busy});
-  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 0).seconds, 4e-3, 1e-12);
-  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 2).seconds, 0.2e-3, 1e-12);
-  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 1).seconds, 2.1e-3, 1e-12);
-  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, false, 5).seconds, 0.2e-3, 1e-12);  // beyond
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, GroupSpan::Pair(false), 0).seconds, 4e-3, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, GroupSpan::Pair(false), 2).seconds, 0.2e-3,
+              1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, GroupSpan::Pair(false), 1).seconds, 2.1e-3,
+              1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kAllReduce, 1e4, 2, GroupSpan::Pair(false), 5).seconds, 0.2e-3,
+              1e-12);  // beyond
 }
 
 // Stands in for the measuring run: two all-reduces and a transfer after the first step.
@@ -113,11 +120,11 @@ TEST(CommProfiler, FitsWhatTheRunMeasured) {
   // 10 ms of process CPU less 2 x 2 ms of compute, over 6 rank-operations (2 per op).
   EXPECT_NEAR(ar.cpu_per_op(), 1e-3, 1e-12);
   CommModel m(*BuiltinDeviceSpec("cpu"), *fits);
-  CommEstimate e = m.Time(CommKind::kAllReduce, 4096, 2, false);
+  CommEstimate e = m.Time(CommKind::kAllReduce, 4096, 2, GroupSpan::Pair(false));
   EXPECT_NEAR(e.seconds, 1.1e-3, 1e-12);  // the mean of the two
   EXPECT_NEAR(e.cpu, 1e-3, 1e-12);
   EXPECT_NEAR(e.straggle, 0.2e-3, 1e-12);
-  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 8192, 2, false).seconds, 0.5e-3, 1e-12);
+  EXPECT_NEAR(m.Time(CommKind::kSendRecv, 8192, 2, GroupSpan::Pair(false)).seconds, 0.5e-3, 1e-12);
   o.steps = 1;  // nothing left to measure after the warm-up step
   EXPECT_FALSE(ProfileComm(bench, plan, o).ok());
 }
