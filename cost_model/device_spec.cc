@@ -59,6 +59,16 @@ void AddFraction(DeviceSpec& spec, const char* dtype, double fraction) {
   f->set_fraction(fraction);
 }
 
+// How a flash-attention kernel's speed grows with the sequence and the head size, fitted to
+// FlashAttention-3's forward on an H100 (Shah et al. 2024, the paper's head-dim 64 and 128
+// figures: 467 TFLOP/s at 512 tokens to 648 at 16k for head size 128, within 5 % at every
+// length; 497 at head size 64 against 648 at 128). FlashAttention-2's curves on an A100 (Dao
+// 2023) have the same shape; the A100 uses the same constants.
+void FlashAttentionShapes(DeviceSpec& s) {
+  s.set_attention_half_sequence(200);
+  s.set_attention_half_head_dim(56);
+}
+
 // The kernel model of a Hopper GPU (cost_model/kernel_model.h). GEMMs: fitted to pipeweave's
 // own cuBLAS measurements on an H100 80GB HBM3 and an H200 (cost_model/data/, 102 GEMMs of
 // GPT-3 6.7B to 175B layers at mp 1 to 8): waves of 128 x 128 tiles on 132 SMs, 2.5 us a
@@ -78,6 +88,7 @@ void HopperKernels(DeviceSpec& s) {
   AddFraction(s, "f16", 0.875);
   AddFraction(s, "f32", 0.794);
   s.set_attention_efficiency(0.5);
+  FlashAttentionShapes(s);
   s.set_bandwidth_efficiency(0.9);
   s.set_bandwidth_half_bytes(8 * kMiB);
 }
@@ -184,6 +195,7 @@ DeviceSpec A100Spec() {
   AddFraction(s, "f16", 0.85);
   AddFraction(s, "f32", 0.9);
   s.set_attention_efficiency(0.55);
+  FlashAttentionShapes(s);
   s.set_bandwidth_efficiency(0.87);
   s.set_bandwidth_half_bytes(6 * kMiB);
   // Collectives: NCCL's tuner caps an A100's bus bandwidth at 235 GB/s of NVLink 3's 300
@@ -262,6 +274,8 @@ Status ValidateDeviceSpec(const DeviceSpec& s) {
     return InvalidArgument("device spec '", s.name(), "': efficiencies must be in [0, 1]");
   PW_RETURN_IF_ERROR(non_negative("gemm_wave_overhead", s.gemm_wave_overhead()));
   PW_RETURN_IF_ERROR(non_negative("bandwidth_half_bytes", s.bandwidth_half_bytes()));
+  PW_RETURN_IF_ERROR(non_negative("attention_half_sequence", s.attention_half_sequence()));
+  PW_RETURN_IF_ERROR(non_negative("attention_half_head_dim", s.attention_half_head_dim()));
   if (s.attention_efficiency() < 0 || s.attention_efficiency() > 1)
     return InvalidArgument("device spec '", s.name(), "': attention_efficiency must be in [0, 1]");
   for (const auto& f : s.gemm_efficiency())

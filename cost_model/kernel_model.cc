@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace pw::cost {
 namespace {
@@ -17,7 +18,34 @@ double DtypeFractionOf(
   return fallback;
 }
 
+bool IsAttention(const std::string& type) {
+  return type == "attention" || type == "attention_grad" || type == "gqa_attention" ||
+         type == "gqa_attention_grad";
+}
+
 }  // namespace
+
+std::optional<AttentionShape> AttentionShapeOf(const OpSignature& sig) {
+  if (!IsAttention(sig.op_type) || sig.inputs.empty()) return std::nullopt;
+  const size_t at = sig.variant.find("num_heads=");
+  if (at == std::string::npos) return std::nullopt;
+  const double heads = std::atof(sig.variant.c_str() + at + 10);
+  const Shape& x = sig.inputs[0].shape;  // QKV [B, S, 3 h d] or Q [B, S, h d]
+  if (heads <= 0 || x.size() != 3) return std::nullopt;
+  const double packed = sig.op_type.rfind("gqa_", 0) == 0 ? 1 : 3;
+  AttentionShape a{static_cast<double>(x[1]), static_cast<double>(x[2]) / (packed * heads)};
+  if (!(a.sequence > 0 && a.head_dim > 0)) return std::nullopt;
+  return a;
+}
+
+double AttentionEfficiency(const DeviceSpec& spec, const AttentionShape& a) {
+  double e = spec.attention_efficiency();
+  if (spec.attention_half_sequence() > 0)
+    e *= a.sequence / (a.sequence + spec.attention_half_sequence());
+  if (const double h = spec.attention_half_head_dim(); h > 0)
+    e *= (a.head_dim / (a.head_dim + h)) / (128 / (128 + h));
+  return std::min(1.0, e);
+}
 
 std::optional<GemmShape> GemmShapeOf(const OpSignature& sig) {
   const bool trans_x = sig.variant.find("trans_x=1") != std::string::npos;
@@ -72,10 +100,11 @@ double KernelTime(const DeviceSpec& spec, const OpSignature& sig) {
   double compute = 0;
   if (peak > 0 && sig.flops > 0) {
     double efficiency = spec.flops_efficiency() > 0 ? spec.flops_efficiency() : 1;
-    if ((sig.op_type == "attention" || sig.op_type == "attention_grad" ||
-         sig.op_type == "gqa_attention" || sig.op_type == "gqa_attention_grad") &&
-        spec.attention_efficiency() > 0)
+    if (IsAttention(sig.op_type) && spec.attention_efficiency() > 0) {
       efficiency = spec.attention_efficiency();
+      if (std::optional<AttentionShape> a = AttentionShapeOf(sig))
+        efficiency = AttentionEfficiency(spec, *a);
+    }
     compute = sig.flops / (peak * efficiency);
     if (std::optional<GemmShape> g = GemmShapeOf(sig)) compute = GemmSeconds(spec, sig.dtype, *g);
   }

@@ -2,10 +2,10 @@
 // What a GPU kernel reaches, by shape: a GEMM runs in waves of output tiles, so its
 // efficiency falls with wave quantization (the last wave leaves multiprocessors idle) and
 // with a short reduction (each wave pays a fixed prologue); the fused attention op reaches a
-// fraction of peak of its own; bandwidth-bound kernels reach their bandwidth only when they move
-// enough bytes to cover their ramp-up. Used by the estimator's roofline when the device spec sets
-// `multiprocessors`; the CPU and specs without it keep the flat roofline (DeviceSpec
-// flops_efficiency and bandwidth_efficiency).
+// fraction of peak of its own, growing with the sequence and the head size; bandwidth-bound kernels
+// reach their bandwidth only when they move enough bytes to cover their ramp-up. Used by the
+// estimator's roofline when the device spec sets `multiprocessors`; the CPU and specs without it
+// keep the flat roofline (DeviceSpec flops_efficiency and bandwidth_efficiency).
 
 #include <optional>
 
@@ -24,6 +24,16 @@ std::optional<GemmShape> GemmShapeOf(const OpSignature& sig);
 
 // Seconds of a GEMM of `shape` on `spec`: waves of output tiles (DeviceSpec's kernel model).
 double GemmSeconds(const DeviceSpec& spec, DataType dtype, const GemmShape& shape);
+
+// The sequence length and head size of an attention signature; nullopt for other ops.
+struct AttentionShape {
+  double sequence = 0, head_dim = 0;
+};
+std::optional<AttentionShape> AttentionShapeOf(const OpSignature& sig);
+
+// The fraction of peak the fused attention kernel reaches at `shape` (DeviceSpec
+// attention_efficiency, attention_half_sequence, attention_half_head_dim).
+double AttentionEfficiency(const DeviceSpec& spec, const AttentionShape& shape);
 
 // Seconds of one op on a GPU spec with a kernel model (spec.multiprocessors() > 0).
 double KernelTime(const DeviceSpec& spec, const OpSignature& sig);

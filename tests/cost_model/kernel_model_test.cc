@@ -132,3 +132,48 @@ TEST(KernelModelTest, ASpecWithAKernelModelButNoCurvesIsRefused) {
 
 }  // namespace
 }  // namespace pw::cost
+
+namespace pw::cost {
+namespace {
+
+OpSignature Attention(int64_t seq, int64_t heads, int64_t head_dim) {
+  OpSignature sig;
+  sig.op_type = "attention";
+  sig.dtype = DataType::kBFloat16;
+  sig.variant = "causal=1,num_heads=" + std::to_string(heads);
+  sig.inputs = {TensorType{DataType::kBFloat16, {1, seq, 3 * heads * head_dim}}};
+  sig.flops = 4.0 * heads * seq * seq * head_dim;
+  return sig;
+}
+
+TEST(KernelModelTest, AttentionSpeedGrowsWithTheSequenceAndTheHeadSize) {
+  // FlashAttention-3's forward on an H100 (Shah et al. 2024): head size 128 at 512 tokens
+  // 467 TFLOP/s against 648 at 16k; head size 64 at 16k 497.
+  DeviceSpec h100 = *BuiltinDeviceSpec("h100");
+  auto eff = [&](int64_t seq, int64_t d) {
+    auto shape = AttentionShapeOf(Attention(seq, 2048 / d, d));
+    EXPECT_TRUE(shape.has_value());
+    EXPECT_EQ(shape->sequence, seq);
+    EXPECT_EQ(shape->head_dim, d);
+    return AttentionEfficiency(h100, *shape);
+  };
+  EXPECT_NEAR(eff(512, 128) / eff(16384, 128), 467.0 / 648, 0.05 * 467 / 648);
+  EXPECT_NEAR(eff(2048, 128) / eff(16384, 128), 625.0 / 648, 0.05 * 625 / 648);
+  EXPECT_NEAR(eff(16384, 64) / eff(16384, 128), 497.0 / 648, 0.03 * 497 / 648);
+  // Long sequences at head size 128 reach the spec's efficiency.
+  EXPECT_NEAR(eff(1 << 20, 128), h100.attention_efficiency(), 0.001);
+  // The kernel time follows it.
+  const double t512 = KernelTime(h100, Attention(512, 16, 128));
+  const double t16k = KernelTime(h100, Attention(16384, 16, 128));
+  EXPECT_NEAR((t512 / Attention(512, 16, 128).flops) / (t16k / Attention(16384, 16, 128).flops),
+              eff(16384, 128) / eff(512, 128), 0.01);
+  // Grouped-query attention reads its head size from Q [B, S, h d].
+  OpSignature gqa = Attention(4096, 32, 128);
+  gqa.op_type = "gqa_attention";
+  gqa.inputs[0].shape = {1, 4096, 32 * 128};
+  ASSERT_TRUE(AttentionShapeOf(gqa).has_value());
+  EXPECT_EQ(AttentionShapeOf(gqa)->head_dim, 128);
+}
+
+}  // namespace
+}  // namespace pw::cost
