@@ -1,10 +1,10 @@
-#include "tools/ab_compare.h"
+#include "ab/ab_compare.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-namespace pw::tools {
+namespace pw::ab {
 namespace {
 
 // 0 for equal values (NaN and NaN included), infinite when only one is NaN.
@@ -100,4 +100,4 @@ ParamComparison CompareTensors(const std::map<std::string, Tensor>& a,
   return out;
 }
 
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -11,7 +11,7 @@
 #include "ir/status.h"
 #include "ops/tensor.h"
 
-namespace pw::tools {
+namespace pw::ab {
 
 struct LossComparison {
   bool bit_identical = true;
@@ -42,4 +42,4 @@ struct ParamComparison {
 ParamComparison CompareTensors(const std::map<std::string, Tensor>& a,
                                const std::map<std::string, Tensor>& b, const std::string& where);
 
-}  // namespace pw::tools
+}  // namespace pw::ab

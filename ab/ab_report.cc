@@ -1,11 +1,11 @@
-#include "tools/ab_report.h"
+#include "ab/ab_report.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "cost_model/chrome_trace.h"
+#include "viz/chrome_trace.h"
 
-namespace pw::tools {
+namespace pw::ab {
 namespace {
 
 constexpr cost::CommClass kClasses[] = {cost::CommClass::kMpForward, cost::CommClass::kMpBackward,
@@ -294,4 +294,4 @@ std::string AbReportTable(const AbReport& report) {
   return out;
 }
 
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -22,10 +22,10 @@
 #include <optional>
 #include <string>
 
-#include "tools/ab_run.h"
-#include "tools/ab_sim.h"
+#include "ab/ab_run.h"
+#include "ab/ab_sim.h"
 
-namespace pw::tools {
+namespace pw::ab {
 
 struct AbReport {
   std::string module_path;
@@ -52,4 +52,4 @@ double Ratio(double a, double b);
 std::string AbReportTable(const AbReport& report);
 std::string AbReportJson(const AbReport& report);
 
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -1,4 +1,4 @@
-#include "tools/ab_run.h"
+#include "ab/ab_run.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,12 +14,11 @@
 #include "executor/comm/kv_store.h"
 #include "executor/launcher.h"
 #include "executor/rank_process.h"
+#include "executor/run_report.h"
 #include "executor/tensor_file.h"
 #include "executor/watchdog.h"
-#include "tools/progress_bar.h"
-#include "tools/run_report.h"
 
-namespace pw::tools {
+namespace pw::ab {
 namespace {
 
 namespace fs = std::filesystem;
@@ -215,6 +214,7 @@ StatusOr<MeasuredRound> RunRound(const AbRunSettings& s, const RoundPlace& place
   if (ec) return Internal("cannot create ", place.dir.string(), ": ", ec.message());
 
   LaunchOptions options;
+  options.executable = s.rank_program;
   options.nproc = s.nproc;
   options.run_dir = place.dir.string();
   options.grace = std::chrono::seconds(5);  // ranks obey an abort within a poll
@@ -300,7 +300,9 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
   if (s.steps < 2) return InvalidArgument("--steps must be >= 2 (the first is warm-up)");
   if (s.rounds < 1) return InvalidArgument("--rounds must be >= 1");
   MeasuredAB out;
-  ProgressBar bar("ab --run");
+  auto progress = [&](size_t done, size_t total, const std::string& detail) {
+    if (s.on_progress) s.on_progress(done, total, detail);
+  };
   const size_t total = 2 * static_cast<size_t>(s.rounds) * s.steps;
   size_t done = 0;
   for (int round = 0; round < s.rounds; ++round) {
@@ -308,9 +310,9 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
                             {'B', round, fs::path(s.run_dir) / StrCat("round", round + 1, "_b")}};
     for (const RoundPlace& place : places) {
       const std::string detail = StrCat("round ", round + 1, "/", s.rounds, ", plan ", place.plan);
-      bar.Update(done, total, detail);
+      progress(done, total, detail);
       PW_ASSIGN_OR_RETURN(MeasuredRound measured,
-                          RunRound(s, place, [&] { bar.Update(++done, total, detail); }));
+                          RunRound(s, place, [&] { progress(++done, total, detail); }));
       (place.plan == 'A' ? out.a : out.b).rounds.push_back(std::move(measured));
     }
     // Losses that part are an error at once, not after the remaining rounds.
@@ -326,11 +328,10 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
       for (const RoundPlace& place : places) fs::remove_all(place.dir, ignored);
     }
   }
-  bar.Finish();
   Summarize(out.a);
   Summarize(out.b);
   out.step_ratio = BootstrapMedianRatio(out.a.timed_steps_ms, out.b.timed_steps_ms);
   return out;
 }
 
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -7,14 +7,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "ab/ab_compare.h"
+#include "ab/ab_stats.h"
 #include "ir/status.h"
-#include "tools/ab_compare.h"
-#include "tools/ab_stats.h"
 
-namespace pw::tools {
+namespace pw::ab {
 
 struct AbRunSettings {
   std::string module_a, module_b;  // prepared module files the ranks load
@@ -31,6 +32,13 @@ struct AbRunSettings {
   std::chrono::seconds stall_timeout{120};
   std::string run_dir;       // each round's store, logs and saved parameters go under it
   bool keep_rounds = false;  // else a round pair's directories go once compared
+  // Every rank process is this program with `ab-rank LOG_DIR LABEL run-parallel MODULE ...`:
+  // the pipeweave command line (tools/cmd_ab_rank.cc). The default is the calling process
+  // itself, which is right inside `pipeweave`; an embedding program names the installed
+  // `pipeweave` binary.
+  std::string rank_program = "/proc/self/exe";
+  // Called as steps finish (`done` of `total` over all rounds); may be empty.
+  std::function<void(size_t done, size_t total, const std::string& detail)> on_progress;
 };
 
 struct MeasuredRound {
@@ -62,4 +70,4 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& settings);
 // OK when the losses are bit-identical or within `tolerance`; else the error names the step.
 Status CheckLosses(const LossComparison& losses, double tolerance);
 
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -1,12 +1,12 @@
-#include "tools/ab_sim.h"
+#include "ab/ab_sim.h"
 
 #include <algorithm>
 
-#include "cost_model/memory_fit.h"
 #include "executor/sequential_plan.h"
 #include "ops/registry.h"
+#include "simulator/memory_fit.h"
 
-namespace pw::tools {
+namespace pw::ab {
 
 SimFigures FiguresOf(const cost::SimResult& result) {
   SimFigures f;
@@ -47,4 +47,4 @@ StatusOr<SimulatedPlan> SimulatePlan(const Module& module,
   return out;
 }
 
-}  // namespace pw::tools
+}  // namespace pw::ab

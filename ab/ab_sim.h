@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "cost_model/estimator.h"
-#include "cost_model/sim_graph.h"
-#include "cost_model/simulator.h"
 #include "ir/module.h"
 #include "ir/stream_type.h"
+#include "simulator/sim_graph.h"
+#include "simulator/simulator.h"
 
-namespace pw::tools {
+namespace pw::ab {
 
 // Milliseconds; the worst rank key by key (SimResult's aggregation).
 struct SimFigures {
@@ -28,7 +28,7 @@ struct SimFigures {
   std::vector<int64_t> peak_bytes;  // per rank
   int64_t max_peak_bytes = 0;
   int worst_exposed_rank = 0;  // the rank with the most exposed communication
-  bool fits = true;            // every rank fits the device's memory (cost/memory_fit.h)
+  bool fits = true;            // every rank fits the device's memory (simulator/memory_fit.h)
   std::string memory_summary;  // MemoryFit::Summary()
 };
 
@@ -48,4 +48,4 @@ StatusOr<SimulatedPlan> SimulatePlan(const Module& module,
 
 SimFigures FiguresOf(const cost::SimResult& result);
 
-}  // namespace pw::tools
+}  // namespace pw::ab

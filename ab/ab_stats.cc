@@ -1,4 +1,4 @@
-#include "tools/ab_stats.h"
+#include "ab/ab_stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "ir/status.h"
 
-namespace pw::tools {
+namespace pw::ab {
 namespace {
 
 // SplitMix64: a small generator whose sequence is the same on every platform (the
@@ -100,4 +100,4 @@ std::string Verdict(const RatioInterval& r) {
   return Format("no difference found (B/A %.3f [%.3f, %.3f])", r.ratio, r.low, r.high);
 }
 
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace pw::tools {
+namespace pw::ab {
 
 // The median of `values` (the mean of the two middle ones for an even count); NaN when
 // empty.
@@ -45,4 +45,4 @@ RatioInterval BootstrapMedianRatio(const std::vector<double>& a, const std::vect
 // kMinSamplesForVerdict samples, "no verdict from 2 timed steps per plan (6 needed)".
 std::string Verdict(const RatioInterval& interval);
 
-}  // namespace pw::tools
+}  // namespace pw::ab

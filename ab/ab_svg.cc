@@ -1,13 +1,13 @@
-#include "tools/ab_svg.h"
+#include "ab/ab_svg.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
 
-#include "cost_model/sim_svg.h"
+#include "viz/sim_svg.h"
 
-namespace pw::tools {
+namespace pw::ab {
 namespace {
 
 struct SvgRoot {
@@ -68,8 +68,8 @@ std::string Num(double v) {
 
 StatusOr<std::string> RankTimelineSvg(const Module& module, const SimulatedPlan& plan, int rank,
                                       const std::string& title, double time_scale_end) {
-  return cost::SimRankLanesSvg(plan.sequential ? *plan.sequential : module, plan.graph,
-                               plan.result, rank, title, time_scale_end);
+  return cost::SimRankLanesSvg(plan.sequential ? *plan.sequential : module, plan.graph, plan.result,
+                               rank, title, time_scale_end);
 }
 
 StatusOr<std::string> StackSvgs(const std::string& top, const std::string& bottom) {
@@ -85,4 +85,4 @@ StatusOr<std::string> StackSvgs(const std::string& top, const std::string& botto
   return out;
 }
 
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "tools/ab_sim.h"
+#include "ab/ab_sim.h"
 
-namespace pw::tools {
+namespace pw::ab {
 
 // One rank's simulated timeline, one lane per stream it uses, its time axis running to
 // `time_scale_end` seconds (cost::SimRankLanesSvg).
@@ -16,4 +16,4 @@ StatusOr<std::string> RankTimelineSvg(const Module& module, const SimulatedPlan&
 // <svg> elements, the second offset by the height of the first.
 StatusOr<std::string> StackSvgs(const std::string& top, const std::string& bottom);
 
-}  // namespace pw::tools
+}  // namespace pw::ab

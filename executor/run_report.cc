@@ -1,4 +1,4 @@
-#include "tools/run_report.h"
+#include "executor/run_report.h"
 
 #include <stdlib.h>
 
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
-namespace pw::tools {
+namespace pw {
 
 std::string StepReportLine(const RankStepReport& r) {
   char loss[64];
@@ -36,4 +36,4 @@ StatusOr<std::string> MakeRunDir(const std::string& prefix) {
   return tmpl;
 }
 
-}  // namespace pw::tools
+}  // namespace pw

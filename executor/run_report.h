@@ -9,7 +9,7 @@
 #include "executor/rank_runner.h"
 #include "ir/status.h"
 
-namespace pw::tools {
+namespace pw {
 
 std::string StepReportLine(const RankStepReport& report);  // ends with '\n'
 // False for a line that is not a step report (`report->rank` is left as it is).
@@ -18,4 +18,4 @@ bool ParseStepReport(const std::string& line, RankStepReport* report);
 // A new directory for a run's store and files: <temp dir>/<prefix>-XXXXXX.
 StatusOr<std::string> MakeRunDir(const std::string& prefix);
 
-}  // namespace pw::tools
+}  // namespace pw

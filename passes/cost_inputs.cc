@@ -1,11 +1,11 @@
-#include "tools/cost_inputs.h"
+#include "passes/cost_inputs.h"
 
-#include "cost_model/simulator.h"
 #include "ir/proto_io.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
+#include "simulator/simulator.h"
 
-namespace pw::tools {
+namespace pw {
 namespace {
 
 bool HasBackward(const Module& module) {
@@ -48,4 +48,4 @@ void AttachCostModel(std::shared_ptr<cost::Estimator> estimator, PassContext& co
   context.Attach(std::move(estimator));
 }
 
-}  // namespace pw::tools
+}  // namespace pw

@@ -10,7 +10,7 @@
 #include "ir/module.h"
 #include "passes/pass_context.h"
 
-namespace pw::tools {
+namespace pw {
 
 // Loads `path`; runs `pipeline` when given, else append-backward (its defaults) when the
 // module has no backward ops yet. With an estimator, the passes that price their choices
@@ -26,4 +26,4 @@ StatusOr<std::shared_ptr<cost::Estimator>> MakeEstimator(const std::string& devi
 // candidate rewrite (context.Find<cost::Estimator>(), context.Find<cost::Simulator>()).
 void AttachCostModel(std::shared_ptr<cost::Estimator> estimator, PassContext& context);
 
-}  // namespace pw::tools
+}  // namespace pw

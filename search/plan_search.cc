@@ -1,4 +1,4 @@
-#include "tools/plan_search.h"
+#include "search/plan_search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,18 +8,18 @@
 #include <set>
 #include <tuple>
 
-#include "cost_model/action_simulator.h"
-#include "cost_model/memory_fit.h"
 #include "cost_model/op_price.h"
-#include "cost_model/simulator.h"
 #include "ir/plan_actions.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
 #include "passes/pass_registry.h"
 #include "passes/pipeline/module_stages.h"
-#include "tools/cost_inputs.h"
+#include "simulator/action_simulator.h"
+#include "simulator/memory_fit.h"
+#include "simulator/simulator.h"
 
-namespace pw::tools {
+namespace pw::search {
 namespace {
 
 // The schedule pass's kinds a search tries (csv is the user's own file), and whether they
@@ -376,14 +376,16 @@ StatusOr<ActionLevelBest> BestActionLevelKind(const Module& module,
   return search.BestKind();
 }
 
-StatusOr<TuneResult> TunePlan(const Module& module,
-                              std::shared_ptr<const cost::Estimator> estimator,
-                              const TuneOptions& options) {
+StatusOr<TuneResult> Tune(const Module& module, const TuneOptions& options) {
+  if (!options.estimator)
+    return InvalidArgument(
+        "Tune needs TuneOptions::estimator (the device and op costs to price "
+        "plans with: MakeEstimator)");
   if (!module.plan.empty())
     return FailedPrecondition("module '", module.name,
                               "' already has a plan: tune starts from an unplanned module");
-  Search search(module, std::move(estimator), options);
+  Search search(module, options.estimator, options);
   return search.Run();
 }
 
-}  // namespace pw::tools
+}  // namespace pw::search

@@ -24,11 +24,13 @@
 #include "cost_model/estimator.h"
 #include "ir/module.h"
 
-namespace pw::tools {
+namespace pw::search {
 
 struct TuneOptions {
+  // The device and op costs plans are priced with (passes/cost_inputs.h: MakeEstimator).
+  std::shared_ptr<const cost::Estimator> estimator;
   int micro_batches = 0;
-  // Plans that do not fit are dropped (cost/memory_fit.h): against this many bytes per
+  // Plans that do not fit are dropped (simulator/memory_fit.h): against this many bytes per
   // rank, or with 0 against the estimator's device (its capacity; no check without one).
   int64_t mem_limit_bytes = 0;
   int top = 5;            // plans reported
@@ -72,8 +74,7 @@ StatusOr<ActionLevelBest> BestActionLevelKind(const Module& module,
                                               std::shared_ptr<const cost::Estimator> estimator,
                                               int micro_batches);
 
-StatusOr<TuneResult> TunePlan(const Module& module,
-                              std::shared_ptr<const cost::Estimator> estimator,
-                              const TuneOptions& options);
+// The whole search on `module`: its best plans, fastest first, each a pass pipeline.
+StatusOr<TuneResult> Tune(const Module& module, const TuneOptions& options);
 
-}  // namespace pw::tools
+}  // namespace pw::search

@@ -1,8 +1,8 @@
-#include "tools/tune_shapes.h"
+#include "search/tune_shapes.h"
 
 #include "models/parallel_blocks.h"
 
-namespace pw::tools {
+namespace pw::search {
 namespace {
 
 constexpr int kMaxChunksPerRank = 8;
@@ -114,4 +114,4 @@ std::vector<ShapeChoice> ShapeChoices(const models::ModelRecipe& built, int64_t 
   return choices;
 }
 
-}  // namespace pw::tools
+}  // namespace pw::search

@@ -12,7 +12,7 @@
 #include "ir/status.h"
 #include "models/model_recipe.h"
 
-namespace pw::tools {
+namespace pw::search {
 
 struct ShapeChoice {
   models::ModelRecipe recipe;
@@ -29,4 +29,4 @@ std::vector<ShapeChoice> ShapeChoices(const models::ModelRecipe& built, int64_t 
 // "gpt --layers 32 --hidden 4096 ... --vpp 2 --placement v": build-model's arguments.
 std::string BuildModelArgs(const models::ModelRecipe& recipe);
 
-}  // namespace pw::tools
+}  // namespace pw::search

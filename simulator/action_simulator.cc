@@ -1,4 +1,4 @@
-#include "cost_model/action_simulator.h"
+#include "simulator/action_simulator.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "cost_model/memory_fit.h"
+#include "simulator/memory_fit.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cost_model/device_spec.h"
-#include "cost_model/simulator.h"
+#include "simulator/simulator.h"
 
 namespace pw::cost {
 

@@ -1,4 +1,4 @@
-#include "cost_model/sim_graph.h"
+#include "simulator/sim_graph.h"
 
 #include <algorithm>
 #include <map>

@@ -1,12 +1,12 @@
-#include "cost_model/simulator.h"
+#include "simulator/simulator.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <queue>
 
-#include "cost_model/interval_set.h"
-#include "cost_model/memory_fit.h"
+#include "simulator/interval_set.h"
+#include "simulator/memory_fit.h"
 
 namespace pw::cost {
 namespace {

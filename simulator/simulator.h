@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "cost_model/estimator.h"
-#include "cost_model/sim_graph.h"
+#include "simulator/sim_graph.h"
 
 namespace pw::cost {
 

@@ -1,22 +1,28 @@
 // `pipeweave tune MODULE... --ranks N`: searches the plan choices of modules with the
-// simulators and prints the best few as pass pipelines (tools/plan_search.h).
+// simulators and prints the best few as pass pipelines (search/plan_search.h).
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 
-#include "cost_model/chrome_trace.h"
 #include "ir/proto_io.h"
 #include "models/model_recipe.h"
+#include "passes/cost_inputs.h"
+#include "search/plan_search.h"
+#include "search/tune_shapes.h"
 #include "tools/command.h"
-#include "tools/cost_inputs.h"
 #include "tools/flags.h"
-#include "tools/plan_search.h"
-#include "tools/tune_shapes.h"
+#include "viz/chrome_trace.h"
 
 namespace pw::tools {
 namespace {
+
+using search::ActionLevelBest;
+using search::ShapeChoice;
+using search::TunedPlan;
+using search::TuneOptions;
+using search::TuneResult;
 
 constexpr const char* kUsage =
     "pipeweave tune MODULE [MODULE...] --ranks N [--device cpu|h100|a100|SPEC_FILE (cpu)]\n"
@@ -243,14 +249,15 @@ Status AddShapes(Report& report, std::shared_ptr<const cost::Estimator> estimato
     return OkStatus();
   }
   PW_ASSIGN_OR_RETURN(ActionLevelBest as_built,
-                      BestActionLevelKind(built.module, estimator, built.micro_batches));
+                      search::BestActionLevelKind(built.module, estimator, built.micro_batches));
   report.as_built = as_built;
   std::vector<Module> modules;
-  for (ShapeChoice& choice : ShapeChoices(*recipe, global_batch, built.module.mesh.dp)) {
+  for (ShapeChoice& choice : search::ShapeChoices(*recipe, global_batch, built.module.mesh.dp)) {
     StatusOr<Module> module = models::BuildFromRecipe(choice.recipe);
     if (!module.ok()) continue;  // a shape the builder refuses (e.g. heads over mp)
     module->mesh.dp = built.module.mesh.dp;
-    StatusOr<ActionLevelBest> best = BestActionLevelKind(*module, estimator, choice.micro_batches);
+    StatusOr<ActionLevelBest> best =
+        search::BestActionLevelKind(*module, estimator, choice.micro_batches);
     if (!best.ok()) continue;
     report.shapes.push_back(RankedShape{std::move(choice), *best});
     modules.push_back(std::move(*module));
@@ -323,6 +330,7 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
   }
   for (Variant& v : report.variants) {
     TuneOptions options;
+    options.estimator = estimator;
     options.micro_batches = v.micro_batches;
     options.mem_limit_bytes = mem_limit;
     options.top = static_cast<int>(top);
@@ -337,7 +345,7 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
       std::fprintf(stderr, "%s%s\n", report.variants.size() > 1 ? (v.path + ": ").c_str() : "",
                    line.c_str());
     };
-    StatusOr<TuneResult> result = TunePlan(v.module, estimator, options);
+    StatusOr<TuneResult> result = search::Tune(v.module, options);
     if (!result.ok()) return result.status().WithContext(v.path);
     v.result = std::move(result).value();
     if (!report.variants[0].result.baseline)

@@ -1,4 +1,4 @@
-#include "cost_model/chrome_trace.h"
+#include "viz/chrome_trace.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "cost_model/schedule_svg.h"
+#include "viz/schedule_svg.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <map>
 #include <tuple>
 
-#include "cost_model/svg_util.h"
 #include "ir/action_edges.h"
+#include "viz/svg_util.h"
 
 namespace pw {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cost_model/action_simulator.h"
 #include "ir/action.h"
+#include "simulator/action_simulator.h"
 
 namespace pw {
 

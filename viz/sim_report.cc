@@ -1,8 +1,8 @@
-#include "cost_model/sim_report.h"
+#include "viz/sim_report.h"
 
 #include <cstdio>
 
-#include "cost_model/chrome_trace.h"
+#include "viz/chrome_trace.h"
 
 namespace pw::cost {
 namespace {

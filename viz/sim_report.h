@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "cost_model/memory_fit.h"
-#include "cost_model/simulator.h"
+#include "simulator/memory_fit.h"
+#include "simulator/simulator.h"
 
 namespace pw::cost {
 

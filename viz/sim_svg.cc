@@ -1,12 +1,12 @@
-#include "cost_model/sim_svg.h"
+#include "viz/sim_svg.h"
 
 #include <algorithm>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "cost_model/svg_util.h"
 #include "ir/rank_layout.h"
+#include "viz/svg_util.h"
 
 namespace pw::cost {
 namespace {

@@ -1,6 +1,6 @@
-#include "cost_model/sim_trace.h"
+#include "viz/sim_trace.h"
 
-#include "cost_model/chrome_trace.h"
+#include "viz/chrome_trace.h"
 
 namespace pw::cost {
 namespace {

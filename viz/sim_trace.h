@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "cost_model/simulator.h"
+#include "simulator/simulator.h"
 
 namespace pw::cost {
 

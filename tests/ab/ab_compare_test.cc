@@ -1,12 +1,12 @@
 // Whether A and B train alike: losses step by step and parameters tensor by tensor.
 
-#include "tools/ab_compare.h"
+#include "ab/ab_compare.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-namespace pw::tools {
+namespace pw::ab {
 namespace {
 
 TEST(CompareLossesTest, BitIdentical) {
@@ -79,4 +79,4 @@ TEST(CompareTensorsTest, MergeKeepsTheWorst) {
 }
 
 }  // namespace
-}  // namespace pw::tools
+}  // namespace pw::ab

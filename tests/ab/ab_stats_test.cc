@@ -1,14 +1,14 @@
 // The statistics of `pipeweave ab --run`: medians, the bootstrap interval on the ratio of
 // medians (reproducible, centred on a known shift, covering it), and the verdict strings.
 
-#include "tools/ab_stats.h"
+#include "ab/ab_stats.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-namespace pw::tools {
+namespace pw::ab {
 namespace {
 
 // Step times around `median` with a few slow outliers, as a loaded machine gives.
@@ -102,4 +102,4 @@ TEST(VerdictTest, FasterSlowerAndNoDifference) {
 }
 
 }  // namespace
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -1,11 +1,11 @@
 // `pipeweave ab --svg` stacks two drawings: one document, the second below the first, ids
 // kept apart.
 
-#include "tools/ab_svg.h"
+#include "ab/ab_svg.h"
 
 #include <gtest/gtest.h>
 
-namespace pw::tools {
+namespace pw::ab {
 namespace {
 
 const char* kDrawing =
@@ -29,4 +29,4 @@ TEST(StackSvgsTest, RefusesWhatIsNotADrawing) {
 }
 
 }  // namespace
-}  // namespace pw::tools
+}  // namespace pw::ab

@@ -1,15 +1,15 @@
 // How `pipeweave opt --device --costs` (and sim) hand the cost model to passes.
 
-#include "tools/cost_inputs.h"
+#include "passes/cost_inputs.h"
 
 #include <gtest/gtest.h>
 
-#include "cost_model/simulator.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
 #include "passes/pass_manager.h"
+#include "simulator/simulator.h"
 
-namespace pw::tools {
+namespace pw {
 namespace {
 
 const std::string kCorpus = std::string(PW_SOURCE_DIR) + "/tests/cli/bad_inputs/";
@@ -62,4 +62,4 @@ TEST(CostInputs, RefusesATableOfAnotherDevice) {
 }
 
 }  // namespace
-}  // namespace pw::tools
+}  // namespace pw

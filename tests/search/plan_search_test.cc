@@ -2,17 +2,17 @@
 // the pipeline it prints reproduces its predicted figures when run as opt + sim do, and
 // the memory limit drops what it must.
 
-#include "tools/plan_search.h"
+#include "search/plan_search.h"
 
 #include <gtest/gtest.h>
 
-#include "cost_model/simulator.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
+#include "simulator/simulator.h"
 #include "tests/small_gpt.h"
-#include "tools/cost_inputs.h"
 
-namespace pw::tools {
+namespace pw::search {
 namespace {
 
 Module SmallGpt() {
@@ -25,6 +25,13 @@ std::shared_ptr<cost::Estimator> H100() {
   auto estimator = MakeEstimator("h100", "");
   EXPECT_TRUE(estimator.ok()) << estimator.status().ToString();
   return *estimator;
+}
+
+// Tune with `estimator` set in a copy of `options`.
+StatusOr<TuneResult> TuneWith(const Module& module, std::shared_ptr<cost::Estimator> estimator,
+                              TuneOptions options) {
+  options.estimator = std::move(estimator);
+  return Tune(module, options);
 }
 
 // What `pipeweave opt -p PIPELINE --device h100` then `pipeweave sim` predict.
@@ -50,7 +57,7 @@ TEST(PlanSearchTest, BestIsAtLeastPlain1F1BAndItsPipelineReproducesIt) {
   options.micro_batches = 8;
   std::vector<std::string> progress;
   options.progress = [&](const std::string& line) { progress.push_back(line); };
-  auto tuned = TunePlan(module, estimator, options);
+  auto tuned = TuneWith(module, estimator, options);
   ASSERT_TRUE(tuned.ok()) << tuned.status().ToString();
   ASSERT_FALSE(tuned->best.empty());
   EXPECT_EQ(progress.size(), 3u);
@@ -77,7 +84,7 @@ TEST(PlanSearchTest, TheMemoryLimitDropsPlansThatHoldMore) {
   auto estimator = H100();
   TuneOptions options;
   options.micro_batches = 8;
-  auto all = TunePlan(module, estimator, options);
+  auto all = TuneWith(module, estimator, options);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   // Just under the largest peak any reported plan holds.
   int64_t largest = 0, smallest = INT64_MAX;
@@ -89,7 +96,7 @@ TEST(PlanSearchTest, TheMemoryLimitDropsPlansThatHoldMore) {
   // The limit replaces the device's memory; the runtime's reservation still comes off it.
   const auto reserved = static_cast<int64_t>(estimator->device().memory_reserved());
   options.mem_limit_bytes = largest - 1 + reserved;
-  auto limited = TunePlan(module, estimator, options);
+  auto limited = TuneWith(module, estimator, options);
   ASSERT_TRUE(limited.ok()) << limited.status().ToString();
   EXPECT_GT(limited->over_memory, 0);
   ASSERT_FALSE(limited->best.empty());
@@ -104,7 +111,7 @@ TEST(PlanSearchTest, InterleavedStagesHaveNoPlain1F1BButStillPlans) {
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   TuneOptions options;
   options.micro_batches = 8;
-  auto tuned = TunePlan(*built, H100(), options);
+  auto tuned = TuneWith(*built, H100(), options);
   ASSERT_TRUE(tuned.ok()) << tuned.status().ToString();
   EXPECT_FALSE(tuned->baseline.has_value());
   ASSERT_FALSE(tuned->best.empty());
@@ -123,14 +130,20 @@ TEST(PlanSearchTest, RefusesAPlannedModuleAndNoMicroBatches) {
   ASSERT_TRUE(pm.Run(planned).ok());
   TuneOptions options;
   options.micro_batches = 4;
-  auto a = TunePlan(planned, estimator, options);
+  auto a = TuneWith(planned, estimator, options);
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("already has a plan"), std::string::npos);
   options.micro_batches = 0;
-  auto b = TunePlan(SmallGpt(), estimator, options);
+  auto b = TuneWith(SmallGpt(), estimator, options);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("micro-batches >= 1"), std::string::npos);
 }
 
+TEST(PlanSearchTest, RefusesWithoutAnEstimator) {
+  auto tuned = Tune(SmallGpt(), TuneOptions{});
+  ASSERT_FALSE(tuned.ok());
+  EXPECT_NE(tuned.status().message().find("TuneOptions::estimator"), std::string::npos);
+}
+
 }  // namespace
-}  // namespace pw::tools
+}  // namespace pw::search

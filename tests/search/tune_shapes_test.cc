@@ -3,7 +3,7 @@
 // micro-batches of the global batch, never the shape as built; and build-model arguments
 // that name every field.
 
-#include "tools/tune_shapes.h"
+#include "search/tune_shapes.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-namespace pw::tools {
+namespace pw::search {
 namespace {
 
 models::ModelRecipe Gpt(int64_t layers, int pp) {
@@ -101,4 +101,4 @@ TEST(TuneShapes, LlamaStagingsAndArguments) {
 }
 
 }  // namespace
-}  // namespace pw::tools
+}  // namespace pw::search
