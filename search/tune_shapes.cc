@@ -1,5 +1,7 @@
 #include "search/tune_shapes.h"
 
+#include <algorithm>
+
 #include "models/parallel_blocks.h"
 
 namespace pw::search {
@@ -112,6 +114,27 @@ std::vector<ShapeChoice> ShapeChoices(const models::ModelRecipe& built, int64_t 
     for (int64_t mbs = 1; mbs * pp <= global_batch / dp; ++mbs)
       if (i > 0 || mbs != built.micro_batch_size()) add(stagings[i], mbs);
   return choices;
+}
+
+StatusOr<ShapeRanking> RankShapes(const models::ModelRecipe& recipe, const Module& built,
+                                  int micro_batches,
+                                  std::shared_ptr<const cost::Estimator> estimator,
+                                  int64_t global_batch) {
+  ShapeRanking ranking;
+  PW_ASSIGN_OR_RETURN(ranking.as_built, BestActionLevelKind(built, estimator, micro_batches));
+  for (ShapeChoice& choice : ShapeChoices(recipe, global_batch, built.mesh.dp)) {
+    StatusOr<Module> module = models::BuildFromRecipe(choice.recipe);
+    if (!module.ok()) continue;  // a shape the builder refuses
+    module->mesh.dp = built.mesh.dp;
+    StatusOr<ActionLevelBest> best = BestActionLevelKind(*module, estimator, choice.micro_batches);
+    if (!best.ok()) continue;
+    ranking.shapes.push_back(RankedShape{std::move(choice), *best, std::move(*module)});
+  }
+  std::stable_sort(ranking.shapes.begin(), ranking.shapes.end(),
+                   [](const RankedShape& a, const RankedShape& b) {
+                     return a.best.makespan_ms < b.best.makespan_ms;
+                   });
+  return ranking;
 }
 
 }  // namespace pw::search

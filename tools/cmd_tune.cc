@@ -19,7 +19,7 @@ namespace pw::tools {
 namespace {
 
 using search::ActionLevelBest;
-using search::ShapeChoice;
+using search::RankedShape;
 using search::TunedPlan;
 using search::TuneOptions;
 using search::TuneResult;
@@ -72,12 +72,6 @@ struct Variant {
 struct Ranked {
   const Variant* variant;
   const TunedPlan* plan;
-};
-
-// A shape tune built the model with, ranked by the action-level simulator.
-struct RankedShape {
-  ShapeChoice choice;
-  ActionLevelBest best;
 };
 
 struct Report {
@@ -248,37 +242,20 @@ Status AddShapes(Report& report, std::shared_ptr<const cost::Estimator> estimato
                  recipe.status().message().c_str());
     return OkStatus();
   }
-  PW_ASSIGN_OR_RETURN(ActionLevelBest as_built,
-                      search::BestActionLevelKind(built.module, estimator, built.micro_batches));
-  report.as_built = as_built;
-  std::vector<Module> modules;
-  for (ShapeChoice& choice : search::ShapeChoices(*recipe, global_batch, built.module.mesh.dp)) {
-    StatusOr<Module> module = models::BuildFromRecipe(choice.recipe);
-    if (!module.ok()) continue;  // a shape the builder refuses (e.g. heads over mp)
-    module->mesh.dp = built.module.mesh.dp;
-    StatusOr<ActionLevelBest> best =
-        search::BestActionLevelKind(*module, estimator, choice.micro_batches);
-    if (!best.ok()) continue;
-    report.shapes.push_back(RankedShape{std::move(choice), *best});
-    modules.push_back(std::move(*module));
-  }
-  std::vector<size_t> order(report.shapes.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return report.shapes[a].best.makespan_ms < report.shapes[b].best.makespan_ms;
-  });
-  std::vector<RankedShape> ranked;
-  for (size_t k = 0; k < order.size(); ++k) {
-    ranked.push_back(report.shapes[order[k]]);
-    if (k >= keep) continue;
+  PW_ASSIGN_OR_RETURN(
+      search::ShapeRanking ranking,
+      search::RankShapes(*recipe, built.module, built.micro_batches, estimator, global_batch));
+  report.as_built = ranking.as_built;
+  report.shapes = std::move(ranking.shapes);
+  for (size_t k = 0; k < report.shapes.size() && k < keep; ++k) {
+    RankedShape& shape = report.shapes[k];
     Variant v;
-    v.path = ranked.back().choice.label;
-    v.build_model = ranked.back().choice.build_model;
-    v.module = std::move(modules[order[k]]);
-    v.micro_batches = ranked.back().choice.micro_batches;
+    v.path = shape.choice.label;
+    v.build_model = shape.choice.build_model;
+    v.module = std::move(shape.module);  // the report keeps the choice and its rank only
+    v.micro_batches = shape.choice.micro_batches;
     report.variants.push_back(std::move(v));
   }
-  report.shapes = std::move(ranked);
   std::fprintf(stderr,
                "tune: %zu other shapes ranked by the action-level simulator; the best %zu "
                "searched\n",

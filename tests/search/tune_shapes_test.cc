@@ -13,6 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include "passes/cost_inputs.h"
+
 namespace pw::search {
 namespace {
 
@@ -98,6 +100,31 @@ TEST(TuneShapes, LlamaStagingsAndArguments) {
             "llama --layers 8 --hidden 64 --heads 4 --kv-heads 2 --ffn 172 --seq 16 --vocab 128 "
             "--rope-theta 500000 --micro-batch-size 1 --mp 2 --pp 2 --vpp 1 --placement loop "
             "--vocab-parallel on --seed 1");
+}
+
+// The shapes built and ranked by the action-level simulator: every shape that builds, each
+// at its own best kind's makespan, fastest first, over the module's dp replicas.
+TEST(RankShapes, EveryShapeBuiltAndRankedFastestFirst) {
+  const models::ModelRecipe recipe = Gpt(4, 2);
+  StatusOr<Module> built = models::BuildFromRecipe(recipe);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  auto estimator = MakeEstimator("h100", "");
+  ASSERT_TRUE(estimator.ok());
+  StatusOr<ShapeRanking> ranking = RankShapes(recipe, *built, 8, *estimator, 8);
+  ASSERT_TRUE(ranking.ok()) << ranking.status().ToString();
+  EXPECT_FALSE(ranking->as_built.kind.empty());
+  // 2 layers per rank: vpp 1, 2, 2 v; micro-batch sizes 1, 2, 4; less the shape as built.
+  EXPECT_EQ(ranking->shapes.size(), ShapeChoices(recipe, 8, 1).size());
+  EXPECT_EQ(ranking->shapes.size(), 8u);
+  for (size_t i = 0; i < ranking->shapes.size(); ++i) {
+    const RankedShape& shape = ranking->shapes[i];
+    if (i > 0) EXPECT_LE(ranking->shapes[i - 1].best.makespan_ms, shape.best.makespan_ms);
+    EXPECT_EQ(shape.module.mesh.dp, built->mesh.dp);
+    StatusOr<ActionLevelBest> alone =
+        BestActionLevelKind(shape.module, *estimator, shape.choice.micro_batches);
+    ASSERT_TRUE(alone.ok()) << shape.choice.label;
+    EXPECT_EQ(alone->makespan_ms, shape.best.makespan_ms) << shape.choice.label;
+  }
 }
 
 }  // namespace
