@@ -23,10 +23,10 @@
 #include <string>
 
 #include "cost_model/estimator.h"
-#include "cost_model/simulator.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 namespace {

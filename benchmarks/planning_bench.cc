@@ -20,11 +20,11 @@
 #include <cstdlib>
 #include <new>
 
-#include "cost_model/action_simulator.h"
 #include "ir/parallel.h"
 #include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
 #include "passes/pipeline/schedule_generators.h"
+#include "simulator/action_simulator.h"
 
 // Live and peak heap bytes, so that a benchmark can report its peak memory per action.
 namespace {

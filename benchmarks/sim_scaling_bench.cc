@@ -13,11 +13,11 @@
 #include <cstdlib>
 #include <map>
 
-#include "cost_model/simulator.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
-#include "tools/cost_inputs.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 namespace {
@@ -81,7 +81,7 @@ const Sized& PlanOf(int64_t target, const cost::Estimator& estimator) {
 void BM_Sim(benchmark::State& state) {
   const int64_t target = state.range(0);
   const bool fold = state.range(1) != 0;
-  auto estimator = tools::MakeEstimator("h100", "").value();
+  auto estimator = MakeEstimator("h100", "").value();
   const Sized& plan = PlanOf(target, *estimator);
   cost::SimGraphOptions options;
   options.fold_replicas = fold;

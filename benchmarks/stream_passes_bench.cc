@@ -16,10 +16,10 @@
 #include <map>
 #include <optional>
 
-#include "cost_model/simulator.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 namespace {

@@ -9,7 +9,7 @@ install(TARGETS ${pw_libraries} EXPORT pipeweaveTargets
 if(TARGET pipeweave)
   install(TARGETS pipeweave RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-foreach(dir ir ops passes cost_model models executor)
+foreach(dir ir ops passes cost_model simulator viz models executor search ab)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pipeweave/${dir}
     FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "cost_model/comm_model.h"
-#include "cost_model/sim_graph.h"
 #include "ir/module.h"
 
 namespace pw::cost {
@@ -57,7 +56,8 @@ struct CommProfileOptions {
   // The run's compute CPU seconds per measured step, over all ranks (from the op costs):
   // what the processes spent beyond it is charged to communication.
   double compute_seconds = 0;
-  double compute_gap = 0;  // recorded with the fits (CommSizes::compute_gap)
+  double compute_gap =
+      0;  // recorded with the fits (CommSizes::compute_gap, simulator/comm_sizes.h)
 };
 
 // Runs `plan` and fits what it measured: one CommFit per (kind, group size).
@@ -66,18 +66,5 @@ StatusOr<std::vector<CommFit>> ProfileComm(CommBenchmark& bench, const Module& p
 // The fitting alone: samples at every size the run moved (their mean time), the mean
 // straggle, and the CPU per operation.
 std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfileOptions& options);
-
-// What a lowered plan communicates: all-reduce group sizes and message sizes, transfer
-// sizes (each distinct, sorted), its duty cycle (the compute seconds, each instruction plus
-// `op_overhead`, a rank runs per communication it takes part in, averaged over ranks), and
-// the compute seconds of all ranks together.
-struct CommSizes {
-  std::vector<int> allreduce_groups;
-  std::vector<int64_t> allreduce_bytes;
-  std::vector<int64_t> p2p_bytes;
-  double compute_gap = 0;
-  double compute_seconds = 0;
-};
-CommSizes CommSizesOf(const SimGraph& graph, double op_overhead = 0);
 
 }  // namespace pw::cost

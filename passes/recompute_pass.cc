@@ -27,14 +27,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "cost_model/memory_fit.h"
-#include "cost_model/simulator.h"
 #include "ir/op_def.h"
 #include "ir/rank_layout.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
 #include "passes/pass_manager.h"
 #include "passes/pass_registry.h"
+#include "simulator/memory_fit.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 namespace {

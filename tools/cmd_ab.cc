@@ -4,32 +4,26 @@
 // train alike.
 
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 
+#include "ab/ab_svg.h"
+#include "ab/compare.h"
 #include "executor/backend_factory.h"
-#include "executor/plan_check.h"
-#include "executor/run_dir_claim.h"
-#include "executor/training_feed.h"
-#include "ir/file_util.h"
 #include "ir/limits.h"
-#include "ir/proto_io.h"
-#include "ops/registry.h"
-#include "passes/pass_manager.h"
-#include "tools/ab_report.h"
-#include "tools/ab_run.h"
-#include "tools/ab_sim.h"
-#include "tools/ab_svg.h"
+#include "passes/cost_inputs.h"
 #include "tools/command.h"
-#include "tools/cost_inputs.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"
 #include "tools/profiled_threads.h"
-#include "tools/run_report.h"
+#include "tools/progress_bar.h"
 
 namespace pw::tools {
 namespace {
+
+using ab::AbReport;
+using ab::AbRunSettings;
+using ab::SimulatedPlan;
 
 constexpr const char* kUsage =
     "pipeweave ab MODULE -a PIPELINE -b PIPELINE [--sim] [--run] [--format table|json]\n"
@@ -85,27 +79,9 @@ struct Plan {
 // Runs one side's pipeline on its own copy of the module.
 StatusOr<Plan> MakePlan(char side, const std::string& pipeline, const Module& module,
                         const std::shared_ptr<cost::Estimator>& estimator) {
-  Plan plan{side, pipeline, module};
-  const std::string where = StrCat("pipeline ", side);
-  PassManager pm;
-  Status parsed = pm.AddPipeline(pipeline);
-  if (!parsed.ok()) return parsed.WithContext(where);
-  PassContext context(ops::Registry());
-  if (estimator) AttachCostModel(estimator, context);
-  Status ran = pm.Run(plan.module, context).status();
-  if (!ran.ok()) return ran.WithContext(where);
-  return plan;
-}
-
-// What a launcher checks before any process starts, so a plan that cannot run is refused
-// here, naming its side.
-Status CheckRunnable(const Plan& plan, bool strict_events) {
-  if (plan.module.plan.empty()) return OkStatus();
-  LoweringOptions lowering;
-  lowering.feeds = ModuleInputs(plan.module);
-  lowering.loss = ModuleLoss(plan.module);
-  lowering.strict_events = strict_events;
-  return CheckPlanForAllRanks(plan.module, lowering).WithContext(StrCat("plan ", plan.side));
+  StatusOr<Module> planned = ab::PlanWithPipeline(module, pipeline, estimator);
+  if (!planned.ok()) return planned.status().WithContext(StrCat("pipeline ", side));
+  return Plan{side, pipeline, std::move(*planned)};
 }
 
 struct Settings {
@@ -165,25 +141,14 @@ StatusOr<AbRunSettings> ReadRunSettings(const Flags& flags, const Module& module
 }
 
 // Trains both plans; the run directory is a temporary one unless --run-dir names it.
-StatusOr<MeasuredAB> Measure(const Flags& flags, AbRunSettings settings, const Plan& a,
-                             const Plan& b) {
-  namespace fs = std::filesystem;
+StatusOr<AbReport::Run> Measure(const Flags& flags, AbRunSettings settings, const Plan& a,
+                                const Plan& b) {
   settings.run_dir = flags.Get("run-dir");
-  settings.keep_rounds = !settings.run_dir.empty();
-  if (settings.run_dir.empty()) {
-    PW_ASSIGN_OR_RETURN(settings.run_dir, MakeRunDir("pipeweave-ab"));
-  }
-  // Held until both plans have run: a second run on this directory is refused at once.
-  PW_ASSIGN_OR_RETURN(RunDirClaim claim, RunDirClaim::Claim(settings.run_dir));
-  // Ranks load the prepared modules, so the passes run once.
-  settings.module_a = (fs::path(settings.run_dir) / "a.pb").string();
-  settings.module_b = (fs::path(settings.run_dir) / "b.pb").string();
-  PW_RETURN_IF_ERROR(SaveModule(a.module, settings.module_a));
-  PW_RETURN_IF_ERROR(SaveModule(b.module, settings.module_b));
-  PW_ASSIGN_OR_RETURN(MeasuredAB measured, RunAB(settings));
-  std::error_code ec;
-  if (!settings.keep_rounds) fs::remove_all(settings.run_dir, ec);
-  return measured;
+  ProgressBar bar("ab --run");
+  settings.on_progress = [&](size_t done, size_t total, const std::string& detail) {
+    bar.Update(done, total, detail);
+  };
+  return ab::CompareMeasured(a.module, b.module, std::move(settings));
 }
 
 StatusOr<std::string> DrawBoth(const Flags& flags, const Plan& a, const SimulatedPlan& sa,
@@ -198,9 +163,10 @@ StatusOr<std::string> DrawBoth(const Flags& flags, const Plan& a, const Simulate
     std::snprintf(step, sizeof(step), "%.3f", s.figures.step_ms);
     return StrCat(p.side, ": ", p.pipeline, " (", step, " ms step on ", device, ")");
   };
-  PW_ASSIGN_OR_RETURN(std::string top, RankTimelineSvg(a.module, sa, rank, title(a, sa), end));
-  PW_ASSIGN_OR_RETURN(std::string bottom, RankTimelineSvg(b.module, sb, rank, title(b, sb), end));
-  return StackSvgs(top, bottom);
+  PW_ASSIGN_OR_RETURN(std::string top, ab::RankTimelineSvg(a.module, sa, rank, title(a, sa), end));
+  PW_ASSIGN_OR_RETURN(std::string bottom,
+                      ab::RankTimelineSvg(b.module, sb, rank, title(b, sb), end));
+  return ab::StackSvgs(top, bottom);
 }
 
 StatusOr<int> RunAb(const std::vector<std::string>& args) {
@@ -239,8 +205,7 @@ StatusOr<int> RunAb(const std::vector<std::string>& args) {
     PW_ASSIGN_OR_RETURN(run, ReadRunSettings(flags, module));
     run->micro_batches = settings.micro_batches;
     run->loss_tolerance = settings.loss_tolerance;
-    PW_RETURN_IF_ERROR(CheckRunnable(a, run->strict_events));
-    PW_RETURN_IF_ERROR(CheckRunnable(b, run->strict_events));
+    PW_RETURN_IF_ERROR(ab::CheckRunnable(a.module, b.module, run->strict_events));
   }
 
   // A CPU table must have been profiled at the kernel threads the ranks (or the reference
@@ -257,34 +222,27 @@ StatusOr<int> RunAb(const std::vector<std::string>& args) {
   report.pipeline_b = b.pipeline;
   std::string svg;
   if (settings.sim) {
-    const bool timeline = flags.Has("svg");
-    StatusOr<SimulatedPlan> sa =
-        SimulatePlan(a.module, estimator, settings.micro_batches, timeline);
-    if (!sa.ok()) return sa.status().WithContext("plan A");
-    StatusOr<SimulatedPlan> sb =
-        SimulatePlan(b.module, estimator, settings.micro_batches, timeline);
-    if (!sb.ok()) return sb.status().WithContext("plan B");
-    const std::string device = estimator->device().name();
-    report.sim = AbReport::Sim{device, sa->figures, sb->figures};
-    if (timeline) {
-      PW_ASSIGN_OR_RETURN(svg, DrawBoth(flags, a, *sa, b, *sb, device));
+    ab::SimulateOptions options;
+    options.estimator = estimator;
+    options.micro_batches = settings.micro_batches;
+    options.timeline = flags.Has("svg");
+    PW_ASSIGN_OR_RETURN(ab::SimulatedComparison sim,
+                        ab::CompareSimulated(a.module, b.module, options));
+    report.sim = sim.report;
+    if (options.timeline) {
+      PW_ASSIGN_OR_RETURN(svg, DrawBoth(flags, a, sim.a, b, sim.b, report.sim->device));
     }
   }
   if (run) {
-    PW_ASSIGN_OR_RETURN(MeasuredAB measured, Measure(flags, *run, a, b));
-    AbReport::Run& shown = report.run.emplace();
-    shown.nproc = run->nproc;
-    shown.rounds = run->rounds;
-    shown.steps = run->steps;
-    shown.backend = run->backend;
-    shown.loss_tolerance = settings.loss_tolerance;
-    shown.measured = std::move(measured);
+    PW_ASSIGN_OR_RETURN(report.run, Measure(flags, *run, a, b));
   }
 
   // Every check has passed: only now is anything written.
   if (!svg.empty()) PW_RETURN_IF_ERROR(outputs.Write(flags.Get("svg"), svg));
-  if (flags.Has("json")) PW_RETURN_IF_ERROR(outputs.Write(flags.Get("json"), AbReportJson(report)));
-  std::string text = settings.format == "json" ? AbReportJson(report) : AbReportTable(report);
+  if (flags.Has("json"))
+    PW_RETURN_IF_ERROR(outputs.Write(flags.Get("json"), ab::AbReportJson(report)));
+  std::string text =
+      settings.format == "json" ? ab::AbReportJson(report) : ab::AbReportTable(report);
   if (flags.Has("output")) PW_RETURN_IF_ERROR(outputs.Write(flags.Get("output"), text));
   PW_RETURN_IF_ERROR(outputs.Commit());
   if (flags.Has("output")) return 0;

@@ -6,11 +6,11 @@
 
 #include "ir/proto_io.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
 #include "passes/pass_registry.h"
 #include "passes/pipeline_parser.h"
 #include "tools/command.h"
-#include "tools/cost_inputs.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"

@@ -17,6 +17,7 @@
 #include "executor/rank_process.h"
 #include "executor/reference_runner.h"
 #include "executor/run_dir_claim.h"
+#include "executor/run_report.h"
 #include "executor/sequential_plan.h"
 #include "executor/training_feed.h"
 #include "ir/file_util.h"
@@ -28,7 +29,6 @@
 #include "tools/flags.h"
 #include "tools/module_validation.h"
 #include "tools/run_parallel.h"
-#include "tools/run_report.h"
 #include "tools/step_trace.h"
 #include "tools/threads_flag.h"
 

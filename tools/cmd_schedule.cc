@@ -10,9 +10,6 @@
 #include <optional>
 #include <sstream>
 
-#include "cost_model/action_simulator.h"
-#include "cost_model/chrome_trace.h"
-#include "cost_model/schedule_svg.h"
 #include "cost_model/stage_flops.h"
 #include "ir/file_util.h"
 #include "ir/limits.h"
@@ -22,10 +19,13 @@
 #include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
 #include "passes/pipeline/schedule_generators.h"
+#include "simulator/action_simulator.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"
+#include "viz/chrome_trace.h"
+#include "viz/schedule_svg.h"
 
 namespace pw::tools {
 namespace {

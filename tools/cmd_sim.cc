@@ -3,20 +3,20 @@
 
 #include <cstdio>
 
-#include "cost_model/sim_report.h"
-#include "cost_model/sim_svg.h"
-#include "cost_model/sim_trace.h"
-#include "cost_model/simulator.h"
 #include "executor/sequential_plan.h"
 #include "ir/file_util.h"
 #include "ir/limits.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
+#include "simulator/simulator.h"
 #include "tools/command.h"
-#include "tools/cost_inputs.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"
 #include "tools/profiled_threads.h"
+#include "viz/sim_report.h"
+#include "viz/sim_svg.h"
+#include "viz/sim_trace.h"
 
 namespace pw::tools {
 namespace {

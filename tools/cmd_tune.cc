@@ -1,22 +1,28 @@
 // `pipeweave tune MODULE... --ranks N`: searches the plan choices of modules with the
-// simulators and prints the best few as pass pipelines (tools/plan_search.h).
+// simulators and prints the best few as pass pipelines (search/plan_search.h).
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 
-#include "cost_model/chrome_trace.h"
 #include "ir/proto_io.h"
 #include "models/model_recipe.h"
+#include "passes/cost_inputs.h"
+#include "search/plan_search.h"
+#include "search/tune_shapes.h"
 #include "tools/command.h"
-#include "tools/cost_inputs.h"
 #include "tools/flags.h"
-#include "tools/plan_search.h"
-#include "tools/tune_shapes.h"
+#include "viz/chrome_trace.h"
 
 namespace pw::tools {
 namespace {
+
+using search::ActionLevelBest;
+using search::RankedShape;
+using search::TunedPlan;
+using search::TuneOptions;
+using search::TuneResult;
 
 constexpr const char* kUsage =
     "pipeweave tune MODULE [MODULE...] --ranks N [--device cpu|h100|a100|SPEC_FILE (cpu)]\n"
@@ -66,12 +72,6 @@ struct Variant {
 struct Ranked {
   const Variant* variant;
   const TunedPlan* plan;
-};
-
-// A shape tune built the model with, ranked by the action-level simulator.
-struct RankedShape {
-  ShapeChoice choice;
-  ActionLevelBest best;
 };
 
 struct Report {
@@ -242,36 +242,20 @@ Status AddShapes(Report& report, std::shared_ptr<const cost::Estimator> estimato
                  recipe.status().message().c_str());
     return OkStatus();
   }
-  PW_ASSIGN_OR_RETURN(ActionLevelBest as_built,
-                      BestActionLevelKind(built.module, estimator, built.micro_batches));
-  report.as_built = as_built;
-  std::vector<Module> modules;
-  for (ShapeChoice& choice : ShapeChoices(*recipe, global_batch, built.module.mesh.dp)) {
-    StatusOr<Module> module = models::BuildFromRecipe(choice.recipe);
-    if (!module.ok()) continue;  // a shape the builder refuses (e.g. heads over mp)
-    module->mesh.dp = built.module.mesh.dp;
-    StatusOr<ActionLevelBest> best = BestActionLevelKind(*module, estimator, choice.micro_batches);
-    if (!best.ok()) continue;
-    report.shapes.push_back(RankedShape{std::move(choice), *best});
-    modules.push_back(std::move(*module));
-  }
-  std::vector<size_t> order(report.shapes.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return report.shapes[a].best.makespan_ms < report.shapes[b].best.makespan_ms;
-  });
-  std::vector<RankedShape> ranked;
-  for (size_t k = 0; k < order.size(); ++k) {
-    ranked.push_back(report.shapes[order[k]]);
-    if (k >= keep) continue;
+  PW_ASSIGN_OR_RETURN(
+      search::ShapeRanking ranking,
+      search::RankShapes(*recipe, built.module, built.micro_batches, estimator, global_batch));
+  report.as_built = ranking.as_built;
+  report.shapes = std::move(ranking.shapes);
+  for (size_t k = 0; k < report.shapes.size() && k < keep; ++k) {
+    RankedShape& shape = report.shapes[k];
     Variant v;
-    v.path = ranked.back().choice.label;
-    v.build_model = ranked.back().choice.build_model;
-    v.module = std::move(modules[order[k]]);
-    v.micro_batches = ranked.back().choice.micro_batches;
+    v.path = shape.choice.label;
+    v.build_model = shape.choice.build_model;
+    v.module = std::move(shape.module);  // the report keeps the choice and its rank only
+    v.micro_batches = shape.choice.micro_batches;
     report.variants.push_back(std::move(v));
   }
-  report.shapes = std::move(ranked);
   std::fprintf(stderr,
                "tune: %zu other shapes ranked by the action-level simulator; the best %zu "
                "searched\n",
@@ -323,6 +307,7 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
   }
   for (Variant& v : report.variants) {
     TuneOptions options;
+    options.estimator = estimator;
     options.micro_batches = v.micro_batches;
     options.mem_limit_bytes = mem_limit;
     options.top = static_cast<int>(top);
@@ -337,7 +322,7 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
       std::fprintf(stderr, "%s%s\n", report.variants.size() > 1 ? (v.path + ": ").c_str() : "",
                    line.c_str());
     };
-    StatusOr<TuneResult> result = TunePlan(v.module, estimator, options);
+    StatusOr<TuneResult> result = search::Tune(v.module, options);
     if (!result.ok()) return result.status().WithContext(v.path);
     v.result = std::move(result).value();
     if (!report.variants[0].result.baseline)

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 
-#include "cost_model/simulator.h"
 #include "executor/rank_runner.h"
 #include "executor/reference_runner.h"
 #include "executor/sequential_plan.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
+#include "simulator/simulator.h"
 
 namespace pw::tools {
 namespace {

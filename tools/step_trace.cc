@@ -1,6 +1,6 @@
 #include "tools/step_trace.h"
 
-#include "cost_model/chrome_trace.h"
+#include "viz/chrome_trace.h"
 
 namespace pw::tools {
 namespace {

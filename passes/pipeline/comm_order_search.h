@@ -14,9 +14,9 @@
 
 #include <string>
 
-#include "cost_model/action_simulator.h"
 #include "ir/action.h"
 #include "ir/status.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline {
 

@@ -5,8 +5,8 @@
 #include <limits>
 #include <vector>
 
-#include "cost_model/action_simulator.h"
 #include "passes/pipeline/schedule_generators.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline {
 namespace {

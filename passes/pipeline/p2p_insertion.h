@@ -27,9 +27,9 @@
 
 #include <string_view>
 
-#include "cost_model/action_simulator.h"
 #include "ir/action.h"
 #include "ir/status.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline {
 

@@ -11,9 +11,9 @@
 //    (rank, action) pairs.
 // Every error is one line that names the rank, the action and what is wrong.
 
-#include "cost_model/action_simulator.h"
 #include "ir/action.h"
 #include "ir/status.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline {
 

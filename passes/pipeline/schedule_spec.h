@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cost_model/action_simulator.h"
 #include "ir/status.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline {
 

@@ -3,11 +3,11 @@
 // the passes that search schedules with that simulator (order-comm) plan with when
 // `opt --device/--costs` attaches a cost model.
 
-#include "cost_model/action_simulator.h"
 #include "cost_model/estimator.h"
 #include "ir/module.h"
 #include "ir/op_def.h"
 #include "passes/pipeline/module_stages.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline {
 

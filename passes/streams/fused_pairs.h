@@ -19,9 +19,9 @@
 
 #include <vector>
 
-#include "cost_model/action_simulator.h"
 #include "ir/action.h"
 #include "ir/status.h"
+#include "simulator/action_simulator.h"
 
 namespace pw {
 

@@ -33,9 +33,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "cost_model/action_simulator.h"
 #include "cost_model/op_price.h"
-#include "cost_model/simulator.h"
 #include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
 #include "ir/stream_type.h"
@@ -47,6 +45,8 @@
 #include "passes/streams/program_segments.h"
 #include "passes/streams/row_split.h"
 #include "passes/streams/row_split_choice.h"
+#include "simulator/action_simulator.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 namespace {

@@ -1,14 +1,14 @@
 // The op-level simulator agrees with the planning issue's action-level simulator
-// (cost_model/action_simulator.h) on a synthetic pipeline whose every op costs its stage's
+// (simulator/action_simulator.h) on a synthetic pipeline whose every op costs its stage's
 // F or B: one scale op per forward and per backward program, send/recv for every crossing.
 
 #include <gtest/gtest.h>
 
-#include "cost_model/action_simulator.h"
 #include "ir/plan_actions.h"
 #include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_generators.h"
 #include "sim_test_util.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::cost {
 namespace {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cost_model/comm_profiler.h"
+#include "simulator/comm_sizes.h"
 
 namespace pw::cost {
 namespace {

@@ -1,7 +1,7 @@
 // The memory check of sim, tune and ab: GPU ranks against their own device, CPU ranks of a
 // node against its shared memory, --mem-limit, and the one-line refusal of absurd sizes.
 
-#include "cost_model/memory_fit.h"
+#include "simulator/memory_fit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
-#include "cost_model/simulator.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
-#include "tools/cost_inputs.h"
+#include "simulator/simulator.h"
 
 namespace pw::cost {
 namespace {
@@ -40,7 +40,7 @@ Module PlannedGpt(int hidden, int seq, const std::string& extra) {
 constexpr const char* kOverlap = ",assign-streams,overlap-column-parallel-backward,insert-events";
 
 TEST(SimEventsTest, AfterInsertEventsTheSimulatorAddsNoOrderingOfItsOwn) {
-  auto estimator = tools::MakeEstimator("h100", "");
+  auto estimator = MakeEstimator("h100", "");
   ASSERT_TRUE(estimator.ok()) << estimator.status().ToString();
   Module plain = PlannedGpt(256, 64, "");
   Module overlapped = PlannedGpt(256, 64, kOverlap);
@@ -53,7 +53,7 @@ TEST(SimEventsTest, AfterInsertEventsTheSimulatorAddsNoOrderingOfItsOwn) {
 }
 
 TEST(SimEventsTest, TheColumnParallelOverlapHidesTheBackwardAllReduces) {
-  auto estimator = tools::MakeEstimator("h100", "");
+  auto estimator = MakeEstimator("h100", "");
   ASSERT_TRUE(estimator.ok()) << estimator.status().ToString();
   Simulator simulator(*estimator, ops::Registry());
   auto a = simulator.Run(PlannedGpt(2048, 1024, ""));

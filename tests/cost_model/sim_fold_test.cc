@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include "cost_model/simulator.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
-#include "tools/cost_inputs.h"
+#include "simulator/simulator.h"
 
 namespace pw::cost {
 namespace {
@@ -63,7 +63,7 @@ class SimFoldTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SimFoldTest, FoldedEqualsWhole) {
   const Case& c = GetParam();
-  auto estimator = tools::MakeEstimator(c.device, "");
+  auto estimator = MakeEstimator(c.device, "");
   ASSERT_TRUE(estimator.ok()) << estimator.status().ToString();
   const Module m = Planned(c);
   SimGraphOptions fold;

@@ -1,7 +1,7 @@
 // What `pipeweave sim` reports: exposed communication by kind and busy time per stream, per
 // rank and for the worst rank, in the JSON and the table.
 
-#include "cost_model/sim_report.h"
+#include "viz/sim_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The simulated timeline drawing: one lane per stream of a rank, boxes at their simulated
 // times, narrow ones merged, and one rank drawn on a given time scale.
 
-#include "cost_model/sim_svg.h"
+#include "viz/sim_svg.h"
 
 #include <gtest/gtest.h>
 

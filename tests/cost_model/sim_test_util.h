@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cost_model/estimator.h"
-#include "cost_model/simulator.h"
 #include "ir/module.h"
 #include "ops/registry.h"
+#include "simulator/simulator.h"
 
 namespace pw::cost::testing {
 

@@ -15,8 +15,8 @@
 #include "executor/reference_runner.h"
 #include "ops/kernel.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "tests/small_llama.h"
-#include "tools/cost_inputs.h"
 
 namespace pw::testing {
 namespace {
@@ -157,7 +157,7 @@ TEST_P(LlamaRewriteTest, TrainsTheBitsOfThePlanWithoutIt) {
     PassContext context(ops::Registry());
     auto estimator = cost::Estimator::Create(*cost::BuiltinDeviceSpec("h100"), cost::OpCostTable{});
     ASSERT_TRUE(estimator.ok());
-    tools::AttachCostModel(*estimator, context);
+    AttachCostModel(*estimator, context);
     PassManager pm;
     ASSERT_TRUE(pm.AddPipeline(passes).ok());
     Status ran = pm.Run(rewritten, context).status();

@@ -8,12 +8,12 @@
 
 #include <cmath>
 
-#include "cost_model/simulator.h"
 #include "equivalence_util.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
+#include "simulator/simulator.h"
 #include "tests/small_gpt.h"
-#include "tools/cost_inputs.h"
 
 namespace pw::testing {
 namespace {
@@ -49,7 +49,7 @@ TEST_P(MemoryModelTest, PredictedPeakIsWithinTenPercentOfTheExecutors) {
   auto planned = WithPasses(std::move(built).value(), pipeline);
   ASSERT_TRUE(planned.ok()) << pipeline << ": " << planned.status().ToString();
 
-  auto estimator = tools::MakeEstimator("cpu", "");
+  auto estimator = MakeEstimator("cpu", "");
   ASSERT_TRUE(estimator.ok());
   cost::SimOptions options;
   options.record_timeline = false;

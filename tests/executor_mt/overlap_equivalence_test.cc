@@ -12,8 +12,8 @@
 #include "executor/plan_check.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "tests/small_gpt.h"
-#include "tools/cost_inputs.h"
 
 namespace pw::testing {
 namespace {
@@ -90,7 +90,7 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
   auto estimator = cost::Estimator::Create(*spec, cost::OpCostTable{});
   ASSERT_TRUE(estimator.ok());
   PassContext context(ops::Registry());
-  tools::AttachCostModel(*estimator, context);
+  AttachCostModel(*estimator, context);
   PassManager pm;
   ASSERT_TRUE(pm.AddPipeline(GetParam().overlap).ok());
   StatusOr<Module> overlapped = plain;

@@ -11,12 +11,12 @@
 #include <numeric>
 
 #include "cost_model/estimator.h"
-#include "cost_model/simulator.h"
 #include "executor/local_ranks.h"
 #include "ir/rank_layout.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
 #include "passes/pass_manager.h"
+#include "simulator/simulator.h"
 #include "tests/small_gpt.h"
 
 namespace pw::testing {

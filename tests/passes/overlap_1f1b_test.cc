@@ -12,13 +12,13 @@
 #include "ir/verifier.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
 #include "passes/streams/interleave.h"
 #include "passes/streams/program_segments.h"
 #include "passes/streams/row_split.h"
 #include "tests/ops/op_runner.h"
 #include "tests/small_gpt.h"
-#include "tools/cost_inputs.h"
 
 namespace pw::testing {
 namespace {
@@ -365,9 +365,9 @@ PassRun RunWithCostModel(Module& m, const std::string& pipeline,
   PassManager pm;
   PassContext context(ops::Registry());
   if (!device.empty()) {
-    auto estimator = tools::MakeEstimator(device, "");
+    auto estimator = MakeEstimator(device, "");
     EXPECT_TRUE(estimator.ok());
-    tools::AttachCostModel(*estimator, context);
+    AttachCostModel(*estimator, context);
   }
   PassRun run;
   run.status = pm.AddPipeline(pipeline);
@@ -499,9 +499,9 @@ TEST(OverlapRowSplitTest, CutsForwardsAndInputGradientsOfPlansWhoseJobsRunAloneO
                   .status.ok());
   PassManager pm;
   PassContext context(ops::Registry());
-  auto estimator = tools::MakeEstimator("h100", "");
+  auto estimator = MakeEstimator("h100", "");
   ASSERT_TRUE(estimator.ok());
-  tools::AttachCostModel(*estimator, context);
+  AttachCostModel(*estimator, context);
   ASSERT_TRUE(pm.AddPipeline("overlap-row-split{split-ops=all},insert-events").ok());
   Status ran = pm.Run(zb, context).status();
   ASSERT_TRUE(ran.ok()) << ran.ToString();

@@ -10,12 +10,12 @@
 #include <map>
 #include <set>
 
-#include "cost_model/simulator.h"
 #include "models/gpt.h"
 #include "ops/registry.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
+#include "simulator/simulator.h"
 #include "tests/small_gpt.h"
-#include "tools/cost_inputs.h"
 
 namespace pw::testing {
 namespace {
@@ -214,7 +214,7 @@ TEST_F(RecomputeAutoTest, RecomputesJustEnoughToFit) {
   const int64_t none = Peak(""), full = Peak(",recompute{policy=full}");
   ASSERT_LT(full, none);
   PassContext context(ops::Registry());
-  tools::AttachCostModel(estimator_, context);
+  AttachCostModel(estimator_, context);
   const double limit = static_cast<double>(full + (none - full) / 2);
   auto m = Auto(limit, context);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -231,7 +231,7 @@ TEST_F(RecomputeAutoTest, RecomputesJustEnoughToFit) {
 
   // A limit the plan already meets: nothing recomputed.
   PassContext roomy(ops::Registry());
-  tools::AttachCostModel(estimator_, roomy);
+  AttachCostModel(estimator_, roomy);
   auto untouched = Auto(static_cast<double>(none), roomy);
   ASSERT_TRUE(untouched.ok()) << untouched.status().ToString();
   EXPECT_TRUE(Clones(*untouched).empty());
@@ -239,7 +239,7 @@ TEST_F(RecomputeAutoTest, RecomputesJustEnoughToFit) {
 
 TEST_F(RecomputeAutoTest, SaysTheSmallestPeakWhenNothingFits) {
   PassContext context(ops::Registry());
-  tools::AttachCostModel(estimator_, context);
+  AttachCostModel(estimator_, context);
   auto m = Auto(static_cast<double>(Peak(",recompute{policy=full}")) / 2, context);
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(m.status().message(), HasSubstr("the smallest peak recomputation reaches"));
@@ -316,7 +316,7 @@ TEST_P(RecomputeAutoGapTest, WithinHalfAPercentOfTheBestChoice) {
         best = &choice;
     ASSERT_NE(best, nullptr);
     PassContext context(ops::Registry());
-    tools::AttachCostModel(estimator_, context);
+    AttachCostModel(estimator_, context);
     char option[32];
     std::snprintf(option, sizeof option, "%.9f", gib);
     auto chosen =

@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
-#include "cost_model/action_simulator.h"
 #include "ir/schedule_csv.h"
 #include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
 #include "planning_test_util.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline {
 namespace {

@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "cost_model/action_simulator.h"
-#include "cost_model/chrome_trace.h"
-#include "cost_model/schedule_svg.h"
 #include "planning_test_util.h"
+#include "simulator/action_simulator.h"
+#include "viz/chrome_trace.h"
+#include "viz/schedule_svg.h"
 
 namespace pw {
 namespace {

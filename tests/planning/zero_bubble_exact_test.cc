@@ -7,10 +7,10 @@
 
 #include <cstdio>
 
-#include "cost_model/action_simulator.h"
 #include "passes/pipeline/exact_schedule.h"
 #include "passes/pipeline/schedule_checker.h"
 #include "planning_test_util.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline {
 namespace {

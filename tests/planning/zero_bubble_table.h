@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cost_model/action_simulator.h"
 #include "passes/pipeline/schedule_generators.h"
+#include "simulator/action_simulator.h"
 
 namespace pw::pipeline::zero_bubble {
 

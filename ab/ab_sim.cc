@@ -1,0 +1,50 @@
+#include "ab/ab_sim.h"
+
+#include <algorithm>
+
+#include "executor/sequential_plan.h"
+#include "ops/registry.h"
+#include "simulator/memory_fit.h"
+
+namespace pw::ab {
+
+SimFigures FiguresOf(const cost::SimResult& result) {
+  SimFigures f;
+  f.step_ms = result.step_time * 1e3;
+  f.bubble_rate = result.bubble_rate;
+  f.exposed_comm_ms = result.exposed_comm * 1e3;
+  for (int c = 0; c < cost::kNumCommClasses; ++c)
+    f.exposed_ms_by_class[c] = result.exposed_by_class[c] * 1e3;
+  for (int s = 0; s < kNumStreamTypes; ++s) f.busy_ms_by_stream[s] = result.busy_by_stream[s] * 1e3;
+  double worst_exposed = -1;
+  for (const cost::RankResult& r : result.ranks) {
+    f.peak_bytes.push_back(r.peak_bytes);
+    f.max_peak_bytes = std::max(f.max_peak_bytes, r.peak_bytes);
+    if (r.exposed_comm > worst_exposed) {
+      worst_exposed = r.exposed_comm;
+      f.worst_exposed_rank = r.rank;
+    }
+  }
+  return f;
+}
+
+StatusOr<SimulatedPlan> SimulatePlan(const Module& module,
+                                     std::shared_ptr<const cost::Estimator> estimator,
+                                     int micro_batches, bool timeline) {
+  SimulatedPlan out;
+  if (module.plan.empty()) {
+    PW_ASSIGN_OR_RETURN(out.sequential, WithSequentialPlan(module, micro_batches));
+  }
+  cost::SimOptions options;
+  options.record_timeline = timeline;
+  cost::Simulator simulator(std::move(estimator), ops::Registry(), options);
+  PW_ASSIGN_OR_RETURN(out.result,
+                      simulator.Run(out.sequential ? *out.sequential : module, &out.graph));
+  out.figures = FiguresOf(out.result);
+  const cost::MemoryFit fit = cost::FitMemory(out.result, simulator.estimator().device());
+  out.figures.fits = fit.fits;
+  out.figures.memory_summary = fit.Summary();
+  return out;
+}
+
+}  // namespace pw::ab

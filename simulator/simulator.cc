@@ -1,0 +1,563 @@
+#include "simulator/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+#include "simulator/interval_set.h"
+#include "simulator/memory_fit.h"
+
+namespace pw::cost {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Running work: a compute instruction, a transfer or a collective.
+struct Activity {
+  double work = 0;  // seconds left at rate 1
+  double total = 0;
+  double began = 0;
+  bool compute = false;
+  std::vector<int> ranks;   // ranks taking part
+  std::vector<int> finish;  // instructions that finish with it
+  double threads = 1;       // compute: the threads it keeps busy
+  int recv = -1;            // eager transfer: the recv waiting for it
+  // Communication: the instruction that prices it; its work is the fraction left, done at
+  // a rate of 1 / (its time under the node's current load).
+  const SimInstr* comm = nullptr;
+  double seconds = 0;  // its time without a CommModel
+  double rate = 1;
+  double comm_threads = 0;  // communication: the cores it keeps busy on each member's node
+  double latency = 0;       // communication: the part of its time that sharing links leaves
+  double ends = 0;          // when it ends at its current rate (AdvanceToNextEvent)
+  bool done = false;        // completed; removed from the running set after the sweep
+};
+
+class Engine {
+ public:
+  Engine(const SimGraph& g, const DeviceSpec& d, const SimOptions& o, const CommModel* comm)
+      : g_(g),
+        dev_(d),
+        opt_(o),
+        comm_(comm),
+        n_(static_cast<int>(g.instrs.size())),
+        compute_threads_(std::max(1, o.compute_threads)),
+        op_overhead_(o.op_overhead >= 0 ? o.op_overhead : d.op_overhead()) {}
+
+  StatusOr<SimResult> Run();
+
+ private:
+  void Prepare();
+  void Ready(int i);
+  void Start(int i);
+  void Finish(int i);
+  void Launch(Activity a);
+  void CompleteActivity(Activity& a);
+  // Starts every instruction whose issue time has come; whether it started any.
+  bool StartReadyInstructions();
+  // Completes every activity with no work left; whether it completed any.
+  bool CompleteFinishedActivities();
+  // Moves time to the next event: the earliest issue time or activity end. The activities
+  // that end there complete, whatever rounding left of their work, so every step of the
+  // loop starts an instruction or completes an activity.
+  Status AdvanceToNextEvent();
+  void ComputeRates();
+  void ShareLinks();
+  // Compute threads running on `rank`'s node, and whether they fill its cores.
+  double NodeComputeDemand(int rank) const { return node_compute_threads_[Node(rank)]; }
+  bool NodeBusy(int rank) const {
+    return dev_.cores_per_node() > 0 && NodeComputeDemand(rank) >= dev_.cores_per_node();
+  }
+  // A transfer's or collective's time (and CPU) under the current load of its ranks' nodes.
+  // `bytes` < 0: the instruction's own; 0 gives its fixed cost (latency) alone.
+  CommEstimate CommPrice(const SimInstr& in, double fallback, const std::vector<int>& ranks,
+                         double bytes = -1) const;
+  int BusyCores(const std::vector<int>& ranks) const;
+  void StartComm(Activity& a, const SimInstr& in, double seconds) const {
+    a.comm = &in;
+    a.seconds = seconds;
+    a.work = CommPrice(in, seconds, a.ranks).seconds > 0 ? 1.0 : 0.0;
+  }
+  Status Deadlock() const;
+  // Fails when the step or a rank's peak memory has no finite value.
+  Status Report(SimResult& out) const;
+
+  int Node(int rank) const { return dev_.ranks_per_node() > 0 ? rank / dev_.ranks_per_node() : 0; }
+
+  const SimGraph& g_;
+  const DeviceSpec& dev_;
+  const SimOptions& opt_;
+  const CommModel* comm_;
+  const int n_;
+  const int compute_threads_;
+  const double op_overhead_;
+
+  double now_ = 0;
+  int done_ = 0;
+  std::vector<int> pending_;  // unfinished predecessors
+  std::vector<std::vector<int>> succ_;
+  std::vector<double> earliest_;
+  std::vector<InstrTime> t_;
+  std::vector<double> transfer_end_;  // sends: when the data arrived
+  std::vector<bool> posted_, finished_, arrived_;
+  std::vector<int> joined_;  // per collective: members that reached it
+  std::vector<int> slot_uses_;
+  std::vector<std::vector<std::pair<double, int64_t>>> memory_;  // per rank: (time, delta)
+  std::vector<Activity> active_;
+  std::vector<int> comm_active_;              // per rank: running transfers and collectives
+  std::vector<double> node_compute_threads_;  // per node: threads running compute
+  using Timed = std::pair<double, int>;
+  std::priority_queue<Timed, std::vector<Timed>, std::greater<>> heap_;
+};
+
+void Engine::Prepare() {
+  pending_.assign(n_, 0);
+  succ_.assign(n_, {});
+  earliest_.assign(n_, 0);
+  t_.assign(n_, InstrTime{});
+  transfer_end_.assign(n_, -1);
+  posted_.assign(n_, false);
+  finished_.assign(n_, false);
+  arrived_.assign(n_, false);
+  joined_.assign(g_.collectives.size(), 0);
+  comm_active_.assign(g_.world_size, 0);
+  node_compute_threads_.assign(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
+  memory_.assign(g_.world_size, {});
+  slot_uses_.resize(g_.slots.size());
+  for (size_t s = 0; s < g_.slots.size(); ++s) slot_uses_[s] = g_.slots[s].uses;
+  for (int i = 0; i < n_; ++i)
+    for (int d : g_.instrs[i].deps) {
+      succ_[d].push_back(i);
+      ++pending_[i];
+    }
+  // The stream predecessor, and the host's issue time (one launch per instruction).
+  for (int r = 0; r < g_.world_size; ++r) {
+    std::array<int, kNumStreamTypes> last;
+    last.fill(-1);
+    const std::vector<int>& order = g_.rank_order[r];
+    for (size_t k = 0; k < order.size(); ++k) {
+      int i = order[k];
+      int s = static_cast<int>(g_.instrs[i].stream);
+      if (last[s] >= 0) {
+        succ_[last[s]].push_back(i);
+        ++pending_[i];
+      }
+      last[s] = i;
+      earliest_[i] = (k + 1) * dev_.launch_overhead();
+    }
+  }
+}
+
+void Engine::Ready(int i) { heap_.push({earliest_[i], i}); }
+
+void Engine::Launch(Activity a) {
+  a.total = a.work;
+  a.began = now_;
+  if (a.compute) {
+    node_compute_threads_[Node(a.ranks[0])] += a.threads;
+  } else {
+    for (int r : a.ranks) ++comm_active_[r];
+  }
+  active_.push_back(std::move(a));
+}
+
+void Engine::Start(int i) {
+  const SimInstr& in = g_.instrs[i];
+  t_[i].start = now_;
+  for (int slot : in.allocs) memory_[in.rank].push_back({now_, g_.slots[slot].bytes});
+  posted_[i] = true;
+  switch (in.kind) {
+    case InstrKind::kCompute: {
+      t_[i].active = now_;
+      Activity a;
+      a.work = in.seconds + op_overhead_;
+      a.compute = true;
+      a.threads = in.gemm ? compute_threads_ : 1;
+      a.ranks = {in.rank};
+      a.finish = {i};
+      Launch(std::move(a));
+      break;
+    }
+    case InstrKind::kCollective: {
+      const SimCollective& c = g_.collectives[in.collective];
+      if (++joined_[in.collective] < static_cast<int>(c.members.size())) break;
+      Activity a;
+      for (int m : c.members) {
+        t_[m].active = now_;
+        a.ranks.push_back(g_.instrs[m].rank);
+        a.finish.push_back(m);
+      }
+      StartComm(a, in, c.seconds);
+      Launch(std::move(a));
+      break;
+    }
+    case InstrKind::kSend: {
+      const int recv = in.partner;
+      if (opt_.rendezvous_p2p && !posted_[recv]) break;  // the recv launches it
+      Activity a;
+      a.ranks = {in.rank, g_.instrs[recv].rank};
+      StartComm(a, in, in.seconds);
+      t_[i].active = now_;
+      if (opt_.rendezvous_p2p) {
+        t_[recv].active = now_;
+        a.finish = {i, recv};
+      } else {
+        a.recv = recv;
+        Launch(std::move(a));
+        // The send returns once posted; remember the transfer for the recv.
+        transfer_end_[i] = kInf;
+        Finish(i);
+        return;
+      }
+      Launch(std::move(a));
+      break;
+    }
+    case InstrKind::kRecv: {
+      const int send = in.partner;
+      if (opt_.rendezvous_p2p) {
+        if (!posted_[send]) break;  // the send launches it
+        Activity a;
+        a.ranks = {g_.instrs[send].rank, in.rank};
+        StartComm(a, g_.instrs[send], g_.instrs[send].seconds);
+        a.finish = {send, i};
+        t_[send].active = now_;
+        t_[i].active = now_;
+        Launch(std::move(a));
+      } else if (arrived_[i]) {
+        t_[i].active = now_;
+        Finish(i);
+      }
+      break;
+    }
+  }
+}
+
+void Engine::Finish(int i) {
+  const SimInstr& in = g_.instrs[i];
+  finished_[i] = true;
+  t_[i].end = now_;
+  ++done_;
+  for (int slot : in.uses)
+    if (--slot_uses_[slot] == 0 && !g_.slots[slot].persistent)
+      memory_[in.rank].push_back({now_, -g_.slots[slot].bytes});
+  for (int s : succ_[i]) {
+    const SimInstr& next = g_.instrs[s];
+    double at = now_;
+    if (next.stream != in.stream || next.rank != in.rank) {
+      at += dev_.event_latency();
+      if (NodeBusy(next.rank)) at += dev_.busy_wake_latency();
+    }
+    earliest_[s] = std::max(earliest_[s], at);
+    if (--pending_[s] == 0) Ready(s);
+  }
+}
+
+void Engine::CompleteActivity(Activity& a) {
+  a.done = true;
+  if (a.compute) {
+    node_compute_threads_[Node(a.ranks[0])] -= a.threads;
+  } else {
+    for (int r : a.ranks) --comm_active_[r];
+  }
+  if (a.recv >= 0) {  // an eager transfer arrived
+    int send = g_.instrs[a.recv].partner;
+    transfer_end_[send] = now_;
+    t_[send].end = now_;
+    arrived_[a.recv] = true;
+    if (posted_[a.recv] && !finished_[a.recv]) {
+      t_[a.recv].active = std::max(t_[a.recv].start, a.began);
+      Finish(a.recv);
+    }
+  }
+  for (int i : a.finish) Finish(i);
+}
+
+int Engine::BusyCores(const std::vector<int>& ranks) const {
+  int busy = 0;
+  if (dev_.cores_per_node() > 0)
+    for (int r : ranks)
+      busy =
+          std::max(busy, std::min(dev_.cores_per_node(), static_cast<int>(NodeComputeDemand(r))));
+  return busy;
+}
+
+CommEstimate Engine::CommPrice(const SimInstr& in, double fallback, const std::vector<int>& ranks,
+                               double bytes) const {
+  if (!comm_ || in.group_size < 2) return {bytes == 0 ? 0 : fallback, false, 0};
+  CommKind kind = in.kind == InstrKind::kCollective ? CommKind::kAllReduce : CommKind::kSendRecv;
+  return comm_->Time(kind, bytes < 0 ? in.bytes : bytes, in.group_size, in.span,
+                     BusyCores(ranks));
+}
+
+void Engine::ComputeRates() {
+  // Communication is priced first (under the compute load it meets): what it measured with
+  // its CPU time is also what it keeps of the cores.
+  for (Activity& a : active_) {
+    if (a.compute) continue;
+    CommEstimate price = CommPrice(*a.comm, a.seconds, a.ranks);
+    // Ranks on shared cores arrive apart: the collective waits for the last one.
+    if (a.comm->kind == InstrKind::kCollective) price.seconds += price.straggle;
+    a.rate = price.seconds > 0 ? 1.0 / price.seconds : 1e30;
+    a.latency = std::min(price.seconds, CommPrice(*a.comm, a.seconds, a.ranks, 0).seconds);
+    a.comm_threads = price.cpu > 0 && price.seconds > 0 ? std::min(1.0, price.cpu / price.seconds)
+                                                        : dev_.comm_threads();
+  }
+  ShareLinks();
+  std::vector<double> demand(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
+  for (const Activity& a : active_) {
+    if (a.compute) {
+      demand[Node(a.ranks[0])] += a.threads;
+    } else {
+      for (int r : a.ranks) demand[Node(r)] += a.comm_threads;
+    }
+  }
+  auto share = [&](int rank) { return ThreadRate(dev_, demand[Node(rank)]); };
+  for (Activity& a : active_) {
+    if (!a.compute) continue;
+    int r = a.ranks[0];
+    a.rate = share(r) / (1 + (comm_active_[r] > 0 ? dev_.overlap_slowdown() : 0));
+  }
+}
+
+// Communication that runs at once on one rank shares its links: collectives a rank
+// takes part in share them with each other (two all-reduces on mp_comm and mp_fwd_comm
+// each get half the bandwidth), a rank's outgoing transfers share its sending side and its
+// incoming ones its receiving side (links carry both directions at once). Only the
+// bandwidth part of a time is shared (its fixed cost, the model's time for no bytes, is
+// not: latency-bound messages overlap freely); each runs at the rate of its most shared
+// member.
+void Engine::ShareLinks() {
+  std::vector<int> collectives(g_.world_size, 0), out(g_.world_size, 0), in(g_.world_size, 0);
+  auto sender = [](const Activity& a) { return a.ranks.front(); };
+  auto receiver = [](const Activity& a) { return a.ranks.back(); };
+  for (const Activity& a : active_) {
+    if (a.compute) continue;
+    if (a.comm->kind == InstrKind::kCollective) {
+      for (int r : a.ranks) ++collectives[r];
+    } else {
+      ++out[sender(a)];
+      ++in[receiver(a)];
+    }
+  }
+  for (Activity& a : active_) {
+    if (a.compute) continue;
+    int shared = 1;
+    if (a.comm->kind == InstrKind::kCollective) {
+      for (int r : a.ranks) shared = std::max(shared, collectives[r]);
+    } else {
+      shared = std::max({shared, out[sender(a)], in[receiver(a)]});
+    }
+    if (shared == 1) continue;
+    const double seconds = 1.0 / a.rate;
+    a.rate = 1.0 / (a.latency + (seconds - a.latency) * shared);
+  }
+}
+
+Status Engine::Deadlock() const {
+  std::string blocked;
+  int shown = 0;
+  for (int r = 0; r < g_.world_size && shown < 4; ++r) {
+    std::array<bool, kNumStreamTypes> seen{};
+    for (int i : g_.rank_order[r]) {
+      const SimInstr& in = g_.instrs[i];
+      int s = static_cast<int>(in.stream);
+      if (finished_[i] || seen[s]) continue;
+      seen[s] = true;
+      if (shown++ >= 4) break;
+      std::string job = in.job >= 0 ? g_.job_names[r][in.job] : "step";
+      const char* why = in.kind == InstrKind::kRecv         ? "its send never starts"
+                        : in.kind == InstrKind::kCollective ? "the rest of its group"
+                        : in.kind == InstrKind::kSend       ? "its recv"
+                                                            : "its inputs";
+      blocked += StrCat(blocked.empty() ? "" : "; ", "rank ", r, " ", StreamTypeName(in.stream),
+                        " at ", in.name, " of ", job, " (waits for ", why, ")");
+    }
+  }
+  return FailedPrecondition("the plan deadlocks after ", done_, " of ", n_,
+                            " instructions: ", blocked);
+}
+
+Status Engine::Report(SimResult& out) const {
+  out.ranks.assign(g_.world_size, RankResult{});
+  std::vector<IntervalSet> compute(g_.world_size), comm(g_.world_size);
+  std::vector<std::array<IntervalSet, kNumCommClasses>> by_class(g_.world_size);
+  for (int i = 0; i < n_; ++i) {
+    const SimInstr& in = g_.instrs[i];
+    RankResult& rr = out.ranks[in.rank];
+    double active = t_[i].active >= 0 ? t_[i].active : t_[i].start;
+    double end = in.kind == InstrKind::kSend ? transfer_end_[i] : t_[i].end;
+    if (in.kind == InstrKind::kSend && !opt_.rendezvous_p2p) active = t_[i].start;
+    rr.busy[static_cast<int>(in.stream)] += end - active;
+    rr.end = std::max(rr.end, t_[i].end);
+    out.step_time = std::max(out.step_time, t_[i].end);
+    if (!g_.folded()) out.path_seconds[static_cast<int>(in.path)] += in.seconds;
+    if (in.kind == InstrKind::kCompute) {
+      compute[in.rank].Add(active, end);
+    } else {
+      comm[in.rank].Add(active, end);
+      by_class[in.rank][static_cast<int>(in.comm_class)].Add(active, end);
+      if (in.kind == InstrKind::kSend) comm[g_.instrs[in.partner].rank].Add(active, end);
+    }
+  }
+  // A folded graph's replicas ran as their stand-ins did, every instruction alike (the
+  // same sums, in the same order, as over the whole graph).
+  if (g_.folded())
+    for (int r = 0; r < g_.world_size; ++r)
+      for (int i : g_.rank_order[g_.replica_of[r]])
+        out.path_seconds[static_cast<int>(g_.instrs[i].path)] += g_.instrs[i].seconds;
+  double idle = 0;
+  for (int r = 0; r < g_.world_size; ++r) {
+    RankResult& rr = out.ranks[r];
+    if (g_.simulated_rank(r) != r) {
+      rr = out.ranks[g_.replica_of[r]];
+      rr.rank = r;
+      idle += rr.bubble;
+      continue;
+    }
+    rr.rank = r;
+    rr.compute_busy = compute[r].Length();
+    rr.comm_busy = comm[r].Length();
+    rr.exposed_comm = rr.comm_busy - comm[r].OverlapWith(compute[r]);
+    rr.bubble = out.step_time - rr.compute_busy;
+    idle += rr.bubble;
+    out.exposed_comm = std::max(out.exposed_comm, rr.exposed_comm);
+    for (int c = 1; c < kNumCommClasses; ++c) {
+      const IntervalSet& set = by_class[r][c];
+      rr.exposed_by_class[c] = set.Length() - set.OverlapWith(compute[r]);
+      out.exposed_by_class[c] = std::max(out.exposed_by_class[c], rr.exposed_by_class[c]);
+    }
+    for (int s = 0; s < kNumStreamTypes; ++s)
+      out.busy_by_stream[s] = std::max(out.busy_by_stream[s], rr.busy[s]);
+  }
+  for (const SimSlot& s : g_.slots)
+    if (s.persistent) out.ranks[s.rank].persistent_bytes += s.bytes;
+  for (int r = 0; r < g_.world_size; ++r) {
+    const int stand_in = g_.simulated_rank(r);
+    if (stand_in != r) {
+      out.ranks[r].persistent_bytes = out.ranks[stand_in].persistent_bytes;
+      out.ranks[r].peak_bytes = out.ranks[stand_in].peak_bytes;
+      continue;
+    }
+    std::vector<std::pair<double, int64_t>> events = memory_[r];
+    // Frees before allocations at the same instant.
+    std::sort(events.begin(), events.end());
+    // Wider than int64: a module may declare 2^52 bytes, and 65536 micro-batches of
+    // activations can be live at once.
+    __int128 live = out.ranks[r].persistent_bytes, peak = live;
+    for (const auto& [time, delta] : events) {
+      live += delta;
+      peak = std::max(peak, live);
+    }
+    if (peak > std::numeric_limits<int64_t>::max())
+      return InvalidArgument("rank ", r, " would hold more than 2^63 bytes at once");
+    out.ranks[r].peak_bytes = static_cast<int64_t>(peak);
+  }
+  // Each cost is finite, but huge ones (a table entry of 1e308 s) sum, or print in ms, as
+  // infinity. Far beyond any real step (a 96 TiB parameter on a CPU takes ~1e9 s).
+  constexpr double kMaxStepSeconds = 1e15;
+  if (!(out.step_time <= kMaxStepSeconds))
+    return InvalidArgument("the simulated step takes ", out.step_time, " s, more than ",
+                           kMaxStepSeconds, " s: an op time, a cost table entry or a device ",
+                           "figure is out of scale");
+  out.bubble_rate = out.step_time > 0 ? idle / (g_.world_size * out.step_time) : 0;
+  if (opt_.record_timeline) {
+    out.timeline = t_;
+    for (int i = 0; i < n_; ++i)
+      if (g_.instrs[i].kind == InstrKind::kSend) out.timeline[i].end = transfer_end_[i];
+  }
+  return OkStatus();
+}
+
+bool Engine::StartReadyInstructions() {
+  bool started = false;
+  while (!heap_.empty() && heap_.top().first <= now_) {
+    int i = heap_.top().second;
+    heap_.pop();
+    Start(i);
+    started = true;
+  }
+  return started;
+}
+
+bool Engine::CompleteFinishedActivities() {
+  // In launch order: the wake-up of a successor on busy cores (NodeBusy) counts the
+  // activities this sweep has not reached yet as running. The finished ones leave the
+  // vector together afterwards (erasing each from the middle costs O(n) apiece).
+  bool completed = false;
+  for (Activity& a : active_) {
+    if (a.work > 1e-12 * (1 + a.total)) continue;
+    CompleteActivity(a);
+    completed = true;
+  }
+  if (completed)
+    active_.erase(
+        std::remove_if(active_.begin(), active_.end(), [](const Activity& a) { return a.done; }),
+        active_.end());
+  return completed;
+}
+
+Status Engine::AdvanceToNextEvent() {
+  ComputeRates();
+  double next = heap_.empty() ? kInf : heap_.top().first;
+  for (Activity& a : active_) {
+    a.ends = now_ + a.work / a.rate;
+    next = std::min(next, a.ends);
+  }
+  if (!std::isfinite(next))
+    return Internal("the simulation stopped at ", now_, " s: no running work can progress");
+  const double dt = next - now_;
+  for (Activity& a : active_) a.work = a.ends <= next ? 0.0 : std::max(0.0, a.work - a.rate * dt);
+  now_ = next;
+  return OkStatus();
+}
+
+StatusOr<SimResult> Engine::Run() {
+  Prepare();
+  for (int i = 0; i < n_; ++i)
+    if (pending_[i] == 0) Ready(i);
+  while (done_ < n_) {
+    const bool started = StartReadyInstructions();
+    if (CompleteFinishedActivities() || started) continue;
+    if (active_.empty() && heap_.empty()) return Deadlock();
+    PW_RETURN_IF_ERROR(AdvanceToNextEvent());
+  }
+  SimResult out;
+  PW_RETURN_IF_ERROR(Report(out));
+  return out;
+}
+
+}  // namespace
+
+StatusOr<SimResult> Simulate(const SimGraph& graph, const DeviceSpec& device,
+                             const SimOptions& options, const CommModel* comm) {
+  for (const SimInstr& in : graph.instrs)
+    if (!std::isfinite(in.seconds) || in.seconds < 0)
+      return InvalidArgument("instruction '", in.name, "' on rank ", in.rank,
+                             " has an invalid cost ", in.seconds);
+  std::vector<double> persistent(static_cast<size_t>(std::max(graph.world_size, 0)), 0.0);
+  for (const SimSlot& s : graph.slots)
+    if (s.persistent && s.rank >= 0 && s.rank < graph.world_size)
+      persistent[s.rank] += static_cast<double>(s.bytes);
+  PW_RETURN_IF_ERROR(CheckRepresentableMemory(persistent, device));
+  Engine engine(graph, device, options, comm);
+  return engine.Run();
+}
+
+StatusOr<SimResult> Simulator::Run(const Module& module) const { return Run(module, nullptr); }
+
+StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) const {
+  // Replicas fold only where nothing asks for every rank's timeline.
+  SimGraphOptions graph_options;
+  graph_options.fold_replicas = !options_.record_timeline;
+  PW_ASSIGN_OR_RETURN(SimGraph graph, BuildSimGraph(module, *estimator_, registry_, graph_options));
+  SimOptions options = options_;
+  if (options.compute_threads <= 0)
+    options.compute_threads = std::max(1, estimator_->table().proto().blas_threads());
+  PW_ASSIGN_OR_RETURN(SimResult result,
+                      Simulate(graph, estimator_->device(), options, &estimator_->comm()));
+  if (graph_out) *graph_out = std::move(graph);
+  return result;
+}
+
+}  // namespace pw::cost

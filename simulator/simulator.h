@@ -1,0 +1,113 @@
+#pragma once
+// The op-level multi-stream simulator: replays a SimGraph (every rank's streams) in
+// simulated time. A stream runs its instructions in order; an instruction starts once
+// the instructions it depends on have finished (plus the device's event latency when they
+// ran on another stream or rank) and the host has issued it (launch overhead per op).
+//
+// Communication: a send posts and frees its stream at once (eager, as the executor's
+// sends return before delivery); the transfer starts then (or, with rendezvous p2p, once
+// the recv is posted too) and the recv finishes when it has arrived. A collective starts
+// when every member of its group has reached it and finishes for all at once.
+//
+// Sharing: work progresses at a rate. Compute slows by the device's overlap_slowdown while
+// communication of the same rank runs beside it (overlap is not free). On a device with
+// cores_per_node > 0 (the CPU), the ranks of a node share its cores: with D runnable
+// threads (a compute instruction counts one, a GEMM its BLAS threads, a running transfer or
+// collective what it keeps of a core on each member: its measured CPU per operation over
+// its time, else the device's comm_threads), compute runs at the rate the device measured
+// for D busy threads (thread_rate, which holds other users' share of the machine; else
+// min(1, C/D)). Communication takes the time measured for it inside a short run of a plan
+// (pipeweave profile --comm), which holds the wake-ups and the spinning of the transport
+// on busy cores; a collective also waits for its measured straggle (ranks on shared
+// cores reach it apart, which equal simulated ranks never do). Blocked threads must be
+// woken: while every core is busy, an instruction that waited on another stream or rank
+// starts busy_wake_latency later, and communication measured under a number of busy
+// cores is priced with the fits nearest that load.
+//
+// Reports the step time, per-rank and per-stream busy time, exposed communication
+// (communication of a rank while none of its compute runs), bubble (time a rank's compute
+// is idle) and the peak bytes per rank from the tensors' lifetimes: a tensor is allocated
+// when its first writer starts and freed when its last use finishes; parameters,
+// optimizer state and gradient accumulators are held all step.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cost_model/estimator.h"
+#include "simulator/sim_graph.h"
+
+namespace pw::cost {
+
+struct SimOptions {
+  bool rendezvous_p2p = false;  // transfers wait for the recv to be posted
+  bool record_timeline = true;  // keep per-instruction times (traces, SVG)
+  // Threads a GEMM keeps busy (BLAS threads; other ops one); 0: the cost table's
+  // blas_threads (1 when it has none).
+  int compute_threads = 0;
+  // Runtime cost added to every compute instruction; < 0: the device's op_overhead.
+  double op_overhead = -1;
+};
+
+struct InstrTime {
+  double start = -1;   // reached the head of its stream with its dependencies met
+  double active = -1;  // its work (or transfer) began
+  double end = -1;
+};
+
+struct RankResult {
+  int rank = 0;
+  std::array<double, kNumStreamTypes> busy{};  // seconds each stream ran work
+  double compute_busy = 0;                     // union of the rank's compute
+  double comm_busy = 0;                        // union of the rank's communication
+  double exposed_comm = 0;  // communication with no compute of the rank beside it
+  // Exposed communication split by what it is for (CommClass; kNone stays 0). The classes
+  // may overlap each other, so they can add up to more than exposed_comm.
+  std::array<double, kNumCommClasses> exposed_by_class{};
+  double bubble = 0;  // step time minus compute_busy
+  double end = 0;     // when its last instruction finished
+  int64_t peak_bytes = 0;
+  int64_t persistent_bytes = 0;
+};
+
+struct SimResult {
+  double step_time = 0;
+  // Idle compute time over all ranks: sum(bubble) / (ranks * step_time).
+  double bubble_rate = 0;
+  double exposed_comm = 0;  // the largest of the ranks'
+  // The largest of the ranks', key by key (each key may come from another rank).
+  std::array<double, kNumStreamTypes> busy_by_stream{};
+  std::array<double, kNumCommClasses> exposed_by_class{};
+  std::vector<RankResult> ranks;
+  // Estimated seconds of work by estimate path (table, interpolated, roofline, comm), over
+  // every instruction of every rank: how much of the prediction rests on measurements.
+  std::array<double, kNumEstimatePaths> path_seconds{};
+  std::vector<InstrTime> timeline;  // per instruction of the graph, when recorded
+};
+
+// With `comm`, transfers and collectives are priced when they start, under the load of
+// their node (CommModel::Time's busy_cores); without, they take their SimInstr::seconds.
+StatusOr<SimResult> Simulate(const SimGraph& graph, const DeviceSpec& device,
+                             const SimOptions& options = {}, const CommModel* comm = nullptr);
+
+// The service passes reach through PassContext: prices a module's plan.
+class Simulator {
+ public:
+  Simulator(std::shared_ptr<const Estimator> estimator, const OpRegistry& registry,
+            SimOptions options = {})
+      : estimator_(std::move(estimator)), registry_(registry), options_(options) {}
+
+  StatusOr<SimResult> Run(const Module& module) const;
+  // Also returns the lowered graph (for traces and drawings).
+  StatusOr<SimResult> Run(const Module& module, SimGraph* graph) const;
+  const Estimator& estimator() const { return *estimator_; }
+  const SimOptions& options() const { return options_; }
+
+ private:
+  std::shared_ptr<const Estimator> estimator_;
+  const OpRegistry& registry_;
+  SimOptions options_;
+};
+
+}  // namespace pw::cost

@@ -1,0 +1,149 @@
+// The plan search behind `pipeweave tune`: its best plan is never worse than plain 1f1b,
+// the pipeline it prints reproduces its predicted figures when run as opt + sim do, and
+// the memory limit drops what it must.
+
+#include "search/plan_search.h"
+
+#include <gtest/gtest.h>
+
+#include "ops/registry.h"
+#include "passes/cost_inputs.h"
+#include "passes/pass_manager.h"
+#include "simulator/simulator.h"
+#include "tests/small_gpt.h"
+
+namespace pw::search {
+namespace {
+
+Module SmallGpt() {
+  auto built = models::BuildGpt(pw::testing::SmallGptConfig(/*mp=*/2, /*pp=*/2));
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  return std::move(built).value();
+}
+
+std::shared_ptr<cost::Estimator> H100() {
+  auto estimator = MakeEstimator("h100", "");
+  EXPECT_TRUE(estimator.ok()) << estimator.status().ToString();
+  return *estimator;
+}
+
+// Tune with `estimator` set in a copy of `options`.
+StatusOr<TuneResult> TuneWith(const Module& module, std::shared_ptr<cost::Estimator> estimator,
+                              TuneOptions options) {
+  options.estimator = std::move(estimator);
+  return Tune(module, options);
+}
+
+// What `pipeweave opt -p PIPELINE --device h100` then `pipeweave sim` predict.
+cost::SimResult OptThenSim(Module module, const std::string& pipeline,
+                           std::shared_ptr<cost::Estimator> estimator) {
+  PassContext context(ops::Registry());
+  AttachCostModel(estimator, context);
+  PassManager pm(ops::Registry());
+  EXPECT_TRUE(pm.AddPipeline(pipeline).ok()) << pipeline;
+  auto ran = pm.Run(module, context);
+  EXPECT_TRUE(ran.ok()) << ran.status().ToString();
+  cost::SimOptions options;
+  options.record_timeline = false;  // as sim without --trace or --svg
+  auto result = cost::Simulator(estimator, ops::Registry(), options).Run(module);
+  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  return *result;
+}
+
+TEST(PlanSearchTest, BestIsAtLeastPlain1F1BAndItsPipelineReproducesIt) {
+  const Module module = SmallGpt();
+  auto estimator = H100();
+  TuneOptions options;
+  options.micro_batches = 8;
+  std::vector<std::string> progress;
+  options.progress = [&](const std::string& line) { progress.push_back(line); };
+  auto tuned = TuneWith(module, estimator, options);
+  ASSERT_TRUE(tuned.ok()) << tuned.status().ToString();
+  ASSERT_FALSE(tuned->best.empty());
+  EXPECT_EQ(progress.size(), 3u);
+  EXPECT_GT(tuned->planned, 1);
+  EXPECT_GT(tuned->simulated, tuned->planned);
+  EXPECT_LE(tuned->best.size(), 5u);
+  const TunedPlan& best = tuned->best.front();
+  ASSERT_TRUE(tuned->baseline.has_value());
+  EXPECT_LE(best.step_ms, tuned->baseline->step_ms);
+  for (size_t i = 1; i < tuned->best.size(); ++i)
+    EXPECT_LE(tuned->best[i - 1].step_ms, tuned->best[i].step_ms);
+  // The baseline is plain 1f1b, and it and the best reproduce through opt + sim.
+  EXPECT_NE(tuned->baseline->pipeline.find("schedule{kind=1f1b,micro-batches=8},insert-p2p"),
+            std::string::npos);
+  for (const TunedPlan* plan : {static_cast<const TunedPlan*>(&*tuned->baseline), &best}) {
+    cost::SimResult r = OptThenSim(module, plan->pipeline, estimator);
+    EXPECT_EQ(r.step_time * 1e3, plan->step_ms) << plan->pipeline;
+    EXPECT_EQ(r.bubble_rate, plan->bubble_rate) << plan->pipeline;
+  }
+}
+
+TEST(PlanSearchTest, TheMemoryLimitDropsPlansThatHoldMore) {
+  const Module module = SmallGpt();
+  auto estimator = H100();
+  TuneOptions options;
+  options.micro_batches = 8;
+  auto all = TuneWith(module, estimator, options);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  // Just under the largest peak any reported plan holds.
+  int64_t largest = 0, smallest = INT64_MAX;
+  for (const TunedPlan& p : all->best) {
+    largest = std::max(largest, p.peak_bytes);
+    smallest = std::min(smallest, p.peak_bytes);
+  }
+  ASSERT_LT(smallest, largest) << "the reported plans all hold the same memory";
+  // The limit replaces the device's memory; the runtime's reservation still comes off it.
+  const auto reserved = static_cast<int64_t>(estimator->device().memory_reserved());
+  options.mem_limit_bytes = largest - 1 + reserved;
+  auto limited = TuneWith(module, estimator, options);
+  ASSERT_TRUE(limited.ok()) << limited.status().ToString();
+  EXPECT_GT(limited->over_memory, 0);
+  ASSERT_FALSE(limited->best.empty());
+  for (const TunedPlan& p : limited->best) {
+    EXPECT_TRUE(p.fits);
+    EXPECT_LE(p.peak_bytes + reserved, options.mem_limit_bytes);
+  }
+}
+
+TEST(PlanSearchTest, InterleavedStagesHaveNoPlain1F1BButStillPlans) {
+  auto built = models::BuildGpt(pw::testing::SmallGptConfig(/*mp=*/2, /*pp=*/2, /*vpp=*/2));
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  TuneOptions options;
+  options.micro_batches = 8;
+  auto tuned = TuneWith(*built, H100(), options);
+  ASSERT_TRUE(tuned.ok()) << tuned.status().ToString();
+  EXPECT_FALSE(tuned->baseline.has_value());
+  ASSERT_FALSE(tuned->best.empty());
+  bool interleaved = false;
+  for (const TunedPlan& p : tuned->best)
+    interleaved |= p.pipeline.find("kind=interleaved-1f1b") != std::string::npos;
+  EXPECT_TRUE(interleaved);
+}
+
+TEST(PlanSearchTest, RefusesAPlannedModuleAndNoMicroBatches) {
+  auto estimator = H100();
+  Module planned = SmallGpt();
+  PassManager pm(ops::Registry());
+  ASSERT_TRUE(
+      pm.AddPipeline("append-backward,split-program,schedule{kind=1f1b,micro-batches=2}").ok());
+  ASSERT_TRUE(pm.Run(planned).ok());
+  TuneOptions options;
+  options.micro_batches = 4;
+  auto a = TuneWith(planned, estimator, options);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("already has a plan"), std::string::npos);
+  options.micro_batches = 0;
+  auto b = TuneWith(SmallGpt(), estimator, options);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("micro-batches >= 1"), std::string::npos);
+}
+
+TEST(PlanSearchTest, RefusesWithoutAnEstimator) {
+  auto tuned = Tune(SmallGpt(), TuneOptions{});
+  ASSERT_FALSE(tuned.ok());
+  EXPECT_NE(tuned.status().message().find("TuneOptions::estimator"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pw::search
