@@ -10,7 +10,7 @@ packages=(
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev libhiredis-dev libdnnl-dev libopenblas-dev libhwy-dev
-  clang-14 libclang-rt-14-dev llvm-14-tools clang-format
+  clang-14 libclang-rt-14-dev llvm-14-tools lld clang-format
   redis-server time bc
 )
 
