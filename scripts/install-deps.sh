@@ -4,13 +4,13 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git lld
   protobuf-compiler libprotobuf-dev
   libboost-graph-dev
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev libhiredis-dev libdnnl-dev libopenblas-dev libhwy-dev
-  clang-14 libclang-rt-14-dev llvm-14-tools lld clang-format
+  clang-14 libclang-rt-14-dev llvm-14-tools clang-format
   redis-server time bc
 )
 
