@@ -1,7 +1,9 @@
 #include "executor/backend_factory.h"
 
+#include "executor/comm/gloo_module.h"
 #include "executor/cpu/cpu_backend.h"
 #include "executor/cuda_plugin.h"
+#include "ops/kernels/cpu/math_module.h"
 
 namespace pw {
 
@@ -16,13 +18,18 @@ const char* BackendKindName(BackendKind kind) {
 }
 
 Status CheckBackendAvailable(BackendKind kind) {
-  if (kind == BackendKind::kCpu) return OkStatus();
+  if (kind == BackendKind::kCpu) {
+    // Its kernels' arithmetic and its communication: modules opened on first use.
+    PW_RETURN_IF_ERROR(ops::cpu::LoadCpuMathModule());
+    return LoadGlooModule().status();
+  }
   PW_ASSIGN_OR_RETURN(const CudaBackendPlugin* cuda, LoadCudaBackendPlugin());
   return cuda->device_count().status();
 }
 
 StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendConfig& config) {
   if (config.kind == BackendKind::kCpu) {
+    PW_RETURN_IF_ERROR(ops::cpu::LoadCpuMathModule());  // its kernels' arithmetic
     cpu::CpuBackendOptions options;
     options.comm = config.comm;
     options.thread_prefix = config.thread_prefix;

@@ -31,7 +31,7 @@ struct BackendConfig {
 };
 
 // Ok when `kind` can run in this process; otherwise why not ("no CUDA device: ...",
-// "this build has no CUDA backend ...").
+// "this build has no CUDA backend ...", "cannot load pipeweave's module ...").
 Status CheckBackendAvailable(BackendKind kind);
 
 StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendConfig& config);

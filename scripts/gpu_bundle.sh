@@ -2,7 +2,8 @@
 # Builds, with the CUDA backend, a self-contained folder DIR for a GPU machine that has the
 # CUDA toolkit but none of pipeweave's Debian libraries:
 #   DIR/gpu_check.sh        the check (scripts/gpu_check.sh): run it there, `DIR/gpu_check.sh OUT`
-#   DIR/payload.tar.gz      bin/pipeweave, lib/libpipeweave_cuda.so, tests/executor_cuda_test
+#   DIR/payload.tar.gz      bin/pipeweave, lib/libpipeweave_{cuda,cpu_math,gloo}.so (the
+#                           modules it opens on first use), tests/executor_cuda_test
 #                           (stripped) and lib/ with the shared libraries they need from this
 #                           machine, except glibc's and the CUDA toolkit's own (cudart, cuBLAS,
 #                           NCCL: the GPU machine has its own, found by gpu_check.sh);
@@ -32,10 +33,11 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib/fallback" "$stage/tests"
 cp "$build/tools/pipeweave" "$stage/bin/"
-cp "$build/lib/libpipeweave_cuda.so" "$stage/lib/"
+modules=(libpipeweave_cuda.so libpipeweave_cpu_math.so libpipeweave_gloo.so)
+for module in "${modules[@]}"; do cp "$build/lib/$module" "$stage/lib/"; done
 cp "$build/tests/executor_cuda/executor_cuda_test" "$stage/tests/"
 strip --strip-unneeded "$stage/bin/pipeweave" "$stage/tests/executor_cuda_test" \
-  "$stage/lib/libpipeweave_cuda.so"
+  "${modules[@]/#/$stage/lib/}"
 
 # Libraries from this machine, resolved by the loader for every file of the bundle.
 is_system() {  # glibc and the dynamic loader: the GPU machine's own must be used
@@ -54,7 +56,7 @@ is_cuda() {  # the toolkit's and the driver's: the GPU machine has its own
   esac
   return 1
 }
-for file in "$stage/bin/pipeweave" "$stage/tests/executor_cuda_test" "$stage/lib/libpipeweave_cuda.so"; do
+for file in "$stage/bin/pipeweave" "$stage/tests/executor_cuda_test" "${modules[@]/#/$stage/lib/}"; do
   ldd "$file" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'
 done | sort -u | while read -r lib; do
   is_system "$lib" && continue

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git lld
   protobuf-compiler libprotobuf-dev
   libboost-graph-dev
   libgoogle-glog-dev libgflags-dev

@@ -1,46 +1,31 @@
 #include "executor/comm/gloo_comm.h"
 
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/rendezvous/store.h>
-#include <gloo/transport/tcp/device.h>
-
 #include <algorithm>
 #include <map>
 #include <mutex>
 #include <sstream>
 
+#include "executor/comm/gloo_module.h"
 #include "executor/comm/tcp_ring.h"
 
 namespace pw {
 namespace {
 
-// Lets Gloo's rendezvous use a KvStore.
-class GlooStore final : public gloo::rendezvous::Store {
+// The keys of one Gloo context's rendezvous, under "ctx/NAME/" in the run's KvStore.
+class PrefixedRendezvous final : public RendezvousStore {
  public:
-  GlooStore(KvStore& store, std::chrono::milliseconds timeout) : store_(store), timeout_(timeout) {}
-
-  void set(const std::string& key, const std::vector<char>& data) override {
-    Status s = store_.Set(key, std::string(data.begin(), data.end()));
-    if (!s.ok()) throw gloo::IoException(s.message());
+  PrefixedRendezvous(KvStore& store, std::string prefix)
+      : store_(store), prefix_(std::move(prefix)) {}
+  Status Set(const std::string& key, const std::string& value) override {
+    return store_.Set(prefix_ + key, value);
   }
-  std::vector<char> get(const std::string& key) override {
-    StatusOr<std::string> v = store_.Get(key, timeout_);
-    if (!v.ok()) throw gloo::IoException(v.status().message());
-    return std::vector<char>(v->begin(), v->end());
-  }
-  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
-  void wait(const std::vector<std::string>& keys,
-            const std::chrono::milliseconds& timeout) override {
-    for (const std::string& key : keys) {
-      StatusOr<std::string> v = store_.Get(key, timeout);
-      if (!v.ok()) throw gloo::IoException(v.status().message());
-    }
+  StatusOr<std::string> Get(const std::string& key, std::chrono::milliseconds timeout) override {
+    return store_.Get(prefix_ + key, timeout);
   }
 
  private:
   KvStore& store_;
-  std::chrono::milliseconds timeout_;
+  std::string prefix_;
 };
 
 std::string Members(const std::vector<int>& ranks) {
@@ -53,17 +38,15 @@ std::string Members(const std::vector<int>& ranks) {
 class ContextPool {
  public:
   ContextPool(KvStore& store, const Mesh& mesh, int rank, GlooOptions options)
-      : store_(store, options.timeout), layout_(mesh), rank_(rank), options_(options), kv_(store) {}
+      : layout_(mesh), rank_(rank), options_(options), kv_(store) {}
 
   Status Init() {
-    try {
-      gloo::transport::tcp::attr attr;
-      attr.hostname = options_.hostname;
-      device_ = gloo::transport::tcp::CreateDevice(attr);
-    } catch (const std::exception& e) {
+    PW_ASSIGN_OR_RETURN(const GlooModule* gloo, LoadGlooModule());
+    StatusOr<std::unique_ptr<GlooDevice>> device = gloo->open_device(options_.hostname);
+    if (!device.ok())
       return Unavailable("rank ", rank_, ": cannot open a TCP device on ", options_.hostname, ": ",
-                         e.what());
-    }
+                         device.status().message());
+    device_ = std::move(device).value();
     return OkStatus();
   }
 
@@ -107,22 +90,19 @@ class ContextPool {
 
   // The Gloo context `name` of `members` (global ranks, this one among them), connected on
   // first use when it was not expected.
-  StatusOr<std::shared_ptr<gloo::Context>> Get(const std::string& name,
-                                               const std::vector<int>& members) {
+  StatusOr<std::shared_ptr<GlooContext>> Get(const std::string& name,
+                                             const std::vector<int>& members) {
     std::shared_ptr<Entry> entry = Find(name);
     std::lock_guard<std::mutex> lock(entry->mu);
     if (entry->context) return entry->context;
-    try {
-      auto context = std::make_shared<gloo::rendezvous::Context>(IndexIn(members), members.size());
-      context->setTimeout(options_.timeout);
-      gloo::rendezvous::PrefixStore prefixed("ctx/" + name, store_);
-      context->connectFullMesh(prefixed, device_);
-      entry->context = context;
-      return entry->context;
-    } catch (const std::exception& e) {
+    PrefixedRendezvous rendezvous(kv_, "ctx/" + name + "/");
+    StatusOr<std::shared_ptr<GlooContext>> context = device_->ConnectFullMesh(
+        rendezvous, IndexIn(members), static_cast<int>(members.size()), options_.timeout);
+    if (!context.ok())
       return Unavailable("rank ", rank_, ": cannot connect to ranks ", Members(members), " (", name,
-                         "): ", e.what());
-    }
+                         "): ", context.status().message());
+    entry->context = std::move(context).value();
+    return entry->context;
   }
 
   // The collective ring `name` of `members`, joined on first use when it was not expected.
@@ -144,14 +124,13 @@ class ContextPool {
   }
 
  private:
-  GlooStore store_;
   RankLayout layout_;
   int rank_;
   GlooOptions options_;
-  std::shared_ptr<gloo::transport::Device> device_;
+  std::unique_ptr<GlooDevice> device_;
   struct Entry {
     std::mutex mu;  // held while this context connects
-    std::shared_ptr<gloo::Context> context;
+    std::shared_ptr<GlooContext> context;
     std::unique_ptr<TcpRing> ring;
   };
   struct Expected {
@@ -231,14 +210,10 @@ class GlooStreamComm final : public StreamComm {
     PW_ASSIGN_OR_RETURN(auto context,
                         pool_->Get(ContextPool::TransferContext(me, peer), {me, peer}));
     const int peer_index = 1;
-    try {
-      Pending p{context->createUnboundBuffer(const_cast<void*>(tensor.raw()), tensor.nbytes()),
-                tensor, peer};
-      p.buffer->send(peer_index, tag);
-      pending_.push_back(std::move(p));
-    } catch (const std::exception& e) {
-      return Unavailable("send to rank ", peer, " failed: ", e.what());
-    }
+    StatusOr<std::unique_ptr<GlooPendingSend>> send =
+        context->Send(tensor.raw(), tensor.nbytes(), peer_index, tag);
+    if (!send.ok()) return Unavailable("send to rank ", peer, " failed: ", send.status().message());
+    pending_.push_back(Pending{std::move(send).value(), tensor, peer});
     return OkStatus();
   }
 
@@ -247,26 +222,21 @@ class GlooStreamComm final : public StreamComm {
     PW_ASSIGN_OR_RETURN(auto context,
                         pool_->Get(ContextPool::TransferContext(peer, me), {peer, me}));
     const int peer_index = 0;
-    try {
-      auto buffer = context->createUnboundBuffer(tensor.raw(), tensor.nbytes());
-      buffer->recv(peer_index, tag);
-      if (!buffer->waitRecv(pool_->timeout()))
-        return Unavailable("receive from rank ", peer, " was aborted");
-    } catch (const std::exception& e) {
-      return Unavailable("receive from rank ", peer, " failed: ", e.what());
-    }
+    Status s = context->Recv(tensor.raw(), tensor.nbytes(), peer_index, tag, pool_->timeout());
+    if (s.code() == StatusCode::kAborted)
+      return Unavailable("receive from rank ", peer, " was aborted");
+    if (!s.ok()) return Unavailable("receive from rank ", peer, " failed: ", s.message());
     return OkStatus();
   }
 
   Status Flush() override {
     Status first;
     for (Pending& p : pending_) {
-      try {
-        if (!p.buffer->waitSend(pool_->timeout()) && first.ok())
-          first = Unavailable("send to rank ", p.peer, " was aborted");
-      } catch (const std::exception& e) {
-        if (first.ok()) first = Unavailable("send to rank ", p.peer, " failed: ", e.what());
-      }
+      Status s = p.send->Wait(pool_->timeout());
+      if (s.ok() || !first.ok()) continue;
+      first = s.code() == StatusCode::kAborted
+                  ? Unavailable("send to rank ", p.peer, " was aborted")
+                  : Unavailable("send to rank ", p.peer, " failed: ", s.message());
     }
     pending_.clear();
     return first;
@@ -274,8 +244,8 @@ class GlooStreamComm final : public StreamComm {
 
  private:
   struct Pending {
-    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
-    Tensor keep_alive;  // the storage the buffer reads from
+    std::unique_ptr<GlooPendingSend> send;
+    Tensor keep_alive;  // the storage the send reads from
     int peer;
   };
 

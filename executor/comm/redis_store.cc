@@ -1,46 +1,40 @@
 #include "executor/comm/redis_store.h"
 
-#include <gloo/rendezvous/redis_store.h>
-
 #include <charconv>
 #include <mutex>
+
+#include "executor/comm/gloo_module.h"
 
 namespace pw {
 namespace {
 
-// hiredis connections are not thread-safe; the watchdog thread shares this one.
+// hiredis connections are not thread-safe; the watchdog thread shares this one. The
+// connection itself is the Gloo module's (gloo's RedisStore).
 class RedisStore final : public KvStore {
  public:
-  RedisStore(std::unique_ptr<gloo::rendezvous::RedisStore> redis, std::string address,
-             std::string prefix)
+  RedisStore(std::unique_ptr<RedisKeys> redis, std::string address, std::string prefix)
       : redis_(std::move(redis)), address_(std::move(address)), prefix_(std::move(prefix)) {}
 
   Status Set(const std::string& key, const std::string& value) override {
     std::lock_guard<std::mutex> lock(mu_);
-    try {
-      redis_->set(prefix_ + key, std::vector<char>(value.begin(), value.end()));
-    } catch (const std::exception& e) {
-      return Unavailable("redis ", address_, ": set '", key, "' failed: ", e.what());
-    }
+    Status s = redis_->Set(prefix_ + key, value);
+    if (!s.ok()) return Unavailable("redis ", address_, ": set '", key, "' failed: ", s.message());
     return OkStatus();
   }
 
   StatusOr<std::optional<std::string>> TryGet(const std::string& key) override {
     std::lock_guard<std::mutex> lock(mu_);
-    try {
-      if (!redis_->check({prefix_ + key})) return std::optional<std::string>();
-      std::vector<char> value = redis_->get(prefix_ + key);
-      return std::optional<std::string>(std::string(value.begin(), value.end()));
-    } catch (const std::exception& e) {
-      return Unavailable("redis ", address_, ": get '", key, "' failed: ", e.what());
-    }
+    StatusOr<std::string> value = redis_->TryGet(prefix_ + key);
+    if (value.ok()) return std::optional<std::string>(std::move(value).value());
+    if (value.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
+    return Unavailable("redis ", address_, ": get '", key, "' failed: ", value.status().message());
   }
 
   std::string Describe() const override { return "redis " + address_; }
 
  private:
   std::mutex mu_;
-  std::unique_ptr<gloo::rendezvous::RedisStore> redis_;
+  std::unique_ptr<RedisKeys> redis_;
   std::string address_;
   std::string prefix_;
 };
@@ -63,13 +57,12 @@ StatusOr<std::unique_ptr<KvStore>> OpenRedisStore(const std::string& spec) {
       return InvalidArgument("redis store '", spec, "': bad port '", p, "'");
   }
   if (host.empty()) return InvalidArgument("redis store '", spec, "' has no host");
-  try {
-    auto redis = std::make_unique<gloo::rendezvous::RedisStore>(host, port);
-    return std::unique_ptr<KvStore>(
-        std::make_unique<RedisStore>(std::move(redis), address, prefix + "/"));
-  } catch (const std::exception& e) {
-    return Unavailable("cannot reach redis at ", address, ": ", e.what());
-  }
+  PW_ASSIGN_OR_RETURN(const GlooModule* gloo, LoadGlooModule());
+  StatusOr<std::unique_ptr<RedisKeys>> redis = gloo->connect_redis(host, port);
+  if (!redis.ok())
+    return Unavailable("cannot reach redis at ", address, ": ", redis.status().message());
+  return std::unique_ptr<KvStore>(
+      std::make_unique<RedisStore>(std::move(redis).value(), address, prefix + "/"));
 }
 
 }  // namespace pw

@@ -7,45 +7,21 @@
 // Why our own cut: oneDNN's threads would split a GEMM's sum over K for some shapes, so the
 // bits would depend on the thread count; cutting C's columns (or rows) keeps every element
 // the same dot product summed in the same order, whatever the number of threads.
-#include <dlfcn.h>
-#include <oneapi/dnnl/dnnl.h>
-
+// oneDNN itself lives in the CPU math module (math_module.h), opened on the first GEMM.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/math_module.h"
 #include "ops/kernels/cpu/parallel_for.h"
 
 namespace pw::ops::cpu {
 namespace {
 
-// oneDNN sizes its OpenMP team from the calling thread's own setting; every thread that
-// calls it (a stream's, a pool worker) asks for one, once. Looked up at run time: the
-// OpenMP runtime is oneDNN's dependency, not ours (none there, nothing to set).
-void KeepOneDnnOnThisThread() {
-  thread_local bool done = false;
-  if (done) return;
-  using SetThreads = void (*)(int);
-  static const auto set_threads =
-      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (set_threads) set_threads(1);
-  done = true;
-}
-
 void OneThreadGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                    int64_t ldc) {
-  KeepOneDnnOnThisThread();
-  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha,
-                                          a, lda, b, ldb, beta, c, ldc);
-  if (status != dnnl_success) {  // only a caller's bad sizes or leading dims get here
-    std::fprintf(stderr, "pipeweave: oneDNN sgemm %ldx%ldx%ld failed (status %d)\n",
-                 static_cast<long>(m), static_cast<long>(n), static_cast<long>(k),
-                 static_cast<int>(status));
-    std::abort();
-  }
+  CpuMath().sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // Below this many multiply-adds a GEMM does not pay for waking a thread (~40 us).

@@ -1,0 +1,75 @@
+// The CPU math module's entry (built into libpipeweave_cpu_math.so only, beside
+// vector_math.cc): the table of math_module.h, and oneDNN's sgemm for one thread.
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "ops/kernels/cpu/math_module.h"
+
+namespace pw::ops::cpu {
+namespace {
+
+// oneDNN sizes its OpenMP team from the calling thread's own setting; every thread that
+// calls it (a stream's, a pool worker) asks for one, once. Looked up at run time: the
+// OpenMP runtime is oneDNN's dependency, not ours (none there, nothing to set).
+void KeepOneDnnOnThisThread() {
+  thread_local bool done = false;
+  if (done) return;
+  using SetThreads = void (*)(int);
+  static const auto set_threads =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set_threads) set_threads(1);
+  done = true;
+}
+
+void OneDnnSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  KeepOneDnnOnThisThread();
+  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha,
+                                          a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success) {  // only a caller's bad sizes or leading dims get here
+    std::fprintf(stderr, "pipeweave: oneDNN sgemm %ldx%ldx%ld failed (status %d)\n",
+                 static_cast<long>(m), static_cast<long>(n), static_cast<long>(k),
+                 static_cast<int>(status));
+    std::abort();
+  }
+}
+
+constexpr CpuMathModule kModule = {
+    .gelu = &GeluF32,
+    .gelu_grad = &GeluGradF32,
+    .exp_shifted = &ExpShiftedF32,
+    .add = &AddF32,
+    .scale = &ScaleF32,
+    .adam = &AdamF32,
+    .layer_norm_row = &LayerNormRowF32,
+    .layer_norm_grad_row = &LayerNormGradRowF32,
+    .add_scaled_deviation = &AddScaledDeviationF32,
+    .rms_norm_row = &RmsNormRowF32,
+    .rms_norm_grad_row = &RmsNormGradRowF32,
+    .swiglu = &SwigluF32,
+    .swiglu_grad = &SwigluGradF32,
+    .rotate_halves = &RotateHalvesF32,
+    .max = &MaxF32,
+    .sum = &SumF32,
+    .dot = &DotF32,
+    .mul_difference = &MulDifferenceF32,
+    .mul_scalar = &MulScalarF32,
+    .sub_scaled = &SubScaledF32,
+    .softmax_row = &SoftmaxRowF32,
+    .widen_bf16 = &WidenBf16ToF32,
+    .narrow_bf16 = &NarrowF32ToBf16,
+    .target_name = &VectorTargetName,
+    .sgemm = &OneDnnSgemm,
+};
+
+}  // namespace
+}  // namespace pw::ops::cpu
+
+extern "C" __attribute__((visibility("default"))) const pw::ops::cpu::CpuMathModule*
+pw_cpu_math_module() {
+  return &pw::ops::cpu::kModule;
+}
