@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "ir/event_ref.h"
+#include "ir/grad_reduce.h"
 #include "ir/p2p_vars.h"
 #include "ir/rank_layout.h"
 
@@ -58,7 +59,8 @@ std::string RankSequence::Describe(int i) const {
     case WorkKind::kFetch:
       return StrCat("fetch of '", var, "'", mb);
     case WorkKind::kGradAllReduce:
-      return StrCat("c_allreduce_sum of gradient '", var, "' before ", JobName(job));
+      return StrCat("c_allreduce_sum of gradient '", var, "' ",
+                    job.kind == JobKind::kOptimizer ? "before " : "after ", JobName(job));
     case WorkKind::kGradScale:
       return StrCat("scale of gradient '", var, "' before ", JobName(job));
   }
@@ -107,6 +109,12 @@ class RankSequenceBuilder {
   // (var, micro-batch) -> (job, op) of its last write: where attached work goes.
   std::unordered_map<int64_t, std::pair<int, int>> last_write_;  // by PairKey(mb, var id)
   std::vector<char> is_grad_;                                    // per var id
+  // With the reduction in the backward (ir/grad_reduce.h): per gradient var id, the
+  // (job, op) that finishes its last micro-batch on this rank, and the gradients whose
+  // all-reduce is issued there rather than before the optimizer.
+  bool reduce_in_backward_ = false;
+  std::unordered_map<int, std::pair<int, int>> final_write_;
+  std::set<std::string> reduced_early_;
   std::unordered_map<const Program*, ProgramVars> program_vars_;
   // Per table (kRankTable, kStepTable, then micro-batches), per var id: its slot or -1.
   std::vector<std::vector<int>> slot_of_;
@@ -182,9 +190,11 @@ void RankSequenceBuilder::FindLastWrites() {
     const std::vector<Op>& ops = seq_.programs[j]->ops();
     for (size_t o = 0; o < ops.size(); ++o)
       ops[o].ForEachOutput([&](const std::string& v) {
-        if (v == options_.loss || grads_.count(v))
+        if (v == options_.loss || grads_.count(v)) {
           last_write_[PairKey(job.micro_batch, VarId(v))] = {static_cast<int>(j),
                                                              static_cast<int>(o)};
+          if (grads_.count(v)) final_write_[VarId(v)] = {static_cast<int>(j), static_cast<int>(o)};
+        }
       });
   }
 }
@@ -291,7 +301,7 @@ Status RankSequenceBuilder::LowerGradFinalize(int j) {
   for (const std::string& g : reads) {
     PW_ASSIGN_OR_RETURN(int acc, SlotFor(g, kStepTable, optimizer));
     for (WorkKind kind : {WorkKind::kGradAllReduce, WorkKind::kGradScale}) {
-      if (kind == WorkKind::kGradAllReduce && !reduce) continue;
+      if (kind == WorkKind::kGradAllReduce && (!reduce || reduced_early_.count(g))) continue;
       WorkItem item;
       item.kind = kind;
       item.stream = kind == WorkKind::kGradAllReduce ? StreamType::kDpComm : StreamType::kCompute;
@@ -406,6 +416,21 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
         if (IsGrad(var)) {
           PW_ASSIGN_OR_RETURN(int acc, SlotFor(var, *name, kStepTable, program, vars));
           attach(WorkKind::kAccumulate, value, {acc, value}, {acc});
+          auto final_write = final_write_.find(var);
+          if (reduce_in_backward_ && final_write != final_write_.end() &&
+              final_write->second == std::make_pair(j, static_cast<int>(o))) {
+            // The sum is complete: its all-reduce goes on dp_comm now, step-level work the
+            // executor orders after the accumulation (and the optimizer's scale after it).
+            WorkItem reduce;
+            reduce.kind = WorkKind::kGradAllReduce;
+            reduce.stream = StreamType::kDpComm;
+            reduce.job = j;
+            reduce.slot = acc;
+            reduce.reads = {acc};
+            reduce.writes = {acc};
+            Add(std::move(reduce));
+            reduced_early_.insert(*name);
+          }
         }
         if (*name == options_.loss) attach(WorkKind::kFetch, value, {value}, {});
       }
@@ -465,6 +490,13 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
   feeds_.insert(options_.feeds.begin(), options_.feeds.end());
   PW_RETURN_IF_ERROR(CollectJobs());
   FindGradients();
+  // Early reductions only where the executor reduces at all: dp > 1 and no optimizer
+  // program that reduces its own gradients (amp's low-precision all-reduce).
+  reduce_in_backward_ =
+      module_.mesh.dp > 1 && module_.metadata.GetString(kMetaGradReduce) == kGradReduceInBackward;
+  for (size_t j = 0; j < seq_.jobs.size(); ++j)
+    if (seq_.jobs[j]->kind == JobKind::kOptimizer && HasOwnDpAllReduce(*seq_.programs[j]))
+      reduce_in_backward_ = false;
   FindLastWrites();
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
     const int jj = static_cast<int>(j);
