@@ -54,6 +54,27 @@ python3 -c 'import json,sys; a,b=(json.load(open(p))["losses"] for p in sys.argv
 "$pw" build-model llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --seq 16 \
   --vocab 128 --dp 4 --mp 2 -o "$work/llama.pbtxt" >/dev/null || fail "build-model llama --dp 4"
 "$pw" inspect "$work/llama.pbtxt" | grep -qF "mesh dp=4 pp=1 mp=2" || fail "llama mesh"
+# tune --splits on: every other dp x pp x mp of the 8 ranks searched on the op-level
+# simulator; the best plan's printed build-model arguments and pipeline reproduce its time.
+"$pw" tune "$work/dp2.pbtxt" --ranks 8 --device h100 --global-batch 16 --splits on \
+  --shapes off --top 3 >"$work/tune.txt" 2>"$work/tune.err" || fail "tune --splits: $(cat "$work/tune.err")"
+grep -qF "tune: 7 other dp x pp x mp splits of 8 ranks searched" "$work/tune.err" ||
+  fail "tune --splits: $(cat "$work/tune.err")"
+best=$(grep -m1 "^1 " "$work/tune.txt")
+[[ $best =~ ^1\ +([0-9.]+)\ .*\ (dp\ [0-9]+\ x\ pp\ [0-9]+\ x\ mp\ [0-9]+):\ (.*)$ ]] ||
+  fail "the best plan is on no split: $(cat "$work/tune.txt")"
+predicted=${BASH_REMATCH[1]}
+pipeline=${BASH_REMATCH[3]}
+args=$(grep -m1 -o "module: pipeweave build-model .* -o MODULE.pb" "$work/tune.txt" |
+  sed 's/^module: pipeweave build-model //; s/ -o MODULE.pb$//')
+# shellcheck disable=SC2086
+"$pw" build-model $args -o "$work/split.pbtxt" >/dev/null || fail "build-model $args"
+"$pw" opt "$work/split.pbtxt" -p "$pipeline" --device h100 -o "$work/split_plan.pb" >/dev/null ||
+  fail "opt -p $pipeline"
+simulated=$("$pw" sim "$work/split_plan.pb" --device h100 --format json |
+  grep -o '"step_time_ms": [^,]*' | head -1 | sed 's/.*: //')
+awk -v a="$simulated" -v b="$predicted" 'BEGIN { exit !(a - b < 0.0005 && b - a < 0.0005) }' ||
+  fail "the split's plan simulates at $simulated ms, tune printed $predicted ms"
 # Bad inputs: one line, a non-zero exit, no output file, nothing started.
 expect_error() { "$(dirname "$0")/expect_error.sh" "$@" >/dev/null || fail "$("$(dirname "$0")/expect_error.sh" "$@")"; }
 expect_error "flag --global-batch 10 is not a multiple of dp 2 x micro-batch size 2 (4)" - -- \
@@ -70,4 +91,6 @@ expect_error "flag --dp: expected an integer in [1, 65536]" "$work/bad.pbtxt" --
   "$pw" build-model gpt "${shape[@]}" --dp 0 -o "$work/bad.pbtxt"
 expect_error "flag --dp applies to gpt and llama, not unet" "$work/bad.pbtxt" -- \
   "$pw" build-model unet --layers 2 --hidden 32 --dp 2 -o "$work/bad.pbtxt"
+expect_error "flag --splits on searches one module's dp x pp x mp splits at one global batch" - -- \
+  "$pw" tune "$work/dp2.pbtxt" --ranks 8 --splits on
 echo ok
