@@ -23,11 +23,17 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
     const Var* x = lookup(op.Input("X"));
     price.collective = true;
     price.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
+    // A ring all-reduce is a reduce-scatter then an all-gather of the whole buffer, each
+    // (n-1) steps of a 1/n piece: either half costs half the all-reduce of the whole (the
+    // reduce-scatter's input, the all-gather's output).
+    double share = 1;
+    if (op.type == "c_reduce_scatter_sum" || op.type == "c_all_gather") share = 0.5;
+    if (op.type == "c_all_gather") price.bytes *= static_cast<double>(price.group.size());
     price.inter_node = SpansNodes(estimator.device(), price.group);
-    price.seconds = estimator.comm()
-                        .Time(CommKind::kAllReduce, price.bytes,
-                              static_cast<int>(price.group.size()), price.inter_node)
-                        .seconds;
+    price.seconds = share * estimator.comm()
+                                .Time(CommKind::kAllReduce, price.bytes,
+                                      static_cast<int>(price.group.size()), price.inter_node)
+                                .seconds;
     price.path = EstimatePath::kComm;
     return price;
   }

@@ -143,6 +143,7 @@ Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInst
                      : seq_.jobs[item.job]->kind == JobKind::kForward ? CommClass::kMpForward
                                                                       : CommClass::kMpBackward;
   instr.bytes = price->bytes;
+  if (op.type == "c_reduce_scatter_sum" || op.type == "c_all_gather") instr.comm_share = 0.5;
   instr.group_size = static_cast<int>(price->group.size());
   instr.inter_node = price->inter_node;
   CommLink link;
@@ -358,7 +359,7 @@ void GraphAssembler::Instantiate(const RankTemplate& t, int rank) {
     if (inter != in.inter_node) {
       in.inter_node = inter;
       const CommKind kind = link.peer_pp >= 0 ? CommKind::kSendRecv : CommKind::kAllReduce;
-      in.seconds = est_.comm().Time(kind, in.bytes, in.group_size, inter).seconds;
+      in.seconds = in.comm_share * est_.comm().Time(kind, in.bytes, in.group_size, inter).seconds;
     }
     if (link.peer_pp >= 0) {
       const int peer = layout_.PipelinePeer(rank, link.peer_pp);

@@ -53,6 +53,9 @@ struct SimInstr {
   // price it under the load it meets (CommModel::Time).
   int group_size = 0;
   bool inter_node = false;
+  // The share of an all-reduce of `bytes` a collective costs: 0.5 for a reduce-scatter (of
+  // its input) or an all-gather (of its output), the halves of a ring all-reduce.
+  double comm_share = 1;
   // A compute op whose kernel is a BLAS GEMM: it keeps the table's BLAS threads busy, any
   // other op one thread.
   bool gemm = false;

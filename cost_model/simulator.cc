@@ -286,8 +286,11 @@ CommEstimate Engine::CommPrice(const SimInstr& in, double fallback, const std::v
                                double bytes) const {
   if (!comm_ || in.group_size < 2) return {bytes == 0 ? 0 : fallback, false, 0};
   CommKind kind = in.kind == InstrKind::kCollective ? CommKind::kAllReduce : CommKind::kSendRecv;
-  return comm_->Time(kind, bytes < 0 ? in.bytes : bytes, in.group_size, in.inter_node,
-                     BusyCores(ranks));
+  CommEstimate e = comm_->Time(kind, bytes < 0 ? in.bytes : bytes, in.group_size, in.inter_node,
+                               BusyCores(ranks));
+  e.seconds *= in.comm_share;
+  e.cpu *= in.comm_share;
+  return e;
 }
 
 void Engine::ComputeRates() {

@@ -28,6 +28,14 @@ bool HasOwnDpAllReduce(const Program& optimizer) {
   return false;
 }
 
+// Gradient sums an optimizer program reduce-scatters over dp itself (distributed-optimizer):
+// it also scales the shards, so the executor neither all-reduces nor scales them.
+void AddSelfReducedGrads(const Program& optimizer, std::set<std::string>& grads) {
+  for (const Op& op : optimizer.ops())
+    if (op.type == "c_reduce_scatter_sum" && op.attrs.GetString("group") == "dp")
+      op.ForEachInput([&](const std::string& v) { grads.insert(v); });
+}
+
 }  // namespace
 
 int RankSequence::SlotOf(const WorkItem& item, const std::string& var) const {
@@ -115,6 +123,7 @@ class RankSequenceBuilder {
   bool reduce_in_backward_ = false;
   std::unordered_map<int, std::pair<int, int>> final_write_;
   std::set<std::string> reduced_early_;
+  std::set<std::string> self_reduced_;  // AddSelfReducedGrads over the optimizer programs
   std::unordered_map<const Program*, ProgramVars> program_vars_;
   // Per table (kRankTable, kStepTable, then micro-batches), per var id: its slot or -1.
   std::vector<std::vector<int>> slot_of_;
@@ -299,6 +308,7 @@ Status RankSequenceBuilder::LowerGradFinalize(int j) {
       if (grads_.count(v)) reads.insert(v);
     });
   for (const std::string& g : reads) {
+    if (self_reduced_.count(g)) continue;
     PW_ASSIGN_OR_RETURN(int acc, SlotFor(g, kStepTable, optimizer));
     for (WorkKind kind : {WorkKind::kGradAllReduce, WorkKind::kGradScale}) {
       if (kind == WorkKind::kGradAllReduce && (!reduce || reduced_early_.count(g))) continue;
@@ -417,7 +427,8 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
           PW_ASSIGN_OR_RETURN(int acc, SlotFor(var, *name, kStepTable, program, vars));
           attach(WorkKind::kAccumulate, value, {acc, value}, {acc});
           auto final_write = final_write_.find(var);
-          if (reduce_in_backward_ && final_write != final_write_.end() &&
+          if (reduce_in_backward_ && !self_reduced_.count(*name) &&
+              final_write != final_write_.end() &&
               final_write->second == std::make_pair(j, static_cast<int>(o))) {
             // The sum is complete: its all-reduce goes on dp_comm now, step-level work the
             // executor orders after the accumulation (and the optimizer's scale after it).
@@ -494,9 +505,11 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
   // program that reduces its own gradients (amp's low-precision all-reduce).
   reduce_in_backward_ =
       module_.mesh.dp > 1 && module_.metadata.GetString(kMetaGradReduce) == kGradReduceInBackward;
-  for (size_t j = 0; j < seq_.jobs.size(); ++j)
-    if (seq_.jobs[j]->kind == JobKind::kOptimizer && HasOwnDpAllReduce(*seq_.programs[j]))
-      reduce_in_backward_ = false;
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
+    if (HasOwnDpAllReduce(*seq_.programs[j])) reduce_in_backward_ = false;
+    AddSelfReducedGrads(*seq_.programs[j], self_reduced_);
+  }
   FindLastWrites();
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
     const int jj = static_cast<int>(j);

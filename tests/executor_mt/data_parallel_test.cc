@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "equivalence_util.h"
 #include "ir/rank_sequence.h"
@@ -33,19 +34,21 @@ void PrintTo(const Layout& l, std::ostream* out) {
   *out << "dp" << l.dp << "_mp" << l.mp << "_pp" << l.pp;
 }
 
-// The small GPT on `l`, trained by SGD; with pp > 1 planned 1f1b over the replica's share
+// The small GPT on `l`, trained by `training` (SGD by default); with pp > 1, or passes to
+// run on the plan (`after_plan`), planned 1f1b over the replica's share
 // of the global batch.
-Module Gpt(const Layout& l) {
+Module Gpt(const Layout& l, const std::string& training = kTraining,
+           const std::string& after_plan = "") {
   models::GptConfig c = SmallGptConfig(l.mp, l.pp);
   c.dp = l.dp;
   auto built = models::BuildGpt(c);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   if (!built.ok()) return Module{};
-  std::string pipeline = kTraining;
-  if (l.pp > 1)
+  std::string pipeline = training;
+  if (l.pp > 1 || !after_plan.empty())
     pipeline +=
         StrCat(",split-program,schedule{kind=1f1b,micro-batches=", kGlobalMicroBatches / l.dp,
-               "},insert-p2p");
+               "},insert-p2p", after_plan);
   auto trained = WithPasses(std::move(built).value(), pipeline);
   EXPECT_TRUE(trained.ok()) << trained.status().ToString();
   return trained.ok() ? std::move(trained).value() : Module{};
@@ -171,6 +174,99 @@ TEST(OverlapGradReduceTest, EachSumIsReducedAfterItsLastAccumulation) {
       EXPECT_LT(i, optimizer) << seq->Describe(i);
     }
   }
+}
+
+// distributed-optimizer (ZeRO-1): the gradient sums reduce-scattered over dp, each dp rank
+// updating its rows of every parameter whose first dim divides by dp (and Adam's moments of
+// those rows only), the parameters all-gathered. Against the same dp plan without it: the
+// same losses and parameters bit for bit, and each rank's optimizer state is its rows of
+// the plain run's.
+struct ZeroCase {
+  Layout layout;
+  const char* training;
+  const char* after = "";  // passes after the distributed optimizer
+};
+
+void PrintTo(const ZeroCase& c, std::ostream* out) {
+  const std::string training = c.training;
+  *out << ::testing::PrintToString(c.layout)
+       << (training.find("adam") != std::string::npos ? "_adam" : "_sgd")
+       << (training.find("bf16") != std::string::npos ? "_bf16" : "")
+       << (*c.after ? "_overlap" : "");
+}
+
+class DistributedOptimizerTest : public ::testing::TestWithParam<ZeroCase> {};
+
+TEST_P(DistributedOptimizerTest, BitIdenticalToTheSameDpPlanWithoutIt) {
+  const ZeroCase& c = GetParam();
+  const Module plain = Gpt(c.layout, c.training, "");
+  const Module zero = Gpt(c.layout, c.training, StrCat(",distributed-optimizer", c.after));
+  auto a = Train(plain);
+  auto b = Train(zero);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(a->losses.size(), b->losses.size());
+  for (size_t s = 0; s < a->losses.size(); ++s) EXPECT_EQ(a->losses[s], b->losses[s]) << s;
+  const RankLayout layout(plain.mesh);
+  int sharded = 0;
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    const int d = layout.Coord(rank).dp, dp = plain.mesh.dp;
+    for (const auto& [name, want] : a->params[rank]) {
+      auto it = b->params[rank].find(name);
+      ASSERT_NE(it, b->params[rank].end()) << name << " on rank " << rank;
+      const Tensor& got = it->second;
+      if (got.shape() == want.shape()) {
+        EXPECT_TRUE(SameBits(got, want)) << name << " on rank " << rank;
+        continue;
+      }
+      // Optimizer state of a sharded update: this dp rank's rows of the whole.
+      ASSERT_EQ(got.shape()[0] * dp, want.shape()[0]) << name;
+      const int64_t bytes = got.nbytes();
+      EXPECT_EQ(std::memcmp(got.raw(), static_cast<const char*>(want.raw()) + d * bytes, bytes), 0)
+          << name << " on rank " << rank << " (dp rank " << d << ")";
+      ++sharded;
+    }
+    if (rank == 0)
+      std::printf("%s rank 0: peak %lld bytes with the distributed optimizer, %lld without\n",
+                  ::testing::PrintToString(c).c_str(), static_cast<long long>(b->peak_bytes[0]),
+                  static_cast<long long>(a->peak_bytes[0]));
+  }
+  if (std::string(c.training).find("adam") != std::string::npos) {
+    EXPECT_GT(sharded, 0);  // Adam's moments are cut
+    // Per rank, the moments of the sharded parameters shrink by (dp - 1) / dp; the two
+    // shards the update adds (gradient and parameter rows) are transient.
+    for (int rank = 0; rank < layout.world_size(); ++rank)
+      EXPECT_LT(b->peak_bytes[rank], a->peak_bytes[rank]) << "rank " << rank;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, DistributedOptimizerTest,
+    ::testing::Values(ZeroCase{{2, 1, 1}, "append-backward{optimizer=adam,lr=0.01}"},
+                      ZeroCase{{2, 1, 1}, kTraining},
+                      ZeroCase{{4, 1, 1}, "append-backward{optimizer=adam,lr=0.01}"},
+                      ZeroCase{{2, 2, 2}, "append-backward{optimizer=adam,lr=0.01}"},
+                      ZeroCase{{2, 1, 2},
+                               "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16}"},
+                      ZeroCase{{2, 2, 2},
+                               "append-backward{optimizer=adam,lr=0.01}",
+                               ",assign-streams,overlap-grad-reduce,insert-events"}),
+    [](const auto& info) { return ::testing::PrintToString(info.param); });
+
+TEST(DistributedOptimizerPassTest, RefusesModulesItCannotShard) {
+  auto unplanned = WithPasses(Gpt({2, 1, 1}), "distributed-optimizer");
+  EXPECT_NE(unplanned.status().message().find(
+                "distributed-optimizer needs a plan: run it after split-program and schedule"),
+            std::string::npos)
+      << unplanned.status().ToString();
+  auto late = WithPasses(Gpt({2, 1, 2}), "overlap-grad-reduce,distributed-optimizer");
+  EXPECT_NE(late.status().message().find("run it before overlap-grad-reduce"), std::string::npos)
+      << late.status().ToString();
+  // One replica: nothing to shard.
+  const Module one = Gpt({1, 1, 2});
+  auto same = WithPasses(one, "distributed-optimizer");
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(*same == one);
 }
 
 }  // namespace
