@@ -11,6 +11,8 @@
 #        overlap    assign-streams,overlap-grad-reduce,insert-events (each gradient's
 #                   all-reduce as soon as its last micro-batch is accumulated)
 #        zero1      distributed-optimizer,assign-streams,insert-events (when registered)
+#        zero1+ov   the same with overlap-grad-reduce: each reduce-scatter issued as soon as
+#                   its gradient's last micro-batch is accumulated
 #      then the same at dp 16 x pp 2 x mp 1, whose dp groups span two nodes (the
 #      all-reduce priced at the spec's inter-node bandwidth, 50 GB/s per H100).
 #   2. measured on this machine's CPU (when distributed-optimizer is registered): the small
@@ -53,7 +55,8 @@ for mesh in "4 4 2" "16 2 1"; do
   labels=(plain streams overlap)
   if ((zero1)); then
     plans[zero1]="$base,distributed-optimizer,assign-streams,insert-events"
-    labels+=(zero1)
+    plans[zero1+ov]="$base,distributed-optimizer,assign-streams,overlap-grad-reduce,insert-events"
+    labels+=(zero1 zero1+ov)
   fi
   for label in "${labels[@]}"; do
     "$pw" sim "$out/gpt67_dp$dp.pb" --device h100 --pipeline "${plans[$label]}" --format json \

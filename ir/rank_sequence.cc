@@ -102,7 +102,9 @@ class RankSequenceBuilder {
                         ProgramVars& vars);
   int Add(WorkItem item);
   void MarkViews(const WorkItem& split);
-  Status LowerProgramJob(int j);
+  // Lowers job j's program; `only_op` >= 0: that one op alone (an optimizer op issued
+  // early, see hoisted_).
+  Status LowerProgramJob(int j, int only_op = -1);
   Status LowerP2pJob(int j);
   Status LowerGradFinalize(int j);
   StatusOr<int> WaitTarget(const std::string& ref, int micro_batch, const std::string& where);
@@ -124,6 +126,11 @@ class RankSequenceBuilder {
   std::unordered_map<int, std::pair<int, int>> final_write_;
   std::set<std::string> reduced_early_;
   std::set<std::string> self_reduced_;  // AddSelfReducedGrads over the optimizer programs
+  // With the reduction in the backward: per gradient var id, the (optimizer job, op) of
+  // the reduce-scatter its optimizer program starts with, issued after the gradient's last
+  // accumulation instead of in the optimizer job.
+  std::unordered_map<int, std::pair<int, int>> hoist_;
+  std::set<std::pair<int, int>> hoisted_;
   std::unordered_map<const Program*, ProgramVars> program_vars_;
   // Per table (kRankTable, kStepTable, then micro-batches), per var id: its slot or -1.
   std::vector<std::vector<int>> slot_of_;
@@ -336,17 +343,20 @@ void RankSequenceBuilder::MarkViews(const WorkItem& split) {
   }
 }
 
-Status RankSequenceBuilder::LowerProgramJob(int j) {
+Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
   const Job& job = *seq_.jobs[j];
   const Program& program = *seq_.programs[j];
   const bool optimizer = job.kind == JobKind::kOptimizer;
   const int table = optimizer ? kStepTable : job.micro_batch;
   const int mb = optimizer ? -1 : job.micro_batch;
-  if (optimizer) PW_RETURN_IF_ERROR(LowerGradFinalize(j));
+  if (optimizer && only_op < 0) PW_RETURN_IF_ERROR(LowerGradFinalize(j));
 
   ProgramVars& vars = VarsOf(program);
   const std::vector<Op>& ops = program.ops();
   for (size_t o = 0; o < ops.size(); ++o) {
+    if (only_op >= 0 ? static_cast<int>(o) != only_op
+                     : hoisted_.count({j, static_cast<int>(o)}) > 0)
+      continue;
     const Op& op = ops[o];
     const std::vector<int>& in_ids = vars.inputs[o];
     const std::vector<int>& out_ids = vars.outputs[o];
@@ -362,7 +372,9 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
     item.job = j;
     item.op = static_cast<int>(o);
     item.micro_batch = mb;
-    item.carrier = -2;  // itself
+    // Itself; an optimizer op issued in the backward is ordered by the executor, as the
+    // step-level work it stands for (no plan event spans an optimizer and a micro-batch).
+    item.carrier = only_op >= 0 ? -1 : -2;
     size_t k = 0;
     for (const Slot& s : op.inputs)
       for (const std::string& v : s.vars) {
@@ -442,6 +454,12 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
             Add(std::move(reduce));
             reduced_early_.insert(*name);
           }
+          auto hoist = final_write_.find(var) != final_write_.end() &&
+                               final_write_.at(var) == std::make_pair(j, static_cast<int>(o))
+                           ? hoist_.find(var)
+                           : hoist_.end();
+          if (hoist != hoist_.end())
+            PW_RETURN_IF_ERROR(LowerProgramJob(hoist->second.first, hoist->second.second));
         }
         if (*name == options_.loss) attach(WorkKind::kFetch, value, {value}, {});
       }
@@ -511,6 +529,19 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
     AddSelfReducedGrads(*seq_.programs[j], self_reduced_);
   }
   FindLastWrites();
+  // The distributed optimizer's reduce-scatters, to be issued in the backward.
+  for (size_t j = 0; reduce_in_backward_ && j < seq_.jobs.size(); ++j) {
+    if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
+    const std::vector<Op>& ops = seq_.programs[j]->ops();
+    for (size_t o = 0; o < ops.size(); ++o) {
+      if (ops[o].type != "c_reduce_scatter_sum" || ops[o].attrs.GetString("group") != "dp")
+        continue;
+      const int var = VarId(ops[o].Input("X"));
+      if (!final_write_.count(var) || hoist_.count(var)) continue;
+      hoist_[var] = {static_cast<int>(j), static_cast<int>(o)};
+      hoisted_.insert({static_cast<int>(j), static_cast<int>(o)});
+    }
+  }
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
     const int jj = static_cast<int>(j);
     PW_RETURN_IF_ERROR(IsP2pJob(seq_.jobs[j]->kind) ? LowerP2pJob(jj) : LowerProgramJob(jj));

@@ -253,6 +253,44 @@ INSTANTIATE_TEST_SUITE_P(
                                ",assign-streams,overlap-grad-reduce,insert-events"}),
     [](const auto& info) { return ::testing::PrintToString(info.param); });
 
+// With overlap-grad-reduce after it, each reduce-scatter of the distributed optimizer is
+// issued after its gradient's last accumulation, before the optimizer job; the rest of the
+// optimizer program (scale, c_split, update, all-gather) stays in the optimizer job.
+TEST(DistributedOptimizerPassTest, ReduceScattersStartInTheBackwardWithOverlapGradReduce) {
+  const Module m = Gpt({2, 1, 2}, "append-backward{optimizer=adam,lr=0.01}",
+                       ",distributed-optimizer,overlap-grad-reduce");
+  for (int rank : {0, 2}) {
+    auto seq = BuildRankSequence(m, rank);
+    ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+    std::map<int, int> last_accumulate;  // slot -> item
+    int optimizer = -1, scattered = 0;
+    for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
+      const WorkItem& item = seq->items[i];
+      EXPECT_NE(item.kind, WorkKind::kGradAllReduce) << seq->Describe(i);  // all sharded
+      if (item.kind == WorkKind::kAccumulate) last_accumulate[item.writes.front()] = i;
+      const bool in_optimizer = seq->jobs[item.job]->kind == JobKind::kOptimizer;
+      if (item.kind != WorkKind::kOp || !in_optimizer) continue;
+      if (seq->op(item).type == "c_reduce_scatter_sum") {
+        const int grad = item.reads.front();
+        ASSERT_TRUE(last_accumulate.count(grad)) << seq->Describe(i);
+        EXPECT_EQ(last_accumulate.at(grad), i - 1) << seq->Describe(i);
+        EXPECT_LT(optimizer, 0) << seq->Describe(i) << " after the optimizer began";
+        ++scattered;
+      } else if (optimizer < 0) {
+        optimizer = i;
+      }
+    }
+    EXPECT_GT(scattered, 0);
+    EXPECT_EQ(scattered, static_cast<int>(seq->grads.size()));
+    // No accumulation of a gradient after its reduce-scatter.
+    for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
+      const WorkItem& item = seq->items[i];
+      if (item.kind == WorkKind::kOp && seq->op(item).type == "c_reduce_scatter_sum")
+        EXPECT_LT(last_accumulate.at(item.reads.front()), i) << seq->Describe(i);
+    }
+  }
+}
+
 TEST(DistributedOptimizerPassTest, RefusesModulesItCannotShard) {
   auto unplanned = WithPasses(Gpt({2, 1, 1}), "distributed-optimizer");
   EXPECT_NE(unplanned.status().message().find(
