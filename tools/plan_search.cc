@@ -338,6 +338,12 @@ StatusOr<TuneResult> Search::Run() {
         tails.push_back(Join(early));
       }
     }
+    // With replicas, every tail also behind the distributed optimizer (ZeRO-1: less
+    // optimizer state per rank, so plans that did not fit may).
+    if (module_.mesh.dp > 1 && Registered({"distributed-optimizer"})) {
+      const size_t plain_tails = tails.size();
+      for (size_t t = 0; t < plain_tails; ++t) tails.push_back(",distributed-optimizer" + tails[t]);
+    }
     for (const std::string& tail : tails) {
       Candidate c = base;
       c.extra = tail;
