@@ -15,8 +15,10 @@
 #include "equivalence_util.h"
 #include "ir/rank_sequence.h"
 #include "models/gpt.h"
+#include "models/llama.h"
 #include "models/model_recipe.h"
 #include "tests/small_gpt.h"
+#include "tests/small_llama.h"
 
 namespace pw::testing {
 namespace {
@@ -106,6 +108,35 @@ TEST_P(DataParallelTest, ReplicasTrainAsOneRankOnTheSameGlobalBatch) {
   RecordProperty("max_relative_loss_difference", StrCat(worst));
   // The replicas really split the batch: every replica's reports count its own share.
   EXPECT_LT(run->losses.back(), run->losses.front());
+}
+
+// The Llama builder takes dp alike: dp 2 x mp 2 x pp 2 (its kv heads split over mp, 1f1b)
+// against the one-rank Llama on the same global batch, Adam.
+TEST(DataParallelLlamaTest, ReplicasTrainAsOneRankOnTheSameGlobalBatch) {
+  auto llama = [](int dp, int mp, int pp) {
+    models::LlamaConfig c = SmallLlamaConfig(mp, pp);
+    c.dp = dp;
+    auto built = models::BuildLlama(c);
+    EXPECT_TRUE(built.ok()) << built.status().ToString();
+    std::string pipeline = "append-backward{optimizer=adam,lr=0.01}";
+    if (pp > 1)
+      pipeline +=
+          StrCat(",split-program,schedule{kind=1f1b,micro-batches=", kGlobalMicroBatches / dp,
+                 "},insert-p2p");
+    auto trained = WithPasses(std::move(built).value(), pipeline);
+    EXPECT_TRUE(trained.ok()) << trained.status().ToString();
+    return std::move(trained).value();
+  };
+  const Module one = llama(1, 1, 1), dp2 = llama(2, 2, 2);
+  EXPECT_EQ(dp2.mesh.world_size(), 8);
+  auto a = Train(one);
+  auto b = Train(dp2);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(a->losses.size(), b->losses.size());
+  for (size_t s = 0; s < a->losses.size(); ++s)
+    EXPECT_NEAR(b->losses[s], a->losses[s], kLossTolerance * std::fabs(a->losses[s])) << s;
+  EXPECT_LT(b->losses.back(), b->losses.front());
 }
 
 // Member-order all-reduce: the same plan trains the same bits every time.
