@@ -6,8 +6,11 @@
 // of them per rank), and the updated shards all-gathered into the whole parameter. The
 // reduce-scatter sums every element in member order, as the all-reduce it replaces, and the
 // scale and the update are element-wise: training is bit-identical to the same plan without
-// the pass. Parameters whose first dim does not divide by dp keep the executor's all-reduce.
+// the pass. Parameters whose first dim does not divide by dp, and updates whose gradient the
+// optimizer program reads elsewhere or computes itself (fp16 loss scaling's unscaled sums),
+// keep the executor's all-reduce.
 
+#include <map>
 #include <set>
 
 #include "ir/grad_reduce.h"
@@ -67,6 +70,14 @@ class DistributedOptimizerPass : public Pass {
     bool changed = false;
     for (Program& program : module.programs()) {
       if (program.info().kind != "optimizer") continue;
+      // Sums another op of the program reads too (fp16 loss scaling's unscale and overflow
+      // check) must be whole and reduced there: their updates stay whole.
+      std::map<std::string, int> readers;
+      std::set<std::string> written;  // vars the program computes itself (e.g. @UNSCALED)
+      for (const Op& op : program.ops()) {
+        op.ForEachInput([&](const std::string& v) { ++readers[v]; });
+        op.ForEachOutput([&](const std::string& v) { written.insert(v); });
+      }
       std::vector<Op> out;
       out.reserve(program.ops().size());
       for (Op& op : program.ops()) {
@@ -80,7 +91,9 @@ class DistributedOptimizerPass : public Pass {
         if (!p || !g)
           return NotFound("distributed-optimizer: ", op.type, " of '", param, "' in program '",
                           program.name(), "' reads undeclared vars");
-        if (p->shape.empty() || p->shape[0] % dp != 0) {
+        // Only a gradient sum the executor hands the program (accumulated, not yet reduced):
+        // anything the program computes from the sums is already reduced.
+        if (p->shape.empty() || p->shape[0] % dp != 0 || readers[grad] > 1 || written.count(grad)) {
           context.AddStatistic("updates-left-whole");
           out.push_back(std::move(op));
           continue;
