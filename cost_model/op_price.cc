@@ -4,6 +4,12 @@
 
 namespace pw::cost {
 
+CommKind CollectiveKindOf(const std::string& op_type) {
+  if (op_type == "c_all_gather") return CommKind::kAllGather;
+  if (op_type == "c_reduce_scatter_sum") return CommKind::kReduceScatter;
+  return CommKind::kAllReduce;
+}
+
 StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Estimator& estimator,
                           const OpRegistry& registry, const VarLookup& lookup) {
   OpPrice price;
@@ -17,10 +23,14 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
     const Var* x = lookup(op.Input("X"));
     price.collective = true;
     price.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
+    // A reduce-scatter's bytes are its input, an all-gather's its output (the whole buffer).
+    price.comm_kind = CollectiveKindOf(op.type);
+    if (price.comm_kind == CommKind::kAllGather)
+      price.bytes *= static_cast<double>(price.group.size());
     price.span = SpanOf(estimator.device(), price.group);
     price.seconds = estimator.comm()
-                        .Time(CommKind::kAllReduce, price.bytes,
-                              static_cast<int>(price.group.size()), price.span)
+                        .Time(price.comm_kind, price.bytes, static_cast<int>(price.group.size()),
+                              price.span)
                         .seconds;
     price.path = EstimatePath::kComm;
     return price;

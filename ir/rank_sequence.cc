@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "ir/event_ref.h"
+#include "ir/grad_reduce.h"
 #include "ir/p2p_vars.h"
 #include "ir/rank_layout.h"
 
@@ -25,6 +26,14 @@ bool HasOwnDpAllReduce(const Program& optimizer) {
   for (const Op& op : optimizer.ops())
     if (op.type == "c_allreduce_sum" && op.attrs.GetString("group") == "dp") return true;
   return false;
+}
+
+// Gradient sums an optimizer program reduce-scatters over dp itself (distributed-optimizer):
+// it also scales the shards, so the executor neither all-reduces nor scales them.
+void AddSelfReducedGrads(const Program& optimizer, std::set<std::string>& grads) {
+  for (const Op& op : optimizer.ops())
+    if (op.type == "c_reduce_scatter_sum" && op.attrs.GetString("group") == "dp")
+      op.ForEachInput([&](const std::string& v) { grads.insert(v); });
 }
 
 }  // namespace
@@ -58,7 +67,8 @@ std::string RankSequence::Describe(int i) const {
     case WorkKind::kFetch:
       return StrCat("fetch of '", var, "'", mb);
     case WorkKind::kGradAllReduce:
-      return StrCat("c_allreduce_sum of gradient '", var, "' before ", JobName(job));
+      return StrCat("c_allreduce_sum of gradient '", var, "' ",
+                    job.kind == JobKind::kOptimizer ? "before " : "after ", JobName(job));
     case WorkKind::kGradScale:
       return StrCat("scale of gradient '", var, "' before ", JobName(job));
   }
@@ -92,7 +102,9 @@ class RankSequenceBuilder {
                         ProgramVars& vars);
   int Add(WorkItem item);
   void MarkViews(const WorkItem& split);
-  Status LowerProgramJob(int j);
+  // Lowers job j's program; `only_op` >= 0: that one op alone (an optimizer op issued
+  // early, see hoisted_).
+  Status LowerProgramJob(int j, int only_op = -1);
   Status LowerP2pJob(int j);
   Status LowerGradFinalize(int j);
   StatusOr<int> WaitTarget(const std::string& ref, int micro_batch, const std::string& where);
@@ -107,6 +119,18 @@ class RankSequenceBuilder {
   // (var, micro-batch) -> (job, op) of its last write: where attached work goes.
   std::unordered_map<int64_t, std::pair<int, int>> last_write_;  // by PairKey(mb, var id)
   std::vector<char> is_grad_;                                    // per var id
+  // With the reduction in the backward (ir/grad_reduce.h): per gradient var id, the
+  // (job, op) that finishes its last micro-batch on this rank, and the gradients whose
+  // all-reduce is issued there rather than before the optimizer.
+  bool reduce_in_backward_ = false;
+  std::unordered_map<int, std::pair<int, int>> final_write_;
+  std::set<std::string> reduced_early_;
+  std::set<std::string> self_reduced_;  // AddSelfReducedGrads over the optimizer programs
+  // With the reduction in the backward: per gradient var id, the (optimizer job, op) of
+  // the reduce-scatter its optimizer program starts with, issued after the gradient's last
+  // accumulation instead of in the optimizer job.
+  std::unordered_map<int, std::pair<int, int>> hoist_;
+  std::set<std::pair<int, int>> hoisted_;
   std::unordered_map<const Program*, ProgramVars> program_vars_;
   // Per table (kRankTable, kStepTable, then micro-batches), per var id: its slot or -1.
   std::vector<std::vector<int>> slot_of_;
@@ -182,9 +206,11 @@ void RankSequenceBuilder::FindLastWrites() {
     const std::vector<Op>& ops = seq_.programs[j]->ops();
     for (size_t o = 0; o < ops.size(); ++o)
       ops[o].ForEachOutput([&](const std::string& v) {
-        if (v == options_.loss || grads_.count(v))
+        if (v == options_.loss || grads_.count(v)) {
           last_write_[PairKey(job.micro_batch, VarId(v))] = {static_cast<int>(j),
                                                              static_cast<int>(o)};
+          if (grads_.count(v)) final_write_[VarId(v)] = {static_cast<int>(j), static_cast<int>(o)};
+        }
       });
   }
 }
@@ -289,9 +315,10 @@ Status RankSequenceBuilder::LowerGradFinalize(int j) {
       if (grads_.count(v)) reads.insert(v);
     });
   for (const std::string& g : reads) {
+    if (self_reduced_.count(g)) continue;
     PW_ASSIGN_OR_RETURN(int acc, SlotFor(g, kStepTable, optimizer));
     for (WorkKind kind : {WorkKind::kGradAllReduce, WorkKind::kGradScale}) {
-      if (kind == WorkKind::kGradAllReduce && !reduce) continue;
+      if (kind == WorkKind::kGradAllReduce && (!reduce || reduced_early_.count(g))) continue;
       WorkItem item;
       item.kind = kind;
       item.stream = kind == WorkKind::kGradAllReduce ? StreamType::kDpComm : StreamType::kCompute;
@@ -316,17 +343,20 @@ void RankSequenceBuilder::MarkViews(const WorkItem& split) {
   }
 }
 
-Status RankSequenceBuilder::LowerProgramJob(int j) {
+Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
   const Job& job = *seq_.jobs[j];
   const Program& program = *seq_.programs[j];
   const bool optimizer = job.kind == JobKind::kOptimizer;
   const int table = optimizer ? kStepTable : job.micro_batch;
   const int mb = optimizer ? -1 : job.micro_batch;
-  if (optimizer) PW_RETURN_IF_ERROR(LowerGradFinalize(j));
+  if (optimizer && only_op < 0) PW_RETURN_IF_ERROR(LowerGradFinalize(j));
 
   ProgramVars& vars = VarsOf(program);
   const std::vector<Op>& ops = program.ops();
   for (size_t o = 0; o < ops.size(); ++o) {
+    if (only_op >= 0 ? static_cast<int>(o) != only_op
+                     : hoisted_.count({j, static_cast<int>(o)}) > 0)
+      continue;
     const Op& op = ops[o];
     const std::vector<int>& in_ids = vars.inputs[o];
     const std::vector<int>& out_ids = vars.outputs[o];
@@ -342,7 +372,9 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
     item.job = j;
     item.op = static_cast<int>(o);
     item.micro_batch = mb;
-    item.carrier = -2;  // itself
+    // Itself; an optimizer op issued in the backward is ordered by the executor, as the
+    // step-level work it stands for (no plan event spans an optimizer and a micro-batch).
+    item.carrier = only_op >= 0 ? -1 : -2;
     size_t k = 0;
     for (const Slot& s : op.inputs)
       for (const std::string& v : s.vars) {
@@ -406,6 +438,28 @@ Status RankSequenceBuilder::LowerProgramJob(int j) {
         if (IsGrad(var)) {
           PW_ASSIGN_OR_RETURN(int acc, SlotFor(var, *name, kStepTable, program, vars));
           attach(WorkKind::kAccumulate, value, {acc, value}, {acc});
+          auto final_write = final_write_.find(var);
+          if (reduce_in_backward_ && !self_reduced_.count(*name) &&
+              final_write != final_write_.end() &&
+              final_write->second == std::make_pair(j, static_cast<int>(o))) {
+            // The sum is complete: its all-reduce goes on dp_comm now, step-level work the
+            // executor orders after the accumulation (and the optimizer's scale after it).
+            WorkItem reduce;
+            reduce.kind = WorkKind::kGradAllReduce;
+            reduce.stream = StreamType::kDpComm;
+            reduce.job = j;
+            reduce.slot = acc;
+            reduce.reads = {acc};
+            reduce.writes = {acc};
+            Add(std::move(reduce));
+            reduced_early_.insert(*name);
+          }
+          auto hoist = final_write_.find(var) != final_write_.end() &&
+                               final_write_.at(var) == std::make_pair(j, static_cast<int>(o))
+                           ? hoist_.find(var)
+                           : hoist_.end();
+          if (hoist != hoist_.end())
+            PW_RETURN_IF_ERROR(LowerProgramJob(hoist->second.first, hoist->second.second));
         }
         if (*name == options_.loss) attach(WorkKind::kFetch, value, {value}, {});
       }
@@ -465,7 +519,29 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
   feeds_.insert(options_.feeds.begin(), options_.feeds.end());
   PW_RETURN_IF_ERROR(CollectJobs());
   FindGradients();
+  // Early reductions only where the executor reduces at all: dp > 1 and no optimizer
+  // program that reduces its own gradients (amp's low-precision all-reduce).
+  reduce_in_backward_ =
+      module_.mesh.dp > 1 && module_.metadata.GetString(kMetaGradReduce) == kGradReduceInBackward;
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
+    if (HasOwnDpAllReduce(*seq_.programs[j])) reduce_in_backward_ = false;
+    AddSelfReducedGrads(*seq_.programs[j], self_reduced_);
+  }
   FindLastWrites();
+  // The distributed optimizer's reduce-scatters, to be issued in the backward.
+  for (size_t j = 0; reduce_in_backward_ && j < seq_.jobs.size(); ++j) {
+    if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
+    const std::vector<Op>& ops = seq_.programs[j]->ops();
+    for (size_t o = 0; o < ops.size(); ++o) {
+      if (ops[o].type != "c_reduce_scatter_sum" || ops[o].attrs.GetString("group") != "dp")
+        continue;
+      const int var = VarId(ops[o].Input("X"));
+      if (!final_write_.count(var) || hoist_.count(var)) continue;
+      hoist_[var] = {static_cast<int>(j), static_cast<int>(o)};
+      hoisted_.insert({static_cast<int>(j), static_cast<int>(o)});
+    }
+  }
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
     const int jj = static_cast<int>(j);
     PW_RETURN_IF_ERROR(IsP2pJob(seq_.jobs[j]->kind) ? LowerP2pJob(jj) : LowerProgramJob(jj));

@@ -29,6 +29,7 @@ Status ValidateGptConfig(const GptConfig& c) {
   PW_RETURN_IF_ERROR(positive("seq", c.seq));
   PW_RETURN_IF_ERROR(positive("vocab", c.vocab));
   PW_RETURN_IF_ERROR(positive("micro-batch-size", c.micro_batch_size));
+  PW_RETURN_IF_ERROR(positive("dp", c.dp));
   PW_RETURN_IF_ERROR(positive("mp", c.mp));
   PW_RETURN_IF_ERROR(positive("pp", c.pp));
   PW_RETURN_IF_ERROR(positive("vpp", c.vpp));

@@ -44,6 +44,7 @@ struct GptConfig {
   int64_t seq = 16;              // S
   int64_t vocab = 128;           // V
   int64_t micro_batch_size = 1;  // B
+  int dp = 1;  // data-parallel replicas, each running the program on its own micro-batches
   int mp = 1;
   int pp = 1;
   int vpp = 1;

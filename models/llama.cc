@@ -31,6 +31,7 @@ Status ValidateLlamaConfig(const LlamaConfig& c) {
   PW_RETURN_IF_ERROR(positive("seq", c.seq));
   PW_RETURN_IF_ERROR(positive("vocab", c.vocab));
   PW_RETURN_IF_ERROR(positive("micro-batch-size", c.micro_batch_size));
+  PW_RETURN_IF_ERROR(positive("dp", c.dp));
   PW_RETURN_IF_ERROR(positive("mp", c.mp));
   if (!(c.rope_theta > 1))
     return InvalidArgument("llama: rope-theta must be > 1, got ", c.rope_theta);

@@ -37,6 +37,7 @@ struct LlamaConfig {
   int64_t vocab = 128;           // V
   double rope_theta = 10000.0;   // rotary base (Llama 3: 500000)
   int64_t micro_batch_size = 1;  // B
+  int dp = 1;  // data-parallel replicas, each running the program on its own micro-batches
   int mp = 1;
   int pp = 1;
   int vpp = 1;

@@ -77,14 +77,18 @@ inline constexpr const char* kMetaInputs = "inputs";  // strings: vars fed per m
 inline constexpr const char* kMetaLoss = "loss";      // string: the scalar loss var
 
 // The mesh and the metadata of the fields every transformer config (GptConfig, LlamaConfig)
-// shares: its micro-batch and its parallel layout.
+// shares: its micro-batch and its parallel layout. The program is the same for every dp
+// replica: dp only says how many copies of it share a step's micro-batches.
 template <typename TransformerConfig>
 Mesh TransformerMesh(const TransformerConfig& c) {
-  return Mesh{.dp = 1, .pp = c.pp, .mp = c.mp, .vpp = c.vpp};
+  return Mesh{.dp = c.dp, .pp = c.pp, .mp = c.mp, .vpp = c.vpp};
 }
 template <typename TransformerConfig>
 void RecordParallelLayout(const TransformerConfig& c, AttrList& meta) {
   meta.Set("micro_batch_size", c.micro_batch_size);
+  // Recorded only when there are replicas, so that modules built before dp read back as
+  // they were written (a missing dp reads as 1).
+  if (c.dp > 1) meta.Set("dp", int64_t{c.dp});
   meta.Set("mp", int64_t{c.mp});
   meta.Set("pp", int64_t{c.pp});
   meta.Set("vpp", int64_t{c.vpp});

@@ -19,6 +19,7 @@ Status RequireFields(const AttrList& meta, const std::string& model,
 template <typename TransformerConfig>
 Status ReadParallelLayout(const AttrList& meta, TransformerConfig& c) {
   c.micro_batch_size = meta.GetInt("micro_batch_size");
+  c.dp = static_cast<int>(meta.GetInt("dp", 1));
   c.mp = static_cast<int>(meta.GetInt("mp"));
   c.pp = static_cast<int>(meta.GetInt("pp"));
   c.vpp = static_cast<int>(meta.GetInt("vpp"));

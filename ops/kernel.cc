@@ -49,6 +49,23 @@ Status Communicator::AllReduceSumLowPrecision(std::string_view group, DataType d
   return OkStatus();
 }
 
+Status Communicator::ReduceScatterSum(std::string_view group, float* data, int64_t count) {
+  return AllReduceSum(group, data, count);
+}
+
+Status Communicator::ReduceScatterSumLowPrecision(std::string_view group, DataType dtype,
+                                                  void* data, int64_t count) {
+  std::vector<float> wide(count);
+  ops::WidenToF32(dtype, data, wide.data(), count);
+  PW_RETURN_IF_ERROR(ReduceScatterSum(group, wide.data(), count));
+  ops::NarrowFromF32(dtype, wide.data(), data, count);
+  return OkStatus();
+}
+
+Status Communicator::AllGather(std::string_view group, void*, int64_t) {
+  return Unimplemented("this transport has no all-gather (group '", group, "')");
+}
+
 int KernelContext::GroupRank() const {
   return comm ? comm->GroupRank(op.attrs.GetString("group", ops::kDefaultGroup)) : 0;
 }
@@ -100,6 +117,7 @@ CpuKernel FindCpuKernel(std::string_view type) {
     ops::cpu::RegisterCastKernels(*t);
     ops::cpu::RegisterVocabParallelKernels(*t);
     ops::cpu::RegisterLossScalingKernels(*t);
+    ops::cpu::RegisterShardKernels(*t);
     return t;
   }();
   auto it = table->find(type);
@@ -122,6 +140,43 @@ Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out, ReduceOp op) {
     s = ctx.comm->AllReduceSum(group, out.f32(), out.numel());
   }
   return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
+}
+
+Status ReduceScatterOverGroup(const KernelContext& ctx, DataType dtype, void* data, int64_t count) {
+  if (!ctx.comm) return OkStatus();
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  Status s = IsLowPrecision(dtype)
+                 ? ctx.comm->ReduceScatterSumLowPrecision(group, dtype, data, count)
+                 : ctx.comm->ReduceScatterSum(group, static_cast<float*>(data), count);
+  return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
+}
+
+Status AllGatherOverGroup(const KernelContext& ctx, void* data, int64_t bytes) {
+  if (!ctx.comm) return OkStatus();
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  Status s = ctx.comm->AllGather(group, data, bytes);
+  return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
+}
+
+StatusOr<AxisSlices> SlicesOf(const KernelContext& ctx, const Shape& whole) {
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  const int64_t members = ctx.attrs().GetInt("nranks", 1);
+  const int64_t rank = static_cast<int64_t>(whole.size());
+  int64_t axis = ctx.attrs().GetInt("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || members < 1 || whole[axis] % members != 0)
+    return InvalidArgument(ctx.op.type, ": cannot cut a tensor of rank ", rank, " along axis ",
+                           ctx.attrs().GetInt("axis", 0), " in ", members, " slices");
+  const int actual = ctx.comm ? ctx.comm->GroupSize(group) : 1;
+  if (actual > 0 && actual != members)
+    return InvalidArgument(ctx.op.type, ": nranks is ", members, " but group '", group, "' has ",
+                           actual, " members here");
+  AxisSlices s;
+  s.members = static_cast<int>(members);
+  for (int64_t d = 0; d < axis; ++d) s.outer *= whole[d];
+  s.slice = whole[axis] / members;
+  for (int64_t d = axis + 1; d < rank; ++d) s.slice *= whole[d];
+  return s;
 }
 
 namespace cpu {

@@ -27,6 +27,22 @@ class Communicator {
   // This rank's index in `group` (0 for the first member): which shard of a sharded
   // vocabulary it holds.
   virtual int GroupRank(std::string_view group) const = 0;
+  // The number of members of `group`; 0 when the transport does not say.
+  virtual int GroupSize(std::string_view group) const { return 0; }
+
+  // Reduce-scatter of `count` values (a multiple of the group's size) cut in one chunk per
+  // member, in member order: member i's chunk becomes every member's chunk i summed in
+  // member order, the bits of that chunk of AllReduceSum; the other chunks are left
+  // undefined. By default an all-reduce of the whole buffer (its bits, the bytes of a full
+  // all-reduce); transports override it with a real reduce-scatter.
+  virtual Status ReduceScatterSum(std::string_view group, float* data, int64_t count);
+  // A bf16 or f16 reduce-scatter. By default summed in f32 and rounded once, as
+  // AllReduceSumLowPrecision, so a chunk has that all-reduce's bits.
+  virtual Status ReduceScatterSumLowPrecision(std::string_view group, DataType dtype, void* data,
+                                              int64_t count);
+  // All-gather of `bytes` (a multiple of the group's size) cut in one chunk per member:
+  // member i's chunk is in place on entry, every member's on return.
+  virtual Status AllGather(std::string_view group, void* data, int64_t bytes);
 };
 
 enum class ReduceOp { kSum, kMax };
@@ -53,8 +69,8 @@ using CpuKernel = Status (*)(KernelContext&);
 CpuKernel FindCpuKernel(std::string_view type);
 
 // Whether the CPU kernel of `type` writes every element of every output, whatever the
-// shapes, so that outputs need not be zero-filled first (Tensor::Allocated with zeroed = false). Opt-in:
-// a kernel not listed gets zero-filled outputs.
+// shapes, so that outputs need not be zero-filled first (Tensor::Allocated with zeroed = false).
+// Opt-in: a kernel not listed gets zero-filled outputs.
 bool CpuKernelWritesEveryOutput(std::string_view type);
 
 namespace ops {
@@ -69,6 +85,26 @@ void SetKernelThreads(int threads);
 // takes bf16 and f16 too); a null communicator is a group of one. An error names the op
 // and the group.
 Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out, ReduceOp op = ReduceOp::kSum);
+
+// c_reduce_scatter_sum's and c_all_gather's transfers on every backend, over the op's group
+// through ctx.comm, on a buffer laid out chunk by chunk in member order (the kernels move
+// the slices into and out of that layout, in host or device memory as the communicator
+// takes it). The buffer holds a multiple of the group's size of `count` elements of
+// `dtype` / `bytes`. A null communicator is a group of one.
+Status ReduceScatterOverGroup(const KernelContext& ctx, DataType dtype, void* data, int64_t count);
+Status AllGatherOverGroup(const KernelContext& ctx, void* data, int64_t bytes);
+
+// How c_all_gather and c_reduce_scatter_sum see a tensor cut along `axis`: `outer` rows
+// (the dims before it) of `members` slices of `slice` elements each (its extent / members
+// times the dims after it), for a tensor whose whole extent along axis is `members` slices.
+struct AxisSlices {
+  int64_t outer = 1;
+  int64_t slice = 0;
+  int members = 1;
+};
+// The slices of `whole` (the gathered / unscattered tensor) for the op's attrs; an error
+// names the op when the attrs and the communicator's group disagree.
+StatusOr<AxisSlices> SlicesOf(const KernelContext& ctx, const Shape& whole);
 }  // namespace ops
 
 }  // namespace pw

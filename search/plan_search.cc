@@ -329,8 +329,24 @@ StatusOr<TuneResult> Search::Run() {
       bases.push_back(found[i].second);
   for (const Candidate& base : bases) {
     std::vector<std::string> tails = {""};
-    for (const auto& ladder : OverlapLadders())
-      if (Registered(ladder)) tails.push_back(Join(ladder));
+    for (const auto& ladder : OverlapLadders()) {
+      if (!Registered(ladder)) continue;
+      tails.push_back(Join(ladder));
+      // With replicas, each ladder that orders its streams also with the gradient
+      // all-reduces started during the backward.
+      if (module_.mesh.dp > 1 && ladder.back() == "insert-events" &&
+          Registered({"overlap-grad-reduce"})) {
+        std::vector<std::string> early = ladder;
+        early.insert(early.begin() + 1, "overlap-grad-reduce");
+        tails.push_back(Join(early));
+      }
+    }
+    // With replicas, every tail also behind the distributed optimizer (ZeRO-1: less
+    // optimizer state per rank, so plans that did not fit may).
+    if (module_.mesh.dp > 1 && Registered({"distributed-optimizer"})) {
+      const size_t plain_tails = tails.size();
+      for (size_t t = 0; t < plain_tails; ++t) tails.push_back(",distributed-optimizer" + tails[t]);
+    }
     for (const std::string& tail : tails) {
       Candidate c = base;
       c.extra = tail;

@@ -50,10 +50,22 @@ std::string StageLayersArg(const std::vector<int64_t>& stage_layers) {
 // The flags from --micro-batch-size on, which gpt and llama share.
 template <typename Config>
 std::string ParallelArgs(const Config& c) {
-  return StrCat(" --micro-batch-size ", c.micro_batch_size, " --mp ", c.mp, " --pp ", c.pp,
-                " --vpp ", c.vpp, " --placement ", StagePlacementName(c.placement),
-                " --vocab-parallel ", c.vocab_parallel ? "on" : "off", " --seed ", c.seed,
+  return StrCat(" --micro-batch-size ", c.micro_batch_size, c.dp > 1 ? StrCat(" --dp ", c.dp) : "",
+                " --mp ", c.mp, " --pp ", c.pp, " --vpp ", c.vpp, " --placement ",
+                StagePlacementName(c.placement), " --vocab-parallel ",
+                c.vocab_parallel ? "on" : "off", " --seed ", c.seed,
                 StageLayersArg(c.stage_layers));
+}
+
+// The mesh of a transformer recipe, read and set alike for gpt and llama.
+template <typename Config>
+void SetMesh(Config& c, int dp, int pp, int mp) {
+  c.dp = dp;
+  c.pp = pp;
+  c.mp = mp;
+  c.vpp = 1;
+  c.placement = StagePlacement::kLoop;
+  c.stage_layers.clear();
 }
 
 }  // namespace
@@ -135,6 +147,43 @@ StatusOr<ShapeRanking> RankShapes(const models::ModelRecipe& recipe, const Modul
                      return a.best.makespan_ms < b.best.makespan_ms;
                    });
   return ranking;
+}
+
+
+std::vector<ShapeChoice> MeshSplits(const models::ModelRecipe& built, int64_t global_batch) {
+  std::vector<ShapeChoice> choices;
+  if (!IsTransformer(built)) return choices;
+  const bool gpt = built.model == "gpt";
+  const int built_dp = gpt ? built.gpt.dp : built.llama.dp;
+  const int built_pp = gpt ? built.gpt.pp : built.llama.pp;
+  const int built_mp = gpt ? built.gpt.mp : built.llama.mp;
+  const int64_t layers = gpt ? built.gpt.layers : built.llama.layers;
+  const int ranks = built_dp * built_pp * built_mp;
+  const int64_t b = built.micro_batch_size();
+  for (int dp = 1; dp <= ranks; ++dp) {
+    if (ranks % dp) continue;
+    for (int pp = 1; pp <= ranks / dp; ++pp) {
+      if ((ranks / dp) % pp || layers % pp) continue;
+      const int mp = ranks / dp / pp;
+      if (dp == built_dp && pp == built_pp && mp == built_mp) continue;
+      if (global_batch % (int64_t{dp} * b) || global_batch / (int64_t{dp} * b) < pp) continue;
+      models::ModelRecipe r = built;
+      if (gpt) {
+        SetMesh(r.gpt, dp, pp, mp);
+        if (!models::ValidateGptConfig(r.gpt).ok()) continue;
+      } else {
+        SetMesh(r.llama, dp, pp, mp);
+        if (!models::ValidateLlamaConfig(r.llama).ok()) continue;
+      }
+      ShapeChoice choice;
+      choice.micro_batches = static_cast<int>(global_batch / (int64_t{dp} * b));
+      choice.label = StrCat("dp ", dp, " x pp ", pp, " x mp ", mp);
+      choice.build_model = BuildModelArgs(r);
+      choice.recipe = std::move(r);
+      choices.push_back(std::move(choice));
+    }
+  }
+  return choices;
 }
 
 }  // namespace pw::search

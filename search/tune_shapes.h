@@ -34,6 +34,13 @@ std::vector<ShapeChoice> ShapeChoices(const models::ModelRecipe& built, int64_t 
 // "gpt --layers 32 --hidden 4096 ... --vpp 2 --placement v": build-model's arguments.
 std::string BuildModelArgs(const models::ModelRecipe& recipe);
 
+// Every dp x pp x mp split of the built model's world (its ranks) other than its own, for
+// the transformers: vpp 1, layers spread evenly over pp (splits whose pp does not divide
+// the layers are left out, as are those the builder refuses, e.g. heads not divisible by
+// mp), at the built micro-batch size, with G / (dp x B) >= pp micro-batches per replica.
+// Labelled "dp 4 x pp 4 x mp 2".
+std::vector<ShapeChoice> MeshSplits(const models::ModelRecipe& built, int64_t global_batch);
+
 // A shape built, with its best schedule kind on the action-level simulator.
 struct RankedShape {
   ShapeChoice choice;

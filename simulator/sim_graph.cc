@@ -143,6 +143,7 @@ Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInst
                      : seq_.jobs[item.job]->kind == JobKind::kForward ? CommClass::kMpForward
                                                                       : CommClass::kMpBackward;
   instr.bytes = price->bytes;
+  instr.comm_kind = price->comm_kind;
   instr.group_size = static_cast<int>(price->group.size());
   instr.span = price->span;
   CommLink link;
@@ -357,7 +358,7 @@ void GraphAssembler::Instantiate(const RankTemplate& t, int rank) {
     const GroupSpan span = LinkSpan(link, rank, &group);
     if (span != in.span) {
       in.span = span;
-      const CommKind kind = link.peer_pp >= 0 ? CommKind::kSendRecv : CommKind::kAllReduce;
+      const CommKind kind = link.peer_pp >= 0 ? CommKind::kSendRecv : in.comm_kind;
       in.seconds = est_.comm().Time(kind, in.bytes, in.group_size, span).seconds;
     }
     if (link.peer_pp >= 0) {

@@ -18,7 +18,8 @@ namespace {
 
 constexpr const char* kUsage =
     "pipeweave build-model gpt --layers L --hidden H --heads A [--ffn F (4H)] --seq S --vocab V\n"
-    "           [--micro-batch-size B (1)] [--mp M (1)] [--pp P (1)] [--vpp V (1)] [--seed N (1)]\n"
+    "           [--micro-batch-size B (1)] [--dp D (1)] [--mp M (1)] [--pp P (1)] [--vpp V (1)]\n"
+    "           [--seed N (1)]\n"
     "           [--placement loop|v (loop)] [--vocab-parallel on|off (on)]\n"
     "           [--stage-layers N,N,... (L / (P x V) each)] [--attention fused|unfused (fused)]\n"
     "           -o FILE\n"
@@ -32,6 +33,9 @@ constexpr const char* kUsage =
     "0..P-1 down the ranks and P..2P-1 back up, the V shape zb-v and dualpipe-v schedule.\n"
     "With mp > 1 the embedding rows and LM head columns are sharded over the mp group, with\n"
     "Megatron's parallel cross-entropy (--vocab-parallel off keeps them whole on every rank).\n"
+    "--dp D trains D replicas of the pp x mp model (D x P x M ranks): a step's global batch\n"
+    "(B x micro-batches x D samples) is shared by the replicas, each its own micro-batches,\n"
+    "and the gradient sums are all-reduced over each dp group before the optimizer.\n"
     "--stage-layers gives the layers of each model chunk in order (P x V counts summing to L),\n"
     "e.g. fewer on the first and last stages, which also hold the embeddings and the LM head.\n"
     "--attention unfused builds attention from separate ops (regroup, q.k^T, causal softmax,\n"
@@ -42,8 +46,8 @@ constexpr const char* kUsage =
     "one replicated), no biases.";
 
 // Flags of some models only; naming another model's flag is an error.
-const char* const kTransformerOnly[] = {"heads",          "ffn",         "mp", "vpp", "placement",
-                                        "vocab-parallel", "stage-layers"};
+const char* const kTransformerOnly[] = {
+    "heads", "ffn", "dp", "mp", "vpp", "placement", "vocab-parallel", "stage-layers"};
 const char* const kLlamaOnly[] = {"kv-heads", "rope-theta"};
 const char* const kGptOnly[] = {"attention"};
 
@@ -78,6 +82,7 @@ StatusOr<std::vector<int64_t>> ParseCounts(const std::string& text) {
 template <typename Config>
 Status ParseParallelFlags(const Flags& flags, Config& c) {
   PW_ASSIGN_OR_RETURN(c.micro_batch_size, flags.GetInt("micro-batch-size", 1));
+  PW_ASSIGN_OR_RETURN(c.dp, GetDegree(flags, "dp"));
   PW_ASSIGN_OR_RETURN(c.mp, GetDegree(flags, "mp"));
   PW_ASSIGN_OR_RETURN(c.pp, GetDegree(flags, "pp"));
   PW_ASSIGN_OR_RETURN(c.vpp, GetDegree(flags, "vpp"));
@@ -151,7 +156,7 @@ StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
 StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"layers", "hidden", "heads", "kv-heads", "ffn", "seq", "vocab",
-                           "rope-theta", "micro-batch-size", "mp", "pp", "vpp", "placement",
+                           "rope-theta", "micro-batch-size", "dp", "mp", "pp", "vpp", "placement",
                            "vocab-parallel", "seed", "output", "stage-layers", "attention"})
     flags.Value(name);
   flags.Alias("o", "output");

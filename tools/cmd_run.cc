@@ -13,6 +13,7 @@
 #include "tools/checkpoint_flags.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/global_batch_flag.h"
 #include "tools/module_validation.h"
 #include "tools/run_parallel.h"
 #include "tools/threads_flag.h"
@@ -21,7 +22,8 @@ namespace pw::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "pipeweave run FILE --reference --steps K [--micro-batches M (1)] [--seed N]\n"
+    "pipeweave run FILE --reference --steps K [--micro-batches M (1) | --global-batch G]\n"
+    "           [--seed N]\n"
     "           [--data TEXT_FILE] [--report json] [--backend cpu] [--track VAR[,VAR...]]\n"
     "           [--threads N] [--checkpoint-dir DIR [--checkpoint-every K] [--keep N]]\n"
     "           [--resume PATH]\n"
@@ -30,6 +32,8 @@ constexpr const char* kUsage =
     "--report json one object {\"losses\": [...], \"step_time_ms\": [...], ...}.\n"
     "A module without backward ops gets 'append-backward' with its defaults first; for\n"
     "another optimizer run 'pipeweave opt FILE -p append-backward{optimizer=adam,lr=0.01}'.\n"
+    "--global-batch G runs G / micro-batch size micro-batches per step (the batch a dp plan's\n"
+    "replicas share; the same tokens in the same order).\n"
     "--seed selects the training tokens (default: the seed the model was built with);\n"
     "--data reads byte tokens from a text file instead of the synthetic stream.\n"
     "--track prints persistable f32 scalars after every step (e.g. fp16 loss scaling's\n"
@@ -76,6 +80,9 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
   ReferenceOptions options;
   PW_ASSIGN_OR_RETURN(options.steps, flags.RequireInt("steps"));
   PW_ASSIGN_OR_RETURN(options.micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
+  // The reference runs a step's whole global batch on its one rank.
+  PW_ASSIGN_OR_RETURN(std::optional<int> from_global, ReadGlobalBatchFlag(flags, module, 1));
+  if (from_global) options.micro_batches = *from_global;
   PW_ASSIGN_OR_RETURN(options.checkpoint, ReadCheckpointFlags(flags));
   PW_ASSIGN_OR_RETURN(const uint64_t default_seed,
                       ResumedDataSeed(options.checkpoint, module.metadata.GetInt("seed", 1)));
@@ -158,8 +165,8 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
   if (std::find(args.begin(), args.end(), "--reference") == args.end()) return RunParallel(args);
   Flags flags;
   flags.Switch("reference");
-  for (const char* name :
-       {"steps", "micro-batches", "seed", "data", "report", "backend", "track", "threads"})
+  for (const char* name : {"steps", "micro-batches", "global-batch", "seed", "data", "report",
+                           "backend", "track", "threads"})
     flags.Value(name);
   DeclareCheckpointFlags(flags);
   PW_RETURN_IF_ERROR(flags.Parse(args));

@@ -27,6 +27,7 @@
 #include "tools/checkpoint_flags.h"
 #include "tools/command.h"
 #include "tools/flags.h"
+#include "tools/global_batch_flag.h"
 #include "tools/module_validation.h"
 #include "tools/run_parallel.h"
 #include "tools/step_trace.h"
@@ -36,7 +37,8 @@ namespace pw::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "pipeweave run-parallel FILE --nproc N [--steps K (1)] [--seed S] [--micro-batches M]\n"
+    "pipeweave run-parallel FILE --nproc N [--steps K (1)] [--seed S]\n"
+    "           [--micro-batches M | --global-batch G]\n"
     "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
     "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
     "           [--backend cpu|cuda] [--threads N] [--trace DIR]\n"
@@ -48,6 +50,9 @@ constexpr const char* kUsage =
     "per step from the last stage; --report json prints {\"losses\": [...], \"step_time_ms\":\n"
     "[...], \"peak_bytes\": [per rank]}. --pipeline runs passes first (e.g.\n"
     "\"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p\").\n"
+    "--global-batch G (samples per step) is M = G / (dp x micro-batch size) micro-batches per\n"
+    "replica, each replica its own slice of the step's data; G must be such a multiple and\n"
+    "agree with the plan's micro-batches.\n"
     "--compare-reference trains FILE (unsplit, mp=1, pp=1) with the sequential reference\n"
     "runner on the same tokens and prints its loss next to each step's.\n"
     "--backend cuda runs every rank on a GPU (rank % visible devices) with NCCL between\n"
@@ -106,6 +111,9 @@ Status ReadTrainingFlags(const Flags& flags, const Module& module, RankRunOption
                       flags.GetInt("seed", static_cast<int64_t>(default_seed), 0, kInt64Max));
   if (run.steps < 1) return InvalidArgument("flag --steps must be >= 1");
   run.micro_batches = static_cast<int>(mb);
+  PW_ASSIGN_OR_RETURN(std::optional<int> from_global,
+                      ReadGlobalBatchFlag(flags, module, module.mesh.dp));
+  if (from_global) run.micro_batches = *from_global;
   run.data.data_seed = static_cast<uint64_t>(seed);
   run.data.data_file = flags.Get("data");
   run.strict_events = flags.Has("strict-events");
@@ -214,8 +222,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   options.nproc = static_cast<int>(nproc);
   options.run_dir = run_dir;
   options.args = {"run-parallel", prepared};
-  for (const char* name :
-       {"steps", "seed", "micro-batches", "data", "save-params", "backend", "trace"})
+  for (const char* name : {"steps", "seed", "micro-batches", "global-batch", "data", "save-params",
+                           "backend", "trace"})
     if (flags.Has(name)) {
       options.args.push_back(StrCat("--", name));
       options.args.push_back(flags.Get(name));
@@ -357,9 +365,10 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
 
 StatusOr<int> RunParallel(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name : {"nproc", "rank", "world-size", "store", "report-fd", "hostname", "steps",
-                           "seed", "micro-batches", "data", "report", "run-dir", "save-params",
-                           "trace", "pipeline", "compare-reference", "backend", "threads"})
+  for (const char* name :
+       {"nproc", "rank", "world-size", "store", "report-fd", "hostname", "steps", "seed",
+        "micro-batches", "global-batch", "data", "report", "run-dir", "save-params", "trace",
+        "pipeline", "compare-reference", "backend", "threads"})
     flags.Value(name);
   DeclareCheckpointFlags(flags);
   flags.Switch("strict-events");

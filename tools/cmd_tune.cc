@@ -19,6 +19,8 @@ namespace pw::tools {
 namespace {
 
 using search::ActionLevelBest;
+using search::MeshSplits;
+using search::ShapeChoice;
 using search::RankedShape;
 using search::TunedPlan;
 using search::TuneOptions;
@@ -27,7 +29,8 @@ using search::TuneResult;
 constexpr const char* kUsage =
     "pipeweave tune MODULE [MODULE...] --ranks N [--device cpu|h100|a100|SPEC_FILE (cpu)]\n"
     "           [--costs COSTS] [--global-batch G | --micro-batches M (4 x pp)]\n"
-    "           [--mem-limit GB] [--top K (5)] [--shapes on|off (on)] [--format table|json]\n"
+    "           [--mem-limit GB] [--top K (5)] [--shapes on|off (on)] [--splits on|off (off)]\n"
+    "           [--format table|json]\n"
     "Searches, with the simulators, the plan choices a user would otherwise try by hand on\n"
     "unplanned training modules (their mesh, stages, chunk placement and micro-batch size as\n"
     "build-model made them): the schedule kind (each planned and pruned with the\n"
@@ -49,7 +52,13 @@ constexpr const char* kUsage =
     "micro-batches; ranks those shapes by their best schedule kind on the action-level\n"
     "simulator and searches the best two fully beside the module as built. Their plans\n"
     "name the shape and the build-model arguments that build it (--shapes off: the module\n"
-    "as built only).";
+    "as built only).\n"
+    "--splits on (one module that records its recipe, and --global-batch) also builds the\n"
+    "model on every other dp x pp x mp split of the N ranks (vpp 1, even stages, the built\n"
+    "micro-batch size, at least pp micro-batches per replica) and searches each on the\n"
+    "op-level simulator, which prices the dp gradient all-reduce (across nodes where a dp\n"
+    "group spans them) and each split's memory; a plan on a split names it and its\n"
+    "build-model arguments.";
 
 StatusOr<int> MicroBatchSize(const Module& module) {
   for (const std::string& input : ModuleInputs(module))
@@ -263,11 +272,35 @@ Status AddShapes(Report& report, std::shared_ptr<const cost::Estimator> estimato
   return OkStatus();
 }
 
+// Every other dp x pp x mp split of the module's ranks joins the report's variants; each is
+// searched narrowly on the op-level simulator (its best schedule kinds only).
+Status AddSplits(Report& report, int64_t global_batch) {
+  const Variant& built = report.variants[0];
+  PW_ASSIGN_OR_RETURN(models::ModelRecipe recipe, models::ReadModelRecipe(built.module));
+  // A mesh set by hand on a built module (dp is not always recorded by older builds).
+  (recipe.model == "gpt" ? recipe.gpt.dp : recipe.llama.dp) = built.module.mesh.dp;
+  int searched = 0;
+  for (ShapeChoice& choice : MeshSplits(recipe, global_batch)) {
+    StatusOr<Module> module = models::BuildFromRecipe(choice.recipe);
+    if (!module.ok()) continue;
+    Variant v;
+    v.path = choice.label;
+    v.build_model = choice.build_model;
+    v.module = std::move(module).value();
+    v.micro_batches = choice.micro_batches;
+    report.variants.push_back(std::move(v));
+    ++searched;
+  }
+  std::fprintf(stderr, "tune: %d other dp x pp x mp splits of %d ranks searched\n", searched,
+               built.module.mesh.world_size());
+  return OkStatus();
+}
+
 StatusOr<int> RunTune(const std::vector<std::string>& args) {
   const auto start = std::chrono::steady_clock::now();
   Flags flags;
   for (const char* name : {"ranks", "device", "costs", "global-batch", "micro-batches", "mem-limit",
-                           "top", "shapes", "format"})
+                           "top", "shapes", "splits", "format"})
     flags.Value(name);
   PW_RETURN_IF_ERROR(flags.Parse(args));
   const std::vector<std::string>& paths = flags.positional();
@@ -289,6 +322,13 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
   if (shapes != "on" && shapes != "off")
     return InvalidArgument("flag --shapes takes on or off, got '", shapes, "'");
   if (top < 1) return InvalidArgument("flag --top must be >= 1");
+  const std::string splits = flags.Get("splits", "off");
+  if (splits != "on" && splits != "off")
+    return InvalidArgument("flag --splits takes on or off, got '", splits, "'");
+  if (splits == "on" && (paths.size() != 1 || !flags.Has("global-batch")))
+    return InvalidArgument(
+        "flag --splits on searches one module's dp x pp x mp splits at one global batch: give "
+        "one module and --global-batch G");
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       MakeEstimator(flags.Get("device", "cpu"), flags.Get("costs")));
 
@@ -304,6 +344,10 @@ StatusOr<int> RunTune(const std::vector<std::string>& args) {
   if (paths.size() == 1 && flags.Has("global-batch") && shapes == "on") {
     PW_ASSIGN_OR_RETURN(int64_t global, flags.GetInt("global-batch", 0));
     PW_RETURN_IF_ERROR(AddShapes(report, estimator, global, 2).WithContext(paths[0]));
+  }
+  if (splits == "on") {
+    PW_ASSIGN_OR_RETURN(int64_t global, flags.GetInt("global-batch", 0));
+    PW_RETURN_IF_ERROR(AddSplits(report, global).WithContext(paths[0]));
   }
   for (Variant& v : report.variants) {
     TuneOptions options;

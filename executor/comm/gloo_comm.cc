@@ -176,6 +176,38 @@ class GlooStreamComm final : public StreamComm {
                             members.begin());
   }
 
+  int GroupSize(std::string_view group) const override {
+    return static_cast<int>(pool_->layout().Group(std::string(group), pool_->rank()).size());
+  }
+  Status ReduceScatterSum(std::string_view group, float* data, int64_t count) override {
+    return OnRing(group, "reduce-scatter", count,
+                  [&](TcpRing& ring) { return ring.ReduceScatterSum(data, count); });
+  }
+  Status AllGather(std::string_view group, void* data, int64_t bytes) override {
+    return OnRing(group, "all-gather", bytes,
+                  [&](TcpRing& ring) { return ring.AllGather(data, bytes); });
+  }
+
+  // Runs `body` on this stream's ring of `group` (nothing to do for a group of one or an
+  // empty buffer; a size that does not cut in one chunk per member is refused anyway).
+  template <typename Body>
+  Status OnRing(std::string_view group, const char* what, int64_t size, Body body) {
+    std::string kind(group);
+    std::vector<int> members = pool_->layout().Group(kind, pool_->rank());
+    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
+    if (size % static_cast<int64_t>(members.size()) != 0)
+      return InvalidArgument(what, " of ", size, " over ", members.size(),
+                             " members (not a multiple)");
+    if (members.size() == 1 || size == 0) return OkStatus();
+    PW_ASSIGN_OR_RETURN(TcpRing * ring,
+                        pool_->Ring(pool_->GroupContext(kind, StreamTypeName(stream_)), members));
+    Status s = body(*ring);
+    if (!s.ok())
+      return Unavailable(what, " over ", kind, " group (ranks ", Members(members),
+                         ") failed: ", s.message());
+    return OkStatus();
+  }
+
   Status AllReduce(std::string_view group, ReduceOp op, float* data, int64_t count) {
     std::string kind(group);
     std::vector<int> members = pool_->layout().Group(kind, pool_->rank());

@@ -13,6 +13,57 @@ class InProcessComm final : public StreamComm {
   Status AllReduceSum(std::string_view group, float* data, int64_t count) override {
     return AllReduce(group, ReduceOp::kSum, data, count);
   }
+  // The member-order sum of the whole buffer; the caller reads its own chunk of it.
+  Status ReduceScatterSum(std::string_view group, float* data, int64_t count) override {
+    int members = GroupSize(group);
+    if (members > 0 && count % members != 0)
+      return InvalidArgument("reduce-scatter of ", count, " values over ", members,
+                             " members (not a multiple)");
+    return Reduce(group, kReduceScatter, data, count);
+  }
+  int GroupSize(std::string_view group) const override {
+    return static_cast<int>(hub_.layout_.Group(std::string(group), rank_).size());
+  }
+  Status AllGather(std::string_view group, void* data, int64_t bytes) override {
+    std::string kind(group);
+    std::vector<int> members = hub_.layout_.Group(kind, rank_);
+    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
+    const int n = static_cast<int>(members.size());
+    if (bytes % n != 0)
+      return InvalidArgument("all-gather of ", bytes, " bytes over ", n,
+                             " members (not a multiple)");
+    if (n == 1) return OkStatus();
+    int index =
+        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    const int64_t chunk = bytes / n;
+    char* d = static_cast<char*>(data);
+    auto key =
+        std::make_tuple(hub_.layout_.GroupName(kind, rank_), StreamIndex(stream_), seq_[kind]++);
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    InProcessHub::Round& round = hub_.rounds_[key];
+    if (round.kind < 0) {
+      round.chunks.resize(n);
+      round.kind = kAllGather;
+    }
+    if (round.kind != kAllGather)
+      return Internal("collective over '", group, "': ranks disagree on what it is");
+    round.chunks[index].assign(d + index * chunk, d + (index + 1) * chunk);
+    if (++round.arrived == n) {
+      for (const auto& c : round.chunks)
+        if (static_cast<int64_t>(c.size()) != chunk)
+          return Internal("all-gather over '", group, "': ranks disagree on the size");
+      round.done = true;
+      hub_.cv_.notify_all();
+    }
+    if (!hub_.cv_.wait_for(lock, hub_.timeout_,
+                           [&] { return round.done || !hub_.abort_reason_.empty(); }))
+      return Unavailable("all-gather over '", group, "' timed out waiting for its group");
+    if (!round.done) return Aborted(hub_.abort_reason_);
+    for (int m = 0; m < n; ++m)
+      if (m != index) std::memcpy(d + m * chunk, round.chunks[m].data(), chunk);
+    if (++round.left == n) hub_.rounds_.erase(key);
+    return OkStatus();
+  }
   Status AllReduceMax(std::string_view group, float* data, int64_t count) override {
     return AllReduce(group, ReduceOp::kMax, data, count);
   }
@@ -22,6 +73,17 @@ class InProcessComm final : public StreamComm {
   }
 
   Status AllReduce(std::string_view group, ReduceOp op, float* data, int64_t count) {
+    return Reduce(group, static_cast<int>(op), data, count);
+  }
+
+  // Round kinds beside ReduceOp's values.
+  static constexpr int kReduceScatter = 2;
+  static constexpr int kAllGather = 3;
+
+  // Every member's `data` summed (or maxed) in member order; `what` is a ReduceOp's value
+  // or kReduceScatter (a sum).
+  Status Reduce(std::string_view group, int what, float* data, int64_t count) {
+    const ReduceOp op = what == static_cast<int>(ReduceOp::kMax) ? ReduceOp::kMax : ReduceOp::kSum;
     std::string kind(group);
     std::vector<int> members = hub_.layout_.Group(kind, rank_);
     if (members.empty()) return InvalidArgument("unknown group '", group, "'");
@@ -32,12 +94,12 @@ class InProcessComm final : public StreamComm {
         std::make_tuple(hub_.layout_.GroupName(kind, rank_), StreamIndex(stream_), seq_[kind]++);
     std::unique_lock<std::mutex> lock(hub_.mu_);
     InProcessHub::Round& round = hub_.rounds_[key];
-    if (round.parts.empty()) {
+    if (round.kind < 0) {
       round.parts.resize(members.size());
-      round.op = op;
+      round.kind = what;
     }
-    if (round.op != op)
-      return Internal("all-reduce over '", group, "': ranks disagree on the reduction");
+    if (round.kind != what)
+      return Internal("collective over '", group, "': ranks disagree on what it is");
     round.parts[index].assign(data, data + count);
     if (++round.arrived == static_cast<int>(members.size())) {
       round.sum = round.parts[0];

@@ -33,8 +33,9 @@ class InProcessHub {
  private:
   friend class InProcessComm;
   struct Round {
-    ReduceOp op = ReduceOp::kSum;
+    int kind = -1;  // what the members do: ReduceOp's value, or a reduce-scatter or all-gather
     std::vector<std::vector<float>> parts;
+    std::vector<std::vector<char>> chunks;  // an all-gather's
     int arrived = 0;
     int left = 0;
     std::vector<float> sum;

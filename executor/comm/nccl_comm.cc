@@ -236,9 +236,58 @@ class NcclStreamComm final : public cuda::DeviceComm {
     return static_cast<int>(std::find(members.begin(), members.end(), pool_->rank()) -
                             members.begin());
   }
+  int GroupSize(std::string_view group) const override {
+    return static_cast<int>(pool_->layout().Group(std::string(group), pool_->rank()).size());
+  }
+  Status ReduceScatterSum(std::string_view group, float* data, int64_t count) override {
+    return ReduceScatter(group, data, count, ncclFloat32);
+  }
+  // Natively in bf16 / f16, as the all-reduce.
+  Status ReduceScatterSumLowPrecision(std::string_view group, DataType dtype, void* data,
+                                      int64_t count) override {
+    return ReduceScatter(group, data, count,
+                         dtype == DataType::kBFloat16 ? ncclBfloat16 : ncclFloat16);
+  }
+  // NCCL's in-place all-gather: this member's chunk already sits at its place.
+  Status AllGather(std::string_view group, void* data, int64_t bytes) override {
+    std::vector<int> members = pool_->layout().Group(std::string(group), pool_->rank());
+    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
+    const int64_t n = static_cast<int64_t>(members.size());
+    if (bytes % n != 0)
+      return InvalidArgument("all-gather of ", bytes, " bytes over ", n, " members");
+    if (n == 1 || bytes == 0) return OkStatus();
+    PW_ASSIGN_OR_RETURN(ncclComm_t comm, pool_->Comm(pool_->CollectiveKey(stream_, group)));
+    PW_ASSIGN_OR_RETURN(cudaStream_t stream, LaunchStream());
+    char* d = static_cast<char*>(data);
+    const size_t chunk = static_cast<size_t>(bytes / n);
+    return NcclStatus(ncclAllGather(d + GroupRank(group) * chunk, d, chunk, ncclInt8, comm, stream),
+                      StrCat("all-gather over group ", group));
+  }
+  // Two members: NCCL's reduce-scatter (one addition, which commutes); more: the first half
+  // of the member-order all-reduce, so each chunk has that all-reduce's bits.
+  Status ReduceScatter(std::string_view group, void* data, int64_t count, ncclDataType_t type) {
+    std::vector<int> members = pool_->layout().Group(std::string(group), pool_->rank());
+    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
+    const int n = static_cast<int>(members.size());
+    if (count % n != 0)
+      return InvalidArgument("reduce-scatter of ", count, " values over ", n, " members");
+    if (n == 1 || count == 0) return OkStatus();
+    PW_ASSIGN_OR_RETURN(ncclComm_t comm, pool_->Comm(pool_->CollectiveKey(stream_, group)));
+    PW_ASSIGN_OR_RETURN(cudaStream_t stream, LaunchStream());
+    const int me = GroupRank(group);
+    if (n > 2)
+      return MemberOrderReduce(comm, n, me, ncclSum, data, count, type, stream, /*gather=*/false)
+          .WithContext(StrCat("reduce-scatter over group ", group));
+    const size_t elem = type == ncclFloat32 ? 4 : 2;
+    char* d = static_cast<char*>(data);
+    const size_t chunk = static_cast<size_t>(count / n);
+    return NcclStatus(
+        ncclReduceScatter(d, d + me * chunk * elem, chunk, type, ncclSum, comm, stream),
+        StrCat("reduce-scatter over group ", group));
+  }
 
   // Two members: NCCL's own all-reduce (one addition, which commutes). More: member order
-  // (MemberOrderAllReduce), as the CPU transports sum, so that a buffer cut into pieces
+  // (MemberOrderReduce), as the CPU transports sum, so that a buffer cut into pieces
   // reduces to the bits of the whole and every backend agrees.
   Status AllReduce(std::string_view group, ncclRedOp_t op, void* data, int64_t count,
                    ncclDataType_t type = ncclFloat32) {
@@ -248,8 +297,8 @@ class NcclStreamComm final : public cuda::DeviceComm {
     PW_ASSIGN_OR_RETURN(ncclComm_t comm, pool_->Comm(pool_->CollectiveKey(stream_, group)));
     PW_ASSIGN_OR_RETURN(cudaStream_t stream, LaunchStream());
     if (members.size() > 2)
-      return MemberOrderAllReduce(comm, static_cast<int>(members.size()), GroupRank(group), op,
-                                  data, count, type, stream)
+      return MemberOrderReduce(comm, static_cast<int>(members.size()), GroupRank(group), op, data,
+                               count, type, stream, /*gather=*/true)
           .WithContext(StrCat("all-reduce over group ", group));
     return NcclStatus(ncclAllReduce(data, data, static_cast<size_t>(count), type, op, comm, stream),
                       StrCat("all-reduce over group ", group));
@@ -257,9 +306,10 @@ class NcclStreamComm final : public cuda::DeviceComm {
 
   // Member c gathers every member's piece of chunk c (grouped sends and receives), sums them
   // in member order on the device, then every member gathers every chunk: the ring's bytes
-  // in two steps.
-  static Status MemberOrderAllReduce(ncclComm_t comm, int n, int me, ncclRedOp_t op, void* data,
-                                     int64_t count, ncclDataType_t type, cudaStream_t stream) {
+  // in two steps. Without `gather`, a reduce-scatter: only this member's chunk is summed.
+  static Status MemberOrderReduce(ncclComm_t comm, int n, int me, ncclRedOp_t op, void* data,
+                                  int64_t count, ncclDataType_t type, cudaStream_t stream,
+                                  bool gather) {
     const DataType dtype = type == ncclBfloat16  ? DataType::kBFloat16
                            : type == ncclFloat16 ? DataType::kFloat16
                                                  : DataType::kFloat32;
@@ -288,6 +338,10 @@ class NcclStreamComm final : public cuda::DeviceComm {
       ops::cuda::LaunchMemberOrderReduce(slots, n, static_cast<int64_t>(mine), d + begin(me) * elem,
                                          dtype, op == ncclMax, stream);
       s = NcclCudaStatus(cudaGetLastError(), "member-order reduce");
+    }
+    if (!gather) {
+      (void)cudaFreeAsync(scratch, stream);
+      return s;
     }
     if (s.ok()) s = NcclStatus(ncclGroupStart(), "ncclGroupStart");
     for (int j = 0; j < n && s.ok(); ++j) {

@@ -479,6 +479,12 @@ Status TcpRing::AllReduce(float* data, int64_t count, ReduceOp op) {
 // order, then everyone gets every chunk. Each member sends (n - 1) / n of the buffer in each
 // of the two steps, as the ring does in its 2(n - 1).
 Status TcpRing::MemberOrderAllReduce(Header header, float* data, int64_t count, ReduceOp op) {
+  PW_RETURN_IF_ERROR(MemberOrderReduceScatter(header, data, count, op));
+  return MeshAllGather(header, reinterpret_cast<char*>(data), count * int64_t{sizeof(float)},
+                       /*step=*/1);
+}
+
+Status TcpRing::MemberOrderReduceScatter(Header header, float* data, int64_t count, ReduceOp op) {
   const int n = size_;
   auto begin = [&](int c) { return count * c / n; };
   auto length = [&](int c) { return begin(c + 1) - begin(c); };
@@ -499,15 +505,75 @@ Status TcpRing::MemberOrderAllReduce(Header header, float* data, int64_t count, 
   std::copy(own, own + mine, slot(index_));
   std::copy(slot(0), slot(0) + mine, own);
   for (int j = 1; j < n; ++j) Reduce(op, own, own, slot(j), mine);
-  out.clear();
-  in.clear();
+  return OkStatus();
+}
+
+// Chunks are cut at whole elements of 4 bytes when `bytes` is a float buffer's (the
+// all-reduce's second half), so both halves agree on where chunk c lies.
+Status TcpRing::MeshAllGather(Header header, char* data, int64_t bytes, int32_t step) {
+  const int n = size_;
+  const int64_t unit = header.op == kAllGatherOp ? 1 : int64_t{sizeof(float)};
+  const int64_t units = bytes / unit;
+  auto begin = [&](int c) { return units * c / n * unit; };
+  auto length = [&](int c) { return static_cast<size_t>(begin(c + 1) - begin(c)); };
+  std::vector<Part> out, in;
   for (int j = 0; j < n; ++j) {
     if (j == index_) continue;
-    out.push_back({j, own, static_cast<size_t>(mine) * sizeof(float)});
-    in.push_back({j, data + begin(j), static_cast<size_t>(length(j)) * sizeof(float)});
+    out.push_back({j, data + begin(index_), length(index_)});
+    in.push_back({j, data + begin(j), length(j)});
   }
-  header.step = 1;
+  header.step = step;
   return Exchange(header, out, in);
+}
+
+Status TcpRing::ReduceScatterSum(float* data, int64_t count) {
+  if (count % size_ != 0)
+    return InvalidArgument("ring '", name_, "': reduce-scatter of ", count, " values over ", size_,
+                           " members (not a multiple)");
+  Header header;
+  header.sequence = sequence_++;
+  header.count = count;
+  header.op = kReduceScatterOp;
+  if (count == 0) return OkStatus();
+  if (size_ == 2) {
+    // Each member sends the other's chunk and adds member 0's value first.
+    const int64_t half = count / 2;
+    scratch_.resize(static_cast<size_t>(half));
+    float* own = data + index_ * half;
+    const size_t bytes = static_cast<size_t>(half) * sizeof(float);
+    PW_RETURN_IF_ERROR(Shift(header, data + (1 - index_) * half, bytes, scratch_.data(), bytes));
+    if (index_ == 0)
+      Reduce(ReduceOp::kSum, own, own, scratch_.data(), half);
+    else
+      Reduce(ReduceOp::kSum, own, scratch_.data(), own, half);
+    return OkStatus();
+  }
+  if (peers_.empty() || peers_[right()] < 0)
+    return RingAllReduce(header, data, count, ReduceOp::kSum);
+  return MemberOrderReduceScatter(header, data, count, ReduceOp::kSum);
+}
+
+Status TcpRing::AllGather(void* data, int64_t bytes) {
+  if (bytes % size_ != 0)
+    return InvalidArgument("ring '", name_, "': all-gather of ", bytes, " bytes over ", size_,
+                           " members (not a multiple)");
+  Header header;
+  header.sequence = sequence_++;
+  header.count = bytes;
+  header.op = kAllGatherOp;
+  if (bytes == 0) return OkStatus();
+  char* d = static_cast<char*>(data);
+  const int64_t chunk = bytes / size_;
+  if (size_ > 2 && !peers_.empty() && peers_[right()] >= 0)
+    return MeshAllGather(header, d, bytes, /*step=*/0);
+  // Two members, or the classic ring: n - 1 shifts, each passing on the chunk received last.
+  for (int step = 0; step < size_ - 1; ++step) {
+    const int out = (index_ - step + size_) % size_, in = (index_ - step - 1 + size_) % size_;
+    header.step = step;
+    PW_RETURN_IF_ERROR(Shift(header, d + out * chunk, static_cast<size_t>(chunk), d + in * chunk,
+                             static_cast<size_t>(chunk)));
+  }
+  return OkStatus();
 }
 
 Status TcpRing::RingAllReduce(Header header, float* data, int64_t count, ReduceOp op) {

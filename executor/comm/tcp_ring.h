@@ -54,6 +54,14 @@ class TcpRing {
   // Reduces `data` in place over the members. Every member calls it with the same count
   // and op, in the same order; a member that does not is named in the error.
   Status AllReduce(float* data, int64_t count, ReduceOp op);
+  // Reduce-scatter of `count` values (a multiple of the members): member i's chunk
+  // (count / size values from data + i * count / size) becomes every member's chunk i
+  // summed in member order, the bits of that chunk of AllReduce; the other chunks are left
+  // as they were. Without the mesh (classic ring) it is the ring's all-reduce of the whole.
+  Status ReduceScatterSum(float* data, int64_t count);
+  // All-gather of `bytes` (a multiple of the members): member i's chunk is in place on
+  // entry, every member's on return (a copy: no arithmetic).
+  Status AllGather(void* data, int64_t bytes);
 
  private:
   // What precedes every message: the sender's place in the sequence of all-reduces, so a
@@ -64,6 +72,10 @@ class TcpRing {
     int32_t op = 0;
     int32_t step = 0;
   };
+  // Header ops beside ReduceOp's: a member that all-gathers while another reduces is out
+  // of step.
+  static constexpr int32_t kReduceScatterOp = 2;
+  static constexpr int32_t kAllGatherOp = 3;
 
   TcpRing(std::string name, int index, int size, int to_right, int from_left,
           std::vector<int> peers, std::chrono::milliseconds timeout);
@@ -83,6 +95,10 @@ class TcpRing {
   Status Exchange(const Header& header, const std::vector<Part>& out, const std::vector<Part>& in);
   Status RingAllReduce(Header header, float* data, int64_t count, ReduceOp op);
   Status MemberOrderAllReduce(Header header, float* data, int64_t count, ReduceOp op);
+  // The halves of the member-order all-reduce: member i sums chunk i (of `count` values cut
+  // at count * c / size), then sends it to every member.
+  Status MemberOrderReduceScatter(Header header, float* data, int64_t count, ReduceOp op);
+  Status MeshAllGather(Header header, char* data, int64_t bytes, int32_t step);
 
   std::string name_;
   int index_, size_;

@@ -1,6 +1,8 @@
 // Megatron's f and g: c_identity (identity forward, all-reduce backward) and
 // c_allreduce_sum (all-reduce forward, identity backward); c_allreduce_max, the shared
-// shift of a vocabulary-parallel softmax and the overflow flag of loss scaling.
+// shift of a vocabulary-parallel softmax and the overflow flag of loss scaling; and the
+// halves of an all-reduce that sequence parallelism (and sharded optimizer state) use in
+// its place: c_all_gather and c_reduce_scatter_sum, each the other's gradient.
 
 #include "ops/defs/def_util.h"
 #include "ops/defs/defaults.h"
@@ -32,6 +34,64 @@ Status CIdentityGrad(GradContext& ctx) {
 Status AllReduceGrad(GradContext& ctx) {
   const Op& fwd = ctx.forward();
   if (ctx.NeedsGrad(fwd.Input("X"))) ctx.Alias(fwd.Input("X"), fwd.Output("Out"));
+  return OkStatus();
+}
+
+// The axis and group size of a gather or scatter, checked against X. `whole` is the
+// extent X has along axis when it is the unscattered tensor (reduce-scatter's input).
+struct Cut {
+  int axis = 0;
+  int64_t members = 1;
+};
+StatusOr<Cut> CutOf(InferContext& ctx, bool x_is_whole) {
+  PW_RETURN_IF_ERROR(FloatDtype(ctx, "X").status());
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  if (group.empty()) return InvalidArgument(ctx.op().type, ": group must not be empty");
+  const Shape& x = ctx.Input("X").shape;
+  Cut cut;
+  cut.members = ctx.attrs().GetInt("nranks");
+  if (cut.members < 1)
+    return InvalidArgument(ctx.op().type, ": nranks must be at least 1 (the size of group '", group,
+                           "'), got ", cut.members);
+  const int64_t axis = ctx.attrs().GetInt("axis", 0);
+  if (!NormalizeAxis(axis, static_cast<int>(x.size()), &cut.axis))
+    return InvalidArgument(WhereVar(ctx, "X"), ": axis ", axis, " is outside its ", x.size(),
+                           " dims");
+  if (x_is_whole && x[cut.axis] % cut.members != 0)
+    return InvalidArgument(WhereVar(ctx, "X"), ": extent ", x[cut.axis], " along axis ", axis,
+                           " is not a multiple of the ", cut.members, " members of group '", group,
+                           "'");
+  return cut;
+}
+
+Status InferAllGather(InferContext& ctx) {
+  PW_ASSIGN_OR_RETURN(Cut cut, CutOf(ctx, /*x_is_whole=*/false));
+  TensorType out = ctx.Input("X");
+  out.shape[cut.axis] *= cut.members;
+  ctx.SetOutput("Out", out);
+  return OkStatus();
+}
+
+Status InferReduceScatter(InferContext& ctx) {
+  PW_ASSIGN_OR_RETURN(Cut cut, CutOf(ctx, /*x_is_whole=*/true));
+  TensorType out = ctx.Input("X");
+  out.shape[cut.axis] /= cut.members;
+  ctx.SetOutput("Out", out);
+  return OkStatus();
+}
+
+// Each one's gradient is the other, over the same group and axis.
+Status GatherScatterGrad(GradContext& ctx, const char* type) {
+  const Op& fwd = ctx.forward();
+  const std::string& x = fwd.Input("X");
+  if (!ctx.NeedsGrad(x)) return OkStatus();
+  Op& op = ctx.Emit(type);
+  op.role = OpRole::kCommunication;
+  op.SetInput("X", {ctx.Grad(fwd.Output("Out"))}).SetOutput("Out", {ctx.Grad(x)});
+  op.SetAttr("group", fwd.attrs.GetString("group", kDefaultGroup));
+  op.SetAttr("axis", fwd.attrs.GetInt("axis", 0));
+  op.SetAttr("nranks", fwd.attrs.GetInt("nranks"));
+  MarkWeightGrad(ctx, op);
   return OkStatus();
 }
 
@@ -79,6 +139,47 @@ void RegisterCollectiveOps(OpRegistry& registry) {
       .amp = AmpPolicy::kAsIs,
       .infer = InferCollective,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
+  });
+
+  std::vector<AttrDef> cut_attrs = {DefaultAttr("group", std::string(kDefaultGroup)),
+                                    DefaultAttr("axis", int64_t{0}),
+                                    RequiredAttr("nranks", AttrType::kInt)};
+  registry.Register(OpDef{
+      .type = "c_all_gather",
+      .summary = "Out = the members' X concatenated along axis in member order (nranks: the "
+                 "group's size); its gradient is c_reduce_scatter_sum",
+      .inputs = {{"X"}},
+      .outputs = {{"Out"}},
+      .attrs = cut_attrs,
+      .is_communication = true,
+      .collective = true,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferAllGather,
+      .cost =
+          [](const InferContext& ctx) {
+            return OpCost{0, IoBytes(ctx)};
+          },
+      .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_reduce_scatter_sum"); },
+  });
+  registry.Register(OpDef{
+      .type = "c_reduce_scatter_sum",
+      .summary = "Out = this member's slice along axis of the sum of X over the group, summed "
+                 "in member order (the bits of that slice of c_allreduce_sum); its gradient "
+                 "is c_all_gather",
+      .inputs = {{"X"}},
+      .outputs = {{"Out"}},
+      .attrs = cut_attrs,
+      .is_communication = true,
+      .collective = true,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferReduceScatter,
+      // Each element of Out adds nranks contributions.
+      .cost =
+          [](const InferContext& ctx) {
+            const double members = static_cast<double>(ctx.attrs().GetInt("nranks", 1));
+            return ElementwiseCost(ctx, members > 1 ? members - 1 : 0);
+          },
+      .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_all_gather"); },
   });
 }
 

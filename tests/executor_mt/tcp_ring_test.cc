@@ -148,6 +148,59 @@ TEST_P(TcpRingMemberOrder, SumsInMemberOrderWhateverTheCut) {
 
 INSTANTIATE_TEST_SUITE_P(Members, TcpRingMemberOrder, ::testing::Values(3, 4, 5));
 
+// The halves of an all-reduce: a reduce-scatter's chunk has the bits of that chunk of the
+// all-reduce, and an all-gather hands every member every chunk, on the mesh and on the
+// classic ring (two members: one exchange).
+class TcpRingGatherScatter : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpRingGatherScatter, HalvesOfTheAllReduce) {
+  const int size = GetParam();
+  const int64_t count = 1003 * size;
+  for (bool member_order : {true, false}) {
+    std::vector<std::vector<float>> whole(size), scattered(size);
+    std::vector<std::vector<char>> gathered(size);
+    const int64_t bytes = 37 * size;  // chunks of an odd byte count: no element alignment
+    auto results = OnRing(
+        size,
+        [&](int member, TcpRing& ring) -> Status {
+          whole[member] = Values(member, count);
+          scattered[member] = Values(member, count);
+          PW_RETURN_IF_ERROR(ring.AllReduce(whole[member].data(), count, ReduceOp::kSum));
+          PW_RETURN_IF_ERROR(ring.ReduceScatterSum(scattered[member].data(), count));
+          gathered[member].assign(bytes, 0);
+          for (int64_t i = 0; i < bytes / size; ++i)
+            gathered[member][member * (bytes / size) + i] = static_cast<char>(member * 50 + i);
+          return ring.AllGather(gathered[member].data(), bytes);
+        },
+        std::chrono::seconds(30), member_order);
+    for (int m = 0; m < size; ++m) ASSERT_TRUE(results[m].ok()) << results[m].ToString();
+    const int64_t chunk = count / size;
+    for (int m = 0; m < size; ++m) {
+      SCOPED_TRACE(::testing::Message()
+                   << size << " members, member " << m << (member_order ? "" : ", classic ring"));
+      EXPECT_EQ(std::memcmp(scattered[m].data() + m * chunk, whole[0].data() + m * chunk,
+                            chunk * sizeof(float)),
+                0);
+      for (int64_t i = 0; i < bytes; ++i)
+        ASSERT_EQ(gathered[m][i], static_cast<char>((i / (bytes / size)) * 50 + i % (bytes / size)))
+            << "byte " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Members, TcpRingGatherScatter, ::testing::Values(2, 3, 4));
+
+TEST(TcpRing, ReduceScatterOfAnUnevenCountIsRefused) {
+  auto results = OnRing(3, [&](int, TcpRing& ring) -> Status {
+    std::vector<float> data(10, 1.0f);
+    return ring.ReduceScatterSum(data.data(), 10);
+  });
+  for (const Status& s : results) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("not a multiple"), std::string::npos) << s.ToString();
+  }
+}
+
 TEST(TcpRing, EmptyTensorIsANoOp) {
   auto results = OnRing(3, [&](int, TcpRing& ring) -> Status {
     float x = 1;

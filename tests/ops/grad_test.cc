@@ -389,6 +389,29 @@ TEST(OpsGrad, CIdentity) {
   EXPECT_EQ(r.grad_ops[0].attrs.GetString("group"), "mp");
 }
 
+// Over a group of one both are the identity; the grad makers emit each other with the
+// forward op's group, axis and nranks.
+TEST(OpsGrad, AllGatherAndReduceScatterAreEachOthersGradient) {
+  for (const char* type : {"c_all_gather", "c_reduce_scatter_sum"}) {
+    GradCheck c;
+    c.op = MakeOp(type, {{"X", {"x"}}}, {{"Out", {"out"}}});
+    c.op.SetAttr("group", std::string("mp")).SetAttr("axis", int64_t{1});
+    c.op.SetAttr("nranks", int64_t{1});
+    c.inputs["x"] = RandomTensor({2, 4, 3}, 27);
+    GradCheckResult r = CheckGradients(c);
+    ASSERT_EQ(r.grad_ops.size(), 1u) << type;
+    const Op& g = r.grad_ops[0];
+    EXPECT_EQ(g.type,
+              std::string(type) == "c_all_gather" ? "c_reduce_scatter_sum" : "c_all_gather");
+    EXPECT_EQ(g.role, OpRole::kCommunication);
+    EXPECT_EQ(g.attrs.GetString("group"), "mp");
+    EXPECT_EQ(g.attrs.GetInt("axis"), 1);
+    EXPECT_EQ(g.attrs.GetInt("nranks"), 1);
+    EXPECT_EQ(g.Input("X"), "out@GRAD");
+    EXPECT_EQ(g.Output("Out"), "x@GRAD");
+  }
+}
+
 TEST(OpsGrad, CAllReduceSum) {
   GradCheck c;
   c.op = MakeOp("c_allreduce_sum", {{"X", {"x"}}}, {{"Out", {"out"}}});
@@ -481,7 +504,8 @@ TEST(OpsGrad, Concat) {
 TEST(OpsGrad, EveryOpWithAGradMakerIsChecked) {
   std::istringstream words(
       "matmul embedding bias_add add gelu scale sum layer_norm attention softmax "
-      "softmax_cross_entropy mean c_identity c_allreduce_sum reshape transpose split "
+      "softmax_cross_entropy mean c_identity c_allreduce_sum c_all_gather c_reduce_scatter_sum "
+      "reshape transpose split "
       "concat cast c_embedding c_softmax_cross_entropy rms_norm swiglu rotary_embedding "
       "gqa_attention");
   std::set<std::string> checked{std::istream_iterator<std::string>(words), {}};

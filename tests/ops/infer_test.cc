@@ -66,8 +66,9 @@ Op Matmul(bool tx = false, bool ty = false) {
 
 TEST(OpsInfer, RegistryListsEveryOp) {
   std::istringstream words(
-      "adam add attention attention_grad bias_add bias_add_grad c_allreduce_max c_allreduce_sum "
-      "c_embedding c_embedding_grad c_identity c_softmax_cross_entropy "
+      "adam add attention attention_grad bias_add bias_add_grad c_all_gather c_allreduce_max "
+      "c_allreduce_sum c_embedding c_embedding_grad c_identity c_reduce_scatter_sum "
+      "c_softmax_cross_entropy "
       "c_softmax_cross_entropy_grad c_softmax_stats cast check_finite_and_unscale concat "
       "embedding embedding_grad "
       "fill_constant gelu gelu_grad gqa_attention gqa_attention_grad "
@@ -296,6 +297,49 @@ TEST(OpsInfer, FillConstantAndOptimizers) {
   EXPECT_EQ(sgd->inplace[0], (std::pair<std::string, std::string>{"ParamOut", "Param"}));
   EXPECT_EQ(ops::Registry().Find("adam")->inplace.size(), 5u);
   EXPECT_TRUE(ops::Registry().Find("c_allreduce_sum")->is_communication);
+}
+
+// Sequence parallelism's collectives: the gathered extent is nranks times the slice's, an
+// extent that does not cut in nranks slices is one line naming it.
+TEST(OpsInfer, AllGatherAndReduceScatterCutAlongTheirAxis) {
+  Op gather;
+  gather.type = "c_all_gather";
+  gather.SetInput("X", {"x"}).SetOutput("Out", {"out"});
+  gather.SetAttr("group", std::string("mp")).SetAttr("axis", int64_t{1});
+  gather.SetAttr("nranks", int64_t{4});
+  auto r = Infer(gather, {{"x", F32({2, 3, 5})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out"), F32({2, 12, 5}));
+  EXPECT_DOUBLE_EQ(r.cost.flops, 0);
+  EXPECT_DOUBLE_EQ(r.cost.bytes, 4.0 * (30 + 120));
+
+  Op scatter = gather;
+  scatter.type = "c_reduce_scatter_sum";
+  r = Infer(scatter, {{"x", F32({2, 12, 5})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out"), F32({2, 3, 5}));
+  EXPECT_DOUBLE_EQ(r.cost.flops, 3.0 * 30);  // each output element adds 4 contributions
+  EXPECT_TRUE(ops::Registry().Find("c_reduce_scatter_sum")->collective);
+  EXPECT_TRUE(ops::Registry().Find("c_all_gather")->collective);
+
+  EXPECT_EQ(Infer(scatter, {{"x", F32({2, 10, 5})}}).status.message(),
+            "c_reduce_scatter_sum: X ('x'): extent 10 along axis 1 is not a multiple of the 4 "
+            "members of group 'mp'");
+  scatter.SetAttr("axis", int64_t{-1});
+  r = Infer(scatter, {{"x", F32({2, 3, 8})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out"), F32({2, 3, 2}));
+  scatter.SetAttr("axis", int64_t{3});
+  EXPECT_THAT(Infer(scatter, {{"x", F32({2, 3, 8})}}).status.message(),
+              HasSubstr("axis 3 is outside its 3 dims"));
+  gather.SetAttr("nranks", int64_t{0});
+  EXPECT_THAT(Infer(gather, {{"x", F32({2, 3, 8})}}).status.message(),
+              HasSubstr("nranks must be at least 1"));
+  Op missing;
+  missing.type = "c_all_gather";
+  missing.SetInput("X", {"x"}).SetOutput("Out", {"out"});
+  EXPECT_THAT(Infer(missing, {{"x", F32({2, 3})}}).status.message(), HasSubstr("nranks"));
+  EXPECT_THAT(Infer(gather, {{"x", I64({2, 3})}}).status.message(), HasSubstr("X"));
 }
 
 TEST(OpsInfer, MatmulFlops) {

@@ -127,5 +127,34 @@ TEST(RankShapes, EveryShapeBuiltAndRankedFastestFirst) {
   }
 }
 
+TEST(TuneShapes, MeshSplitsOfTheRanks) {
+  // 8 ranks of a 4-layer GPT with 4 heads (mp 2 x pp 2 x dp 2 as built), global batch 16,
+  // micro-batch size 1: every dp x pp x mp of 8 but the built one, pp dividing the 4 layers,
+  // mp the 4 heads (so not mp 8), and at least pp micro-batches per replica.
+  models::ModelRecipe built = Gpt(4, 2);
+  built.gpt.dp = 2;
+  std::map<std::string, int> got;  // label -> micro-batches per replica
+  for (const ShapeChoice& c : MeshSplits(built, 16)) {
+    const models::GptConfig& g = c.recipe.gpt;
+    EXPECT_EQ(g.dp * g.pp * g.mp, 8) << c.label;
+    EXPECT_EQ(g.vpp, 1);
+    EXPECT_EQ(c.label, StrCat("dp ", g.dp, " x pp ", g.pp, " x mp ", g.mp));
+    EXPECT_NE(c.build_model.find(StrCat(" --mp ", g.mp, " --pp ", g.pp)), std::string::npos);
+    EXPECT_EQ(c.build_model.find(" --dp ") != std::string::npos, g.dp > 1) << c.build_model;
+    got[c.label] = c.micro_batches;
+  }
+  const std::map<std::string, int> expected = {
+      {"dp 1 x pp 2 x mp 4", 16}, {"dp 1 x pp 4 x mp 2", 16}, {"dp 2 x pp 1 x mp 4", 8},
+      {"dp 2 x pp 4 x mp 1", 8},  {"dp 4 x pp 1 x mp 2", 4},  {"dp 4 x pp 2 x mp 1", 4},
+      {"dp 8 x pp 1 x mp 1", 2}};
+  EXPECT_EQ(got, expected);
+  // At 4 samples dp 8 cannot share the batch, dp 4 has 1 micro-batch (pp 1 only) and dp 2
+  // has 2 (not pp 4).
+  std::set<std::string> small;
+  for (const ShapeChoice& c : MeshSplits(built, 4)) small.insert(c.label);
+  EXPECT_EQ(small, (std::set<std::string>{"dp 1 x pp 2 x mp 4", "dp 1 x pp 4 x mp 2",
+                                          "dp 2 x pp 1 x mp 4", "dp 4 x pp 1 x mp 2"}));
+}
+
 }  // namespace
 }  // namespace pw::search

@@ -1,6 +1,8 @@
-// c_identity, c_allreduce_sum and c_allreduce_max. A null communicator is a group of one.
-// A low-precision sum goes to the communicator as it is (which sums in f32 and rounds
-// once); a low-precision max runs widened.
+// c_identity, c_allreduce_sum and c_allreduce_max; c_all_gather and c_reduce_scatter_sum.
+// A null communicator is a group of one. A low-precision sum goes to the communicator as it
+// is (which sums in f32 and rounds once); a low-precision max runs widened.
+
+#include <cstring>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
 
@@ -24,12 +26,63 @@ Status CAllReduceMax(KernelContext& ctx) {
   return AllReduceOverGroup(ctx, out, ReduceOp::kMax);
 }
 
+// The communicators move one contiguous chunk per member, so a tensor cut along an inner
+// axis ([outer, members, slice] elements) travels as [members, outer, slice]: member m's
+// chunk is its slice of every outer row. `to_chunks` picks the direction.
+void Rearrange(const ops::AxisSlices& s, int64_t elem, const char* src, char* dst, bool to_chunks) {
+  const int64_t row = s.slice * elem;
+  for (int m = 0; m < s.members; ++m)
+    for (int64_t o = 0; o < s.outer; ++o) {
+      const int64_t in_rows = (o * s.members + m) * row, in_chunks = (m * s.outer + o) * row;
+      std::memcpy(dst + (to_chunks ? in_chunks : in_rows), src + (to_chunks ? in_rows : in_chunks),
+                  static_cast<size_t>(row));
+    }
+}
+
+Status CAllGather(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, out.shape()));
+  const int64_t elem = DataTypeSize(x.dtype());
+  const int64_t chunk = s.outer * s.slice * elem;
+  // One outer row: Out is already laid out chunk by chunk.
+  Tensor staging = s.outer == 1 ? out : Tensor::Allocated(x.dtype(), out.shape(), false);
+  std::memcpy(static_cast<char*>(staging.raw()) + ctx.GroupRank() * chunk, x.raw(),
+              static_cast<size_t>(chunk));
+  PW_RETURN_IF_ERROR(ops::AllGatherOverGroup(ctx, staging.raw(), staging.nbytes()));
+  if (s.outer != 1)
+    Rearrange(s, elem, static_cast<const char*>(staging.raw()), static_cast<char*>(out.raw()),
+              /*to_chunks=*/false);
+  return OkStatus();
+}
+
+Status CReduceScatterSum(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, x.shape()));
+  const int64_t elem = DataTypeSize(x.dtype());
+  const int64_t chunk = s.outer * s.slice * elem;
+  Tensor staging = Tensor::Allocated(x.dtype(), x.shape(), false);
+  if (s.outer == 1)
+    std::memcpy(staging.raw(), x.raw(), static_cast<size_t>(x.nbytes()));
+  else
+    Rearrange(s, elem, static_cast<const char*>(x.raw()), static_cast<char*>(staging.raw()),
+              /*to_chunks=*/true);
+  PW_RETURN_IF_ERROR(
+      ops::ReduceScatterOverGroup(ctx, staging.dtype(), staging.raw(), staging.numel()));
+  std::memcpy(out.raw(), static_cast<const char*>(staging.raw()) + ctx.GroupRank() * chunk,
+              static_cast<size_t>(chunk));
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterCollectiveKernels(KernelTable& table) {
   AddNative<CIdentity>(table, "c_identity");
   AddNative<CAllReduceSum>(table, "c_allreduce_sum");
   Add<CAllReduceMax>(table, "c_allreduce_max");
+  AddNative<CAllGather>(table, "c_all_gather");
+  AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
 }
 
 }  // namespace pw::ops::cpu

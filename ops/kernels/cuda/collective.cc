@@ -1,6 +1,8 @@
-// c_identity, c_allreduce_sum and c_allreduce_max. The communicator (NCCL in the executor)
-// queues the reduction on the same launch stream (a bf16 or f16 sum natively); a null one
-// is a group of one. A low-precision max runs widened.
+// c_identity, c_allreduce_sum and c_allreduce_max; c_all_gather and c_reduce_scatter_sum.
+// The communicator (NCCL in the executor) queues the transfer on the same launch stream (a
+// bf16 or f16 sum natively); a null one is a group of one. A low-precision max runs widened.
+
+#include <optional>
 
 #include "ops/kernels/cuda/cuda_kernels.h"
 
@@ -21,12 +23,79 @@ Status CAllReduceMax(KernelContext& ctx) {
   return AllReduceOverGroup(ctx, out, ReduceOp::kMax);
 }
 
+// As on the CPU: a tensor cut along an inner axis ([outer, members, slice]) travels as
+// [members, outer, slice]; member m's chunk is one pitched 2D copy of its slice of every row.
+Status Rearrange(const ops::AxisSlices& s, int64_t elem, const char* src, char* dst,
+                 bool to_chunks) {
+  const size_t row = static_cast<size_t>(s.slice * elem);
+  const size_t wide = row * static_cast<size_t>(s.members);
+  for (int m = 0; m < s.members; ++m) {
+    const size_t in_rows = m * row, in_chunks = m * row * static_cast<size_t>(s.outer);
+    PW_RETURN_IF_ERROR(
+        CudaCheck(cudaMemcpy2DAsync(dst + (to_chunks ? in_chunks : in_rows), to_chunks ? row : wide,
+                                    src + (to_chunks ? in_rows : in_chunks), to_chunks ? wide : row,
+                                    row, static_cast<size_t>(s.outer), cudaMemcpyDeviceToDevice,
+                                    CurrentLaunch().stream),
+                  "slice copy"));
+  }
+  return OkStatus();
+}
+
+Status CAllGather(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, out.shape()));
+  const int64_t elem = DataTypeSize(x.dtype());
+  const int64_t chunk = s.outer * s.slice * elem;
+  if (chunk == 0) return OkStatus();
+  // One outer row: Out is already laid out chunk by chunk.
+  std::optional<Scratch> scratch;
+  char* staging = static_cast<char*>(out.raw());
+  if (s.outer != 1) {
+    PW_ASSIGN_OR_RETURN(Scratch made, Scratch::Make(out.nbytes()));
+    scratch.emplace(std::move(made));
+    staging = static_cast<char*>(scratch->get());
+  }
+  PW_RETURN_IF_ERROR(CudaCheck(
+      cudaMemcpyAsync(staging + ctx.GroupRank() * chunk, x.raw(), static_cast<size_t>(chunk),
+                      cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+      "own slice"));
+  PW_RETURN_IF_ERROR(ops::AllGatherOverGroup(ctx, staging, out.nbytes()));
+  if (s.outer == 1) return OkStatus();
+  return Rearrange(s, elem, staging, static_cast<char*>(out.raw()), /*to_chunks=*/false);
+}
+
+Status CReduceScatterSum(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, x.shape()));
+  const int64_t elem = DataTypeSize(x.dtype());
+  const int64_t chunk = s.outer * s.slice * elem;
+  if (chunk == 0) return OkStatus();
+  PW_ASSIGN_OR_RETURN(Scratch scratch, Scratch::Make(x.nbytes()));
+  char* staging = static_cast<char*>(scratch.get());
+  if (s.outer == 1)
+    PW_RETURN_IF_ERROR(CudaCheck(cudaMemcpyAsync(staging, x.raw(), static_cast<size_t>(x.nbytes()),
+                                                 cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+                                 "staging copy"));
+  else
+    PW_RETURN_IF_ERROR(
+        Rearrange(s, elem, static_cast<const char*>(x.raw()), staging, /*to_chunks=*/true));
+  PW_RETURN_IF_ERROR(ops::ReduceScatterOverGroup(ctx, x.dtype(), staging, x.numel()));
+  return CudaCheck(
+      cudaMemcpyAsync(out.raw(), staging + ctx.GroupRank() * chunk, static_cast<size_t>(chunk),
+                      cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+      "own slice");
+}
+
 }  // namespace
 
 void RegisterCollectiveKernels(KernelTable& table) {
   AddNative<CIdentity>(table, "c_identity");
   AddNative<CAllReduceSum>(table, "c_allreduce_sum");
   Add<CAllReduceMax>(table, "c_allreduce_max");
+  AddNative<CAllGather>(table, "c_all_gather");
+  AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
 }
 
 }  // namespace pw::ops::cuda

@@ -1,0 +1,14 @@
+#pragma once
+// When a data-parallel plan all-reduces its gradient sums over dp. By default each sum is
+// all-reduced at the step's end, before the optimizer job that reads it. The
+// overlap-grad-reduce pass records kGradReduceInBackward in the module's metadata: each
+// sum is then all-reduced on the dp_comm stream as soon as its last micro-batch has been
+// accumulated, under the rest of the backward (ir/rank_sequence.h). The same all-reduce
+// of the same sum: training is bit-identical either way.
+
+namespace pw {
+
+inline constexpr const char* kMetaGradReduce = "grad_reduce";
+inline constexpr const char* kGradReduceInBackward = "backward";
+
+}  // namespace pw

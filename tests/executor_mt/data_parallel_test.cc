@@ -1,0 +1,348 @@
+// Data parallelism from the builder on: `GptConfig::dp` replicas share a step's global batch
+// (micro-batch size x micro-batches x dp), each running its own micro-batches of the data
+// stream, and the gradient sums are all-reduced over each dp group (in member order) and
+// scaled by 1/(M·dp) before the optimizer. Against one replica running the whole global
+// batch the sums associate differently ((g0+..+g3) + (g4+..+g7) instead of g0+..+g7), so
+// training agrees within f32 rounding; two runs of one dp plan agree bit for bit. Ranks
+// run as threads; tests/cli/data_parallel_cli_test.sh repeats this over Gloo processes.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "equivalence_util.h"
+#include "ir/rank_sequence.h"
+#include "models/gpt.h"
+#include "models/llama.h"
+#include "models/model_recipe.h"
+#include "tests/small_gpt.h"
+#include "tests/small_llama.h"
+
+namespace pw::testing {
+namespace {
+
+constexpr int kSteps = 3;
+constexpr int kGlobalMicroBatches = 8;  // x micro-batch size 2: 16 samples per step
+constexpr uint64_t kSeed = 1;
+constexpr const char* kTraining = "append-backward{optimizer=sgd,lr=0.1}";
+
+struct Layout {
+  int dp, mp, pp;
+};
+
+void PrintTo(const Layout& l, std::ostream* out) {
+  *out << "dp" << l.dp << "_mp" << l.mp << "_pp" << l.pp;
+}
+
+// The small GPT on `l`, trained by `training` (SGD by default); with pp > 1, or passes to
+// run on the plan (`after_plan`), planned 1f1b over the replica's share
+// of the global batch.
+Module Gpt(const Layout& l, const std::string& training = kTraining,
+           const std::string& after_plan = "") {
+  models::GptConfig c = SmallGptConfig(l.mp, l.pp);
+  c.dp = l.dp;
+  auto built = models::BuildGpt(c);
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  if (!built.ok()) return Module{};
+  std::string pipeline = training;
+  if (l.pp > 1 || !after_plan.empty())
+    pipeline +=
+        StrCat(",split-program,schedule{kind=1f1b,micro-batches=", kGlobalMicroBatches / l.dp,
+               "},insert-p2p", after_plan);
+  auto trained = WithPasses(std::move(built).value(), pipeline);
+  EXPECT_TRUE(trained.ok()) << trained.status().ToString();
+  return trained.ok() ? std::move(trained).value() : Module{};
+}
+
+StatusOr<ThreadRun> Train(const Module& m) {
+  return RunAsThreads(m, kSteps, kGlobalMicroBatches / m.mesh.dp, kSeed);
+}
+
+const ThreadRun& OneReplica() {
+  static const ThreadRun run = [] {
+    auto r = Train(Gpt({1, 1, 1}));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : ThreadRun{};
+  }();
+  return run;
+}
+
+TEST(DataParallelBuilderTest, TheMeshAndTheRecipeCarryDp) {
+  models::GptConfig c = SmallGptConfig(2, 2);
+  c.dp = 2;
+  auto m = models::BuildGpt(c);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->mesh, (Mesh{.dp = 2, .pp = 2, .mp = 2, .vpp = 1}));
+  EXPECT_EQ(m->mesh.world_size(), 8);
+  auto recipe = models::ReadModelRecipe(*m);
+  ASSERT_TRUE(recipe.ok()) << recipe.status().ToString();
+  EXPECT_EQ(recipe->gpt.dp, 2);
+  // A module built before dp existed records none: one replica.
+  c.dp = 1;
+  auto one = models::BuildGpt(c);
+  ASSERT_TRUE(one.ok());
+  EXPECT_FALSE(one->metadata.Has("dp"));
+  EXPECT_EQ(models::ReadModelRecipe(*one)->gpt.dp, 1);
+  c.dp = 0;
+  EXPECT_EQ(models::BuildGpt(c).status().message(), "gpt: dp must be > 0, got 0");
+}
+
+class DataParallelTest : public ::testing::TestWithParam<Layout> {};
+
+// Within the rounding equivalence_util.h states (losses 1e-5 relative); the measured
+// largest relative loss difference is printed for the record.
+TEST_P(DataParallelTest, ReplicasTrainAsOneRankOnTheSameGlobalBatch) {
+  const Module m = Gpt(GetParam());
+  ASSERT_EQ(m.mesh.dp, GetParam().dp);
+  auto run = Train(m);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(m, *run, Gpt({1, 1, 1}), OneReplica(), Match::kWithinRounding);
+  double worst = 0;
+  for (size_t s = 0; s < run->losses.size(); ++s)
+    worst = std::max(worst, std::fabs(run->losses[s] - OneReplica().losses[s]) /
+                                std::fabs(OneReplica().losses[s]));
+  std::printf("%s: largest relative loss difference to dp 1 over %d steps: %.3g\n",
+              ::testing::PrintToString(GetParam()).c_str(), kSteps, worst);
+  RecordProperty("max_relative_loss_difference", StrCat(worst));
+  // The replicas really split the batch: every replica's reports count its own share.
+  EXPECT_LT(run->losses.back(), run->losses.front());
+}
+
+// The Llama builder takes dp alike: dp 2 x mp 2 x pp 2 (its kv heads split over mp, 1f1b)
+// against the one-rank Llama on the same global batch, Adam.
+TEST(DataParallelLlamaTest, ReplicasTrainAsOneRankOnTheSameGlobalBatch) {
+  auto llama = [](int dp, int mp, int pp) {
+    models::LlamaConfig c = SmallLlamaConfig(mp, pp);
+    c.dp = dp;
+    auto built = models::BuildLlama(c);
+    EXPECT_TRUE(built.ok()) << built.status().ToString();
+    std::string pipeline = "append-backward{optimizer=adam,lr=0.01}";
+    if (pp > 1)
+      pipeline +=
+          StrCat(",split-program,schedule{kind=1f1b,micro-batches=", kGlobalMicroBatches / dp,
+                 "},insert-p2p");
+    auto trained = WithPasses(std::move(built).value(), pipeline);
+    EXPECT_TRUE(trained.ok()) << trained.status().ToString();
+    return std::move(trained).value();
+  };
+  const Module one = llama(1, 1, 1), dp2 = llama(2, 2, 2);
+  EXPECT_EQ(dp2.mesh.world_size(), 8);
+  auto a = Train(one);
+  auto b = Train(dp2);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(a->losses.size(), b->losses.size());
+  for (size_t s = 0; s < a->losses.size(); ++s)
+    EXPECT_NEAR(b->losses[s], a->losses[s], kLossTolerance * std::fabs(a->losses[s])) << s;
+  EXPECT_LT(b->losses.back(), b->losses.front());
+}
+
+// Member-order all-reduce: the same plan trains the same bits every time.
+TEST_P(DataParallelTest, TwoRunsOfOnePlanAreBitIdentical) {
+  const Module m = Gpt(GetParam());
+  auto a = Train(m);
+  auto b = Train(m);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ExpectSameTraining(m, *a, m, *b, Match::kBitIdentical);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, DataParallelTest,
+                         ::testing::Values(Layout{2, 1, 1}, Layout{4, 1, 1}, Layout{2, 2, 1},
+                                           Layout{2, 1, 2}, Layout{2, 2, 2}),
+                         [](const auto& info) { return ::testing::PrintToString(info.param); });
+
+// overlap-grad-reduce: each gradient's all-reduce right after its last micro-batch's
+// accumulation, on dp_comm, under the rest of the backward; the same sums, bit for bit,
+// with every cross-stream dependency ordered (strict events: no event the plan lacks).
+TEST(OverlapGradReduceTest, BitIdenticalToTheReductionBeforeTheOptimizer) {
+  const Layout l{2, 2, 2};
+  // The same stream passes on both sides: the one difference is where the all-reduce runs.
+  auto streams = WithPasses(Gpt(l), "assign-streams,insert-events");
+  auto overlapped = WithPasses(Gpt(l), "assign-streams,overlap-grad-reduce,insert-events");
+  ASSERT_TRUE(streams.ok()) << streams.status().ToString();
+  ASSERT_TRUE(overlapped.ok()) << overlapped.status().ToString();
+  const Module& plain = *streams;
+  RankRunOptions o;
+  o.steps = kSteps;
+  o.micro_batches = kGlobalMicroBatches / l.dp;
+  o.data.data_seed = kSeed;
+  o.strict_events = true;
+  auto a = RunLocalRanks(plain, o);
+  auto b = RunLocalRanks(*overlapped, o);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ExpectSameTraining(plain, ThreadRun{a->Losses(), a->PeakBytes(), a->params}, *overlapped,
+                     ThreadRun{b->Losses(), b->PeakBytes(), b->params}, Match::kBitIdentical);
+}
+
+// Where the reductions go: every gradient of the rank once, on dp_comm, after the last
+// accumulation of that gradient and before the optimizer job; none before the optimizer.
+TEST(OverlapGradReduceTest, EachSumIsReducedAfterItsLastAccumulation) {
+  auto m = WithPasses(Gpt({2, 1, 2}), "overlap-grad-reduce");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  for (int rank : {0, 2}) {  // the two stages of replica 0
+    auto seq = BuildRankSequence(*m, rank);
+    ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+    std::map<int, int> last_accumulate, reduce;  // slot -> item
+    int optimizer = -1;
+    for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
+      const WorkItem& item = seq->items[i];
+      if (item.kind == WorkKind::kAccumulate) last_accumulate[item.writes.front()] = i;
+      if (item.kind == WorkKind::kGradAllReduce) {
+        EXPECT_EQ(item.stream, StreamType::kDpComm);
+        EXPECT_TRUE(reduce.emplace(item.slot, i).second) << seq->Describe(i);
+      }
+      if (optimizer < 0 && seq->jobs[item.job]->kind == JobKind::kOptimizer) optimizer = i;
+    }
+    ASSERT_GE(optimizer, 0);
+    EXPECT_EQ(reduce.size(), seq->grads.size()) << "rank " << rank;
+    EXPECT_EQ(reduce.size(), last_accumulate.size());
+    for (const auto& [slot, i] : reduce) {
+      ASSERT_TRUE(last_accumulate.count(slot)) << seq->Describe(i);
+      EXPECT_GT(i, last_accumulate.at(slot)) << seq->Describe(i);
+      EXPECT_LT(i, optimizer) << seq->Describe(i);
+    }
+  }
+}
+
+// distributed-optimizer (ZeRO-1): the gradient sums reduce-scattered over dp, each dp rank
+// updating its rows of every parameter whose first dim divides by dp (and Adam's moments of
+// those rows only), the parameters all-gathered. Against the same dp plan without it: the
+// same losses and parameters bit for bit, and each rank's optimizer state is its rows of
+// the plain run's.
+struct ZeroCase {
+  Layout layout;
+  const char* training;
+  const char* after = "";  // passes after the distributed optimizer
+};
+
+void PrintTo(const ZeroCase& c, std::ostream* out) {
+  const std::string training = c.training;
+  *out << ::testing::PrintToString(c.layout)
+       << (training.find("adam") != std::string::npos ? "_adam" : "_sgd")
+       << (training.find("bf16") != std::string::npos ? "_bf16" : "")
+       << (training.find("fp16") != std::string::npos ? "_fp16" : "")
+       << (*c.after ? "_overlap" : "");
+}
+
+class DistributedOptimizerTest : public ::testing::TestWithParam<ZeroCase> {};
+
+TEST_P(DistributedOptimizerTest, BitIdenticalToTheSameDpPlanWithoutIt) {
+  const ZeroCase& c = GetParam();
+  const Module plain = Gpt(c.layout, c.training, "");
+  const Module zero = Gpt(c.layout, c.training, StrCat(",distributed-optimizer", c.after));
+  auto a = Train(plain);
+  auto b = Train(zero);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(a->losses.size(), b->losses.size());
+  for (size_t s = 0; s < a->losses.size(); ++s) EXPECT_EQ(a->losses[s], b->losses[s]) << s;
+  EXPECT_LT(a->losses.back(), a->losses.front());  // it trains (no step skipped throughout)
+  const RankLayout layout(plain.mesh);
+  int sharded = 0;
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    const int d = layout.Coord(rank).dp, dp = plain.mesh.dp;
+    for (const auto& [name, want] : a->params[rank]) {
+      auto it = b->params[rank].find(name);
+      ASSERT_NE(it, b->params[rank].end()) << name << " on rank " << rank;
+      const Tensor& got = it->second;
+      if (got.shape() == want.shape()) {
+        EXPECT_TRUE(SameBits(got, want)) << name << " on rank " << rank;
+        continue;
+      }
+      // Optimizer state of a sharded update: this dp rank's rows of the whole.
+      ASSERT_EQ(got.shape()[0] * dp, want.shape()[0]) << name;
+      const int64_t bytes = got.nbytes();
+      EXPECT_EQ(std::memcmp(got.raw(), static_cast<const char*>(want.raw()) + d * bytes, bytes), 0)
+          << name << " on rank " << rank << " (dp rank " << d << ")";
+      ++sharded;
+    }
+    if (rank == 0)
+      std::printf("%s rank 0: peak %lld bytes with the distributed optimizer, %lld without\n",
+                  ::testing::PrintToString(c).c_str(), static_cast<long long>(b->peak_bytes[0]),
+                  static_cast<long long>(a->peak_bytes[0]));
+  }
+  if (std::string(c.training).find("adam") != std::string::npos &&
+      std::string(c.training).find("fp16") == std::string::npos) {
+    EXPECT_GT(sharded, 0);  // Adam's moments are cut
+    // Per rank, the moments of the sharded parameters shrink by (dp - 1) / dp; the two
+    // shards the update adds (gradient and parameter rows) are transient.
+    for (int rank = 0; rank < layout.world_size(); ++rank)
+      EXPECT_LT(b->peak_bytes[rank], a->peak_bytes[rank]) << "rank " << rank;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, DistributedOptimizerTest,
+    ::testing::Values(
+        ZeroCase{{2, 1, 1}, "append-backward{optimizer=adam,lr=0.01}"},
+        ZeroCase{{2, 1, 1}, kTraining},
+        ZeroCase{{4, 1, 1}, "append-backward{optimizer=adam,lr=0.01}"},
+        ZeroCase{{2, 2, 2}, "append-backward{optimizer=adam,lr=0.01}"},
+        ZeroCase{{2, 1, 2}, "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16}"},
+        // fp16's loss scaling reads the gradient sums: whole updates, same bits.
+        ZeroCase{{2, 1, 2},
+                 "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1024}"},
+        ZeroCase{{2, 2, 2},
+                 "append-backward{optimizer=adam,lr=0.01}",
+                 ",assign-streams,overlap-grad-reduce,insert-events"}),
+    [](const auto& info) { return ::testing::PrintToString(info.param); });
+
+// With overlap-grad-reduce after it, each reduce-scatter of the distributed optimizer is
+// issued after its gradient's last accumulation, before the optimizer job; the rest of the
+// optimizer program (scale, c_split, update, all-gather) stays in the optimizer job.
+TEST(DistributedOptimizerPassTest, ReduceScattersStartInTheBackwardWithOverlapGradReduce) {
+  const Module m = Gpt({2, 1, 2}, "append-backward{optimizer=adam,lr=0.01}",
+                       ",distributed-optimizer,overlap-grad-reduce");
+  for (int rank : {0, 2}) {
+    auto seq = BuildRankSequence(m, rank);
+    ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+    std::map<int, int> last_accumulate;  // slot -> item
+    int optimizer = -1, scattered = 0;
+    for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
+      const WorkItem& item = seq->items[i];
+      EXPECT_NE(item.kind, WorkKind::kGradAllReduce) << seq->Describe(i);  // all sharded
+      if (item.kind == WorkKind::kAccumulate) last_accumulate[item.writes.front()] = i;
+      const bool in_optimizer = seq->jobs[item.job]->kind == JobKind::kOptimizer;
+      if (item.kind != WorkKind::kOp || !in_optimizer) continue;
+      if (seq->op(item).type == "c_reduce_scatter_sum") {
+        const int grad = item.reads.front();
+        ASSERT_TRUE(last_accumulate.count(grad)) << seq->Describe(i);
+        EXPECT_EQ(last_accumulate.at(grad), i - 1) << seq->Describe(i);
+        EXPECT_LT(optimizer, 0) << seq->Describe(i) << " after the optimizer began";
+        ++scattered;
+      } else if (optimizer < 0) {
+        optimizer = i;
+      }
+    }
+    EXPECT_GT(scattered, 0);
+    EXPECT_EQ(scattered, static_cast<int>(seq->grads.size()));
+    // No accumulation of a gradient after its reduce-scatter.
+    for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
+      const WorkItem& item = seq->items[i];
+      if (item.kind == WorkKind::kOp && seq->op(item).type == "c_reduce_scatter_sum")
+        EXPECT_LT(last_accumulate.at(item.reads.front()), i) << seq->Describe(i);
+    }
+  }
+}
+
+TEST(DistributedOptimizerPassTest, RefusesModulesItCannotShard) {
+  auto unplanned = WithPasses(Gpt({2, 1, 1}), "distributed-optimizer");
+  EXPECT_NE(unplanned.status().message().find(
+                "distributed-optimizer needs a plan: run it after split-program and schedule"),
+            std::string::npos)
+      << unplanned.status().ToString();
+  auto late = WithPasses(Gpt({2, 1, 2}), "overlap-grad-reduce,distributed-optimizer");
+  EXPECT_NE(late.status().message().find("run it before overlap-grad-reduce"), std::string::npos)
+      << late.status().ToString();
+  // One replica: nothing to shard.
+  const Module one = Gpt({1, 1, 2});
+  auto same = WithPasses(one, "distributed-optimizer");
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(*same == one);
+}
+
+}  // namespace
+}  // namespace pw::testing
