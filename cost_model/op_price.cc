@@ -28,10 +28,10 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
     if (price.comm_kind == CommKind::kAllGather)
       price.bytes *= static_cast<double>(price.group.size());
     price.span = SpanOf(estimator.device(), price.group);
-    price.seconds = estimator.comm()
-                        .Time(price.comm_kind, price.bytes, static_cast<int>(price.group.size()),
-                              price.span)
-                        .seconds;
+    price.seconds =
+        estimator.comm()
+            .Time(price.comm_kind, price.bytes, static_cast<int>(price.group.size()), price.span)
+            .seconds;
     price.path = EstimatePath::kComm;
     return price;
   }

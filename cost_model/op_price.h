@@ -20,7 +20,12 @@ struct OpPrice {
   std::vector<int> group;   // global ranks, in group order
   double bytes = 0;         // moved by the collective
   GroupSpan span;           // where the group sits
+  CommKind comm_kind = CommKind::kAllReduce;
 };
+
+// The kind of communication a collective op type does (c_all_gather, c_reduce_scatter_sum;
+// every other collective is priced as an all-reduce).
+CommKind CollectiveKindOf(const std::string& op_type);
 
 // `lookup` finds the op's vars (the program's, then the module's).
 StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Estimator& estimator,

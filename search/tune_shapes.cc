@@ -149,7 +149,6 @@ StatusOr<ShapeRanking> RankShapes(const models::ModelRecipe& recipe, const Modul
   return ranking;
 }
 
-
 std::vector<ShapeChoice> MeshSplits(const models::ModelRecipe& built, int64_t global_batch) {
   std::vector<ShapeChoice> choices;
   if (!IsTransformer(built)) return choices;

@@ -52,7 +52,7 @@ struct SimInstr {
   // Communication: the ranks taking part and whether they span nodes, so the simulator can
   // price it under the load it meets (CommModel::Time).
   int group_size = 0;
-  GroupSpan span;  // where its group (or the pair of a transfer) sits
+  GroupSpan span;                             // where its group (or the pair of a transfer) sits
   CommKind comm_kind = CommKind::kAllReduce;  // a collective's kind
   // A compute op whose kernel is a BLAS GEMM: it keeps the table's BLAS threads busy, any
   // other op one thread.

@@ -286,8 +286,7 @@ CommEstimate Engine::CommPrice(const SimInstr& in, double fallback, const std::v
                                double bytes) const {
   if (!comm_ || in.group_size < 2) return {bytes == 0 ? 0 : fallback, false, 0};
   CommKind kind = in.kind == InstrKind::kCollective ? in.comm_kind : CommKind::kSendRecv;
-  return comm_->Time(kind, bytes < 0 ? in.bytes : bytes, in.group_size, in.span,
-                     BusyCores(ranks));
+  return comm_->Time(kind, bytes < 0 ? in.bytes : bytes, in.group_size, in.span, BusyCores(ranks));
 }
 
 void Engine::ComputeRates() {

@@ -20,8 +20,8 @@ namespace {
 
 using search::ActionLevelBest;
 using search::MeshSplits;
-using search::ShapeChoice;
 using search::RankedShape;
+using search::ShapeChoice;
 using search::TunedPlan;
 using search::TuneOptions;
 using search::TuneResult;
