@@ -18,7 +18,17 @@ double AllReduceSteps(int n) { return n > 1 ? 2.0 : 0; }
 }  // namespace
 
 const char* CommKindName(CommKind kind) {
-  return kind == CommKind::kAllReduce ? "all_reduce" : "send_recv";
+  switch (kind) {
+    case CommKind::kAllReduce:
+      return "all_reduce";
+    case CommKind::kAllGather:
+      return "all_gather";
+    case CommKind::kReduceScatter:
+      return "reduce_scatter";
+    case CommKind::kSendRecv:
+      break;
+  }
+  return "send_recv";
 }
 
 CommFit FitCommSamples(const std::string& kind, int group_size,
@@ -111,6 +121,19 @@ double FitTime(const CommFit& fit, CommKind kind, double bytes, int group_size) 
 CommEstimate CommModel::Time(CommKind kind, double bytes, int group_size, bool inter_node,
                              int busy_cores) const {
   if (group_size <= 1) return {0, false};
+  // A half of the all-reduce: measured as such when profiled, else half the measured (or
+  // modelled) all-reduce of the same buffer, one of its two member-order steps.
+  if (kind == CommKind::kAllGather || kind == CommKind::kReduceScatter) {
+    const std::string half = CommKindName(kind);
+    const bool measured =
+        std::any_of(fits_.begin(), fits_.end(), [&](const CommFit& f) { return f.kind() == half; });
+    if (!measured) {
+      CommEstimate whole = Time(CommKind::kAllReduce, bytes, group_size, inter_node, busy_cores);
+      whole.seconds *= 0.5;
+      whole.cpu *= 0.5;
+      return whole;
+    }
+  }
   const std::string name = CommKindName(kind);
   // The nearest measured group size, then the measured loads around `busy_cores`.
   int best_size = -1;

@@ -14,8 +14,11 @@
 
 namespace pw::cost {
 
-enum class CommKind { kAllReduce, kSendRecv };
-const char* CommKindName(CommKind kind);  // "all_reduce", "send_recv"
+// kAllGather and kReduceScatter are the all-reduce's two halves (sequence parallelism): each
+// moves (n-1)/n of the whole buffer in one member-order step; `bytes` is the whole buffer's.
+enum class CommKind { kAllReduce, kSendRecv, kAllGather, kReduceScatter };
+// "all_reduce", "send_recv", "all_gather", "reduce_scatter"
+const char* CommKindName(CommKind kind);
 
 struct CommSampleValue {
   double bytes = 0;

@@ -20,14 +20,19 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
   }
   // A collective over one rank is the identity its kernel computes locally.
   if (price.group.size() > 1) {
-    const Var* x = lookup(op.Input("X"));
+    // The whole buffer: an all-gather's output, a reduce-scatter's or all-reduce's input.
+    const bool gather = op.type == "c_all_gather";
+    const Var* x = lookup(gather ? op.Output("Out") : op.Input("X"));
     price.collective = true;
+    price.kind = gather                              ? CommKind::kAllGather
+                 : op.type == "c_reduce_scatter_sum" ? CommKind::kReduceScatter
+                                                     : CommKind::kAllReduce;
     price.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
     price.inter_node = SpansNodes(estimator.device(), price.group);
-    price.seconds = estimator.comm()
-                        .Time(CommKind::kAllReduce, price.bytes,
-                              static_cast<int>(price.group.size()), price.inter_node)
-                        .seconds;
+    price.seconds =
+        estimator.comm()
+            .Time(price.kind, price.bytes, static_cast<int>(price.group.size()), price.inter_node)
+            .seconds;
     price.path = EstimatePath::kComm;
     return price;
   }

@@ -143,6 +143,7 @@ Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInst
                      : seq_.jobs[item.job]->kind == JobKind::kForward ? CommClass::kMpForward
                                                                       : CommClass::kMpBackward;
   instr.bytes = price->bytes;
+  instr.comm_kind = price->kind;
   instr.group_size = static_cast<int>(price->group.size());
   instr.inter_node = price->inter_node;
   CommLink link;
@@ -357,7 +358,7 @@ void GraphAssembler::Instantiate(const RankTemplate& t, int rank) {
     const bool inter = LinkInterNode(link, rank, &group);
     if (inter != in.inter_node) {
       in.inter_node = inter;
-      const CommKind kind = link.peer_pp >= 0 ? CommKind::kSendRecv : CommKind::kAllReduce;
+      const CommKind kind = link.peer_pp >= 0 ? CommKind::kSendRecv : in.comm_kind;
       in.seconds = est_.comm().Time(kind, in.bytes, in.group_size, inter).seconds;
     }
     if (link.peer_pp >= 0) {

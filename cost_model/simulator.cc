@@ -285,7 +285,7 @@ int Engine::BusyCores(const std::vector<int>& ranks) const {
 CommEstimate Engine::CommPrice(const SimInstr& in, double fallback, const std::vector<int>& ranks,
                                double bytes) const {
   if (!comm_ || in.group_size < 2) return {bytes == 0 ? 0 : fallback, false, 0};
-  CommKind kind = in.kind == InstrKind::kCollective ? CommKind::kAllReduce : CommKind::kSendRecv;
+  CommKind kind = in.kind == InstrKind::kCollective ? in.comm_kind : CommKind::kSendRecv;
   return comm_->Time(kind, bytes < 0 ? in.bytes : bytes, in.group_size, in.inter_node,
                      BusyCores(ranks));
 }

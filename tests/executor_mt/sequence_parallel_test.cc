@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "equivalence_util.h"
 #include "ops/kernel.h"
 #include "tests/small_gpt.h"
@@ -22,10 +24,12 @@ struct Case {
   int mp = 2;
   int pp = 1;
   bool bf16 = false;
+  bool recompute = false;  // recompute{policy=selective}: re-gathers in the backward
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.model << " mp=" << c.mp << " pp=" << c.pp << (c.bf16 ? " bf16" : " f32");
+  *out << c.model << " mp=" << c.mp << " pp=" << c.pp << (c.bf16 ? " bf16" : " f32")
+       << (c.recompute ? " selective recompute" : "");
 }
 
 StatusOr<Module> Build(const Case& c) {
@@ -45,6 +49,7 @@ StatusOr<Module> Planned(const Case& c, bool sequence_parallel) {
   std::string pipeline = sequence_parallel ? "sequence-parallel," : "";
   pipeline += "append-backward{optimizer=adam,lr=0.01}";
   if (c.bf16) pipeline += ",amp{dtype=bf16}";
+  if (c.recompute) pipeline += ",recompute{policy=selective}";
   if (c.pp > 1)
     pipeline +=
         StrCat(",split-program,schedule{kind=1f1b,micro-batches=", kMicroBatches, "},insert-p2p");
@@ -75,7 +80,37 @@ INSTANTIATE_TEST_SUITE_P(Layouts, SequenceParallel,
                          ::testing::Values(Case{"gpt", 2}, Case{"gpt", 4}, Case{"gpt", 8},
                                            Case{"gpt", 2, 2}, Case{"gpt", 2, 1, true},
                                            Case{"llama", 2}, Case{"llama", 4}, Case{"llama", 2, 2},
-                                           Case{"llama", 4, 1, true}));
+                                           Case{"llama", 4, 1, true},
+                                           Case{"gpt", 4, 2, false, true},
+                                           Case{"llama", 2, 1, true, true}));
+
+// With selective recomputation the all-gathers run again in the backward: no backward op
+// reads a forward all-gather's output (the layer holds its sequence shard instead of the
+// gathered input of its column-parallel linears), and the peak drops below sequence
+// parallelism with the attention core recomputed alone (measured in the figures).
+TEST(SequenceParallelRecompute, RegathersInTheBackward) {
+  Case c{"gpt", 4};
+  c.recompute = true;
+  auto m = Planned(c, true);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  std::set<std::string> gathered;
+  int regathers = 0;
+  for (const Op& op : m->main_program().ops()) {
+    // A layer's (the LM head's input is outside the layers, used right away by its backward).
+    if (op.type == "c_all_gather" && op.role == OpRole::kForward &&
+        op.Output("Out").rfind("layer", 0) == 0)
+      gathered.insert(op.Output("Out"));
+    if (op.type == "c_all_gather" && op.role == OpRole::kBackward &&
+        op.Output("Out").find("@RECOMPUTE") != std::string::npos)
+      ++regathers;
+    if (op.role != OpRole::kBackward) continue;
+    op.ForEachInput([&](const std::string& v) {
+      EXPECT_FALSE(gathered.count(v)) << op.type << " reads the forward's gathered '" << v << "'";
+    });
+  }
+  EXPECT_EQ(gathered.size(), 4u * 2);  // the QKV and FC1 inputs of 4 layers
+  EXPECT_EQ(regathers, 4 * 2);
+}
 
 }  // namespace
 }  // namespace pw::testing
