@@ -20,13 +20,12 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
   }
   // A collective over one rank is the identity its kernel computes locally.
   if (price.group.size() > 1) {
-    const Var* x = lookup(op.Input("X"));
+    // The whole buffer: an all-gather's output, a reduce-scatter's or all-reduce's input.
+    const bool gather = CollectiveKindOf(op.type) == CommKind::kAllGather;
+    const Var* x = lookup(gather ? op.Output("Out") : op.Input("X"));
     price.collective = true;
-    price.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
-    // A reduce-scatter's bytes are its input, an all-gather's its output (the whole buffer).
     price.comm_kind = CollectiveKindOf(op.type);
-    if (price.comm_kind == CommKind::kAllGather)
-      price.bytes *= static_cast<double>(price.group.size());
+    price.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
     price.span = SpanOf(estimator.device(), price.group);
     price.seconds =
         estimator.comm()

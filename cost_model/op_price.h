@@ -18,7 +18,7 @@ struct OpPrice {
   bool collective = false;  // communication over `group` (more than one rank)
   std::string group_kind;   // "mp", "dp"
   std::vector<int> group;   // global ranks, in group order
-  double bytes = 0;         // moved by the collective
+  double bytes = 0;         // moved by the collective (an all-gather's: its whole output)
   GroupSpan span;           // where the group sits
   CommKind comm_kind = CommKind::kAllReduce;
 };

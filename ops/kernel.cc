@@ -117,7 +117,6 @@ CpuKernel FindCpuKernel(std::string_view type) {
     ops::cpu::RegisterCastKernels(*t);
     ops::cpu::RegisterVocabParallelKernels(*t);
     ops::cpu::RegisterLossScalingKernels(*t);
-    ops::cpu::RegisterShardKernels(*t);
     return t;
   }();
   auto it = table->find(type);

@@ -76,7 +76,6 @@ OpRegistry Build() {
   RegisterCastOps(staging);
   RegisterVocabParallelOps(staging);
   RegisterLossScalingOps(staging);
-  RegisterShardOps(staging);
   OpRegistry checked;
   for (const std::string& type : staging.Types()) {
     OpDef def = *staging.Find(type);

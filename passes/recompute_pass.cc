@@ -62,6 +62,13 @@ int64_t LayerOf(const Op& op) {
 // The fused attention ops (multi-head and grouped-query): what policy=selective recomputes.
 bool IsAttentionCore(const Op& op) { return op.type == "attention" || op.type == "gqa_attention"; }
 
+// Sequence parallelism's all-gathers before the column-parallel linears: run again in the
+// backward (Megatron's), so the layer holds the rank's sequence shard, not the gathered
+// whole, from its forward to its backward. policy=selective recomputes them too.
+bool IsSequenceGather(const Op& op) {
+  return op.type == "c_all_gather" && op.role == OpRole::kForward;
+}
+
 bool IsBackwardSide(const Op& op) {
   return op.role != OpRole::kForward && op.role != OpRole::kLoss && op.role != OpRole::kUnspecified;
 }
@@ -147,7 +154,7 @@ StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>&
         all_boundary = all_boundary && boundary(v);
       });
       if (!reads_activation || !any_output || all_boundary) return false;
-      return level == Level::kFull || IsAttentionCore(op);
+      return level == Level::kFull || IsAttentionCore(op) || IsSequenceGather(op);
     };
     // Needed: candidates whose outputs the backward reads, and the candidates of this
     // layer those read (full recomputation rebuilds the chain from the checkpoint).
@@ -242,7 +249,8 @@ class RecomputePass : public Pass {
            "layer's forward again right before its backward (Megatron's full recomputation); "
            "policy=selective recomputes only the attention core (the attention or gqa_attention "
            "op: scores, "
-           "softmax, times V), whose activations grow with seq^2, and keeps the rest; "
+           "softmax, times V), whose activations grow with seq^2, and sequence parallelism's "
+           "all-gathers (the layer then holds its sequence shard), and keeps the rest; "
            "policy=auto chooses per layer so that every rank fits mem-limit GiB (0: the "
            "device's memory), planning with the schedule it is given and the cost model "
            "(--device): selective everywhere first, then whole layers, only on the stages "

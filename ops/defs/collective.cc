@@ -2,7 +2,8 @@
 // c_allreduce_sum (all-reduce forward, identity backward); c_allreduce_max, the shared
 // shift of a vocabulary-parallel softmax and the overflow flag of loss scaling; and the
 // halves of an all-reduce that sequence parallelism (and sharded optimizer state) use in
-// its place: c_all_gather and c_reduce_scatter_sum, each the other's gradient.
+// its place: c_all_gather and c_reduce_scatter_sum, each the other's gradient; and c_split,
+// a replicated tensor's slice (sequence-parallel position embeddings).
 
 #include "ops/defs/def_util.h"
 #include "ops/defs/defaults.h"
@@ -85,8 +86,11 @@ Status GatherScatterGrad(GradContext& ctx, const char* type) {
   const Op& fwd = ctx.forward();
   const std::string& x = fwd.Input("X");
   if (!ctx.NeedsGrad(x)) return OkStatus();
+  // A backward op, not kCommunication: it may be the first op of a stage's backward
+  // (a reduce-scatter's gradient, where the all-reduce's was an alias), which split-program
+  // would otherwise place with the forward before it.
   Op& op = ctx.Emit(type);
-  op.role = OpRole::kCommunication;
+  op.role = OpRole::kBackward;
   op.SetInput("X", {ctx.Grad(fwd.Output("Out"))}).SetOutput("Out", {ctx.Grad(x)});
   op.SetAttr("group", fwd.attrs.GetString("group", kDefaultGroup));
   op.SetAttr("axis", fwd.attrs.GetInt("axis", 0));
@@ -178,6 +182,22 @@ void RegisterCollectiveOps(OpRegistry& registry) {
           [](const InferContext& ctx) {
             const double members = static_cast<double>(ctx.attrs().GetInt("nranks", 1));
             return ElementwiseCost(ctx, members > 1 ? members - 1 : 0);
+          },
+      .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_all_gather"); },
+  });
+  registry.Register(OpDef{
+      .type = "c_split",
+      .summary = "Out = this member's slice along axis of X, which every member holds whole "
+                 "(no transfer); its gradient is c_all_gather",
+      .inputs = {{"X"}},
+      .outputs = {{"Out"}},
+      .attrs = cut_attrs,
+      // Reads a parameter's low-precision copy under amp, as the op it feeds would.
+      .amp = AmpPolicy::kLow,
+      .infer = InferReduceScatter,
+      .cost =
+          [](const InferContext& ctx) {
+            return OpCost{0, IoBytes(ctx)};
           },
       .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_all_gather"); },
   });

@@ -1,5 +1,7 @@
 #include "ops/defs/def_util.h"
 
+#include "ops/defs/defaults.h"
+
 namespace pw::ops {
 
 std::string Where(const InferContext& ctx, std::string_view slot) {
@@ -118,6 +120,53 @@ bool NormalizeAxis(int64_t axis, int rank, int* out) {
   if (axis < 0 || axis >= rank) return false;
   *out = static_cast<int>(axis);
   return true;
+}
+
+std::vector<AttrDef> SeqParallelAttrs() {
+  return {DefaultAttr(kSeqParallelGroup, std::string(kDefaultGroup)),
+          DefaultAttr(kSeqParallelAxis, int64_t{1}), DefaultAttr(kSeqParallelNranks, int64_t{1})};
+}
+
+bool SeqParallel(const Op& forward) { return forward.attrs.GetInt(kSeqParallelNranks, 1) > 1; }
+
+std::vector<AttrDef> WithSeqParallel(std::vector<AttrDef> attrs) {
+  for (AttrDef& a : SeqParallelAttrs()) attrs.push_back(std::move(a));
+  return attrs;
+}
+
+StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
+                                     const std::string& like, bool per_row) {
+  const Op& fwd = ctx.forward();
+  const int64_t nranks = fwd.attrs.GetInt(kSeqParallelNranks, 1);
+  const int64_t axis = fwd.attrs.GetInt(kSeqParallelAxis, 1);
+  const std::string group = fwd.attrs.GetString(kSeqParallelGroup, kDefaultGroup);
+  const Var* v = ctx.FindVar(like);
+  if (!v || v->shape.empty()) return NotFound(fwd.type, " grad: var '", like, "' is not declared");
+  auto gather = [&](const std::string& in, TensorType type) {
+    int norm_axis = 0;
+    NormalizeAxis(axis, static_cast<int>(type.shape.size()), &norm_axis);
+    type.shape[norm_axis] *= nranks;
+    std::string out = ctx.NewTemp(in + ".gathered", type);
+    // A backward op (not kCommunication): split-program places it with the gradient it
+    // serves, and it is never the first op of a stage's backward to be placed by the
+    // kind of the op before it.
+    Op& op = ctx.Emit("c_all_gather");
+    op.SetInput("X", {in}).SetOutput("Out", {out});
+    op.SetAttr("group", group).SetAttr("axis", axis).SetAttr("nranks", nranks);
+    return std::make_pair(out, type);
+  };
+  if (!per_row) return gather(var, {v->dtype, v->shape}).first;
+  const Shape rows(v->shape.begin(), v->shape.end() - 1);
+  auto reshape = [&](const std::string& in, const Shape& shape, const std::string& hint) {
+    std::string out = ctx.NewTemp(hint, {DataType::kFloat32, shape});
+    Op& op = ctx.Emit("reshape");
+    op.SetInput("X", {in}).SetOutput("Out", {out});
+    op.SetAttr("shape", shape);
+    return out;
+  };
+  std::string shaped = reshape(var, rows, var + ".rows");
+  auto gathered = gather(shaped, {DataType::kFloat32, rows});
+  return reshape(gathered.first, {NumElements(gathered.second.shape)}, var + ".whole");
 }
 
 }  // namespace pw::ops

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "ir/op_def.h"
 
@@ -53,6 +54,26 @@ OpCost ElementwiseCost(const InferContext& ctx, double flops_per_element,
 // Sets op.weight_grad when every output of a grad op is the gradient of a parameter, so
 // zero-bubble schedules can defer it.
 void MarkWeightGrad(const GradContext& ctx, Op& op);
+
+// Sequence parallelism (passes/sequence_parallel_pass.cc) runs a norm or a bias add on the
+// rank's shard of the sequence; its parameter's gradient then sums over the whole sequence
+// in one kernel, as without it, from tensors all-gathered along the sequence (a sum of
+// per-shard partial sums would associate differently). These attributes say so; nranks 1
+// (the default) is off.
+inline constexpr const char* kSeqParallelGroup = "seq_parallel_group";
+inline constexpr const char* kSeqParallelAxis = "seq_parallel_axis";
+inline constexpr const char* kSeqParallelNranks = "seq_parallel_nranks";
+std::vector<AttrDef> SeqParallelAttrs();
+bool SeqParallel(const Op& forward);
+// Emits, for a parameter gradient, a c_all_gather of the sequence-sharded `var` along the
+// forward op's sequence axis; returns the gathered temp. `var` has the type of forward var
+// `like`; or, with `per_row`, it is a statistic of one f32 value per row of `like`
+// (flattened): it is reshaped to like's leading dims, gathered, and flattened back, so its
+// rows keep the unsharded order.
+StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
+                                     const std::string& like, bool per_row = false);
+// `attrs` and SeqParallelAttrs().
+std::vector<AttrDef> WithSeqParallel(std::vector<AttrDef> attrs);
 
 // Normalises a possibly negative axis against `rank`; false when out of range.
 bool NormalizeAxis(int64_t axis, int rank, int* out);

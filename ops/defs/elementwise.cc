@@ -29,8 +29,13 @@ Status BiasAddGrad(GradContext& ctx) {
   if (!ctx.NeedsGrad(bias)) return OkStatus();
   const Var* bv = ctx.FindVar(bias);
   if (!bv) return NotFound("bias_add grad: var '", bias, "' is not declared");
+  // On a sequence shard: the same sum over the whole sequence, gathered.
+  std::string dout = ctx.Grad(fwd.Output("Out"));
+  if (SeqParallel(fwd)) {
+    PW_ASSIGN_OR_RETURN(dout, GatherSequence(ctx, dout, fwd.Input("X")));
+  }
   Op& op = ctx.Emit("bias_add_grad");
-  op.SetInput(GradVarName("Out"), {ctx.Grad(fwd.Output("Out"))});
+  op.SetInput(GradVarName("Out"), {dout});
   op.SetOutput(GradVarName("Bias"), {ctx.Grad(bias)});
   op.SetAttr("bias_shape", bv->shape);
   MarkWeightGrad(ctx, op);
@@ -136,6 +141,7 @@ void RegisterElementwiseOps(OpRegistry& registry) {
       .summary = "Out = X + Bias, Bias broadcast over X's leading dims",
       .inputs = {{"X"}, {"Bias"}},
       .outputs = {{"Out"}},
+      .attrs = SeqParallelAttrs(),
       .infer = InferBiasAdd,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
       .grad = BiasAddGrad,

@@ -229,6 +229,8 @@ void RegisterLayoutOps(OpRegistry& registry) {
       .inputs = {{"X"}},
       .outputs = {{"Out"}},
       .attrs = {RequiredAttr("shape", AttrType::kInts)},
+      // Moves no value: keeps its input's dtype (f32 statistics stay f32 under amp).
+      .amp = AmpPolicy::kAsIs,
       .infer = InferReshape,
       .cost = MoveCost,
       .grad = ReshapeGrad,

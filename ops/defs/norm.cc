@@ -69,9 +69,17 @@ Status LayerNormGrad(GradContext& ctx) {
   bool scale = ctx.NeedsGrad(fwd.Input("Scale"));
   bool bias = ctx.NeedsGrad(fwd.Input("Bias"));
   if (scale || bias) {
+    // On a sequence shard: the same kernel over the whole sequence, gathered.
+    std::string px = x, mean = fwd.Output("Mean"), rstd = fwd.Output("Rstd"), pdy = dy;
+    if (SeqParallel(fwd)) {
+      PW_ASSIGN_OR_RETURN(px, GatherSequence(ctx, x, x));
+      PW_ASSIGN_OR_RETURN(mean, GatherSequence(ctx, mean, x, /*per_row=*/true));
+      PW_ASSIGN_OR_RETURN(rstd, GatherSequence(ctx, rstd, x, /*per_row=*/true));
+      PW_ASSIGN_OR_RETURN(pdy, GatherSequence(ctx, dy, x));
+    }
     Op& op = ctx.Emit("layer_norm_param_grad");
-    op.SetInput("X", {x}).SetInput("Mean", {fwd.Output("Mean")});
-    op.SetInput("Rstd", {fwd.Output("Rstd")}).SetInput(GradVarName("Y"), {dy});
+    op.SetInput("X", {px}).SetInput("Mean", {mean});
+    op.SetInput("Rstd", {rstd}).SetInput(GradVarName("Y"), {pdy});
     if (scale) op.SetOutput(GradVarName("Scale"), {ctx.Grad(fwd.Input("Scale"))});
     if (bias) op.SetOutput(GradVarName("Bias"), {ctx.Grad(fwd.Input("Bias"))});
     MarkWeightGrad(ctx, op);
@@ -108,7 +116,7 @@ void RegisterNormOps(OpRegistry& registry) {
       .summary = "Y = (X - mean) · rstd · Scale + Bias over the last axis; saves Mean, Rstd",
       .inputs = {{"X"}, {"Scale"}, {"Bias"}},
       .outputs = {{"Y"}, {"Mean"}, {"Rstd"}},
-      .attrs = {DefaultAttr("epsilon", kLayerNormEpsilon)},
+      .attrs = WithSeqParallel({DefaultAttr("epsilon", kLayerNormEpsilon)}),
       .infer = InferLayerNorm,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 8, "Y"); },
       .grad = LayerNormGrad,

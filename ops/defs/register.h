@@ -23,6 +23,5 @@ void RegisterOptimizerOps(OpRegistry& registry);
 void RegisterCastOps(OpRegistry& registry);
 void RegisterVocabParallelOps(OpRegistry& registry);
 void RegisterLossScalingOps(OpRegistry& registry);
-void RegisterShardOps(OpRegistry& registry);
 
 }  // namespace pw::ops

@@ -59,9 +59,16 @@ Status RmsNormGrad(GradContext& ctx) {
     MarkWeightGrad(ctx, op);
   }
   if (ctx.NeedsGrad(scale)) {
+    // On a sequence shard: the same kernel over the whole sequence, gathered.
+    std::string px = x, rstd = fwd.Output("Rstd"), pdy = dy;
+    if (SeqParallel(fwd)) {
+      PW_ASSIGN_OR_RETURN(px, GatherSequence(ctx, x, x));
+      PW_ASSIGN_OR_RETURN(rstd, GatherSequence(ctx, rstd, x, /*per_row=*/true));
+      PW_ASSIGN_OR_RETURN(pdy, GatherSequence(ctx, dy, x));
+    }
     Op& op = ctx.Emit("rms_norm_param_grad");
-    op.SetInput("X", {x}).SetInput("Rstd", {fwd.Output("Rstd")});
-    op.SetInput(GradVarName("Y"), {dy}).SetOutput(GradVarName("Scale"), {ctx.Grad(scale)});
+    op.SetInput("X", {px}).SetInput("Rstd", {rstd});
+    op.SetInput(GradVarName("Y"), {pdy}).SetOutput(GradVarName("Scale"), {ctx.Grad(scale)});
     MarkWeightGrad(ctx, op);
   }
   return OkStatus();
@@ -95,7 +102,7 @@ void RegisterRmsNormOps(OpRegistry& registry) {
                  "saves Rstd",
       .inputs = {{"X"}, {"Scale"}},
       .outputs = {{"Y"}, {"Rstd"}},
-      .attrs = {DefaultAttr("epsilon", kRmsNormEpsilon)},
+      .attrs = WithSeqParallel({DefaultAttr("epsilon", kRmsNormEpsilon)}),
       .infer = InferRmsNorm,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 4, "Y"); },
       .grad = RmsNormGrad,

@@ -54,6 +54,26 @@ TEST(CommModel, FallsBackToTheDeviceLinks) {
               2 * d.inter_node_latency() + 2.0 * 7 / 8 * 8e6 / d.inter_node_bandwidth(), 1e-12);
 }
 
+// Sequence parallelism's halves of the all-reduce: one member-order step each, (n-1)/n of the
+// whole buffer; from the links, and from a measured all-reduce when only that was profiled.
+TEST(CommModel, AllGatherAndReduceScatterAreHalvesOfTheAllReduce) {
+  DeviceSpec d = *BuiltinDeviceSpec("h100");
+  CommModel links(d, {});
+  for (CommKind half : {CommKind::kAllGather, CommKind::kReduceScatter}) {
+    EXPECT_NEAR(links.Time(half, 8e6, 8, false).seconds,
+                d.intra_node_latency() + 7.0 / 8 * 8e6 / d.intra_node_bandwidth(), 1e-12);
+    EXPECT_EQ(links.Time(half, 8e6, 1, false).seconds, 0);
+  }
+  CommFit two = FitCommSamples("all_reduce", 2, {{1e3, 21e-6, 0}, {1e6, 1.02e-3, 0}});
+  CommModel measured(*BuiltinDeviceSpec("cpu"), {two});
+  EXPECT_NEAR(measured.Time(CommKind::kReduceScatter, 1e6, 2, false).seconds, 0.51e-3, 1e-9);
+  // Profiled as such, a half is priced by its own fit.
+  CommFit gather = FitCommSamples("all_gather", 2, {{1e3, 5e-6, 0}, {1e6, 0.2e-3, 0}});
+  CommModel own(*BuiltinDeviceSpec("cpu"), {two, gather});
+  EXPECT_NEAR(own.Time(CommKind::kAllGather, 1e6, 2, false).seconds, 0.2e-3, 1e-9);
+  EXPECT_STREQ(CommKindName(CommKind::kReduceScatter), "reduce_scatter");
+}
+
 TEST(CommModel, InterpolatesMeasuredSizesAndUsesTheirMeans) {
   // A step function no alpha-beta line fits: measured sizes are priced as measured.
   CommFit fit = FitCommSamples(

@@ -353,6 +353,14 @@ void AddMiscCases(Maker& m, std::vector<KernelCase>& cases) {
     c.inputs["x"] = m.Uniform({3, 8});
     cases.push_back(std::move(c));
   }
+  // Over a group of one (no communicator): the staging and the slice copies of an inner
+  // axis, which the transfers use at any group size.
+  for (const char* type : {"c_all_gather", "c_reduce_scatter_sum", "c_split"}) {
+    KernelCase c{type, MakeOp(type, {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("axis", int64_t{1}).SetAttr("nranks", int64_t{1});
+    c.inputs["x"] = m.Uniform({3, 4, 5});
+    cases.push_back(std::move(c));
+  }
 }
 
 void AddOptimizerCases(Maker& m, std::vector<KernelCase>& cases) {

@@ -164,6 +164,27 @@ INSTANTIATE_TEST_SUITE_P(Transports, GatherScatter,
                                            Case{Transport::kGloo, 4, DataType::kBFloat16}),
                          CaseName);
 
+// c_split keeps each member's slice of a tensor every member holds whole; gathered, the
+// slices are that tensor.
+TEST(GatherScatterSplit, EachMemberKeepsItsSlice) {
+  const Shape shape = {3, 8, 5};
+  const Tensor x = Spread(shape, 0, DataType::kFloat32);
+  std::vector<Tensor> gathered(4);
+  auto results = OnMembers(Transport::kInProcess, 4, [&](int m, Communicator& comm) -> Status {
+    TensorEnv env;
+    env.Set("x", x);
+    PW_RETURN_IF_ERROR(RunOps(
+        {CollectiveOp("c_split", "x", "s", 1, 4), CollectiveOp("c_all_gather", "s", "g", 1, 4)},
+        env, &comm));
+    gathered[m] = *env.Find("g");
+    return OkStatus();
+  });
+  for (int m = 0; m < 4; ++m) {
+    ASSERT_TRUE(results[m].ok()) << results[m].ToString();
+    EXPECT_TRUE(SameBytes(gathered[m], x)) << "member " << m;
+  }
+}
+
 // An nranks that is not the group's size is refused, naming both.
 TEST(GatherScatterErrors, NranksDisagreeingWithTheGroupIsNamed) {
   auto results = OnMembers(Transport::kInProcess, 2, [&](int m, Communicator& comm) -> Status {

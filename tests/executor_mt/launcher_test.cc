@@ -454,6 +454,46 @@ TEST_F(LauncherTest, LlamaOverGlooMatchesTheReferenceAndOverlapsKeepItsBits) {
   ExpectSameParamBytes(dir_ / "a", dir_ / "b", 4);
 }
 
+// sequence-parallel over Gloo processes: the GPT at mp 2 x pp 2 (4 ranks) and the Llama at
+// mp 2 (kv heads split) train the plain plan's losses and parameter bytes: the TCP rings'
+// reduce-scatter and all-gather carry the member-order sums of the all-reduces they replace.
+TEST_F(LauncherTest, SequenceParallelOverGlooTrainsThePlainPlansBits) {
+  const std::string llama = (dir_ / "llama.pb").string();
+  Finished built =
+      RunTool({"build-model",        "llama", "--layers", "2",   "--hidden", "64", "--heads", "4",
+               "--kv-heads",         "2",     "--ffn",    "128", "--seq",    "16", "--vocab", "128",
+               "--micro-batch-size", "2",     "--mp",     "2",   "-o",       llama},
+              dir_, "build_llama");
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  struct Model {
+    std::string path, schedule;
+    int ranks;
+  };
+  const std::vector<Model> models = {
+      {BuildGpt(dir_, "gpt.pb", 2, 2), "split-program,schedule{kind=1f1b,micro-batches=4}", 4},
+      {llama, "split-program,schedule{kind=fthenb,micro-batches=4}", 2}};
+  for (const Model& m : models) {
+    SCOPED_TRACE(m.path);
+    std::vector<std::vector<double>> losses;
+    for (bool sp : {false, true}) {
+      const std::string pipeline =
+          StrCat(sp ? "sequence-parallel," : "", "append-backward{optimizer=adam},", m.schedule,
+                 ",insert-p2p");
+      const fs::path params = dir_ / StrCat(fs::path(m.path).stem().string(), sp ? "_sp" : "");
+      Finished run = RunTool(
+          {"run-parallel", m.path, "--nproc", std::to_string(m.ranks), "--steps", "2", "--seed",
+           "1", "--report", "json", "--pipeline", pipeline, "--save-params", params.string()},
+          dir_, sp ? "sp" : "plain");
+      ASSERT_EQ(run.exit_code, 0) << run.err;
+      losses.push_back(JsonLosses(run.out));
+    }
+    ASSERT_EQ(losses[0].size(), 2u);
+    EXPECT_EQ(losses[0], losses[1]);
+    const std::string stem = fs::path(m.path).stem().string();
+    ExpectSameParamBytes(dir_ / stem, dir_ / (stem + "_sp"), m.ranks);
+  }
+}
+
 // A row split cuts the all-reduces of a four-rank group too: the TCP transport sums each
 // element in member order whatever its place in the buffer, so the cut plan trains the same
 // bits as the plan without the pass over rank processes (the classic ring would not).

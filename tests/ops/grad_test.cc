@@ -403,13 +403,26 @@ TEST(OpsGrad, AllGatherAndReduceScatterAreEachOthersGradient) {
     const Op& g = r.grad_ops[0];
     EXPECT_EQ(g.type,
               std::string(type) == "c_all_gather" ? "c_reduce_scatter_sum" : "c_all_gather");
-    EXPECT_EQ(g.role, OpRole::kCommunication);
+    EXPECT_EQ(g.role, OpRole::kBackward);
     EXPECT_EQ(g.attrs.GetString("group"), "mp");
     EXPECT_EQ(g.attrs.GetInt("axis"), 1);
     EXPECT_EQ(g.attrs.GetInt("nranks"), 1);
     EXPECT_EQ(g.Input("X"), "out@GRAD");
     EXPECT_EQ(g.Output("Out"), "x@GRAD");
   }
+}
+
+// A replicated tensor's slice: the members' gradients of their slices, gathered.
+TEST(OpsGrad, CSplitGradientIsAnAllGather) {
+  GradCheck c;
+  c.op = MakeOp("c_split", {{"X", {"x"}}}, {{"Out", {"out"}}});
+  c.op.SetAttr("group", std::string("mp")).SetAttr("axis", int64_t{0});
+  c.op.SetAttr("nranks", int64_t{1});
+  c.inputs["x"] = RandomTensor({4, 3}, 28);
+  GradCheckResult r = CheckGradients(c);
+  ASSERT_EQ(r.grad_ops.size(), 1u);
+  EXPECT_EQ(r.grad_ops[0].type, "c_all_gather");
+  EXPECT_EQ(r.grad_ops[0].attrs.GetInt("axis"), 0);
 }
 
 TEST(OpsGrad, CAllReduceSum) {
@@ -505,6 +518,7 @@ TEST(OpsGrad, EveryOpWithAGradMakerIsChecked) {
   std::istringstream words(
       "matmul embedding bias_add add gelu scale sum layer_norm attention softmax "
       "softmax_cross_entropy mean c_identity c_allreduce_sum c_all_gather c_reduce_scatter_sum "
+      "c_split "
       "reshape transpose split "
       "concat cast c_embedding c_softmax_cross_entropy rms_norm swiglu rotary_embedding "
       "gqa_attention");

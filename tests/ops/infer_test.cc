@@ -69,7 +69,7 @@ TEST(OpsInfer, RegistryListsEveryOp) {
       "adam add attention attention_grad bias_add bias_add_grad c_all_gather c_allreduce_max "
       "c_allreduce_sum c_embedding c_embedding_grad c_identity c_reduce_scatter_sum "
       "c_softmax_cross_entropy "
-      "c_softmax_cross_entropy_grad c_softmax_stats cast check_finite_and_unscale concat "
+      "c_softmax_cross_entropy_grad c_softmax_stats c_split cast check_finite_and_unscale concat "
       "embedding embedding_grad "
       "fill_constant gelu gelu_grad gqa_attention gqa_attention_grad "
       "layer_norm layer_norm_grad layer_norm_param_grad matmul matmul_weight_grad "
@@ -340,6 +340,17 @@ TEST(OpsInfer, AllGatherAndReduceScatterCutAlongTheirAxis) {
   missing.SetInput("X", {"x"}).SetOutput("Out", {"out"});
   EXPECT_THAT(Infer(missing, {{"x", F32({2, 3})}}).status.message(), HasSubstr("nranks"));
   EXPECT_THAT(Infer(gather, {{"x", I64({2, 3})}}).status.message(), HasSubstr("X"));
+
+  // c_split: a replicated tensor's slice, shaped as the reduce-scatter's output.
+  Op split = scatter;
+  split.type = "c_split";
+  split.SetAttr("axis", int64_t{0});
+  r = Infer(split, {{"x", F32({8, 3})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out"), F32({2, 3}));
+  EXPECT_FALSE(ops::Registry().Find("c_split")->collective);
+  EXPECT_THAT(Infer(split, {{"x", F32({6, 3})}}).status.message(),
+              HasSubstr("extent 6 along axis 0 is not a multiple of the 4 members"));
 }
 
 TEST(OpsInfer, MatmulFlops) {

@@ -75,6 +75,19 @@ Status CReduceScatterSum(KernelContext& ctx) {
   return OkStatus();
 }
 
+Status CSplit(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, x.shape()));
+  const int64_t row = s.slice * DataTypeSize(x.dtype());
+  const int m = ctx.GroupRank();
+  for (int64_t o = 0; o < s.outer; ++o)
+    std::memcpy(static_cast<char*>(out.raw()) + o * row,
+                static_cast<const char*>(x.raw()) + (o * s.members + m) * row,
+                static_cast<size_t>(row));
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterCollectiveKernels(KernelTable& table) {
@@ -83,6 +96,7 @@ void RegisterCollectiveKernels(KernelTable& table) {
   Add<CAllReduceMax>(table, "c_allreduce_max");
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
+  AddNative<CSplit>(table, "c_split");
 }
 
 }  // namespace pw::ops::cpu

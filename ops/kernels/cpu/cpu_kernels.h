@@ -93,6 +93,5 @@ void RegisterOptimizerKernels(KernelTable& table);
 void RegisterCastKernels(KernelTable& table);
 void RegisterVocabParallelKernels(KernelTable& table);
 void RegisterLossScalingKernels(KernelTable& table);
-void RegisterShardKernels(KernelTable& table);
 
 }  // namespace pw::ops::cpu

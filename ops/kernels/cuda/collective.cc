@@ -88,6 +88,19 @@ Status CReduceScatterSum(KernelContext& ctx) {
       "own slice");
 }
 
+Status CSplit(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, x.shape()));
+  const size_t row = static_cast<size_t>(s.slice * DataTypeSize(x.dtype()));
+  if (row == 0 || s.outer == 0) return OkStatus();
+  return CudaCheck(
+      cudaMemcpy2DAsync(out.raw(), row, static_cast<const char*>(x.raw()) + ctx.GroupRank() * row,
+                        row * s.members, row, static_cast<size_t>(s.outer),
+                        cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+      "slice copy");
+}
+
 }  // namespace
 
 void RegisterCollectiveKernels(KernelTable& table) {
@@ -96,6 +109,7 @@ void RegisterCollectiveKernels(KernelTable& table) {
   Add<CAllReduceMax>(table, "c_allreduce_max");
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
+  AddNative<CSplit>(table, "c_split");
 }
 
 }  // namespace pw::ops::cuda

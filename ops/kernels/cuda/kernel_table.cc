@@ -31,7 +31,6 @@ CpuKernel FindCudaKernel(std::string_view type) {
     ops::cuda::RegisterCastKernels(*t);
     ops::cuda::RegisterVocabParallelKernels(*t);
     ops::cuda::RegisterLossScalingKernels(*t);
-    ops::cuda::RegisterShardKernels(*t);
     return t;
   }();
   auto it = table->find(type);
