@@ -49,7 +49,6 @@ struct SimInstr {
   int partner = -1;       // send <-> recv
   int collective = -1;    // index into SimGraph::collectives
   double bytes = 0;       // moved by a send, recv or collective
-  CommKind comm_kind = CommKind::kAllReduce;  // a collective's
   // Communication: the ranks taking part and whether they span nodes, so the simulator can
   // price it under the load it meets (CommModel::Time).
   int group_size = 0;
