@@ -9,8 +9,9 @@ namespace pw::ab {
 namespace {
 
 constexpr cost::CommClass kClasses[] = {cost::CommClass::kMpForward, cost::CommClass::kMpBackward,
-                                        cost::CommClass::kPpSend, cost::CommClass::kPpRecv,
-                                        cost::CommClass::kDp};
+                                        cost::CommClass::kPpSend,    cost::CommClass::kPpRecv,
+                                        cost::CommClass::kDp,        cost::CommClass::kSpForward,
+                                        cost::CommClass::kSpBackward};
 
 int Index(cost::CommClass c) { return static_cast<int>(c); }
 

@@ -92,6 +92,7 @@ struct Candidate {
   const KindInfo* kind = nullptr;
   std::string order = "naive";
   std::string extra;  // passes after insert-p2p, with their leading commas
+  bool sp = false;    // sequence-parallel before append-backward
 };
 
 class Search {
@@ -107,14 +108,20 @@ class Search {
   StatusOr<ActionLevelBest> BestKind();
 
  private:
-  std::string Prefix(bool split) const {
-    return backward_ + (split ? "split-program{split-backward=true}" : "split-program");
+  // `sp`: sequence parallelism first (a forward-only tensor-parallel module).
+  std::string Prefix(bool split, bool sp = false) const {
+    return (sp ? "sequence-parallel," : "") + backward_ +
+           (split ? "split-program{split-backward=true}" : "split-program");
+  }
+  // Whether sequence-parallel variants are tried: mp > 1, no backward yet, the pass there.
+  bool TriesSequenceParallel() const {
+    return module_.mesh.mp > 1 && !backward_.empty() && Registered({"sequence-parallel"});
   }
   std::string ScheduleText(const KindInfo& kind) const;
   std::string PipelineOf(const Candidate& c) const;
   // The module after a prefix, computed once per prefix.
-  StatusOr<const Module*> Prefixed(bool split);
-  StatusOr<Module> Apply(bool split, const std::string& suffix);
+  StatusOr<const Module*> Prefixed(bool split, bool sp = false);
+  StatusOr<Module> Apply(bool split, const std::string& suffix, bool sp = false);
   Status PriceStages();
   // The action-level makespan of a kind's schedule; error when the pass refuses it.
   StatusOr<double> ActionMakespan(const KindInfo& kind);
@@ -131,9 +138,9 @@ class Search {
   const TuneOptions& opt_;
   PassContext context_{ops::Registry()};
   std::string backward_;
-  std::map<bool, Module> prefixed_;
-  ActionCosts costs_;                           // per stage, from the cost model (ms)
-  std::map<std::string, TunedPlan> simulated_;  // by pipeline
+  std::map<std::pair<bool, bool>, Module> prefixed_;  // by (split, sp)
+  ActionCosts costs_;                                 // per stage, from the cost model (ms)
+  std::map<std::string, TunedPlan> simulated_;        // by pipeline
   TuneResult result_;
 };
 
@@ -146,22 +153,22 @@ std::string Search::ScheduleText(const KindInfo& kind) const {
 }
 
 std::string Search::PipelineOf(const Candidate& c) const {
-  return Prefix(c.kind->split_backward) + "," + ScheduleText(*c.kind) + ",insert-p2p" +
+  return Prefix(c.kind->split_backward, c.sp) + "," + ScheduleText(*c.kind) + ",insert-p2p" +
          (c.order == "naive" ? "" : "{order=" + c.order + "}") + c.extra;
 }
 
-StatusOr<const Module*> Search::Prefixed(bool split) {
-  auto it = prefixed_.find(split);
+StatusOr<const Module*> Search::Prefixed(bool split, bool sp) {
+  auto it = prefixed_.find({split, sp});
   if (it != prefixed_.end()) return &it->second;
   Module m = module_;
   PassManager pm(ops::Registry());
-  PW_RETURN_IF_ERROR(pm.AddPipeline(Prefix(split)));
+  PW_RETURN_IF_ERROR(pm.AddPipeline(Prefix(split, sp)));
   PW_RETURN_IF_ERROR(pm.Run(m, context_).status());
-  return &prefixed_.emplace(split, std::move(m)).first->second;
+  return &prefixed_.emplace(std::make_pair(split, sp), std::move(m)).first->second;
 }
 
-StatusOr<Module> Search::Apply(bool split, const std::string& suffix) {
-  PW_ASSIGN_OR_RETURN(const Module* base, Prefixed(split));
+StatusOr<Module> Search::Apply(bool split, const std::string& suffix, bool sp) {
+  PW_ASSIGN_OR_RETURN(const Module* base, Prefixed(split, sp));
   Module m = *base;
   PassManager pm(ops::Registry());
   PW_RETURN_IF_ERROR(pm.AddPipeline(suffix));
@@ -218,8 +225,8 @@ std::optional<TunedPlan> Search::Simulate(const Candidate& c) {
   const std::string pipeline = PipelineOf(c);
   auto it = simulated_.find(pipeline);
   if (it != simulated_.end()) return it->second;
-  std::string suffix = pipeline.substr(Prefix(c.kind->split_backward).size() + 1);
-  StatusOr<Module> m = Apply(c.kind->split_backward, suffix);
+  std::string suffix = pipeline.substr(Prefix(c.kind->split_backward, c.sp).size() + 1);
+  StatusOr<Module> m = Apply(c.kind->split_backward, suffix, c.sp);
   StatusOr<cost::SimResult> r = m.ok() ? cost::Simulator(est_, ops::Registry(),
                                                          [] {
                                                            cost::SimOptions o;
@@ -347,13 +354,21 @@ StatusOr<TuneResult> Search::Run() {
       const size_t plain_tails = tails.size();
       for (size_t t = 0; t < plain_tails; ++t) tails.push_back(",distributed-optimizer" + tails[t]);
     }
-    for (const std::string& tail : tails) {
-      Candidate c = base;
-      c.extra = tail;
-      add(c, makespan_of[c.kind]);
-      for (const std::string& extra : extras) {
-        c.extra = "," + extra + tail;
+    // Sequence parallelism (activations divided by mp between the linears) on the fastest
+    // kind found only: every tail again behind sequence-parallel.
+    const size_t best = result_.baseline && bases.size() > 1 ? 1 : 0;
+    const bool with_sp = TriesSequenceParallel() && &base == &bases[best];
+    for (bool sp : {false, true}) {
+      if (sp && !with_sp) continue;
+      for (const std::string& tail : tails) {
+        Candidate c = base;
+        c.sp = sp;
+        c.extra = tail;
         add(c, makespan_of[c.kind]);
+        for (const std::string& extra : extras) {
+          c.extra = "," + extra + tail;
+          add(c, makespan_of[c.kind]);
+        }
       }
     }
   }

@@ -30,6 +30,10 @@ const char* CommClassName(CommClass c) {
       return "pp_recv";
     case CommClass::kDp:
       return "dp";
+    case CommClass::kSpForward:
+      return "sp_forward";
+    case CommClass::kSpBackward:
+      return "sp_backward";
   }
   return "?";
 }
@@ -139,9 +143,12 @@ Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInst
     return OkStatus();
   }
   instr.kind = InstrKind::kCollective;
-  instr.comm_class = price->group_kind == "dp"                        ? CommClass::kDp
-                     : seq_.jobs[item.job]->kind == JobKind::kForward ? CommClass::kMpForward
-                                                                      : CommClass::kMpBackward;
+  const bool forward = seq_.jobs[item.job]->kind == JobKind::kForward;
+  const bool halves =
+      price->comm_kind == CommKind::kAllGather || price->comm_kind == CommKind::kReduceScatter;
+  instr.comm_class = price->group_kind == "dp" ? CommClass::kDp
+                     : halves ? (forward ? CommClass::kSpForward : CommClass::kSpBackward)
+                              : (forward ? CommClass::kMpForward : CommClass::kMpBackward);
   instr.bytes = price->bytes;
   instr.comm_kind = price->comm_kind;
   instr.group_size = static_cast<int>(price->group.size());

@@ -29,10 +29,21 @@ enum class InstrKind : uint8_t { kCompute, kCollective, kSend, kRecv };
 
 // What a piece of communication is for, whatever stream it runs on: the report splits
 // exposed communication by it. Tensor-parallel all-reduces count as forward or backward by
-// the role of the job they run in (a forward job, or any other).
-enum class CommClass : uint8_t { kNone = 0, kMpForward, kMpBackward, kPpSend, kPpRecv, kDp };
-inline constexpr int kNumCommClasses = 6;
-// "none", "mp_forward", "mp_backward", "pp_send", "pp_recv", "dp".
+// the role of the job they run in (a forward job, or any other); so do the tensor-parallel
+// all-gathers and reduce-scatters of sequence parallelism (sp_forward, sp_backward).
+enum class CommClass : uint8_t {
+  kNone = 0,
+  kMpForward,
+  kMpBackward,
+  kPpSend,
+  kPpRecv,
+  kDp,
+  kSpForward,
+  kSpBackward
+};
+inline constexpr int kNumCommClasses = 8;
+// "none", "mp_forward", "mp_backward", "pp_send", "pp_recv", "dp", "sp_forward",
+// "sp_backward".
 const char* CommClassName(CommClass c);
 
 struct SimInstr {

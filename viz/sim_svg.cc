@@ -54,6 +54,10 @@ const char* CommColour(CommClass c) {
       return "#9c755f";
     case CommClass::kDp:
       return "#499894";
+    case CommClass::kSpForward:
+      return "#b07aa1";
+    case CommClass::kSpBackward:
+      return "#d4a6c8";
     default:
       return kStepWork;
   }

@@ -58,19 +58,21 @@ TEST(CommModel, FallsBackToTheDeviceLinks) {
 // whole buffer; from the links, and from a measured all-reduce when only that was profiled.
 TEST(CommModel, AllGatherAndReduceScatterAreHalvesOfTheAllReduce) {
   DeviceSpec d = *BuiltinDeviceSpec("h100");
+  d.clear_collective_protocols();  // the plain latency-bandwidth model (GpuCollectives: NCCL's)
   CommModel links(d, {});
   for (CommKind half : {CommKind::kAllGather, CommKind::kReduceScatter}) {
-    EXPECT_NEAR(links.Time(half, 8e6, 8, false).seconds,
+    EXPECT_NEAR(links.Time(half, 8e6, 8, GroupSpan{1, 8}).seconds,
                 d.intra_node_latency() + 7.0 / 8 * 8e6 / d.intra_node_bandwidth(), 1e-12);
-    EXPECT_EQ(links.Time(half, 8e6, 1, false).seconds, 0);
+    EXPECT_EQ(links.Time(half, 8e6, 1, GroupSpan{}).seconds, 0);
   }
   CommFit two = FitCommSamples("all_reduce", 2, {{1e3, 21e-6, 0}, {1e6, 1.02e-3, 0}});
   CommModel measured(*BuiltinDeviceSpec("cpu"), {two});
-  EXPECT_NEAR(measured.Time(CommKind::kReduceScatter, 1e6, 2, false).seconds, 0.51e-3, 1e-9);
+  EXPECT_NEAR(measured.Time(CommKind::kReduceScatter, 1e6, 2, GroupSpan::Pair(false)).seconds,
+              0.51e-3, 1e-9);
   // Profiled as such, a half is priced by its own fit.
   CommFit gather = FitCommSamples("all_gather", 2, {{1e3, 5e-6, 0}, {1e6, 0.2e-3, 0}});
   CommModel own(*BuiltinDeviceSpec("cpu"), {two, gather});
-  EXPECT_NEAR(own.Time(CommKind::kAllGather, 1e6, 2, false).seconds, 0.2e-3, 1e-9);
+  EXPECT_NEAR(own.Time(CommKind::kAllGather, 1e6, 2, GroupSpan::Pair(false)).seconds, 0.2e-3, 1e-9);
   EXPECT_STREQ(CommKindName(CommKind::kReduceScatter), "reduce_scatter");
 }
 

@@ -58,7 +58,7 @@ TEST(SimReport, JsonHasEveryKindAndStreamAtTheTopAndPerRank) {
   std::string json = SimResultToJson(*r, g);
   const std::string exposed =
       "\"exposed_comm_ms\": {\"mp_forward\": 1000, \"mp_backward\": 0, \"pp_send\": 0, "
-      "\"pp_recv\": 0, \"dp\": 0, \"total\": 1000}";
+      "\"pp_recv\": 0, \"dp\": 0, \"sp_forward\": 0, \"sp_backward\": 0, \"total\": 1000}";
   const std::string busy =
       "\"busy_ms_by_stream\": {\"compute\": 2000, \"mp_comm\": 2000, \"pp_send\": 0, "
       "\"pp_recv\": 0, \"dp_comm\": 0, \"mp_fwd_comm\": 0}";
@@ -94,11 +94,11 @@ TEST(SimReport, TableShowsExposedByKindPerRank) {
   const std::string section = "exposed communication by kind";
   EXPECT_EQ(RowAfter(table, section, "rank"),
             (std::vector<std::string>{"rank", "mp_forward", "mp_backward", "pp_send", "pp_recv",
-                                      "dp", "total"}))
+                                      "dp", "sp_forward", "sp_backward", "total"}))
       << table;
-  EXPECT_EQ(
-      RowAfter(table, section, "1"),
-      (std::vector<std::string>{"1", "1000.000", "0.000", "0.000", "0.000", "0.000", "1000.000"}))
+  EXPECT_EQ(RowAfter(table, section, "1"),
+            (std::vector<std::string>{"1", "1000.000", "0.000", "0.000", "0.000", "0.000", "0.000",
+                                      "0.000", "1000.000"}))
       << table;
 }
 

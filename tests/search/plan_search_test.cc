@@ -106,6 +106,26 @@ TEST(PlanSearchTest, TheMemoryLimitDropsPlansThatHoldMore) {
   }
 }
 
+TEST(PlanSearchTest, TriesSequenceParallelismOnTensorParallelModules) {
+  const Module module = SmallGpt();  // mp 2
+  auto estimator = H100();
+  TuneOptions options;
+  options.micro_batches = 8;
+  options.top = 1000;  // every distinct plan
+  auto tuned = TuneWith(module, estimator, options);
+  ASSERT_TRUE(tuned.ok()) << tuned.status().ToString();
+  const TunedPlan* sp = nullptr;
+  for (const TunedPlan& p : tuned->best)
+    if (p.pipeline.rfind("sequence-parallel,append-backward", 0) == 0 && !sp) sp = &p;
+  ASSERT_NE(sp, nullptr) << "no sequence-parallel plan among " << tuned->best.size();
+  // It reproduces through opt + sim (sequence parallelism's memory: SequenceParallel tests).
+  cost::SimResult with = OptThenSim(module, sp->pipeline, estimator);
+  EXPECT_EQ(with.step_time * 1e3, sp->step_ms) << sp->pipeline;
+  // Its all-gathers and reduce-scatters are reported as their own kinds, forward and backward.
+  EXPECT_GT(with.exposed_by_class[static_cast<int>(cost::CommClass::kSpForward)], 0);
+  EXPECT_GT(with.exposed_by_class[static_cast<int>(cost::CommClass::kSpBackward)], 0);
+}
+
 TEST(PlanSearchTest, InterleavedStagesHaveNoPlain1F1BButStillPlans) {
   auto built = models::BuildGpt(pw::testing::SmallGptConfig(/*mp=*/2, /*pp=*/2, /*vpp=*/2));
   ASSERT_TRUE(built.ok()) << built.status().ToString();
