@@ -12,7 +12,9 @@
 #       from NAME. A second `up` of a live NAME is refused; --replace takes it down first.
 #       Prints the variables `env` prints.
 #   scripts/netns_cluster.sh down [NAME]          removes everything `up` made; idempotent
-#   scripts/netns_cluster.sh exec [--name NAME] HOST CMD...   runs CMD on host HOST (1..N)
+#   scripts/netns_cluster.sh exec [--name NAME] HOST CMD...   runs CMD on host HOST (1..N),
+#       with the host name pw-NAME-hHOST (its own UTS namespace, as another machine); CMD
+#       replaces the script's process, so `$!` of a backgrounded exec is CMD's pid
 #   scripts/netns_cluster.sh env [NAME]           PW_NETNS_NAME, PW_NETNS_HOSTS,
 #                                                 PW_NETNS_STORE, PW_NETNS_ADDR_<i>
 #   scripts/netns_cluster.sh run N [up flags] -- CMD...
@@ -180,7 +182,10 @@ exec_on() {
   (($#)) || die "exec: no command"
   ip netns list | awk '{print $1}' | grep -qx "$(ns "$name" "$host")" ||
     die "exec: test bed '$name' has no host $host"
-  exec ip netns exec "$(ns "$name" "$host")" "$@"
+  # Each host also has a host name of its own (a UTS namespace), as separate machines do:
+  # ranks then tell a peer on "another machine" from one on theirs.
+  exec ip netns exec "$(ns "$name" "$host")" unshare --uts \
+    sh -c 'hostname "$0" && exec "$@"' "pw-$name-h$host" "$@"
 }
 
 run() {

@@ -21,9 +21,9 @@ StatusOr<std::string> KvStore::Get(const std::string& key, std::chrono::millisec
   }
 }
 
-StatusOr<std::unique_ptr<KvStore>> OpenStore(const std::string& spec) {
+StatusOr<std::unique_ptr<KvStore>> OpenStore(const std::string& spec, StoreOptions options) {
   const std::string redis = "redis://";
-  if (spec.rfind(redis, 0) == 0) return OpenRedisStore(spec.substr(redis.size()));
+  if (spec.rfind(redis, 0) == 0) return OpenRedisStore(spec.substr(redis.size()), options);
   if (spec.empty())
     return InvalidArgument("empty store (expected a directory or redis://HOST:PORT)");
   return OpenFileStore(spec);
