@@ -6,6 +6,8 @@
 #   train  6 steps across the shaped link, losses equal to the same run on loopback
 #   kill   rank 1 killed with SIGKILL after step 2: rank 0 names it ("rank 1 died")
 #   stop   rank 1 stopped with SIGSTOP after step 2: rank 0 names it within 35 s
+#   ab     `ab --run` with its ranks on the test bed's hosts (--rank-prefix, --store): a
+#          small GPT's plain and overlap plans, bit-identical losses and parameters
 #   env    2 steps started as torchrun would (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR; the
 #          store's port in PW_STORE_PORT)
 # Usage: netns_cluster_test.sh PIPEWEAVE OUT_DIR [CASE...] (all cases by default). Exits 77
@@ -14,7 +16,7 @@ set -euo pipefail
 pw=$1 out=$2
 shift 2
 cases=("$@")
-((${#cases[@]})) || cases=(train kill stop env)
+((${#cases[@]})) || cases=(train kill stop env ab)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cluster=$root/scripts/netns_cluster.sh
 rate=${PW_NETNS_RATE:-1gbit}
@@ -133,12 +135,35 @@ case_env() {
   echo "env: 2 steps started from torchrun's variables (the store on MASTER_ADDR)"
 }
 
+case_ab() {
+  local small=$out/small_mp2.pb
+  "$pw" build-model gpt --layers 2 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
+    --micro-batch-size 2 --mp 2 -o "$small" > /dev/null
+  local plain="append-backward{optimizer=adam},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p"
+  "$pw" ab "$small" -a "$plain" --device cpu --run --nproc 2 --steps 2 --rounds 1 \
+    -b "$plain,assign-streams,overlap-column-parallel-backward,overlap-row-split,insert-events" \
+    --store "$PW_NETNS_STORE" --rank-prefix "$cluster exec --name $name {host}" \
+    --run-dir "$out/ab.run" -o "$out/ab.txt" 2> "$out/ab.err" || fail "ab: $(cat "$out/ab.err")"
+  grep -q "losses: bit-identical" "$out/ab.txt" || fail "ab: $(cat "$out/ab.txt")"
+  # Each rank ran on its own host: its "pid/R" entry in the round's store names the host.
+  local addr=${PW_NETNS_STORE#redis://} key placed=0
+  for key in $(redis-cli -h "${addr%:*}" -p "${addr##*:}" --scan --pattern 'ab-*/pid/*'); do
+    local host
+    host=$(redis-cli -h "${addr%:*}" -p "${addr##*:}" get "$key" | cut -d' ' -f1)
+    [[ $host == "pw-$name-h$((${key##*/} + 1))" ]] || fail "ab: $key ran on '$host'"
+    placed=$((placed + 1))
+  done
+  ((placed == 4)) || fail "ab: $placed rank entries in the store (want 2 ranks x 2 rounds)"
+  echo "ab: plain and overlap plans trained on the test bed's hosts, losses bit-identical"
+}
+
 for c in "${cases[@]}"; do
   case $c in
     train) case_train ;;
     kill) case_fault kill KILL "rank 1 died" 10 ;;
     stop) case_fault stop STOP "rank 1 stopped responding" 35 ;;
     env) case_env ;;
-    *) fail "unknown case '$c' (train kill stop env)" ;;
+    ab) case_ab ;;
+    *) fail "unknown case '$c' (train kill stop env ab)" ;;
   esac
 done
