@@ -43,9 +43,8 @@ StatusOr<std::optional<std::string>> Watchdog::AbortNotice(KvStore& store) {
 }
 
 Status Watchdog::PublishAbort(KvStore& store, const std::string& reason) {
-  PW_ASSIGN_OR_RETURN(std::optional<std::string> existing, store.TryGet(kAbortKey));
-  if (existing) return OkStatus();
-  return store.Set(kAbortKey, reason);
+  // The first notice stands, so that every rank prints the same one.
+  return store.SetIfAbsent(kAbortKey, reason).status();
 }
 
 std::string Watchdog::Abort(const std::string& reason) {

@@ -20,6 +20,9 @@ class KvStore {
  public:
   virtual ~KvStore() = default;
   virtual Status Set(const std::string& key, const std::string& value) = 0;
+  // Sets the key unless it is set, atomically where the store can (the first of several
+  // writers wins); returns whether this call set it.
+  virtual StatusOr<bool> SetIfAbsent(const std::string& key, const std::string& value);
   // The value, or nullopt when the key is not set; never blocks on the key.
   virtual StatusOr<std::optional<std::string>> TryGet(const std::string& key) = 0;
   // "directory /tmp/run1", "redis 10.0.0.5:6379"

@@ -24,6 +24,12 @@ class RedisStore final : public KvStore {
     return Call({"SET", prefix_ + key, value}, "set '" + key + "'").status();
   }
 
+  StatusOr<bool> SetIfAbsent(const std::string& key, const std::string& value) override {
+    PW_ASSIGN_OR_RETURN(RespReply reply,
+                        Call({"SET", prefix_ + key, value, "NX"}, "set '" + key + "' if absent"));
+    return reply.kind == RespReply::Kind::kStatus;  // nil: the key was there
+  }
+
   StatusOr<std::optional<std::string>> TryGet(const std::string& key) override {
     PW_ASSIGN_OR_RETURN(RespReply reply, Call({"GET", prefix_ + key}, "get '" + key + "'"));
     if (reply.kind == RespReply::Kind::kNil) return std::optional<std::string>();

@@ -93,6 +93,33 @@ TEST_F(LivenessTest, RedisStoreOverwritesKeys) {
   EXPECT_EQ((*store)->TryGet("bytes")->value_or(""), bytes);
 }
 
+// The abort notice: of ranks that publish at once, one notice stands and every rank prints it.
+void ExpectOneWriterWins(const std::string& spec) {
+  constexpr int kWriters = 8;
+  std::vector<std::unique_ptr<KvStore>> stores;
+  for (int i = 0; i < kWriters; ++i) stores.push_back(OpenStore(spec).value());
+  std::atomic<int> winners{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWriters; ++i)
+    threads.emplace_back([&, i] {
+      auto set = stores[i]->SetIfAbsent("abort", StrCat("notice ", i));
+      if (set.ok() && *set) ++winners;
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(winners.load(), 1) << spec;
+  auto value = stores[0]->TryGet("abort");
+  ASSERT_TRUE(value.ok() && value->has_value());
+  EXPECT_THAT(**value, StartsWith("notice "));
+}
+
+TEST_F(LivenessTest, OneOfSeveralWritersSetsAKey) {
+  ExpectOneWriterWins(redis_->Spec("first"));
+  const auto dir = std::filesystem::temp_directory_path() / StrCat("pw_liveness_", getpid());
+  std::filesystem::remove_all(dir);
+  ExpectOneWriterWins(dir.string());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(LivenessTest, RedisStoreListsNamedConnections) {
   auto watcher = OpenStore(redis_->Spec("names"));
   ASSERT_TRUE(watcher.ok());
