@@ -1,5 +1,7 @@
 #include "ab/ab_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
@@ -234,12 +236,17 @@ StatusOr<MeasuredRound> RunRound(const AbRunSettings& s, const RoundPlace& place
                   "--save-params",
                   params.string()};
   if (s.strict_events) options.args.push_back("--strict-events");
+  options.rank_prefix = s.rank_prefix;
+  if (!s.store_server.empty())
+    options.store = StrCat(s.store_server, "/ab-", getpid(), "-", place.plan, place.round + 1);
 
   RoundState state(s.nproc, s.steps);
   options.on_report = [&](int rank, const std::string& line) {
     if (state.Record(rank, line)) on_step();
   };
-  PW_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> store, OpenStore((place.dir / "store").string()));
+  PW_ASSIGN_OR_RETURN(
+      std::unique_ptr<KvStore> store,
+      OpenStore(options.store.empty() ? (place.dir / "store").string() : options.store));
   StallWatch watch(state, *store, s.stall_timeout, s.steps);
   StatusOr<LaunchResult> launched = LaunchRanks(options);
   watch.Stop();

@@ -30,7 +30,11 @@ struct AbRunSettings {
   double loss_tolerance = 1e-6;
   // A round in which no rank finishes a step for this long is stopped as deadlocked.
   std::chrono::seconds stall_timeout{120};
-  std::string run_dir;       // each round's store, logs and saved parameters go under it
+  std::string run_dir;  // each round's store, logs and saved parameters go under it
+  // Ranks on other hosts: a Redis server for the rounds' stores (each round its own
+  // prefix) and the command put before each rank's (executor/launcher.h's rank_prefix).
+  std::string store_server;
+  std::vector<std::string> rank_prefix;
   bool keep_rounds = false;  // else a round pair's directories go once compared
   // Every rank process is this program with `ab-rank LOG_DIR LABEL run-parallel MODULE ...`:
   // the pipeweave command line (tools/cmd_ab_rank.cc). The default is the calling process

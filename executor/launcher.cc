@@ -56,7 +56,8 @@ void Drain(int rank, Child& c, const LaunchOptions& o) {
 StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options) {
   namespace fs = std::filesystem;
   if (options.nproc < 1) return InvalidArgument("--nproc must be >= 1, got ", options.nproc);
-  std::string store_dir = (fs::path(options.run_dir) / "store").string();
+  std::string store_dir =
+      options.store.empty() ? (fs::path(options.run_dir) / "store").string() : options.store;
   PW_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> store, OpenStore(store_dir));
 
   std::vector<std::string> env;
@@ -73,7 +74,17 @@ StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options) {
   for (int rank = 0; rank < options.nproc; ++rank) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return Internal("pipe: ", std::strerror(errno));
-    std::vector<std::string> args = {options.executable};
+    std::vector<std::string> args;
+    for (std::string a : options.rank_prefix) {
+      for (const auto& [key, value] :
+           {std::pair<std::string, std::string>{"{rank}", std::to_string(rank)},
+            {"{host}", std::to_string(rank + 1)}})
+        for (size_t at; (at = a.find(key)) != std::string::npos;) a.replace(at, key.size(), value);
+      args.push_back(a);
+    }
+    args.push_back(options.executable == "/proc/self/exe" && !options.rank_prefix.empty()
+                       ? fs::read_symlink("/proc/self/exe").string()  // the prefix's own
+                       : options.executable);
     args.insert(args.end(), options.args.begin(), options.args.end());
     for (const std::string& a :
          {std::string("--rank"), std::to_string(rank), std::string("--world-size"),
@@ -90,8 +101,8 @@ StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options) {
       // Only async-signal-safe calls until exec.
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher's death takes the ranks with it
       if (getppid() != launcher) _exit(kExitPeerFailed);
-      fcntl(fds[1], F_SETFD, 0);  // the report pipe survives exec
-      execve(argv[0], argv.data(), envp.data());
+      fcntl(fds[1], F_SETFD, 0);                   // the report pipe survives exec
+      execvpe(argv[0], argv.data(), envp.data());  // a prefix is looked up in PATH
       _exit(127);
     }
     close(fds[1]);

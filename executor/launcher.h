@@ -22,6 +22,13 @@ struct LaunchOptions {
   std::vector<std::string> args;  // argv[1..] of every rank, before the rank flags
   int nproc = 1;
   std::string run_dir;  // holds the store; created when missing
+  // The run's store; empty: the directory run_dir/store. A Redis store lets ranks on other
+  // hosts (rank_prefix) meet; each rank then listens on its route's address to the store.
+  std::string store;
+  // Put before each rank's command line, with "{rank}" and "{host}" (rank + 1) replaced:
+  // starts rank R elsewhere, e.g. "scripts/netns_cluster.sh exec --name pw {host}" on host
+  // R + 1 of the test bed. It must exec the rank in place (the launcher watches that pid).
+  std::vector<std::string> rank_prefix;
   std::vector<std::string> env = {"OPENBLAS_NUM_THREADS=1"};  // added to the environment
   std::chrono::seconds grace{10};  // after a failure, before the remaining ranks are killed
   std::function<void(int rank, const std::string& line)> on_report;

@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "executor/backend_factory.h"
+#include "executor/crc32c.h"
 #include "executor/process_resources.h"
 #include "executor/watchdog.h"
+#include "ir/proto_io.h"
 #include "ops/kernel.h"
 
 namespace pw {
@@ -78,6 +80,67 @@ Status CheckStoreIsNew(KvStore& kv, int rank) {
   return OkStatus();
 }
 
+// What every rank of a run must agree on, as (name, value) pairs.
+std::vector<std::pair<std::string, std::string>> RunTerms(const Module& module,
+                                                          const RankProcessOptions& o) {
+  auto text = SerializeModule(module, ModuleFormat::kText);  // text: map order is stable
+  std::string plan = text.ok() ? Crc32cHex(Crc32c(0, text->data(), text->size())) : "unknown";
+  return {{"world size", std::to_string(module.mesh.world_size())},
+          {"plan", plan},
+          {"steps", std::to_string(o.run.steps)},
+          {"data seed", std::to_string(o.run.data.data_seed)},
+          {"backend", std::string(BackendKindName(o.run.backend))}};
+}
+
+std::string JoinTerms(const std::vector<std::pair<std::string, std::string>>& terms) {
+  std::string out;
+  for (const auto& [name, value] : terms) out += StrCat(name, "=", value, "\n");
+  return out;
+}
+
+// Publishes this rank's terms and compares them with every other rank's as they appear. A
+// rank started with another world size, plan, step count or data seed would otherwise
+// hang in a rendezvous or train something else; the first rank to see a difference
+// publishes the abort notice naming both ranks, so every rank stops.
+Status AgreeWithPeers(KvStore& kv, const Module& module, const RankProcessOptions& o,
+                      std::chrono::milliseconds timeout) {
+  const int rank = o.run.rank, world = module.mesh.world_size();
+  const auto mine = RunTerms(module, o);
+  PW_RETURN_IF_ERROR(kv.Set(StrCat("terms/", rank), JoinTerms(mine)));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int p = 0; p < world; ++p) {
+    if (p == rank) continue;
+    std::optional<std::string> theirs;
+    while (!theirs) {
+      PW_ASSIGN_OR_RETURN(std::optional<std::string> notice, Watchdog::AbortNotice(kv));
+      if (notice) return Aborted(*notice);
+      PW_ASSIGN_OR_RETURN(theirs, kv.TryGet(StrCat("terms/", p)));
+      if (theirs) break;
+      if (std::chrono::steady_clock::now() > deadline)
+        return Unavailable("rank ", p, " did not join the run in ", timeout.count() / 1000,
+                           " s (store ", kv.Describe(), "): start every rank of the ", world,
+                           " with the same --store");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (const auto& [name, value] : mine) {
+      const std::string key = name + "=";
+      size_t at = theirs->find(key);
+      std::string other =
+          at == std::string::npos
+              ? "?"
+              : theirs->substr(at + key.size(), theirs->find('\n', at) - at - key.size());
+      if (other == value) continue;
+      std::string what = StrCat("rank ", p, " was started with ", name, " ", other, " but rank ",
+                                rank, " with ", value,
+                                ": start every rank with the same module file, --pipeline, "
+                                "--world-size, --steps and --seed");
+      (void)Watchdog::PublishAbort(kv, what);
+      return FailedPrecondition(what);
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 int RunRankProcess(const Module& module, const RankProcessOptions& options) {
@@ -103,16 +166,40 @@ int RunRankProcess(const Module& module, const RankProcessOptions& options) {
   std::set_terminate(OnTerminate);
   (void)kv.Set(StrCat("pid/", rank), StrCat(Watchdog::HostName(), " ", getpid()));
 
+  // The watchdog's own store (for Redis, its own connection), so that heartbeats never
+  // wait behind rendezvous traffic; short command deadlines, so a stalled call is retried.
+  StoreOptions watch_options;
+  watch_options.command_timeout = std::chrono::seconds(5);
+  auto watch_store = OpenStore(options.store, watch_options);
+  if (!watch_store.ok()) {
+    Say(options, "error", watch_store.status().message());
+    return kExitRankFailed;
+  }
   WatchdogOptions wd;
   wd.rank = rank;
   wd.world_size = world;
   wd.dead_after = options.dead_after;
   wd.watch_local_pids = options.dead_after.count() > 0;  // no launcher watches this rank
-  wd.on_abort = [&options](const std::string& reason) {
-    Say(options, "stopping", reason);
+  wd.on_abort = [&options, rank](const std::string& reason) {
+    // A notice naming this rank was written by a peer that lost sight of it.
+    const bool about_me = reason.rfind(StrCat("rank ", rank, " "), 0) == 0;
+    Say(options, "stopping", about_me ? StrCat("another rank gave this one up: ", reason) : reason);
     std::_Exit(kExitPeerFailed);  // streams may be blocked in communication: do not unwind
   };
-  Watchdog watchdog(kv, wd);
+  Watchdog watchdog(**watch_store, wd);
+
+  if (world > 1) {
+    if (Status agreed = AgreeWithPeers(kv, module, options, std::chrono::seconds(120));
+        !agreed.ok()) {
+      if (agreed.code() == StatusCode::kAborted) {
+        Say(options, "stopping", agreed.message());
+        return kExitPeerFailed;
+      }
+      (void)Watchdog::PublishAbort(kv, StrCat("rank ", rank, " failed: ", agreed.message()));
+      Say(options, "error", agreed.message());
+      return kExitRankFailed;
+    }
+  }
 
   std::unique_ptr<CommFactory> comm;
   Status status;

@@ -43,9 +43,8 @@ StatusOr<std::optional<std::string>> Watchdog::AbortNotice(KvStore& store) {
 }
 
 Status Watchdog::PublishAbort(KvStore& store, const std::string& reason) {
-  PW_ASSIGN_OR_RETURN(std::optional<std::string> existing, store.TryGet(kAbortKey));
-  if (existing) return OkStatus();
-  return store.Set(kAbortKey, reason);
+  // The first notice stands, so that every rank prints the same one.
+  return store.SetIfAbsent(kAbortKey, reason).status();
 }
 
 std::string Watchdog::Abort(const std::string& reason) {
@@ -101,13 +100,20 @@ void Watchdog::CheckLocalPids() {
   }
 }
 
-void Watchdog::CheckHeartbeats(std::chrono::steady_clock::time_point now) {
+bool Watchdog::Done(int peer) {
+  auto done = store_.TryGet(DoneKey(peer));
+  return done.ok() && *done;
+}
+
+bool Watchdog::CheckHeartbeats() {
   for (int p = 0; p < options_.world_size; ++p) {
     if (p == options_.rank) continue;
     auto done = store_.TryGet(DoneKey(p));
-    if (done.ok() && *done) continue;
+    if (!Saw(done.ok())) return false;
+    if (*done) continue;
     auto beat = store_.TryGet(HeartbeatKey(p));
-    if (!beat.ok()) continue;
+    if (!Saw(beat.ok())) return false;
+    const auto now = std::chrono::steady_clock::now();  // the read may have waited
     Peer& peer = peers_[p];
     if (*beat && (!peer.seen || **beat != peer.last)) {
       peer.last = **beat;
@@ -120,33 +126,74 @@ void Watchdog::CheckHeartbeats(std::chrono::steady_clock::time_point now) {
     if (!silent) continue;
     auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
         peer.seen ? options_.dead_after : std::chrono::milliseconds(kStartupGrace));
-    std::string reason =
-        peer.seen
-            ? StrCat("rank ", p, " stopped responding (no heartbeat for ", seconds.count(), " s)")
-            : StrCat("rank ", p, " never started (no heartbeat for ", seconds.count(), " s)");
-    Fire(reason);
-    return;
+    Fire(peer.seen ? StrCat("rank ", p, " stopped responding (no heartbeat for ", seconds.count(),
+                            " s, noticed by rank ", options_.rank, ")")
+                   : StrCat("rank ", p, " never started (no heartbeat for ", seconds.count(),
+                            " s, noticed by rank ", options_.rank, ")"));
+    return true;
   }
+  return true;
 }
+
+bool Watchdog::CheckConnections() {
+  auto names = store_.ConnectedNames();
+  if (!Saw(names.ok())) return false;
+  if (!*names) return true;  // the store cannot tell
+  const auto now = std::chrono::steady_clock::now();
+  for (int p = 0; p < options_.world_size; ++p) {
+    Peer& peer = peers_[p];
+    // Only a peer whose heartbeat was seen has named its connection.
+    if (p == options_.rank || !peer.seen) continue;
+    if ((*names)->count(ConnectionName(p))) {
+      peer.missing_since.reset();
+      continue;
+    }
+    if (!peer.missing_since) peer.missing_since = now;
+    if (now - *peer.missing_since < options_.gone_after || Done(p)) continue;
+    Fire(StrCat("rank ", p, " died (its connection to the store closed, noticed by rank ",
+                options_.rank, ")"));
+    return true;
+  }
+  return true;
+}
+
+bool Watchdog::Saw(bool ok) {
+  if (!ok) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_seeing_ > options_.blind_after) {
+    // This rank could not reach the store for a while (its own link, a starved thread):
+    // restart every peer's clock rather than blame a peer for this rank's own gap.
+    for (Peer& peer : peers_) {
+      if (peer.seen) peer.changed = now;
+      peer.missing_since.reset();
+    }
+  }
+  last_seeing_ = now;
+  return true;
+}
+
+std::string Watchdog::ConnectionName(int rank) { return StrCat("watchdog/", rank); }
 
 void Watchdog::Loop() {
   uint64_t beats = 0;
   auto next_beat = std::chrono::steady_clock::now();
+  last_seeing_ = next_beat;
+  if (options_.dead_after.count() > 0) (void)store_.NameConnection(ConnectionName(options_.rank));
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     lock.unlock();
-    auto now = std::chrono::steady_clock::now();
     auto notice = AbortNotice(store_);
     if (notice.ok() && *notice) {
       if (!aborted_.exchange(true) && options_.on_abort) options_.on_abort(**notice);
       lock.lock();
       break;
     }
+    Saw(notice.ok());
     if (options_.watch_local_pids) CheckLocalPids();
-    if (options_.dead_after.count() > 0 && now >= next_beat) {
-      (void)store_.Set(HeartbeatKey(options_.rank), std::to_string(++beats));
-      CheckHeartbeats(now);
-      next_beat = now + options_.heartbeat;
+    if (options_.dead_after.count() > 0 && std::chrono::steady_clock::now() >= next_beat) {
+      (void)(Saw(store_.Set(HeartbeatKey(options_.rank), std::to_string(++beats)).ok()) &&
+             CheckHeartbeats() && CheckConnections());
+      next_beat = std::chrono::steady_clock::now() + options_.heartbeat;
     }
     lock.lock();
     cv_.wait_for(lock, options_.poll, [this] { return stop_; });

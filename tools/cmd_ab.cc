@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <sstream>
 
 #include "ab/ab_svg.h"
 #include "ab/compare.h"
@@ -32,6 +33,7 @@ constexpr const char* kUsage =
     "   --run:  --nproc N [--steps K (10)] [--rounds R (5)] [--seed S] [--backend cpu|cuda]\n"
     "           [--loss-tolerance T (1e-6)] [--stall-timeout SECONDS (120)] [--run-dir DIR]\n"
     "           [--strict-events] [--micro-batches M (1), for a module without a plan]\n"
+    "           [--store redis://HOST:PORT --rank-prefix 'CMD {host} ...']\n"
     "Compares two plans of one module: MODULE is loaded once and each pass pipeline (as\n"
     "'pipeweave opt -p' takes it) runs on its own copy; --device and --costs reach the passes.\n"
     "--sim simulates both plans (as pipeweave sim): step time, bubble rate, exposed\n"
@@ -53,6 +55,9 @@ constexpr const char* kUsage =
     "A round stops when a rank dies or when no step finishes for --stall-timeout seconds; the\n"
     "error names the plan, the round and the rank, and no output is written. The ranks' logs\n"
     "go to the run directory (a temporary one, removed after a good run, unless --run-dir).\n"
+    "--rank-prefix starts rank R as 'CMD ... pipeweave ...' with {rank} and {host} (R + 1)\n"
+    "replaced, e.g. on the test bed's hosts: 'scripts/netns_cluster.sh exec --name pw {host}'\n"
+    "(CMD must exec the rank in place); the rounds then meet in the Redis server --store.\n"
     "With both --sim and --run, the simulated and measured ratios print side by side.\n"
     "--svg draws the simulated timelines of A and B one above the other (--svg-rank: the rank,\n"
     "default the one with the most exposed communication in A), one lane per stream it uses,\n"
@@ -139,6 +144,15 @@ StatusOr<AbRunSettings> ReadRunSettings(const Flags& flags, const Module& module
   PW_ASSIGN_OR_RETURN(BackendKind backend, ParseBackendKind(r.backend));
   PW_RETURN_IF_ERROR(CheckBackendAvailable(backend));
   r.strict_events = flags.Has("strict-events");
+  r.store_server = flags.Get("store");
+  if (!r.store_server.empty() && r.store_server.rfind("redis://", 0) != 0)
+    return InvalidArgument("flag --store: expected a redis server (redis://HOST:PORT), got '",
+                           r.store_server, "'");
+  std::istringstream prefix(flags.Get("rank-prefix"));  // words split at spaces
+  for (std::string word; prefix >> word;) r.rank_prefix.push_back(word);
+  if (!r.rank_prefix.empty() && r.store_server.empty())
+    return InvalidArgument("--rank-prefix starts ranks elsewhere: give them a store they can ",
+                           "reach with --store redis://HOST:PORT");
   return r;
 }
 
@@ -173,9 +187,11 @@ StatusOr<std::string> DrawBoth(const Flags& flags, const Plan& a, const Simulate
 
 StatusOr<int> RunAb(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name : {"a", "b", "format", "output", "json", "svg", "svg-rank", "device",
-                           "costs", "nproc", "steps", "rounds", "seed", "backend", "loss-tolerance",
-                           "stall-timeout", "run-dir", "micro-batches"})
+  for (const char* name :
+       {"a",        "b",          "format",         "output",        "json",    "svg",
+        "svg-rank", "device",     "costs",          "nproc",         "steps",   "rounds",
+        "seed",     "backend",    "loss-tolerance", "stall-timeout", "run-dir", "micro-batches",
+        "store",    "rank-prefix"})
     flags.Value(name);
   flags.Alias("o", "output");
   for (const char* name : {"sim", "run", "strict-events"}) flags.Switch(name);

@@ -25,6 +25,7 @@
 #include "ir/proto_io.h"
 #include "passes/pass_manager.h"
 #include "tools/checkpoint_flags.h"
+#include "tools/cluster_env.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/global_batch_flag.h"
@@ -45,6 +46,8 @@ constexpr const char* kUsage =
     "           [--checkpoint-dir DIR [--checkpoint-every K] [--keep N]] [--resume PATH]\n"
     "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
     "           [--hostname ADDR] [same training flags]\n"
+    "   or: the same under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR)\n"
+    "           or srun (SLURM_PROCID, SLURM_NTASKS, SLURM_NODELIST): docs/multi-host.md\n"
     "Trains a module whose plan gives every rank its jobs (or an unplanned single-stage one,\n"
     "M micro-batches per step) on N rank processes of this machine, and prints 'step S loss L'\n"
     "per step from the last stage; --report json prints {\"losses\": [...], \"step_time_ms\":\n"
@@ -121,24 +124,43 @@ Status ReadTrainingFlags(const Flags& flags, const Module& module, RankRunOption
   return OkStatus();
 }
 
+std::string RankReportJson(const Module& module, int64_t rank, int64_t world,
+                           const std::vector<RankStepReport>& reports);
+
+// The address a rank listens on: --hostname, else the route's source address toward the
+// store's host (so that ranks on other machines can reach it), else loopback.
+std::string ListenAddress(const RankPlacement& placement) {
+  if (!placement.hostname.empty()) return placement.hostname;
+  const std::string host = StoreHost(placement.store);
+  if (host.empty()) return "127.0.0.1";
+  auto local = LocalAddressToward(host);
+  return local.ok() ? *local : "127.0.0.1";
+}
+
 // One rank: report lines go to --report-fd under the launcher; alone, the rank that
-// reports the loss prints it.
-StatusOr<int> RunOneRank(const Flags& flags) {
+// reports the loss prints it (or, with --report json, prints one JSON object at the end).
+StatusOr<int> RunOneRank(const Flags& flags, const RankPlacement& placement) {
+  std::string report = flags.Get("report");
+  if (!report.empty() && report != "json")
+    return InvalidArgument("flag --report: unknown format '", report, "' (json)");
   PW_ASSIGN_OR_RETURN(Module module, PrepareModule(flags));
   RankProcessOptions options;
   PW_RETURN_IF_ERROR(ReadTrainingFlags(flags, module, options.run));
-  PW_ASSIGN_OR_RETURN(int64_t rank, flags.RequireInt("rank"));
-  PW_ASSIGN_OR_RETURN(int64_t world, flags.RequireInt("world-size"));
+  const int64_t rank = placement.rank, world = placement.world_size;
   if (world != module.mesh.world_size())
-    return InvalidArgument("--world-size ", world,
+    return InvalidArgument(placement.world_source,
                            " does not match the module's mesh (dp=", module.mesh.dp,
                            " pp=", module.mesh.pp, " mp=", module.mesh.mp, ")");
-  if (rank < 0 || rank >= world)
-    return InvalidArgument("--rank ", rank, " is outside [0, ", world, ")");
   options.run.rank = static_cast<int>(rank);
-  PW_ASSIGN_OR_RETURN(options.threads, ReadThreadsFlag(flags, 1));
-  PW_ASSIGN_OR_RETURN(options.store, flags.Require("store"));
-  options.gloo.hostname = flags.Get("hostname", "127.0.0.1");
+  // Ranks on one machine share its cores; Slurm may say how many are this rank's.
+  PW_ASSIGN_OR_RETURN(options.threads,
+                      ReadThreadsFlag(flags, std::max(1, placement.local_world_size)));
+  if (placement.cpus_per_rank > 0 && !flags.Has("threads"))
+    options.threads = placement.cpus_per_rank;
+  if (options.run.backend == BackendKind::kCuda && placement.local_rank >= 0)
+    options.run.device = placement.local_rank;
+  options.store = placement.store;
+  options.gloo.hostname = ListenAddress(placement);
   if (!flags.Get("save-params").empty())
     options.run.save_params = StrCat(flags.Get("save-params"), "/rank", rank, ".params");
   if (!flags.Get("trace").empty()) {
@@ -148,6 +170,7 @@ StatusOr<int> RunOneRank(const Flags& flags) {
     };
   }
   PW_ASSIGN_OR_RETURN(int64_t fd, flags.GetInt("report-fd", -1));
+  std::vector<RankStepReport> reports;  // --report json
   if (fd >= 0) {
     // Heartbeats stay on under the launcher too: it sees a rank die, but only the
     // peers' watchdogs see one stop (SIGSTOP, a stuck host thread) and name it.
@@ -155,6 +178,8 @@ StatusOr<int> RunOneRank(const Flags& flags) {
       const std::string line = StepReportLine(r);
       (void)!write(static_cast<int>(fd), line.data(), line.size());
     };
+  } else if (report == "json") {
+    options.run.on_step = [&reports](const RankStepReport& r) { reports.push_back(r); };
   } else {
     options.run.on_step = [](const RankStepReport& r) {
       if (r.loss_count > 0)
@@ -167,7 +192,17 @@ StatusOr<int> RunOneRank(const Flags& flags) {
       std::fflush(stdout);
     };
   }
-  return RunRankProcess(module, options);
+  const int code = RunRankProcess(module, options);
+  if (code == 0 && report == "json" && fd < 0)
+    std::printf("%s", RankReportJson(module, rank, world, reports).c_str());
+  return code;
+}
+
+std::string FormatJsonNumber(double value, const char* fmt) {
+  if (!std::isfinite(value)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, value);
+  return buf;
 }
 
 void PrintJsonArray(const char* key, const std::vector<double>& values, const char* fmt) {
@@ -180,6 +215,25 @@ void PrintJsonArray(const char* key, const std::vector<double>& values, const ch
       std::printf("null");
   }
   std::printf("]");
+}
+
+// One rank's --report json: its own steps; "losses" only from a rank that computes the
+// loss (mp rank 0 of the last stage), null elsewhere.
+std::string RankReportJson(const Module& module, int64_t rank, int64_t world,
+                           const std::vector<RankStepReport>& reports) {
+  std::string losses, times;
+  int64_t peak = 0;
+  for (const RankStepReport& r : reports) {
+    const char* sep = losses.empty() ? "" : ", ";
+    losses += r.loss_count > 0 ? StrCat(sep, FormatJsonNumber(r.loss_sum / r.loss_count, "%.17g"))
+                               : StrCat(sep, "null");
+    times += StrCat(times.empty() ? "" : ", ", FormatJsonNumber(r.step_ms, "%.3f"));
+    peak = std::max<int64_t>(peak, r.peak_bytes);
+  }
+  return StrCat("{\"mode\": \"rank\", \"rank\": ", rank, ", \"world_size\": ", world,
+                ", \"schedule\": \"", module.plan.empty() ? "sequential" : module.plan.schedule,
+                "\", ", "\"losses\": [", losses, "], \"step_time_ms\": [", times,
+                "], \"peak_bytes\": ", peak, "}\n");
 }
 
 StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
@@ -376,9 +430,21 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
   if (flags.positional().size() != 1)
     return InvalidArgument("expected one module file, got ", flags.positional().size(),
                            " positional arguments");
-  if (flags.Has("rank")) return RunOneRank(flags);
-  if (flags.Has("nproc")) return Launch(flags, args);
-  return InvalidArgument("pass --nproc N (local ranks) or --rank R --world-size N --store ...");
+  const GetEnv env = [](const char* name) { return std::getenv(name); };
+  if (flags.Has("nproc") && !flags.Has("rank")) {
+    if (auto placed = EnvRankOfMany(env))
+      return InvalidArgument("--nproc ", flags.Get("nproc"), " starts ranks on this machine but ",
+                             *placed, " from the environment names one rank of a run: drop ",
+                             "--nproc, or unset the variables");
+    // The launcher's ranks are placed by their flags alone.
+    for (const char* name : PlacementVariables()) unsetenv(name);
+    return Launch(flags, args);
+  }
+  PW_ASSIGN_OR_RETURN(std::optional<RankPlacement> placement, ReadRankPlacement(flags, env));
+  if (placement) return RunOneRank(flags, *placement);
+  return InvalidArgument(
+      "pass --nproc N (local ranks) or --rank R --world-size N --store ... (or start under "
+      "torchrun or srun: docs/multi-host.md)");
 }
 
 PW_REGISTER_COMMAND(run_parallel, "run-parallel",

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,6 +47,23 @@ class FileStore final : public KvStore {
     fs::rename(tmp, final_path, ec);
     if (ec) return Unavailable("cannot rename ", tmp.string(), ": ", ec.message());
     return OkStatus();
+  }
+
+  StatusOr<bool> SetIfAbsent(const std::string& key, const std::string& value) override {
+    fs::path final_path = dir_ / FileName(key);
+    fs::path tmp = dir_ / StrCat(".tmp.", getpid(), ".", counter_++, ".", FileName(key));
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out.write(value.data(), static_cast<std::streamsize>(value.size()));
+      if (!out) return Unavailable("cannot write ", tmp.string());
+    }
+    // link() fails when the name exists: of several writers exactly one succeeds.
+    const bool set = link(tmp.c_str(), final_path.c_str()) == 0;
+    const int error = errno;
+    unlink(tmp.c_str());
+    if (!set && error != EEXIST)
+      return Unavailable("cannot link ", final_path.string(), ": ", std::strerror(error));
+    return set;
   }
 
   StatusOr<std::optional<std::string>> TryGet(const std::string& key) override {

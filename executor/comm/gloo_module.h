@@ -1,7 +1,7 @@
 #pragma once
 // Gloo (and, through it, hiredis, ibverbs and libnl) lives in the module
-// libpipeweave_gloo.so, opened the first time a run connects ranks or reaches a Redis
-// store: the commands that never communicate start without loading those libraries.
+// libpipeweave_gloo.so, opened the first time a run connects ranks
+// through Gloo: the commands that never communicate start without loading those libraries.
 //
 // The module needs nothing from the program that opens it: the classes below are its whole
 // interface, and what crosses it is plain data, Status (whose used parts are inline) and
@@ -55,20 +55,10 @@ class GlooDevice {
       RendezvousStore& store, int index, int size, std::chrono::milliseconds timeout) = 0;
 };
 
-// A Redis server's keys (gloo's RedisStore over hiredis); not thread-safe.
-class RedisKeys {
- public:
-  virtual ~RedisKeys() = default;
-  virtual Status Set(const std::string& key, const std::string& value) = 0;
-  // The value, or NotFound when the key is not set.
-  virtual StatusOr<std::string> TryGet(const std::string& key) = 0;
-};
-
 // What the module hands out: one table per process. Errors carry Gloo's own message only;
 // callers say which rank, peer or store it concerns.
 struct GlooModule {
   StatusOr<std::unique_ptr<GlooDevice>> (*open_device)(const std::string& hostname);
-  StatusOr<std::unique_ptr<RedisKeys>> (*connect_redis)(const std::string& host, int port);
 };
 
 // Opens the module once (later calls return the same result) or says why it cannot.

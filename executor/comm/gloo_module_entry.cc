@@ -1,8 +1,7 @@
 // The Gloo module's code (built into libpipeweave_gloo.so only): gloo_module.h's classes on
-// Gloo's TCP transport and its Redis store. Gloo reports errors by throwing; nothing thrown
+// Gloo's TCP transport. Gloo reports errors by throwing; nothing thrown
 // leaves this file.
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/redis_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
@@ -119,42 +118,7 @@ StatusOr<std::unique_ptr<GlooDevice>> OpenDevice(const std::string& hostname) {
   }
 }
 
-class Redis final : public RedisKeys {
- public:
-  explicit Redis(std::unique_ptr<gloo::rendezvous::RedisStore> redis) : redis_(std::move(redis)) {}
-
-  Status Set(const std::string& key, const std::string& value) override {
-    try {
-      redis_->set(key, std::vector<char>(value.begin(), value.end()));
-    } catch (const std::exception& e) {
-      return Unavailable(e.what());
-    }
-    return OkStatus();
-  }
-  StatusOr<std::string> TryGet(const std::string& key) override {
-    try {
-      if (!redis_->check({key})) return NotFound(key);
-      std::vector<char> value = redis_->get(key);
-      return std::string(value.begin(), value.end());
-    } catch (const std::exception& e) {
-      return Unavailable(e.what());
-    }
-  }
-
- private:
-  std::unique_ptr<gloo::rendezvous::RedisStore> redis_;
-};
-
-StatusOr<std::unique_ptr<RedisKeys>> ConnectRedis(const std::string& host, int port) {
-  try {
-    return std::unique_ptr<RedisKeys>(
-        std::make_unique<Redis>(std::make_unique<gloo::rendezvous::RedisStore>(host, port)));
-  } catch (const std::exception& e) {
-    return Unavailable(e.what());
-  }
-}
-
-constexpr GlooModule kModule = {.open_device = &OpenDevice, .connect_redis = &ConnectRedis};
+constexpr GlooModule kModule = {.open_device = &OpenDevice};
 
 }  // namespace
 }  // namespace pw

@@ -7,6 +7,13 @@
 
 namespace pw {
 
+StatusOr<bool> KvStore::SetIfAbsent(const std::string& key, const std::string& value) {
+  PW_ASSIGN_OR_RETURN(std::optional<std::string> existing, TryGet(key));
+  if (existing) return false;
+  PW_RETURN_IF_ERROR(Set(key, value));
+  return true;
+}
+
 StatusOr<std::string> KvStore::Get(const std::string& key, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::milliseconds(1);
@@ -21,9 +28,9 @@ StatusOr<std::string> KvStore::Get(const std::string& key, std::chrono::millisec
   }
 }
 
-StatusOr<std::unique_ptr<KvStore>> OpenStore(const std::string& spec) {
+StatusOr<std::unique_ptr<KvStore>> OpenStore(const std::string& spec, StoreOptions options) {
   const std::string redis = "redis://";
-  if (spec.rfind(redis, 0) == 0) return OpenRedisStore(spec.substr(redis.size()));
+  if (spec.rfind(redis, 0) == 0) return OpenRedisStore(spec.substr(redis.size()), options);
   if (spec.empty())
     return InvalidArgument("empty store (expected a directory or redis://HOST:PORT)");
   return OpenFileStore(spec);

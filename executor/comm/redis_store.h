@@ -1,8 +1,11 @@
 #pragma once
-// A KvStore on a Redis server (gloo's RedisStore over hiredis), for ranks on several
-// machines. "HOST:PORT[/PREFIX]"; keys live under PREFIX/ (default "pipeweave") so that
-// runs sharing a server can use distinct prefixes.
+// A KvStore on a Redis server, for ranks on several machines. "HOST:PORT[/PREFIX]"; keys
+// live under PREFIX/ (default "pipeweave") so that runs sharing a server can use distinct
+// prefixes. Set overwrites (heartbeats rewrite their key every second). Each store is one
+// connection (executor/comm/resp_connection.h) with deadlines on every command; a failed
+// command drops it and the next call connects again.
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -10,6 +13,7 @@
 
 namespace pw {
 
-StatusOr<std::unique_ptr<KvStore>> OpenRedisStore(const std::string& address);
+StatusOr<std::unique_ptr<KvStore>> OpenRedisStore(const std::string& address,
+                                                  StoreOptions options = {});
 
 }  // namespace pw
