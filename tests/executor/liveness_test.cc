@@ -19,6 +19,7 @@
 
 #include "executor/comm/kv_store.h"
 #include "executor/watchdog.h"
+#include "tests/redis_server.h"
 
 namespace pw {
 namespace {
@@ -28,43 +29,11 @@ using ::testing::StartsWith;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// A redis-server on loopback for the test's lifetime.
-class RedisServer {
- public:
-  RedisServer() {
-    if (system("command -v redis-server > /dev/null 2>&1") != 0) return;
-    port_ = 21000 + getpid() % 20000;
-    pid_ = fork();
-    if (pid_ == 0) {
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      dup2(devnull, 2);
-      execlp("redis-server", "redis-server", "--port", std::to_string(port_).c_str(), "--bind",
-             "127.0.0.1", "--save", "", "--appendonly", "no", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 100 && !OpenStore(Spec("probe")).ok(); ++i)
-      std::this_thread::sleep_for(50ms);
-  }
-  ~RedisServer() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  bool running() const { return pid_ > 0; }
-  std::string Spec(const std::string& prefix) const {
-    return StrCat("redis://127.0.0.1:", port_, "/", prefix, getpid());
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+using ::pw::testing::RedisServer;
 
 class LivenessTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { redis_ = new RedisServer(); }
+  static void SetUpTestSuite() { redis_ = new RedisServer(/*base_port=*/21000); }
   static void TearDownTestSuite() { delete redis_; }
   void SetUp() override {
     if (!redis_->running())

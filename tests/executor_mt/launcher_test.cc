@@ -19,6 +19,7 @@
 
 #include "ir/proto_io.h"
 #include "test_plans.h"
+#include "tests/redis_server.h"
 
 namespace pw::testing {
 namespace {
@@ -675,21 +676,11 @@ TEST_F(LauncherTest, RefusesAPlanWhoseSendHasNoRecvBeforeStarting) {
 
 // Two ranks started by hand, as on two machines, meeting through Redis on loopback.
 TEST_F(LauncherTest, RanksMeetThroughARedisStore) {
-  if (system("command -v redis-server > /dev/null 2>&1") != 0)
+  RedisServer redis(/*base_port=*/20000);
+  if (!redis.running())
     GTEST_SKIP() << "redis-server is not installed (scripts/install-deps.sh installs it)";
-  int port = 20000 + getpid() % 20000;
-  pid_t redis = fork();
-  if (redis == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
-    execlp("redis-server", "redis-server", "--port", std::to_string(port).c_str(), "--bind",
-           "127.0.0.1", "--save", "", "--appendonly", "no", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::string mp2 = BuildGpt(dir_, "gpt2.pb", 2);
-  std::string store = StrCat("redis://127.0.0.1:", port, "/test", getpid());
+  std::string store = redis.Spec("test");
   std::vector<Process> ranks;
   for (int r = 0; r < 2; ++r)
     ranks.push_back(Start({"run-parallel", mp2, "--rank", std::to_string(r), "--world-size", "2",
@@ -697,8 +688,6 @@ TEST_F(LauncherTest, RanksMeetThroughARedisStore) {
                           dir_, StrCat("rank", r)));
   Finished r0 = Wait(ranks[0], std::chrono::seconds(120));
   Finished r1 = Wait(ranks[1], std::chrono::seconds(120));
-  kill(redis, SIGTERM);
-  waitpid(redis, nullptr, 0);
   EXPECT_EQ(r0.exit_code, 0) << r0.err;
   EXPECT_EQ(r1.exit_code, 0) << r1.err;
   EXPECT_THAT(r0.out, HasSubstr("step 2 loss"));  // mp rank 0 of the last stage reports
