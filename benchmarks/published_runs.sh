@@ -32,19 +32,16 @@
 #                  Performance Results" (github.com/NVIDIA/NeMo-Megatron-Launcher, 2022-09),
 #                  with the launcher's GPT-3 5B and 175B training configs of that commit.
 #
+# How each row is planned (the CSV's `features` column): data parallelism through
+# build-model --dp; `grad-overlap` (PyTorch DDP in the pp = 1 rows of narayanan21, NeMo's
+# distributed optimizer) starts each gradient's dp reduction during the backward
+# (overlap-grad-reduce; the other rows reduce after the last backward, as Megatron's "local"
+# DDP did); `zero1` (smith22, nemo-launcher) plans the distributed optimizer
+# (distributed-optimizer: reduce-scatter, a shard's update, all-gather of the f32 master
+# weights, twice the bytes of a bf16 gather); `sp` (nemo-launcher 175B) plans
+# sequence-parallel, whose norm and bias gradients pipeweave computes exactly (all-gathers in
+# the backward that Megatron's partial sums do without).
 # What pipeweave cannot express yet, and how each row is approximated:
-#   - Data parallelism is expressible only through the mesh: the script edits the module's
-#     `dp: 1` line. The gradient all-reduce then runs after the last backward, once per
-#     step (Megatron's "local" DDP of the pp > 1 rows); PyTorch DDP (the pp = 1 rows of
-#     narayanan21) and NeMo's distributed optimizer overlap it with the backward, which
-#     pipeweave cannot plan, so those rows carry it exposed.
-#   - Distributed optimizers (ZeRO-1 in smith22, distributed_fused_adam in nemo-launcher)
-#     do not exist: each replica runs plain Adam on the whole stage. The reduction moves the
-#     same bytes (reduce-scatter + all-gather against all-reduce); the optimizer step and
-#     the memory are overcounted (the `mem` column says when a plan no longer fits).
-#   - Sequence parallelism (nemo-launcher 175B) is not implemented: the plan keeps the
-#     tensor-parallel all-reduces (the same bytes as the reduce-scatter + all-gather pairs)
-#     and computes layer norms unsharded on every tp rank.
 #   - Megatron's scatter/gather of the activations sent between pipeline stages (the
 #     interleaved rows of narayanan21): every tp rank sends the whole activation.
 #   - Loss scaling: fp16 rows use amp's dynamic scaling starting at the run's static scale
@@ -58,8 +55,8 @@
 #   - Collectives are priced as NCCL's own ring and tree (sim --collectives nccl), which
 #     these runs used, not pipeweave's member-order ones: across nodes NCCL's ring crosses
 #     on every NIC of a node at once.
-#   - Tensor-parallel collectives stay on the compute stream (no assign-streams, no overlap
-#     passes): none of these runs overlapped them. Send/recv are simulated as NCCL's
+#   - No overlap passes for tensor-parallel collectives: none of these runs overlapped them
+#     (rows with grad-overlap put collectives on their streams, ordered by insert-events). Send/recv are simulated as NCCL's
 #     (--p2p rendezvous) in batched order, as Megatron's schedules issue them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,10 +78,10 @@ start=$SECONDS
 rows=()
 declare -A F  # F[$id,column]
 columns=(id source model layers hidden heads ffn seq vocab gpu gpu_mem gpus tp pp vpp dp gbs mbs
-  kind recompute precision loss_scale grad_ar metric unit published ratio_base reference)
+  kind recompute precision loss_scale grad_ar metric unit published ratio_base reference features)
 while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_mem gpus tp pp vpp \
   dp gbs mbs kind recompute precision loss_scale grad_ar metric unit published ratio_base \
-  reference _; do
+  reference _read_in _not_expressed _assumed features; do
   [[ -z "$id" || "$id" == \#* || "$id" == id ]] && continue
   [[ -n "$only" && ! "$id" =~ $only ]] && continue
   for c in "${columns[@]}"; do F[$id,$c]=${!c}; done
@@ -105,15 +102,20 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   [[ -n "$loss_scale" ]] && amp+=",init-scale=$loss_scale"
   [[ "$grad_ar" == low && $dp -gt 1 ]] && amp+=",grad-allreduce=low"
   passes="append-backward{optimizer=adam},amp{$amp}"
+  [[ ";$features;" == *";sp;"* ]] && passes="sequence-parallel,$passes"
   [[ "$recompute" != none ]] && passes+=",recompute{policy=$recompute}"
   split="split-program"
   [[ "$kind" == zb-* ]] && split="split-program{split-backward=true}"
   passes+=",$split,schedule{kind=$kind,micro-batches=$((gbs / (dp * mbs)))}"
-  F[$id,passes]="$passes,insert-p2p{order=batched}"
+  passes+=",insert-p2p{order=batched}"
+  [[ ";$features;" == *";zero1;"* ]] && passes+=",distributed-optimizer"
+  [[ ";$features;" == *";grad-overlap;"* ]] && passes+=",assign-streams,overlap-grad-reduce,insert-events"
+  F[$id,passes]=$passes
   setup="tp$tp pp$pp"
   ((vpp > 1)) && setup+=" v$vpp"
   setup+=" dp$dp B$gbs b$mbs $kind"
   [[ "$recompute" != none ]] && setup+=" $recompute"
+  [[ -n "$features" ]] && setup+=" ${features//;/+}"
   F[$id,setup]="$setup $precision"
   rows+=("$id")
 done <"$csv"
@@ -125,13 +127,9 @@ simulate() {
   if ! "$pw" build-model gpt --layers "${F[$id,layers]}" --hidden "${F[$id,hidden]}" \
     --heads "${F[$id,heads]}" --ffn "${F[$id,ffn]}" --seq "${F[$id,seq]}" \
     --vocab "${F[$id,vocab]}" --micro-batch-size "${F[$id,mbs]}" --mp "${F[$id,tp]}" \
-    --pp "${F[$id,pp]}" --vpp "${F[$id,vpp]}" --attention unfused \
+    --pp "${F[$id,pp]}" --vpp "${F[$id,vpp]}" --dp "$dp" --attention unfused \
     -o "$module" >/dev/null 2>"$work/$id.err"; then
     return
-  fi
-  if ((dp > 1)); then
-    sed -i "s/^  dp: 1\$/  dp: $dp/" "$module"
-    grep -q "^  dp: $dp\$" "$module" || { echo "no mesh 'dp: 1' line to edit" >"$work/$id.err"; return; }
   fi
   if "$pw" sim "$module" --device "${F[$id,device]}" --format json --p2p rendezvous \
     --collectives nccl \
