@@ -167,15 +167,17 @@ struct Summary {
   ActionSchedule drawn;
 };
 
-StatusOr<Summary> Simulate(const Request& req, const ActionSchedule& schedule) {
+// Checks the schedule and simulates it. The timed replay is itself the deadlock check, so
+// one replay does both; unit steps are a different replay and run after the check.
+StatusOr<Summary> CheckAndSimulate(const Request& req, const pipeline::CheckOptions& check,
+                                   const ActionSchedule& schedule) {
   Summary out;
   const double w_mem = req.spec.costs.w_mem;
   if (!req.unit_steps) {
     SimulationOptions options;
     options.costs = req.spec.costs;
-    options.semantics = req.semantics;
     options.record_timeline = req.format == "svg" || req.format == "trace";
-    PW_ASSIGN_OR_RETURN(TimedResult r, SimulateTimed(schedule, options));
+    PW_ASSIGN_OR_RETURN(TimedResult r, pipeline::CheckAndSimulate(schedule, check, options));
     out.makespan = r.makespan;
     out.cost = r.cost;
     out.bubble_rate = r.bubble_rate;
@@ -183,6 +185,7 @@ StatusOr<Summary> Simulate(const Request& req, const ActionSchedule& schedule) {
     out.timeline = std::move(r.timeline);
     return out;
   }
+  PW_RETURN_IF_ERROR(pipeline::CheckSchedule(schedule, check));
   PW_ASSIGN_OR_RETURN(UnitStepResult steps, SimulateUnitSteps(schedule));
   out.steps = steps.num_steps;
   out.makespan = out.cost = steps.num_steps;
@@ -396,8 +399,7 @@ StatusOr<int> RunSchedule(const std::vector<std::string>& args) {
   check.semantics = req.semantics;
   check.mem_limit = req.spec.kind == ScheduleKind::kZbAuto ? 0 : req.spec.mem_limit;
   check.w_mem = req.spec.costs.w_mem;
-  PW_RETURN_IF_ERROR(pipeline::CheckSchedule(schedule, check));
-  PW_ASSIGN_OR_RETURN(Summary sum, Simulate(req, schedule));
+  PW_ASSIGN_OR_RETURN(Summary sum, CheckAndSimulate(req, check, schedule));
 
   const ActionSchedule& drawn = req.unit_steps ? sum.drawn : schedule;
   std::string text;
