@@ -90,17 +90,22 @@ Status Executor::Feed(const std::string& var, int micro_batch, Tensor value) {
   return OkStatus();
 }
 
-StatusOr<StepStats> Executor::Step() {
-  auto feed = [this](const std::string& var, int mb) -> StatusOr<Tensor> {
+Interpreter::FeedFn Executor::FedValues() const {
+  return [this](const std::string& var, int mb) -> StatusOr<Tensor> {
     auto it = fed_.find({var, mb});
     if (it == fed_.end())
       return FailedPrecondition("input '", var, "' of micro-batch ", mb, " was not fed");
     return it->second;
   };
-  StatusOr<StepStats> stats = interp_->RunStep(feed);
+}
+
+StatusOr<StepStats> Executor::Step() {
+  StatusOr<StepStats> stats = interp_->RunStep(FedValues());
   fed_.clear();
   return stats;
 }
+
+StatusOr<double> Executor::WarmUp() { return interp_->WarmUp(FedValues()); }
 
 StatusOr<Tensor> Executor::Fetch(const std::string& name) const {
   const Tensor* t = interp_->FindPersistent(name);

@@ -72,6 +72,10 @@ class Executor {
   Status Feed(const std::string& var, int micro_batch, Tensor value);
   // Runs one step over every micro-batch; fed values are consumed.
   StatusOr<StepStats> Step();
+  // Runs a step on the values fed for the next one, without consuming them, and undoes its
+  // updates bit for bit (Interpreter::WarmUp): called by every rank before the first
+  // Step, it makes that step cost what the later ones do. Returns its milliseconds.
+  StatusOr<double> WarmUp();
 
   // Parameters and optimizer state (this rank's shard), by var name.
   StatusOr<Tensor> Fetch(const std::string& name) const;
@@ -87,6 +91,7 @@ class Executor {
  private:
   struct Comm;
   Executor() = default;
+  Interpreter::FeedFn FedValues() const;  // reads fed_
 
   std::vector<std::string> inputs_;
   std::map<std::pair<std::string, int>, Tensor> fed_;

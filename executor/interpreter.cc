@@ -141,4 +141,29 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
   return stats;
 }
 
+StatusOr<double> Interpreter::WarmUp(const FeedFn& feed) {
+  const auto start = std::chrono::steady_clock::now();
+  // On the CPU backend ToHost's tensor shares storage with the one the step updates in
+  // place: keep a copy. A GPU's comes back as a fresh host tensor.
+  std::vector<std::pair<std::string, Tensor>> saved;
+  std::vector<ValueSlot*> unset;  // to unset again if the step sets them
+  for (const auto& [name, slot] : plan_->persistent) {
+    if (!slot->tensor.defined()) {
+      unset.push_back(slot);
+      continue;
+    }
+    PW_ASSIGN_OR_RETURN(Tensor host, backend_.ToHost(slot->tensor));
+    saved.emplace_back(name, host.SharesStorage(slot->tensor) ? host.Clone() : std::move(host));
+  }
+  PW_RETURN_IF_ERROR(RunStep(feed).status().WithContext("warm-up step"));
+  for (auto& [name, value] : saved) PW_RETURN_IF_ERROR(SetPersistent(name, std::move(value)));
+  for (ValueSlot* slot : unset) {
+    if (!slot->tensor.defined()) continue;
+    memory_.Free(slot->tensor.nbytes());
+    slot->tensor = Tensor();
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 }  // namespace pw

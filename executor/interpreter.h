@@ -45,6 +45,13 @@ class Interpreter {
   // Materialises every persistable var from its initializer (this rank's mp shard).
   Status InitializeParameters();
   StatusOr<StepStats> RunStep(const FeedFn& feed);
+  // Runs a step whose results are thrown away: parameters and optimizer state are copied
+  // to host memory before it and put back after it, bit for bit. What a first step pays
+  // once (the kernels' code generation and thread pools, faulting in the step's memory,
+  // a GPU's lazily loaded kernels and library workspaces) is paid here, before the steps
+  // that are timed. Every rank must warm up alike: the step communicates. Returns its
+  // time in milliseconds, copies included.
+  StatusOr<double> WarmUp(const FeedFn& feed);
   // Whether the next steps record each instruction's times (Instr::times), for a trace.
   void set_tracing(bool on) { tracing_ = on; }
   // When the last step began (steady-clock nanoseconds), the origin of its times.

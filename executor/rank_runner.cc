@@ -74,6 +74,12 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
 
   PW_ASSIGN_OR_RETURN(auto feed,
                       TrainingFeed::Open(interp->module(), coord.dp, micro_batches, options.data));
+  double warmup_ms = 0;
+  for (int i = 0; i < options.warmup_steps && start < options.steps; ++i) {
+    feed->set_step(start);
+    PW_ASSIGN_OR_RETURN(double ms, interp->WarmUp(feed->fn()));
+    warmup_ms += ms;
+  }
   for (int64_t step = start; step < options.steps; ++step) {
     feed->set_step(step);
     interp->set_tracing(options.on_traced_step && step + 1 == options.steps);
@@ -83,7 +89,10 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     report.step = step;
     report.step_ms = stats.step_ms;
     report.peak_bytes = stats.peak_bytes;
-    if (step == start) report.resume_ms = resume_ms;
+    if (step == start) {
+      report.resume_ms = resume_ms;
+      report.warmup_ms = warmup_ms;
+    }
     if (!stats.losses.empty() && coord.mp == 0) {
       for (double loss : stats.losses) report.loss_sum += loss;
       report.loss_count = static_cast<int>(stats.losses.size());

@@ -31,12 +31,16 @@ struct RankStepReport {
   int64_t checkpoint_bytes = 0;  // this rank's checkpoint file after the step; 0: none
   double checkpoint_ms = 0;      // the time it took to write
   double resume_ms = 0;  // first step of a resumed run: the time its checkpoint took to load
+  double warmup_ms = 0;  // first step: the time the warm-up steps before it took
 };
 
 struct RankRunOptions {
   int rank = 0;
   int64_t steps = 1;      // in all: a resumed run trains the steps after its checkpoint's
   int micro_batches = 1;  // for a module without a plan
+  // Untimed steps on the first step's data before it, their updates undone
+  // (Interpreter::WarmUp), so that the first timed step costs what the later ones do.
+  int warmup_steps = 0;
   TrainingFeedOptions data;
   bool strict_events = false;
   BackendKind backend = BackendKind::kCpu;

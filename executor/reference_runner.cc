@@ -58,6 +58,11 @@ class ReferenceRunner {
 
   StatusOr<double> RunMicroBatch(int64_t step, int64_t micro_batch);
   Status ApplyOptimizer();
+  // One step: every micro-batch, then the optimizer. Returns the mean loss.
+  StatusOr<double> RunStep(int64_t step);
+  // A step on `step`'s data whose updates are undone (the root scope copied before it and
+  // put back after it), so that the first timed step does not pay for warming up.
+  Status WarmUp(int64_t step);
   Status RunOp(const PlannedOp& p, Scope& scope) const;
 
   const Module& module_;
@@ -323,6 +328,33 @@ Status ReferenceRunner::ApplyOptimizer() {
   return OkStatus();
 }
 
+StatusOr<double> ReferenceRunner::RunStep(int64_t step) {
+  grad_acc_.clear();
+  for (const std::string& g : grads_) {
+    const Var* decl = program_.FindVar(g);
+    if (!decl || decl->dtype != DataType::kFloat32)
+      return FailedPrecondition("gradient '", g, "' must be a declared f32 var");
+    grad_acc_.emplace(g, Tensor(DataType::kFloat32, decl->shape));
+  }
+  double loss_sum = 0;
+  for (int64_t k = 0; k < options_.micro_batches; ++k) {
+    PW_ASSIGN_OR_RETURN(double loss, RunMicroBatch(step, k));
+    loss_sum += loss;
+  }
+  PW_RETURN_IF_ERROR(ApplyOptimizer());
+  return loss_sum / static_cast<double>(options_.micro_batches);
+}
+
+Status ReferenceRunner::WarmUp(int64_t step) {
+  std::map<std::string, Tensor> saved;
+  for (const std::string& name : root_.LocalNames()) saved[name] = root_.Find(name)->Clone();
+  PW_RETURN_IF_ERROR(RunStep(step).status().WithContext("warm-up step"));
+  for (const std::string& name : root_.LocalNames())
+    if (!saved.count(name)) root_.Erase(name);  // made by the step: not there before it
+  for (auto& [name, value] : saved) root_.Set(name, std::move(value));
+  return OkStatus();
+}
+
 StatusOr<ReferenceResult> ReferenceRunner::Run() {
   ReferenceResult result;
   result.tracked.resize(options_.track.size());
@@ -331,24 +363,17 @@ StatusOr<ReferenceResult> ReferenceRunner::Run() {
     PW_RETURN_IF_ERROR(CheckContinuesRun(options_.checkpoint.dir, result.first_step));
     PW_RETURN_IF_ERROR(RemovePartialCheckpoints(options_.checkpoint.dir));
   }
+  for (int i = 0; i < options_.warmup_steps && result.first_step < options_.steps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    PW_RETURN_IF_ERROR(WarmUp(result.first_step));
+    result.warmup_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
   for (int64_t step = result.first_step; step < options_.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
-    grad_acc_.clear();
-    for (const std::string& g : grads_) {
-      const Var* decl = program_.FindVar(g);
-      if (!decl || decl->dtype != DataType::kFloat32)
-        return FailedPrecondition("gradient '", g, "' must be a declared f32 var");
-      grad_acc_.emplace(g, Tensor(DataType::kFloat32, decl->shape));
-    }
-    double loss_sum = 0;
-    for (int64_t k = 0; k < options_.micro_batches; ++k) {
-      PW_ASSIGN_OR_RETURN(double loss, RunMicroBatch(step, k));
-      loss_sum += loss;
-    }
-    PW_RETURN_IF_ERROR(ApplyOptimizer());
+    PW_ASSIGN_OR_RETURN(const double loss, RunStep(step));
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    double loss = loss_sum / static_cast<double>(options_.micro_batches);
     result.losses.push_back(loss);
     result.step_time_ms.push_back(ms);
     for (size_t i = 0; i < options_.track.size(); ++i)

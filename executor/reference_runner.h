@@ -32,6 +32,9 @@ struct ReferenceOptions {
   // Kernel threads (executor/process_resources.h). Kernels split rows and columns, not
   // sums, among threads, so every count gives the same bits.
   int threads = 1;
+  // Untimed steps on the first step's data before it, their updates undone, so that the
+  // first timed step costs what the later ones do.
+  int warmup_steps = 0;
   // Persistable scalars recorded after every step (their first element), e.g. the loss
   // scale and skipped-step count of fp16 loss scaling.
   std::vector<std::string> track;
@@ -46,6 +49,7 @@ struct ReferenceResult {
   int64_t first_step = 0;                    // 0-based; after the checkpoint resumed
   std::vector<double> losses;                // per step run
   std::vector<double> step_time_ms;          // per step, wall time
+  double warmup_ms = 0;                      // the warm-up steps before the first
   std::vector<std::vector<double>> tracked;  // [i][step]: options.track[i] after the step
 };
 

@@ -12,7 +12,8 @@ std::string StepReportLine(const RankStepReport& r) {
   char loss[64];
   std::snprintf(loss, sizeof(loss), "%.17g", r.loss_sum);
   return StrCat("step ", r.step, " ", r.loss_count, " ", r.step_ms, " ", r.peak_bytes, " ", loss,
-                " ", r.checkpoint_bytes, " ", r.checkpoint_ms, " ", r.resume_ms, "\n");
+                " ", r.checkpoint_bytes, " ", r.checkpoint_ms, " ", r.resume_ms, " ", r.warmup_ms,
+                "\n");
 }
 
 bool ParseStepReport(const std::string& line, RankStepReport* r) {
@@ -21,7 +22,8 @@ bool ParseStepReport(const std::string& line, RankStepReport* r) {
   RankStepReport parsed;
   parsed.rank = r->rank;
   if (!(in >> word >> parsed.step >> parsed.loss_count >> parsed.step_ms >> parsed.peak_bytes >>
-        parsed.loss_sum >> parsed.checkpoint_bytes >> parsed.checkpoint_ms >> parsed.resume_ms) ||
+        parsed.loss_sum >> parsed.checkpoint_bytes >> parsed.checkpoint_ms >> parsed.resume_ms >>
+        parsed.warmup_ms) ||
       word != "step")
     return false;
   *r = parsed;

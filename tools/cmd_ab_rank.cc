@@ -56,6 +56,6 @@ StatusOr<int> RunAbRank(const std::vector<std::string>& args) {
 }  // namespace
 
 PW_REGISTER_COMMAND(ab_rank, "ab-rank", "one rank process of 'pipeweave ab --run'", kUsage,
-                    RunAbRank, /*internal=*/true);
+                    RunAbRank, /*internal=*/true, /*trains=*/true);
 
 }  // namespace pw::tools

@@ -258,6 +258,6 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
 }  // namespace
 
 PW_REGISTER_COMMAND(profile, "profile", "measure op and communication costs into a cost table",
-                    kUsage, RunProfile);
+                    kUsage, RunProfile, /*internal=*/false, /*trains=*/true);
 
 }  // namespace pw::tools

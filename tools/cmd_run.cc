@@ -26,7 +26,7 @@ constexpr const char* kUsage =
     "           [--seed N]\n"
     "           [--data TEXT_FILE] [--report json] [--backend cpu] [--track VAR[,VAR...]]\n"
     "           [--threads N] [--checkpoint-dir DIR [--checkpoint-every K] [--keep N]]\n"
-    "           [--resume PATH]\n"
+    "           [--resume PATH] [--warmup-steps W (1)]\n"
     "Trains an unsplit mp=1, pp=1 module sequentially (gradient accumulation over M\n"
     "micro-batches, then the optimizer) and prints 'step S loss L' per step, or with\n"
     "--report json one object {\"losses\": [...], \"step_time_ms\": [...], ...}.\n"
@@ -40,6 +40,8 @@ constexpr const char* kUsage =
     "amp.loss_scale and amp.skipped_steps), in the JSON as \"tracked\": {VAR: [...]}.\n"
     "--threads sets the BLAS threads (default: $OPENBLAS_NUM_THREADS, $OMP_NUM_THREADS,\n"
     "else every core).\n"
+    "--warmup-steps W runs W untimed steps on the first step's data before it and undoes\n"
+    "their updates, so that the first step's time is not the warm-up's (JSON: warmup_ms).\n"
     "Without --reference, `run` trains a planned module on rank processes: see\n"
     "'pipeweave run-parallel --help' (--nproc N, or --rank R --world-size N --store ...),\n"
     "which also takes --backend cpu|cuda; the reference always runs on the CPU.";
@@ -93,6 +95,8 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
   if (options.steps < 1) return InvalidArgument("flag --steps must be >= 1");
   if (options.micro_batches < 1) return InvalidArgument("flag --micro-batches must be >= 1");
   PW_ASSIGN_OR_RETURN(options.threads, ReadThreadsFlag(flags, 1));
+  PW_ASSIGN_OR_RETURN(int64_t warmup, flags.GetInt("warmup-steps", 1, 0, 100));
+  options.warmup_steps = static_cast<int>(warmup);
   if (!HasBackward(module)) PW_RETURN_IF_ERROR(AppendBackward(module));
   const std::string track = flags.Get("track");
   for (std::string_view rest = track; !rest.empty();) {
@@ -133,6 +137,8 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
     PrintJsonArray("losses", result.losses, "%.17g");
     std::printf(", ");
     PrintJsonArray("step_time_ms", result.step_time_ms, "%.3f");
+    std::printf(", \"warmup_steps\": %d, \"warmup_ms\": %.3f", options.warmup_steps,
+                result.warmup_ms);
     if (!checkpoints.empty()) {
       std::printf(", \"checkpoints\": [");
       for (size_t i = 0; i < checkpoints.size(); ++i)
@@ -166,7 +172,7 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
   Flags flags;
   flags.Switch("reference");
   for (const char* name : {"steps", "micro-batches", "global-batch", "seed", "data", "report",
-                           "backend", "track", "threads"})
+                           "backend", "track", "threads", "warmup-steps"})
     flags.Value(name);
   DeclareCheckpointFlags(flags);
   PW_RETURN_IF_ERROR(flags.Parse(args));
@@ -184,6 +190,7 @@ StatusOr<int> RunRun(const std::vector<std::string>& args) {
 }  // namespace
 
 PW_REGISTER_COMMAND(run, "run", "train a module and print its loss per step",
-                    StrCat(kUsage, "\n", kCheckpointUsage), RunRun);
+                    StrCat(kUsage, "\n", kCheckpointUsage), RunRun, /*internal=*/false,
+                    /*trains=*/true);
 
 }  // namespace pw::tools

@@ -42,7 +42,7 @@ constexpr const char* kUsage =
     "           [--micro-batches M | --global-batch G]\n"
     "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
     "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
-    "           [--backend cpu|cuda] [--threads N] [--trace DIR]\n"
+    "           [--backend cpu|cuda] [--threads N] [--trace DIR] [--warmup-steps W (1)]\n"
     "           [--checkpoint-dir DIR [--checkpoint-every K] [--keep N]] [--resume PATH]\n"
     "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
     "           [--hostname ADDR] [same training flags]\n"
@@ -65,6 +65,9 @@ constexpr const char* kUsage =
     "--trace DIR writes DIR/rankR.trace.json per rank: the last step as measured, one track\n"
     "per stream, each instruction from when it began to when it ended and the waits for its\n"
     "events (the tracks of 'pipeweave sim --trace', to open side by side).\n"
+    "--warmup-steps W runs W untimed steps on the first step's data before it and undoes\n"
+    "their updates (bit for bit), so that the first timed step costs what the later ones do\n"
+    "(kernels generated, memory faulted in); 0 times the first step cold.\n"
     "If a rank dies, the others stop and the run exits non-zero naming it.";
 
 struct StepRow {
@@ -120,6 +123,8 @@ Status ReadTrainingFlags(const Flags& flags, const Module& module, RankRunOption
   run.data.data_seed = static_cast<uint64_t>(seed);
   run.data.data_file = flags.Get("data");
   run.strict_events = flags.Has("strict-events");
+  PW_ASSIGN_OR_RETURN(int64_t warmup, flags.GetInt("warmup-steps", 1, 0, 100));
+  run.warmup_steps = static_cast<int>(warmup);
   PW_ASSIGN_OR_RETURN(run.backend, ParseBackendKind(flags.Get("backend", "cpu")));
   return OkStatus();
 }
@@ -223,7 +228,9 @@ std::string RankReportJson(const Module& module, int64_t rank, int64_t world,
                            const std::vector<RankStepReport>& reports) {
   std::string losses, times;
   int64_t peak = 0;
+  double warmup_ms = 0;
   for (const RankStepReport& r : reports) {
+    warmup_ms = std::max(warmup_ms, r.warmup_ms);
     const char* sep = losses.empty() ? "" : ", ";
     losses += r.loss_count > 0 ? StrCat(sep, FormatJsonNumber(r.loss_sum / r.loss_count, "%.17g"))
                                : StrCat(sep, "null");
@@ -233,7 +240,8 @@ std::string RankReportJson(const Module& module, int64_t rank, int64_t world,
   return StrCat("{\"mode\": \"rank\", \"rank\": ", rank, ", \"world_size\": ", world,
                 ", \"schedule\": \"", module.plan.empty() ? "sequential" : module.plan.schedule,
                 "\", ", "\"losses\": [", losses, "], \"step_time_ms\": [", times,
-                "], \"peak_bytes\": ", peak, "}\n");
+                "], \"peak_bytes\": ", peak,
+                ", \"warmup_ms\": ", FormatJsonNumber(warmup_ms, "%.3f"), "}\n");
 }
 
 StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
@@ -277,7 +285,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   options.run_dir = run_dir;
   options.args = {"run-parallel", prepared};
   for (const char* name : {"steps", "seed", "micro-batches", "global-batch", "data", "save-params",
-                           "backend", "trace"})
+                           "backend", "trace", "warmup-steps"})
     if (flags.Has(name)) {
       options.args.push_back(StrCat("--", name));
       options.args.push_back(flags.Get(name));
@@ -321,6 +329,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   std::map<int64_t, StepRow> rows;
   std::vector<double> peak(nproc, 0);
   std::vector<double> resume_ms(nproc, 0);
+  double warmup_ms = 0;  // the slowest rank's
   int64_t next_print = first_step;
   options.on_report = [&](int rank, const std::string& line) {
     RankStepReport r;
@@ -338,12 +347,16 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     }
     peak[rank] = std::max(peak[rank], static_cast<double>(r.peak_bytes));
     resume_ms[rank] = std::max(resume_ms[rank], r.resume_ms);
+    warmup_ms = std::max(warmup_ms, r.warmup_ms);
     while (!json && rows.count(next_print) && rows[next_print].reports == nproc) {
       const StepRow& r = rows[next_print];
       if (next_print == first_step && first_step > 0)
         std::printf("resumed after step %lld: checkpoint loaded in %.1f ms on the slowest rank\n",
                     static_cast<long long>(first_step),
                     *std::max_element(resume_ms.begin(), resume_ms.end()));
+      if (next_print == first_step && run.warmup_steps > 0)
+        std::printf("warm-up: %d untimed step%s, %.1f ms on the slowest rank\n", run.warmup_steps,
+                    run.warmup_steps == 1 ? "" : "s", warmup_ms);
       std::printf("step %lld loss %.4f", static_cast<long long>(next_print + 1),
                   r.loss_count ? r.loss_sum / r.loss_count : NAN);
       if (next_print < static_cast<int64_t>(reference.size()))
@@ -400,6 +413,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     PrintJsonArray("step_time_ms", times, "%.3f");
     std::printf(", ");
     PrintJsonArray("peak_bytes", peak, "%.0f");
+    std::printf(", \"warmup_steps\": %d, \"warmup_ms\": %s", run.warmup_steps,
+                FormatJsonNumber(warmup_ms, "%.3f").c_str());
     if (!checkpoints.empty()) std::printf(", \"checkpoints\": [%s]", checkpoints.c_str());
     if (first_step > 0) {
       std::printf(", ");
@@ -419,10 +434,26 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
 
 StatusOr<int> RunParallel(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name :
-       {"nproc", "rank", "world-size", "store", "report-fd", "hostname", "steps", "seed",
-        "micro-batches", "global-batch", "data", "report", "run-dir", "save-params", "trace",
-        "pipeline", "compare-reference", "backend", "threads"})
+  for (const char* name : {"nproc",
+                           "rank",
+                           "world-size",
+                           "store",
+                           "report-fd",
+                           "hostname",
+                           "steps",
+                           "seed",
+                           "micro-batches",
+                           "global-batch",
+                           "data",
+                           "report",
+                           "run-dir",
+                           "save-params",
+                           "trace",
+                           "pipeline",
+                           "compare-reference",
+                           "backend",
+                           "threads",
+                           "warmup-steps"})
     flags.Value(name);
   DeclareCheckpointFlags(flags);
   flags.Switch("strict-events");
@@ -449,6 +480,7 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
 
 PW_REGISTER_COMMAND(run_parallel, "run-parallel",
                     "train a planned module on rank processes (multi-stream executor)",
-                    StrCat(kUsage, "\n", kCheckpointUsage), RunParallel);
+                    StrCat(kUsage, "\n", kCheckpointUsage), RunParallel, /*internal=*/false,
+                    /*trains=*/true);
 
 }  // namespace pw::tools

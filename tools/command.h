@@ -19,6 +19,8 @@ struct Command {
   // Started by pipeweave itself (a rank of a measuring run), not by a user: left out of
   // `pipeweave --help`, still runnable and documented by `pipeweave NAME --help`.
   bool internal = false;
+  // Trains or times kernels: runs with its host memory on huge pages (tools/huge_pages.h).
+  bool trains = false;
 };
 
 class CommandRegistry {

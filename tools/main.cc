@@ -6,6 +6,7 @@
 #include <new>
 
 #include "tools/command.h"
+#include "tools/huge_pages.h"
 
 namespace pw::tools {
 
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  if (command->trains) RestartWithHugePages(argv);
   pw::StatusOr<int> result = RunGuarded(*command, args);
   if (!result.ok()) {
     std::cerr << "pipeweave " << command->name << ": error: " << result.status().message() << "\n";

@@ -46,7 +46,8 @@ if [[ ! -s $plan ]]; then
     -p "append-backward{optimizer=adam},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p"
 fi
 
-# start_ranks TAG STEPS [FLAGS...]: both ranks in the background, one store prefix per case.
+# start_ranks TAG STEPS [FLAGS...]: both ranks in the background, one store prefix per case
+# (no warm-up step: each costs a step on the shaped link).
 start_ranks() {
   local tag=$1 steps=$2 r
   shift 2
@@ -55,7 +56,7 @@ start_ranks() {
     local addr_var=PW_NETNS_ADDR_$((r + 1))
     "$cluster" exec --name "$name" $((r + 1)) "$pw" run-parallel "$plan" --rank $r \
       --world-size 2 --store "$PW_NETNS_STORE/$tag$$" --hostname "${!addr_var}" --threads 1 \
-      --steps "$steps" "$@" > "$out/$tag.rank$r.out" 2> "$out/$tag.rank$r.err" &
+      --steps "$steps" --warmup-steps 0 "$@" > "$out/$tag.rank$r.out" 2> "$out/$tag.rank$r.err" &
     pids+=($!)
     started+=($!)
   done
@@ -74,7 +75,7 @@ now() { date +%s.%N; }
 
 case_train() {
   # The reference: the same plan and steps on loopback (the launcher, two processes).
-  "$pw" run-parallel "$plan" --nproc 2 --threads 1 --steps 6 --report json \
+  "$pw" run-parallel "$plan" --nproc 2 --threads 1 --steps 6 --warmup-steps 0 --report json \
     > "$out/train.loopback.json"
   local t0 t1
   t0=$(now)
@@ -123,7 +124,7 @@ case_env() {
   for r in 0 1; do
     "$cluster" exec --name "$name" $((r + 1)) env RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 \
       LOCAL_WORLD_SIZE=1 MASTER_ADDR="$addr" MASTER_PORT=29500 PW_STORE_PORT="$port" \
-      "$pw" run-parallel "$plan" --threads 1 --steps 2 \
+      "$pw" run-parallel "$plan" --threads 1 --steps 2 --warmup-steps 0 \
       > "$out/env.rank$r.out" 2> "$out/env.rank$r.err" &
     pids_env+=($!)
     started+=($!)

@@ -1,4 +1,5 @@
-// Checkpoints keep training exact: a run stopped after a checkpoint and resumed from it
+// Checkpoints and warm-up steps keep training exact: a warm-up step's updates are undone
+// bit for bit (its loss scaling included), and a run stopped after a checkpoint and resumed from it
 // computes the losses and final parameters (optimizer state and loss scaling included) of
 // the run that was never stopped, bit for bit, for every schedule kind and precision; a
 // checkpoint written under one plan resumes under another mp x pp x vpp (its vars re-cut)
@@ -56,14 +57,21 @@ Module Planned(const Plan& p) {
   return planned.ok() ? std::move(planned).value() : Module{};
 }
 
-// `steps` in all, from the checkpoint `checkpoint.resume` names when it names one.
-StatusOr<ThreadRun> Train(const Module& module, int64_t steps, CheckpointOptions checkpoint) {
+// `steps` in all, from the checkpoint `checkpoint.resume` names when it names one, after
+// `warmup_steps` untimed ones.
+StatusOr<ThreadRun> Train(const Module& module, int64_t steps, CheckpointOptions checkpoint,
+                          int warmup_steps = 0, double* warmup_ms = nullptr) {
   RankRunOptions o;
   o.steps = steps;
+  o.warmup_steps = warmup_steps;
   o.micro_batches = kMicroBatches;
   o.data.data_seed = kSeed;
   o.checkpoint = std::move(checkpoint);
   PW_ASSIGN_OR_RETURN(LocalRunResult local, RunLocalRanks(module, o));
+  if (warmup_ms) {
+    *warmup_ms = 0;
+    for (const auto& rank : local.reports) *warmup_ms = std::max(*warmup_ms, rank[0].warmup_ms);
+  }
   return ThreadRun{local.Losses(), local.PeakBytes(), std::move(local.params)};
 }
 
@@ -115,6 +123,48 @@ INSTANTIATE_TEST_SUITE_P(
         if (c == '-') c = '_';
       return name;
     });
+
+class WarmUpTest : public ::testing::TestWithParam<Plan> {};
+
+// A warm-up step before the first leaves no trace: the same losses and parameters.
+TEST_P(WarmUpTest, LeavesNoTrace) {
+  const Module m = Planned(GetParam());
+  auto cold = Train(m, 3, {});
+  ASSERT_TRUE(cold.ok()) << cold.status().ToString();
+  double warmup_ms = 0;
+  auto warm = Train(m, 3, {}, /*warmup_steps=*/1, &warmup_ms);
+  ASSERT_TRUE(warm.ok()) << warm.status().ToString();
+  EXPECT_GT(warmup_ms, 0);
+  EXPECT_EQ(warm->losses, cold->losses);
+  ExpectSameParams(m, *warm, *cold);
+}
+
+// fp16's too-large loss scale makes the warm-up step skip and lower the scale: undone too.
+INSTANTIATE_TEST_SUITE_P(Plans, WarmUpTest,
+                         ::testing::Values(Plan{}, Plan{"1f1b", 2, 2},
+                                           Plan{"1f1b", 2, 2, 1, false, kLoop, kFp16}),
+                         [](const auto& info) {
+                           return StrCat(info.index == 0 ? "unplanned" : "1f1b_mp2_pp2",
+                                         info.param.training == kFp16 ? "_fp16" : "");
+                         });
+
+TEST(WarmUpTest, ReferenceLeavesNoTrace) {
+  ops::SetKernelThreads(1);
+  const Module m = Planned(Plan{"", 1, 1, 1, false, kLoop, kFp16});
+  ReferenceOptions o;
+  o.steps = 3;
+  o.micro_batches = kMicroBatches;
+  o.data_seed = kSeed;
+  o.track = {"amp.loss_scale"};
+  auto cold = RunReference(m, o);
+  ASSERT_TRUE(cold.ok()) << cold.status().ToString();
+  o.warmup_steps = 1;
+  auto warm = RunReference(m, o);
+  ASSERT_TRUE(warm.ok()) << warm.status().ToString();
+  EXPECT_GT(warm->warmup_ms, 0);
+  EXPECT_EQ(warm->losses, cold->losses);
+  EXPECT_EQ(warm->tracked, cold->tracked);
+}
 
 // The reference runner's checkpoints resume bit for bit too, and the executor's
 // unplanned one-rank run continues them: one format for both.
@@ -280,6 +330,29 @@ TEST(ExecutorCheckpointTest, SavesAndLoadsThroughTheEmbeddingApi) {
   auto after = StepExecutor(*one, 2, 3);
   ASSERT_TRUE(after.ok());
   EXPECT_NEAR((*after)[0], (*whole)[2], kReplanLossTolerance * (*whole)[2]);
+}
+
+TEST(ExecutorWarmUpTest, KeepsTheFedValuesAndUndoesItsUpdates) {
+  const Module m = Planned(Plan{});
+  ExecutorOptions options;
+  options.micro_batches = kMicroBatches;
+  auto cold = std::move(Executor::Create(m, options)).value();
+  auto warm = std::move(Executor::Create(m, options)).value();
+  auto data = TrainingData::Open({2, 16, 128, kSeed, ""});  // SmallGptConfig's sizes
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  for (Executor* exec : {cold.get(), warm.get()})
+    for (int mb = 0; mb < kMicroBatches; ++mb) {
+      MicroBatch batch = data->Get(0, mb);
+      ASSERT_TRUE(exec->Feed("tokens", mb, batch.tokens).ok());
+      ASSERT_TRUE(exec->Feed("labels", mb, batch.labels).ok());
+    }
+  auto warmed = warm->WarmUp();
+  ASSERT_TRUE(warmed.ok()) << warmed.status().ToString();
+  auto a = cold->Step(), b = warm->Step();  // b runs on the values fed before WarmUp
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().ToString();
+  EXPECT_EQ(a->losses, b->losses);
+  for (const std::string& name : cold->PersistentNames())
+    EXPECT_TRUE(SameBits(cold->Fetch(name).value(), warm->Fetch(name).value())) << name;
 }
 
 }  // namespace
