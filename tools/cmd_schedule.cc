@@ -240,13 +240,16 @@ std::map<std::string, size_t> CountActions(const ActionSchedule& s) {
   constexpr int kTypes = static_cast<int>(ActionType::kBatchP2P) + 1;
   std::array<size_t, kTypes> by_type{};
   size_t total = 0;
-  for (const auto& rank : s.ranks)
+  for (const auto& rank : s.ranks) {
+    total += rank.size();
     for (const Action& a : rank) {
-      if (a.type == ActionType::kIdle) continue;
-      ++total;
-      if (IsFused(a.type)) ++by_type[static_cast<int>(a.type)];
+      ++by_type[static_cast<int>(a.type)];
+      if (!IsFused(a.type)) continue;
       for (const Action& p : s.Parts(a)) ++by_type[static_cast<int>(p.type)];
     }
+  }
+  total -= by_type[static_cast<int>(ActionType::kIdle)];  // fused actions count once
+  by_type[static_cast<int>(ActionType::kIdle)] = 0;
   std::map<std::string, size_t> counts;
   if (total > 0) counts["total"] = total;
   for (int t = 0; t < kTypes; ++t)
