@@ -4,10 +4,12 @@
 // tunables only when a process starts, so a command that trains restarts itself once
 // with it set (its rank processes inherit it).
 //
-// Measured on the medium GPT (8 layers, hidden 512), reference run, 1 thread: the first
-// step took 75k page faults and ~8 % more CPU than a later one; with huge pages it takes
-// 1.2k faults and the same time as the others, and every step is ~12 % faster (fewer TLB
-// misses in the GEMMs). PW_HUGE_PAGES=0 turns it off.
+// Measured on the medium GPT (8 layers, hidden 512), reference run, 1 thread, on this
+// project's 2-core VMs: a step takes 1.2k page faults instead of 75k, and the later
+// steps ~8 % less CPU (fewer TLB misses in the GEMMs). The first step still pays for
+// fresh memory (the hypervisor backs it on first touch): the warm-up step
+// (--warmup-steps) is what keeps that out of the timed steps. PW_HUGE_PAGES=0 turns
+// huge pages off.
 
 namespace pw::tools {
 
