@@ -115,12 +115,12 @@ bool MultipliesRowBlocks(const Program& program, const Module& module, const Op&
   return rows / cut.members >= kMinSplitRows && out->shape.back() >= kMinSplitColumns;
 }
 
-// When the decomposed collective matmul finishes, by the cost model: `compute` seconds of
-// matmuls in `members` equal blocks and a shift of `shift` seconds per remote block. A
-// gather's shifts all leave at once (they read X only); block k waits for the k-th. A
-// scatter's block k (remote ones first) is shifted once multiplied, one shift at a time.
-double DecomposedSeconds(bool gather, int members, double compute, double shift) {
-  const double block = compute / members;
+// When the decomposed collective matmul finishes, by the cost model: `members` blocks of
+// `block` seconds of matmuls each (a smaller GEMM is priced as such: it may fill the device
+// less well) and a shift of `shift` seconds per remote block. A gather's shifts all leave
+// at once (they read X only); block k waits for the k-th. A scatter's block k (remote ones
+// first) is shifted once multiplied, one shift at a time.
+double DecomposedSeconds(bool gather, int members, double block, double shift) {
   double compute_end = 0, comm_end = 0;
   for (int k = 0; k < members; ++k) {
     if (gather) {
@@ -186,7 +186,7 @@ class OverlapCollectiveMatmulPass : public Pass {
  private:
   enum class Decision { kNotApplicable, kKept, kDone };
 
-  // The seconds of `op` on the program's pricing rank; 0 when it cannot be priced.
+  // The price of `op` on the program's pricing rank; none when it cannot be priced.
   static cost::OpPrice Price(const Module& module, const Program& program, const Op& op,
                              const cost::Estimator& estimator, const OpRegistry& registry) {
     auto lookup = [&](const std::string& v) { return module.FindVar(v, &program); };
@@ -195,20 +195,41 @@ class OverlapCollectiveMatmulPass : public Pass {
     return p.ok() ? *p : cost::OpPrice{};
   }
 
+  // The seconds of one row block of matmul `op`: its X and Out cut in `cut.members` along
+  // the cut's axis.
+  static double BlockSeconds(const Module& module, const Program& program, const Op& op,
+                             const Cut& cut, const cost::Estimator& estimator,
+                             const OpRegistry& registry) {
+    std::vector<Var> blocks;
+    for (const std::string& name : {op.Input("X"), op.Output("Out")}) {
+      const Var* v = program.FindVar(name);
+      if (!v) return 0;
+      blocks.push_back(*v);
+      blocks.back().shape[cut.axis] /= cut.members;
+    }
+    auto lookup = [&](const std::string& v) -> const Var* {
+      for (const Var& b : blocks)
+        if (b.name == v) return &b;
+      return module.FindVar(v, &program);
+    };
+    StatusOr<cost::OpPrice> p =
+        cost::PriceOp(op, module, PricingRank(module, program), estimator, registry, lookup);
+    return p.ok() ? p->seconds : 0;
+  }
+
   // Whether decomposing pays: `collective` whole then `compute` seconds of matmuls, against
-  // the pipelined blocks with a shift of 1/members of `collective`'s buffer each.
-  bool Pays(bool gather, const cost::OpPrice& collective, double compute, int members,
-            const cost::Estimator& estimator) {
+  // the pipelined blocks (`block` seconds each) with a shift of 1/members of `collective`'s
+  // buffer each, plus the `copied_bytes` (read and written) of the splits, joins and sums.
+  bool Pays(bool gather, const cost::OpPrice& collective, double compute, double block, int members,
+            DataType dtype, double copied_bytes, const cost::Estimator& estimator) {
     if (!collective.collective) return false;
     const double shift =
         estimator.comm()
             .Time(cost::CommKind::kSendRecv, collective.bytes / members, 2, collective.span)
             .seconds;
-    // The decomposition also copies the blocks in (a scatter's split) and out (the concat).
-    const double copies =
-        cost::RooflineTime(estimator.device(), DataType::kFloat32, 0, 2.0 * collective.bytes);
+    const double copies = cost::RooflineTime(estimator.device(), dtype, 0, copied_bytes);
     const double whole = collective.seconds + compute;
-    return DecomposedSeconds(gather, members, compute, shift) + copies < whole * 0.999;
+    return DecomposedSeconds(gather, members, block, shift) + copies < whole * 0.999;
   }
 
   Decision DecomposeGather(Module& module, Program& program, int at, bool all,
@@ -239,11 +260,17 @@ class OverlapCollectiveMatmulPass : public Pass {
     }
     if (matmuls.empty()) return Decision::kNotApplicable;
     if (!all) {
-      double compute = 0;
-      for (int i : matmuls)
+      // The joins copy each product, and the gathered tensor where others read it.
+      double compute = 0, block = 0, copied = others ? 2.0 * gv->num_bytes() : 0;
+      for (int i : matmuls) {
         compute += Price(module, program, ops[i], *estimator, registry()).seconds;
+        block += BlockSeconds(module, program, ops[i], cut, *estimator, registry());
+        const Var* out = program.FindVar(ops[i].Output("Out"));
+        copied += 2.0 * (out ? out->num_bytes() : 0);
+      }
       const cost::OpPrice collective = Price(module, program, gather, *estimator, registry());
-      if (!Pays(true, collective, compute, cut.members, *estimator)) return Decision::kKept;
+      if (!Pays(true, collective, compute, block, cut.members, gv->dtype, copied, *estimator))
+        return Decision::kKept;
     }
     const int n = cut.members;
     const int64_t block_extent = xv->shape[cut.axis];
@@ -330,9 +357,15 @@ class OverlapCollectiveMatmulPass : public Pass {
     for (int i = mm_index + 1; i < at; ++i)
       if (Writes(ops[i], a)) return Decision::kNotApplicable;
     if (!all) {
+      // The splits copy the rows in; the owner's sum reads its n partials, writes one.
+      const Var* av = program.FindVar(a);
+      const double copied = 2.0 * (av ? av->num_bytes() : 0) +
+                            (1.0 + 1.0 / cut.members) * static_cast<double>(pv->num_bytes());
       const double compute = Price(module, program, mm, *estimator, registry()).seconds;
+      const double block = BlockSeconds(module, program, mm, cut, *estimator, registry());
       const cost::OpPrice collective = Price(module, program, scatter, *estimator, registry());
-      if (!Pays(false, collective, compute, cut.members, *estimator)) return Decision::kKept;
+      if (!Pays(false, collective, compute, block, cut.members, pv->dtype, copied, *estimator))
+        return Decision::kKept;
     }
     const int n = cut.members;
     const Var av = *program.FindVar(a);
