@@ -36,13 +36,14 @@ void PrintTo(const Case& c, std::ostream* out) {
        << (c.overlap_1f1b ? " overlap-1f1b" : "");
 }
 
-// Blocks of at least 64 GEMM rows and 64 columns at mp 8 (row_split.h's floor): seq 128 x
-// 4 samples / 8 = 64 rows, the QKV linear's 3 x 256 / 8 = 96 columns.
+// Blocks of at least 64 GEMM rows and 64 columns (row_split.h's floor): seq 128 x 4
+// samples / 8 = 64 rows at mp 8; the QKV linear's 3 x 128 / 4 = 96 columns at mp 4 (hidden
+// 256 at mp 8).
 models::GptConfig Config(const Case& c) {
   models::GptConfig g =
       SmallGptConfig(c.mp, c.pp, std::string(c.kind) == "interleaved-1f1b" ? 2 : 1);
   g.layers = 2 * c.pp * g.vpp;
-  g.hidden = 256;
+  g.hidden = c.mp == 8 ? 256 : 128;
   g.heads = 8;
   g.seq = 128;
   g.micro_batch_size = 4;
