@@ -146,7 +146,7 @@ class OverlapCollectiveMatmulPass : public Pass {
            "who adds its partials in member order (c_member_sum): bit-identical at any group "
            "size. Blocks of at least 64 GEMM rows; decomposes where the cost model finds it "
            "finishes sooner (needs opt --device); decompose=all everywhere it applies (tests). "
-           "Run after assign-streams and before insert-events.";
+           "Run after assign-streams, before overlap-1f1b and insert-events.";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
@@ -157,7 +157,10 @@ class OverlapCollectiveMatmulPass : public Pass {
       return FailedPrecondition(
           "overlap-collective-matmul decomposes where the cost model finds it pays: pass "
           "--device D to 'pipeweave opt' (or decompose=all)");
-    for (const Program& p : module.programs())
+    for (const Program& p : module.programs()) {
+      if (!p.info().segment_of.empty() || !p.info().variant_of.empty())
+        return FailedPrecondition("overlap-collective-matmul runs before overlap-1f1b ('", p.name(),
+                                  "' is one of its programs): put it right after assign-streams");
       for (const Op& op : p.ops())
         if ((op.type == "c_all_gather" || op.type == "c_reduce_scatter_sum") &&
             op.attrs.GetString("group", "mp") == "mp" && op.stream.empty())
@@ -165,6 +168,7 @@ class OverlapCollectiveMatmulPass : public Pass {
               "overlap-collective-matmul hides the all-gathers and reduce-scatters on the "
               "communication streams, but '",
               p.name(), "' runs one on compute: run assign-streams before it");
+    }
     int gathers = 0, scatters = 0, kept = 0;
     for (Program& program : module.programs()) {
       for (int i = 0; i < static_cast<int>(program.ops().size()); ++i) {
