@@ -84,6 +84,22 @@ Status InferReduceScatter(InferContext& ctx) {
   return OkStatus();
 }
 
+// c_split: reduce-scatter's shapes; a view's slices must lie one after another in X.
+Status InferSplitSlice(InferContext& ctx) {
+  PW_RETURN_IF_ERROR(InferReduceScatter(ctx));
+  if (!ctx.attrs().GetBool("view", false)) return OkStatus();
+  const Shape& x = ctx.Input("X").shape;
+  int axis = 0;
+  NormalizeAxis(ctx.attrs().GetInt("axis", 0), static_cast<int>(x.size()), &axis);
+  for (int d = 0; d < axis; ++d)
+    if (x[d] != 1)
+      return InvalidArgument(WhereVar(ctx, "X"), " ", ShapeToString(x),
+                             ": c_split{view} needs slices that are contiguous in X, so every dim "
+                             "before axis ",
+                             axis, " must be 1 (drop view to copy)");
+  return OkStatus();
+}
+
 // Each one's gradient is the other, over the same group and axis.
 Status GatherScatterGrad(GradContext& ctx, const char* type) {
   const Op& fwd = ctx.forward();
@@ -239,20 +255,22 @@ void RegisterCollectiveOps(OpRegistry& registry) {
   });
   std::vector<AttrDef> split_attrs = cut_attrs;
   split_attrs.push_back(DefaultAttr("offset", int64_t{0}));
+  split_attrs.push_back(DefaultAttr("view", false));
   registry.Register(OpDef{
       .type = "c_split",
       .summary = "Out = this member's slice along axis of X, which every member holds whole "
                  "(no transfer); its gradient is c_all_gather. offset k takes member "
-                 "(m + k) mod nranks's slice instead (a collective matmul's blocks)",
+                 "(m + k) mod nranks's slice instead (a collective matmul's blocks); view: "
+                 "the slice is X's bytes (every dim before axis 1), no copy",
       .inputs = {{"X"}},
       .outputs = {{"Out"}},
       .attrs = split_attrs,
       // Reads a parameter's low-precision copy under amp, as the op it feeds would.
       .amp = AmpPolicy::kLow,
-      .infer = InferReduceScatter,
+      .infer = InferSplitSlice,
       .cost =
           [](const InferContext& ctx) {
-            return OpCost{0, IoBytes(ctx)};
+            return ctx.attrs().GetBool("view", false) ? OpCost{0, 0} : OpCost{0, IoBytes(ctx)};
           },
       .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_all_gather"); },
   });

@@ -360,10 +360,18 @@ class OverlapCollectiveMatmulPass : public Pass {
     if (!MultipliesRowBlocks(program, module, mm, a, cut)) return Decision::kNotApplicable;
     for (int i = mm_index + 1; i < at; ++i)
       if (Writes(ops[i], a)) return Decision::kNotApplicable;
+    // The rows of each member are a view of A where they lie one after another in it (every
+    // dim before the axis 1) and nothing writes A later; else a copy.
+    bool view = true;
+    if (const Var* av = program.FindVar(a))
+      for (int d = 0; d < cut.axis; ++d) view = view && av->shape[d] == 1;
+    for (int i = mm_index + 1; i < static_cast<int>(ops.size()); ++i)
+      view = view && !Writes(ops[i], a);
     if (!all) {
-      // The splits copy the rows in; the owner's sum reads its n partials, writes one.
+      // The splits copy the rows in (unless views); the owner's sum reads its n partials and
+      // writes one.
       const Var* av = program.FindVar(a);
-      const double copied = 2.0 * (av ? av->num_bytes() : 0) +
+      const double copied = (view ? 0.0 : 2.0 * (av ? av->num_bytes() : 0)) +
                             (1.0 + 1.0 / cut.members) * static_cast<double>(pv->num_bytes());
       const double compute = Price(module, program, mm, *estimator, registry()).seconds;
       const double block = BlockSeconds(module, program, mm, cut, *estimator, registry());
@@ -386,6 +394,7 @@ class OverlapCollectiveMatmulPass : public Pass {
       split.SetInput("X", {a}).SetOutput("Out", {rows});
       split.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
       split.SetAttr("nranks", int64_t{n}).SetAttr("offset", int64_t{k});
+      if (view) split.SetAttr("view", true);
       blocks.push_back(std::move(split));
       const std::string product =
           DeclareLike(program, pw, StrCat("@PARTIAL+", k), cut.axis, pw.shape[cut.axis] / n);

@@ -29,11 +29,13 @@ struct Case {
   bool bf16 = false;
   const char* kind = "1f1b";
   bool overlap_1f1b = false;
+  int batch = 4;  // 1: each member's rows are a view of the matmul's input (c_split{view})
+  int seq = 128;
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
   *out << "mp=" << c.mp << " pp=" << c.pp << (c.bf16 ? " bf16 " : " f32 ") << c.kind
-       << (c.overlap_1f1b ? " overlap-1f1b" : "");
+       << (c.overlap_1f1b ? " overlap-1f1b" : "") << " batch " << c.batch << " seq " << c.seq;
 }
 
 // Blocks of at least 64 GEMM rows and 64 columns (row_split.h's floor): seq 128 x 4
@@ -45,8 +47,8 @@ models::GptConfig Config(const Case& c) {
   g.layers = 2 * c.pp * g.vpp;
   g.hidden = c.mp == 8 ? 256 : 128;
   g.heads = 8;
-  g.seq = 128;
-  g.micro_batch_size = 4;
+  g.seq = c.seq;
+  g.micro_batch_size = c.batch;
   return g;
 }
 
@@ -98,6 +100,10 @@ TEST_P(CollectiveMatmul, TrainsBitIdenticallyToTheSequenceParallelPlan) {
   EXPECT_LT(after["c_all_gather"], before["c_all_gather"]);
   EXPECT_LT(after["c_reduce_scatter_sum"], before["c_reduce_scatter_sum"]);
   EXPECT_GT(after["c_shift"], 0);
+  int views = 0;
+  for (const Program& p : cm->programs())
+    for (const Op& op : p.ops()) views += op.type == "c_split" && op.attrs.GetBool("view", false);
+  if (c.batch == 1) EXPECT_GT(views, 0);
   auto base = RunAsThreads(*plain, kSteps, kMicroBatches, kSeed);
   ASSERT_TRUE(base.ok()) << base.status().ToString();
   auto run = RunAsThreads(*cm, kSteps, kMicroBatches, kSeed);
@@ -109,7 +115,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, CollectiveMatmul,
                          ::testing::Values(Case{2}, Case{4}, Case{8}, Case{4, 2, true},
                                            Case{2, 2, false, "zb-h1"},
                                            Case{2, 2, false, "interleaved-1f1b"},
-                                           Case{2, 2, false, "1f1b", true}));
+                                           Case{2, 2, false, "1f1b", true},
+                                           Case{4, 1, false, "1f1b", false, 1, 256}));
 
 }  // namespace
 }  // namespace pw::testing
