@@ -7,6 +7,7 @@ namespace pw::cost {
 CommKind CollectiveKindOf(const std::string& op_type) {
   if (op_type == "c_all_gather") return CommKind::kAllGather;
   if (op_type == "c_reduce_scatter_sum") return CommKind::kReduceScatter;
+  if (op_type == "c_shift") return CommKind::kSendRecv;
   return CommKind::kAllReduce;
 }
 
@@ -27,10 +28,11 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
     price.comm_kind = CollectiveKindOf(op.type);
     price.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
     price.span = SpanOf(estimator.device(), price.group);
+    // A shift sends one block to one member while it receives one: a pair's transfer.
+    const int members =
+        price.comm_kind == CommKind::kSendRecv ? 2 : static_cast<int>(price.group.size());
     price.seconds =
-        estimator.comm()
-            .Time(price.comm_kind, price.bytes, static_cast<int>(price.group.size()), price.span)
-            .seconds;
+        estimator.comm().Time(price.comm_kind, price.bytes, members, price.span).seconds;
     price.path = EstimatePath::kComm;
     return price;
   }

@@ -24,7 +24,8 @@ struct OpPrice {
 };
 
 // The kind of communication a collective op type does (c_all_gather, c_reduce_scatter_sum;
-// every other collective is priced as an all-reduce).
+// c_shift a send and receive between two members; every other collective is priced as an
+// all-reduce).
 CommKind CollectiveKindOf(const std::string& op_type);
 
 // `lookup` finds the op's vars (the program's, then the module's).

@@ -102,6 +102,7 @@ class RankSequenceBuilder {
                         ProgramVars& vars);
   int Add(WorkItem item);
   void MarkViews(const WorkItem& split);
+  void MarkMemberView(const WorkItem& split, const Op& op);
   // Lowers job j's program; `only_op` >= 0: that one op alone (an optimizer op issued
   // early, see hoisted_).
   Status LowerProgramJob(int j, int only_op = -1);
@@ -343,6 +344,21 @@ void RankSequenceBuilder::MarkViews(const WorkItem& split) {
   }
 }
 
+// A c_split{view}'s slice is this rank's member's (shifted by offset) of its input, whose
+// dims before the axis are all 1 (the verifier holds that): the slices lie one after another.
+void RankSequenceBuilder::MarkMemberView(const WorkItem& split, const Op& op) {
+  const std::vector<int> members =
+      RankLayout(module_.mesh).Group(op.attrs.GetString("group", "mp"), seq_.rank);
+  const int n = static_cast<int>(members.size());
+  const int me =
+      static_cast<int>(std::find(members.begin(), members.end(), seq_.rank) - members.begin());
+  const int64_t offset = op.attrs.GetInt("offset", 0);
+  const int member = n > 0 ? static_cast<int>(((me + offset) % n + n) % n) : 0;
+  const int block = split.writes.front();
+  seq_.slots[block].view_of = split.reads.front();
+  seq_.slots[block].view_offset = member * seq_.slots[block].decl->num_bytes();
+}
+
 Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
   const Job& job = *seq_.jobs[j];
   const Program& program = *seq_.programs[j];
@@ -399,6 +415,7 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
         AppendDistinct(item.writes, *slot);
       }
     if (op.type == "split" && op.attrs.GetBool("view", false)) MarkViews(item);
+    if (op.type == "c_split" && op.attrs.GetBool("view", false)) MarkMemberView(item, op);
     for (const std::string& w : op.wait_events) {
       PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where()));
       if (e >= 0) AppendDistinct(item.wait_events, e);

@@ -122,11 +122,12 @@ Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program
   return OkStatus();
 }
 
-// A split{view}'s blocks share X's bytes in the executor: neither X nor a block may be
-// written after it, or the other would change too.
+// A split{view}'s (or c_split{view}'s) blocks share X's bytes in the executor: neither X
+// nor a block may be written after it, or the other would change too.
 Status CheckViewsUnwritten(const Program& program, size_t index) {
   const Op& op = program.ops()[index];
-  if (op.type != "split" || !op.attrs.GetBool("view", false)) return OkStatus();
+  if ((op.type != "split" && op.type != "c_split") || !op.attrs.GetBool("view", false))
+    return OkStatus();
   std::unordered_set<std::string> shared;
   op.ForEachInput([&](const std::string& v) { shared.insert(v); });
   op.ForEachOutput([&](const std::string& v) { shared.insert(v); });

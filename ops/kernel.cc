@@ -66,6 +66,19 @@ Status Communicator::AllGather(std::string_view group, void*, int64_t) {
   return Unimplemented("this transport has no all-gather (group '", group, "')");
 }
 
+Status Communicator::Shift(std::string_view group, int offset, const void* send, void* recv,
+                           int64_t bytes) {
+  const int members = GroupSize(group);
+  if (members < 1) return Unimplemented("this transport has no shift (group '", group, "')");
+  const int me = GroupRank(group);
+  std::vector<char> all(static_cast<size_t>(bytes * members));
+  std::memcpy(all.data() + me * bytes, send, static_cast<size_t>(bytes));
+  PW_RETURN_IF_ERROR(AllGather(group, all.data(), bytes * members));
+  const int from = ((me - offset) % members + members) % members;
+  std::memcpy(recv, all.data() + from * bytes, static_cast<size_t>(bytes));
+  return OkStatus();
+}
+
 int KernelContext::GroupRank() const {
   return comm ? comm->GroupRank(op.attrs.GetString("group", ops::kDefaultGroup)) : 0;
 }
@@ -154,6 +167,17 @@ Status AllGatherOverGroup(const KernelContext& ctx, void* data, int64_t bytes) {
   if (!ctx.comm) return OkStatus();
   std::string group = ctx.attrs().GetString("group", kDefaultGroup);
   Status s = ctx.comm->AllGather(group, data, bytes);
+  return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
+}
+
+Status ShiftOverGroup(const KernelContext& ctx, int offset, const void* send, void* recv,
+                      int64_t bytes) {
+  if (!ctx.comm) {
+    if (send != recv) std::memmove(recv, send, static_cast<size_t>(bytes));
+    return OkStatus();
+  }
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  Status s = ctx.comm->Shift(group, offset, send, recv, bytes);
   return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
 }
 

@@ -43,6 +43,12 @@ class Communicator {
   // All-gather of `bytes` (a multiple of the group's size) cut in one chunk per member:
   // member i's chunk is in place on entry, every member's on return.
   virtual Status AllGather(std::string_view group, void* data, int64_t bytes);
+  // Sends `bytes` from `send` to the member `offset` places after this one in `group` and
+  // receives into `recv` what the member `offset` places before it sends (c_shift). By
+  // default an all-gather of every member's block, of which it keeps one; transports with
+  // point-to-point channels override it with one send and one receive.
+  virtual Status Shift(std::string_view group, int offset, const void* send, void* recv,
+                       int64_t bytes);
 };
 
 enum class ReduceOp { kSum, kMax };
@@ -93,6 +99,10 @@ Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out, ReduceOp op = R
 // `dtype` / `bytes`. A null communicator is a group of one.
 Status ReduceScatterOverGroup(const KernelContext& ctx, DataType dtype, void* data, int64_t count);
 Status AllGatherOverGroup(const KernelContext& ctx, void* data, int64_t bytes);
+// c_shift's transfer over the op's group (see Communicator::Shift); a null communicator is a
+// group of one (a copy).
+Status ShiftOverGroup(const KernelContext& ctx, int offset, const void* send, void* recv,
+                      int64_t bytes);
 
 // How c_all_gather and c_reduce_scatter_sum see a tensor cut along `axis`: `outer` rows
 // (the dims before it) of `members` slices of `slice` elements each (its extent / members

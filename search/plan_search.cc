@@ -358,9 +358,16 @@ StatusOr<TuneResult> Search::Run() {
     // kind found only: every tail again behind sequence-parallel.
     const size_t best = result_.baseline && bases.size() > 1 ? 1 : 0;
     const bool with_sp = TriesSequenceParallel() && &base == &bases[best];
+    // Behind sequence-parallel, each tail also with its collectives under their matmuls.
+    std::vector<std::string> sp_tails = tails;
+    if (with_sp && Registered({"overlap-collective-matmul"}))
+      for (const std::string& tail : tails)
+        if (size_t at = tail.find(",assign-streams,"); at != std::string::npos)
+          sp_tails.push_back(std::string(tail).insert(at + std::string(",assign-streams").size(),
+                                                      ",overlap-collective-matmul"));
     for (bool sp : {false, true}) {
       if (sp && !with_sp) continue;
-      for (const std::string& tail : tails) {
+      for (const std::string& tail : sp ? sp_tails : tails) {
         Candidate c = base;
         c.sp = sp;
         c.extra = tail;

@@ -144,14 +144,17 @@ Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInst
   }
   instr.kind = InstrKind::kCollective;
   const bool forward = seq_.jobs[item.job]->kind == JobKind::kForward;
-  const bool halves =
-      price->comm_kind == CommKind::kAllGather || price->comm_kind == CommKind::kReduceScatter;
+  // A collective matmul's shifts are the all-gathers and reduce-scatters they replace.
+  const bool halves = price->comm_kind == CommKind::kAllGather ||
+                      price->comm_kind == CommKind::kReduceScatter ||
+                      price->comm_kind == CommKind::kSendRecv;
   instr.comm_class = price->group_kind == "dp" ? CommClass::kDp
                      : halves ? (forward ? CommClass::kSpForward : CommClass::kSpBackward)
                               : (forward ? CommClass::kMpForward : CommClass::kMpBackward);
   instr.bytes = price->bytes;
   instr.comm_kind = price->comm_kind;
-  instr.group_size = static_cast<int>(price->group.size());
+  instr.group_size =
+      price->comm_kind == CommKind::kSendRecv ? 2 : static_cast<int>(price->group.size());
   instr.span = price->span;
   CommLink link;
   link.instr = static_cast<int>(t_.instrs.size());

@@ -263,6 +263,30 @@ class NcclStreamComm final : public cuda::DeviceComm {
     return NcclStatus(ncclAllGather(d + GroupRank(group) * chunk, d, chunk, ncclInt8, comm, stream),
                       StrCat("all-gather over group ", group));
   }
+  // c_shift: one send to the member `offset` ahead and one receive from the member `offset`
+  // behind, in one NCCL group so neither waits for the other.
+  Status Shift(std::string_view group, int offset, const void* send, void* recv,
+               int64_t bytes) override {
+    std::vector<int> members = pool_->layout().Group(std::string(group), pool_->rank());
+    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
+    const int n = static_cast<int>(members.size());
+    PW_ASSIGN_OR_RETURN(cudaStream_t stream, LaunchStream());
+    const int me = GroupRank(group);
+    const int to = ((me + offset) % n + n) % n, from = ((me - offset) % n + n) % n;
+    if (to == me || bytes == 0)
+      return send == recv || bytes == 0
+                 ? OkStatus()
+                 : NcclCudaStatus(cudaMemcpyAsync(recv, send, static_cast<size_t>(bytes),
+                                                  cudaMemcpyDeviceToDevice, stream),
+                                  "shift to itself");
+    PW_ASSIGN_OR_RETURN(ncclComm_t comm, pool_->Comm(pool_->CollectiveKey(stream_, group)));
+    const size_t count = static_cast<size_t>(bytes);
+    Status s = NcclStatus(ncclGroupStart(), "ncclGroupStart");
+    if (s.ok()) s = NcclStatus(ncclSend(send, count, ncclInt8, to, comm, stream), "shift send");
+    if (s.ok()) s = NcclStatus(ncclRecv(recv, count, ncclInt8, from, comm, stream), "shift recv");
+    if (Status end = NcclStatus(ncclGroupEnd(), "ncclGroupEnd"); s.ok()) s = end;
+    return s.WithContext(StrCat("shift over group ", group));
+  }
   // Two members: NCCL's reduce-scatter (one addition, which commutes); more: the first half
   // of the member-order all-reduce, so each chunk has that all-reduce's bits.
   Status ReduceScatter(std::string_view group, void* data, int64_t count, ncclDataType_t type) {

@@ -3,7 +3,10 @@
 // shift of a vocabulary-parallel softmax and the overflow flag of loss scaling; and the
 // halves of an all-reduce that sequence parallelism (and sharded optimizer state) use in
 // its place: c_all_gather and c_reduce_scatter_sum, each the other's gradient; and c_split,
-// a replicated tensor's slice (sequence-parallel position embeddings).
+// a replicated tensor's slice (sequence-parallel position embeddings). And the pieces of a
+// collective matmul (overlap-collective-matmul): c_shift, a transfer between the members of
+// a group at a fixed distance, and c_member_concat and c_member_sum, which put the blocks
+// the shifts brought in member order.
 
 #include "ops/defs/def_util.h"
 #include "ops/defs/defaults.h"
@@ -81,6 +84,22 @@ Status InferReduceScatter(InferContext& ctx) {
   return OkStatus();
 }
 
+// c_split: reduce-scatter's shapes; a view's slices must lie one after another in X.
+Status InferSplitSlice(InferContext& ctx) {
+  PW_RETURN_IF_ERROR(InferReduceScatter(ctx));
+  if (!ctx.attrs().GetBool("view", false)) return OkStatus();
+  const Shape& x = ctx.Input("X").shape;
+  int axis = 0;
+  NormalizeAxis(ctx.attrs().GetInt("axis", 0), static_cast<int>(x.size()), &axis);
+  for (int d = 0; d < axis; ++d)
+    if (x[d] != 1)
+      return InvalidArgument(WhereVar(ctx, "X"), " ", ShapeToString(x),
+                             ": c_split{view} needs slices that are contiguous in X, so every dim "
+                             "before axis ",
+                             axis, " must be 1 (drop view to copy)");
+  return OkStatus();
+}
+
 // Each one's gradient is the other, over the same group and axis.
 Status GatherScatterGrad(GradContext& ctx, const char* type) {
   const Op& fwd = ctx.forward();
@@ -96,6 +115,55 @@ Status GatherScatterGrad(GradContext& ctx, const char* type) {
   op.SetAttr("axis", fwd.attrs.GetInt("axis", 0));
   op.SetAttr("nranks", fwd.attrs.GetInt("nranks"));
   MarkWeightGrad(ctx, op);
+  return OkStatus();
+}
+
+// nranks and offset of a c_shift; Out is X's type.
+Status InferShift(InferContext& ctx) {
+  PW_RETURN_IF_ERROR(InferCollective(ctx));
+  const int64_t members = ctx.attrs().GetInt("nranks");
+  if (members < 1)
+    return InvalidArgument(ctx.op().type, ": nranks must be at least 1, got ", members);
+  return OkStatus();
+}
+
+// The nranks blocks of a c_member_concat or c_member_sum: as many as the group's members,
+// all of one shape and dtype.
+StatusOr<int> MemberBlocks(InferContext& ctx, int64_t* axis_out) {
+  PW_RETURN_IF_ERROR(FloatDtype(ctx, "X").status());
+  const int64_t members = ctx.attrs().GetInt("nranks");
+  if (members < 1 || static_cast<int64_t>(ctx.InputCount("X")) != members)
+    return InvalidArgument(ctx.op().type, ": needs one block per member (nranks ", members,
+                           "), got ", ctx.InputCount("X"));
+  const TensorType& first = ctx.Input("X", 0);
+  int axis = 0;
+  const int64_t attr_axis = ctx.attrs().GetInt("axis", 0);
+  if (!NormalizeAxis(attr_axis, static_cast<int>(first.shape.size()), &axis))
+    return InvalidArgument(WhereVar(ctx, "X"), ": axis ", attr_axis, " is outside its ",
+                           first.shape.size(), " dims");
+  for (size_t i = 1; i < ctx.InputCount("X"); ++i) {
+    const TensorType& t = ctx.Input("X", i);
+    if (t.dtype != first.dtype || t.shape != first.shape)
+      return InvalidArgument(ctx.op().type, ": block ", i, " is ", ShapeToString(t.shape),
+                             ", block 0 ", ShapeToString(first.shape),
+                             " (every member's block has one shape and dtype)");
+  }
+  if (axis_out) *axis_out = axis;
+  return static_cast<int>(members);
+}
+
+Status InferMemberConcat(InferContext& ctx) {
+  int64_t axis = 0;
+  PW_ASSIGN_OR_RETURN(int members, MemberBlocks(ctx, &axis));
+  TensorType out = ctx.Input("X", 0);
+  out.shape[axis] *= members;
+  ctx.SetOutput("Out", out);
+  return OkStatus();
+}
+
+Status InferMemberSum(InferContext& ctx) {
+  PW_RETURN_IF_ERROR(MemberBlocks(ctx, nullptr).status());
+  ctx.SetOutput("Out", ctx.Input("X", 0));
   return OkStatus();
 }
 
@@ -185,21 +253,78 @@ void RegisterCollectiveOps(OpRegistry& registry) {
           },
       .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_all_gather"); },
   });
+  std::vector<AttrDef> split_attrs = cut_attrs;
+  split_attrs.push_back(DefaultAttr("offset", int64_t{0}));
+  split_attrs.push_back(DefaultAttr("view", false));
   registry.Register(OpDef{
       .type = "c_split",
       .summary = "Out = this member's slice along axis of X, which every member holds whole "
-                 "(no transfer); its gradient is c_all_gather",
+                 "(no transfer); its gradient is c_all_gather. offset k takes member "
+                 "(m + k) mod nranks's slice instead (a collective matmul's blocks); view: "
+                 "the slice is X's bytes (every dim before axis 1), no copy",
       .inputs = {{"X"}},
       .outputs = {{"Out"}},
-      .attrs = cut_attrs,
+      .attrs = split_attrs,
       // Reads a parameter's low-precision copy under amp, as the op it feeds would.
       .amp = AmpPolicy::kLow,
-      .infer = InferReduceScatter,
+      .infer = InferSplitSlice,
+      .cost =
+          [](const InferContext& ctx) {
+            return ctx.attrs().GetBool("view", false) ? OpCost{0, 0} : OpCost{0, IoBytes(ctx)};
+          },
+      .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_all_gather"); },
+  });
+
+  // A collective matmul's blocks: the member at distance `offset` ahead of this one.
+  std::vector<AttrDef> shift_attrs = {DefaultAttr("group", std::string(kDefaultGroup)),
+                                      RequiredAttr("nranks", AttrType::kInt),
+                                      RequiredAttr("offset", AttrType::kInt)};
+  registry.Register(OpDef{
+      .type = "c_shift",
+      .summary = "Out = X of the member `offset` places before this one in group (member "
+                 "(m - offset) mod nranks); this member's X goes to member (m + offset) mod "
+                 "nranks. A collective matmul's transfer",
+      .inputs = {{"X"}},
+      .outputs = {{"Out"}},
+      .attrs = shift_attrs,
+      .is_communication = true,
+      .collective = true,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferShift,
       .cost =
           [](const InferContext& ctx) {
             return OpCost{0, IoBytes(ctx)};
           },
-      .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_all_gather"); },
+  });
+  std::vector<AttrDef> member_attrs = {DefaultAttr("group", std::string(kDefaultGroup)),
+                                       DefaultAttr("axis", int64_t{0}),
+                                       RequiredAttr("nranks", AttrType::kInt)};
+  registry.Register(OpDef{
+      .type = "c_member_concat",
+      .summary = "Out = the blocks X[0..nranks) joined along axis in member order, where X[k] "
+                 "is member (m - k) mod nranks's block (what c_shift{offset=k} brought to "
+                 "member m): the bits of c_all_gather of those blocks",
+      .inputs = {{"X", /*duplicable=*/true}},
+      .outputs = {{"Out"}},
+      .attrs = member_attrs,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferMemberConcat,
+      .cost =
+          [](const InferContext& ctx) {
+            return OpCost{0, IoBytes(ctx)};
+          },
+  });
+  registry.Register(OpDef{
+      .type = "c_member_sum",
+      .summary = "Out = X[0..nranks) summed in member order, where X[k] is member (m - k) mod "
+                 "nranks's partial (c_shift{offset=k}); low precision summed in f32 and rounded "
+                 "once: the bits of this member's slice of c_reduce_scatter_sum",
+      .inputs = {{"X", /*duplicable=*/true}},
+      .outputs = {{"Out"}},
+      .attrs = member_attrs,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferMemberSum,
+      .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
   });
 }
 

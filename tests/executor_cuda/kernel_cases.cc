@@ -361,6 +361,18 @@ void AddMiscCases(Maker& m, std::vector<KernelCase>& cases) {
     c.inputs["x"] = m.Uniform({3, 4, 5});
     cases.push_back(std::move(c));
   }
+  for (const char* type : {"c_member_concat", "c_member_sum"}) {
+    KernelCase c{type, MakeOp(type, {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("axis", int64_t{1}).SetAttr("nranks", int64_t{1});
+    c.inputs["x"] = m.Uniform({3, 4, 5});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"c_shift", MakeOp("c_shift", {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
+    c.op.SetAttr("nranks", int64_t{1}).SetAttr("offset", int64_t{1});
+    c.inputs["x"] = m.Uniform({3, 4, 5});
+    cases.push_back(std::move(c));
+  }
 }
 
 void AddOptimizerCases(Maker& m, std::vector<KernelCase>& cases) {

@@ -532,6 +532,44 @@ TEST_F(LauncherTest, CutsOfFourRankAllReducesTrainBitIdentically) {
   ExpectSameParamBytes(plain_params, cut_params, 4);
 }
 
+// overlap-collective-matmul over Gloo processes: a GPT at mp 4 (seq 128, 64-row blocks)
+// with sequence parallelism trains the same bits with its all-gathers and reduce-scatters
+// decomposed into shifts (the TCP ring's all-gather carries them) and member-order sums as
+// without the pass.
+TEST_F(LauncherTest, CollectiveMatmulOverGlooTrainsTheSequenceParallelPlansBits) {
+  const std::string path = (dir_ / "gpt_seq128_mp4.pb").string();
+  Finished built =
+      RunTool({"build-model", "gpt", "--layers", "2",   "--hidden",           "256", "--heads", "8",
+               "--seq",       "128", "--vocab",  "128", "--micro-batch-size", "2",   "--mp",    "4",
+               "--seed",      "1",   "-o",       path},
+              dir_, "build");
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const std::string plain =
+      "sequence-parallel,append-backward{optimizer=adam},split-program,"
+      "schedule{kind=fthenb,micro-batches=2},insert-p2p,assign-streams";
+  const std::string cm_plan = (dir_ / "cm.pb").string();
+  Finished opt =
+      RunTool({"opt", path, "-p", plain + ",overlap-collective-matmul{decompose=all},insert-events",
+               "--stats", "-o", cm_plan},
+              dir_, "opt");
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  EXPECT_THAT(opt.out + opt.err, ::testing::ContainsRegex("reduce-scatters-decomposed +[1-9]"));
+  const fs::path plain_params = dir_ / "sp_params", cm_params = dir_ / "cm_params";
+  Finished a =
+      RunTool({"run-parallel", path, "--nproc", "4", "--steps", "2", "--report", "json",
+               "--pipeline", plain + ",insert-events", "--save-params", plain_params.string()},
+              dir_, "sp");
+  Finished b = RunTool({"run-parallel", cm_plan, "--nproc", "4", "--steps", "2", "--report", "json",
+                        "--strict-events", "--save-params", cm_params.string()},
+                       dir_, "cm");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  std::vector<double> want = JsonLosses(a.out), got = JsonLosses(b.out);
+  ASSERT_EQ(got.size(), 2u) << b.out;
+  EXPECT_EQ(got, want);
+  ExpectSameParamBytes(plain_params, cm_params, 4);
+}
+
 // The amp module `training` makes of the small GPT, trained `steps` steps by the reference
 // runner (with `extra` flags) and as mp x pp 2 plans (1f1b, 8 micro-batches) on rank
 // processes over Gloo. pp = 2 keeps every reduction's order, so its losses are bit-identical

@@ -67,8 +67,8 @@ Op Matmul(bool tx = false, bool ty = false) {
 TEST(OpsInfer, RegistryListsEveryOp) {
   std::istringstream words(
       "adam add attention attention_grad bias_add bias_add_grad c_all_gather c_allreduce_max "
-      "c_allreduce_sum c_embedding c_embedding_grad c_identity c_reduce_scatter_sum "
-      "c_softmax_cross_entropy "
+      "c_allreduce_sum c_embedding c_embedding_grad c_identity c_member_concat c_member_sum "
+      "c_reduce_scatter_sum c_shift c_softmax_cross_entropy "
       "c_softmax_cross_entropy_grad c_softmax_stats c_split cast check_finite_and_unscale concat "
       "embedding embedding_grad "
       "fill_constant gelu gelu_grad gqa_attention gqa_attention_grad "

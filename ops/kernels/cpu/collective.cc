@@ -1,10 +1,13 @@
-// c_identity, c_allreduce_sum and c_allreduce_max; c_all_gather and c_reduce_scatter_sum.
+// c_identity, c_allreduce_sum and c_allreduce_max; c_all_gather and c_reduce_scatter_sum;
+// c_shift, c_member_concat and c_member_sum (a collective matmul's pieces).
 // A null communicator is a group of one. A low-precision sum goes to the communicator as it
 // is (which sums in f32 and rounds once); a low-precision max runs widened.
 
 #include <cstring>
+#include <vector>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/low_precision.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -75,16 +78,72 @@ Status CReduceScatterSum(KernelContext& ctx) {
   return OkStatus();
 }
 
+// Member index `m` of a group of `members`, wrapped into [0, members).
+int Member(int64_t m, int members) { return static_cast<int>(((m % members) + members) % members); }
+
 Status CSplit(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   Tensor& out = *ctx.Out("Out");
   PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, x.shape()));
   const int64_t row = s.slice * DataTypeSize(x.dtype());
-  const int m = ctx.GroupRank();
+  const int m = Member(ctx.GroupRank() + ctx.attrs().GetInt("offset", 0), s.members);
   for (int64_t o = 0; o < s.outer; ++o)
     std::memcpy(static_cast<char*>(out.raw()) + o * row,
                 static_cast<const char*>(x.raw()) + (o * s.members + m) * row,
                 static_cast<size_t>(row));
+  return OkStatus();
+}
+
+Status CShift(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  return ops::ShiftOverGroup(ctx, static_cast<int>(ctx.attrs().GetInt("offset")), x.raw(),
+                             out.raw(), x.nbytes());
+}
+
+// Block k of a c_member_concat or c_member_sum came from member (m - k): the block of
+// member j is X[(m - j) mod n].
+const Tensor& BlockOfMember(const KernelContext& ctx, int j, int members) {
+  return *ctx.In("X", static_cast<size_t>(Member(ctx.GroupRank() - j, members)));
+}
+
+Status CMemberConcat(KernelContext& ctx) {
+  Tensor& out = *ctx.Out("Out");
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, out.shape()));
+  const int64_t row = s.slice * DataTypeSize(out.dtype());
+  for (int j = 0; j < s.members; ++j) {
+    const char* block = static_cast<const char*>(BlockOfMember(ctx, j, s.members).raw());
+    for (int64_t o = 0; o < s.outer; ++o)
+      std::memcpy(static_cast<char*>(out.raw()) + (o * s.members + j) * row, block + o * row,
+                  static_cast<size_t>(row));
+  }
+  return OkStatus();
+}
+
+// The communicators' member-order sum: member 0's value, plus member 1's, ... in f32,
+// a low-precision result rounded once.
+Status CMemberSum(KernelContext& ctx) {
+  Tensor& out = *ctx.Out("Out");
+  const int members = static_cast<int>(ctx.InCount("X"));
+  const int64_t n = out.numel();
+  const DataType dtype = out.dtype();
+  std::vector<float> sum(static_cast<size_t>(n)), part;
+  auto widen = [&](const Tensor& t, float* dst) {
+    if (dtype == DataType::kFloat32)
+      std::memcpy(dst, t.raw(), static_cast<size_t>(n) * sizeof(float));
+    else
+      ops::WidenToF32(dtype, t.raw(), dst, n);
+  };
+  widen(BlockOfMember(ctx, 0, members), sum.data());
+  if (members > 1) part.resize(static_cast<size_t>(n));
+  for (int j = 1; j < members; ++j) {
+    widen(BlockOfMember(ctx, j, members), part.data());
+    for (int64_t i = 0; i < n; ++i) sum[i] = sum[i] + part[i];
+  }
+  if (dtype == DataType::kFloat32)
+    std::memcpy(out.raw(), sum.data(), static_cast<size_t>(n) * sizeof(float));
+  else
+    ops::NarrowFromF32(dtype, sum.data(), out.raw(), n);
   return OkStatus();
 }
 
@@ -97,6 +156,9 @@ void RegisterCollectiveKernels(KernelTable& table) {
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
   AddNative<CSplit>(table, "c_split");
+  AddNative<CShift>(table, "c_shift");
+  AddNative<CMemberConcat>(table, "c_member_concat");
+  AddNative<CMemberSum>(table, "c_member_sum");
 }
 
 }  // namespace pw::ops::cpu

@@ -1,10 +1,12 @@
-// c_identity, c_allreduce_sum and c_allreduce_max; c_all_gather and c_reduce_scatter_sum.
+// c_identity, c_allreduce_sum and c_allreduce_max; c_all_gather and c_reduce_scatter_sum;
+// c_shift, c_member_concat and c_member_sum (a collective matmul's pieces).
 // The communicator (NCCL in the executor) queues the transfer on the same launch stream (a
 // bf16 or f16 sum natively); a null one is a group of one. A low-precision max runs widened.
 
 #include <optional>
 
 #include "ops/kernels/cuda/cuda_kernels.h"
+#include "ops/kernels/cuda/member_order_reduce.h"
 
 namespace pw::ops::cuda {
 namespace {
@@ -88,17 +90,69 @@ Status CReduceScatterSum(KernelContext& ctx) {
       "own slice");
 }
 
+// Member index `m` of a group of `members`, wrapped into [0, members).
+int Member(int64_t m, int members) { return static_cast<int>(((m % members) + members) % members); }
+
 Status CSplit(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   Tensor& out = *ctx.Out("Out");
   PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, x.shape()));
   const size_t row = static_cast<size_t>(s.slice * DataTypeSize(x.dtype()));
   if (row == 0 || s.outer == 0) return OkStatus();
+  const int member = Member(ctx.GroupRank() + ctx.attrs().GetInt("offset", 0), s.members);
   return CudaCheck(
-      cudaMemcpy2DAsync(out.raw(), row, static_cast<const char*>(x.raw()) + ctx.GroupRank() * row,
+      cudaMemcpy2DAsync(out.raw(), row, static_cast<const char*>(x.raw()) + member * row,
                         row * s.members, row, static_cast<size_t>(s.outer),
                         cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
       "slice copy");
+}
+
+// The communicator (NCCL) queues one send and one receive on the launch stream.
+Status CShift(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  if (!ctx.comm) return CopyIfDistinct(x, out);
+  return ops::ShiftOverGroup(ctx, static_cast<int>(ctx.attrs().GetInt("offset")), x.raw(),
+                             out.raw(), x.nbytes());
+}
+
+// X[k] came from member (m - k): member j's block is X[(m - j) mod n].
+const Tensor& BlockOfMember(const KernelContext& ctx, int j, int members) {
+  return *ctx.In("X", static_cast<size_t>(Member(ctx.GroupRank() - j, members)));
+}
+
+Status CMemberConcat(KernelContext& ctx) {
+  Tensor& out = *ctx.Out("Out");
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, out.shape()));
+  const size_t row = static_cast<size_t>(s.slice * DataTypeSize(out.dtype()));
+  if (row == 0 || s.outer == 0) return OkStatus();
+  for (int j = 0; j < s.members; ++j)
+    PW_RETURN_IF_ERROR(
+        CudaCheck(cudaMemcpy2DAsync(static_cast<char*>(out.raw()) + j * row, row * s.members,
+                                    BlockOfMember(ctx, j, s.members).raw(), row, row,
+                                    static_cast<size_t>(s.outer), cudaMemcpyDeviceToDevice,
+                                    CurrentLaunch().stream),
+                  "block copy"));
+  return OkStatus();
+}
+
+// The member-order sum of NCCL's all-reduce: the partials laid out in member order, then
+// ((p0 + p1) + p2) + ... per element (low precision in f32, rounded once).
+Status CMemberSum(KernelContext& ctx) {
+  Tensor& out = *ctx.Out("Out");
+  const int members = static_cast<int>(ctx.InCount("X"));
+  const size_t bytes = static_cast<size_t>(out.nbytes());
+  if (bytes == 0) return OkStatus();
+  PW_ASSIGN_OR_RETURN(Scratch scratch, Scratch::Make(out.nbytes() * members));
+  char* slots = static_cast<char*>(scratch.get());
+  for (int j = 0; j < members; ++j)
+    PW_RETURN_IF_ERROR(
+        CudaCheck(cudaMemcpyAsync(slots + j * bytes, BlockOfMember(ctx, j, members).raw(), bytes,
+                                  cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+                  "partial copy"));
+  LaunchMemberOrderReduce(slots, members, out.numel(), out.raw(), out.dtype(), /*max=*/false,
+                          CurrentLaunch().stream);
+  return CudaCheck(cudaGetLastError(), "member-order sum");
 }
 
 }  // namespace
@@ -110,6 +164,9 @@ void RegisterCollectiveKernels(KernelTable& table) {
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
   AddNative<CSplit>(table, "c_split");
+  AddNative<CShift>(table, "c_shift");
+  AddNative<CMemberConcat>(table, "c_member_concat");
+  AddNative<CMemberSum>(table, "c_member_sum");
 }
 
 }  // namespace pw::ops::cuda

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Exposed tensor-parallel communication, plain plan against the plan with every overlap
+# pass, with and without sequence parallelism, simulated on the H100 spec in bf16 (1f1b):
+#   A = plan + assign-streams,insert-events
+#   B = plan + assign-streams,[overlap-collective-matmul,]overlap-column-parallel-backward,
+#       overlap-1f1b,insert-events           (overlap-collective-matmul with SP only)
+# on the GPT-3 6.7B shape (mp 2 x pp 4, 16 micro-batches), the 13B shape (mp 4 x pp 4, 16)
+# and 175B (mp 8 x pp 16, 64). Also the SP plan with overlap-collective-matmul alone.
+# "exposed TP %" is the worst rank's exposed mp_forward + mp_backward + sp_forward +
+# sp_backward over its busy mp_comm + mp_fwd_comm time.
+#
+#   benchmarks/collective_matmul_figures.sh        PW_SKIP_175B=1 leaves 175B out
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+pw=${PW_TOOL:-$root/build/tools/pipeweave}
+out=${PW_OUT:-$root/out/collective_matmul}
+mkdir -p "$out"
+
+plan() {  # plan MICRO_BATCHES [PREFIX]
+  echo "${2:-}append-backward{optimizer=adam},amp{dtype=bf16},split-program,schedule{kind=1f1b,micro-batches=$1},insert-p2p"
+}
+
+# row NAME A B: one A/B, summarised as a table row.
+row() {
+  local name=$1 module=$2 a=$3 b=$4
+  "$pw" ab "$module" -a "$a" -b "$b" --sim --device h100 --json "$out/$name.json" >"$out/$name.txt"
+  python3 - "$name" "$out/$name.json" <<'PY'
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+sim = json.load(open(path))["sim"]
+def tp(r):
+    e = r["exposed_comm_ms"]; b = r["busy_ms_by_stream"]
+    exposed = e["mp_forward"] + e["mp_backward"] + e["sp_forward"] + e["sp_backward"]
+    busy = b["mp_comm"] + b.get("mp_fwd_comm", 0)
+    return exposed, 100 * exposed / busy if busy else 0
+ea, pa = tp(sim["a"]); eb, pb = tp(sim["b"])
+print(f"| {name} | {ea:.1f} ms ({pa:.1f} %) | {eb:.1f} ms ({pb:.1f} %) | "
+      f"{sim['a']['step_time_ms']:.1f} | {sim['b']['step_time_ms']:.1f} | "
+      f"{sim['b']['step_time_ms'] / sim['a']['step_time_ms']:.3f} | "
+      f"{sim['a']['max_peak_bytes'] / 2**30:.2f} | {sim['b']['max_peak_bytes'] / 2**30:.2f} |")
+PY
+}
+
+shapes=("gpt_6.7b:--layers 32 --hidden 4096 --heads 32 --ffn 16384 --mp 2 --pp 4:16"
+  "gpt_13b:--layers 40 --hidden 5120 --heads 40 --ffn 20480 --mp 4 --pp 4:16")
+[[ -z ${PW_SKIP_175B:-} ]] &&
+  shapes+=("gpt_175b:--layers 96 --hidden 12288 --heads 96 --ffn 49152 --mp 8 --pp 16:64")
+echo "| plan | exposed TP A | exposed TP B | step A ms | step B ms | B/A | peak A GiB | peak B GiB |"
+echo "|---|---|---|---|---|---|---|---|"
+for shape in "${shapes[@]}"; do
+  IFS=: read -r name args mb <<<"$shape"
+  module=$out/$name.pb
+  "$pw" build-model gpt $args --seq 2048 --vocab 51200 --micro-batch-size 1 -o "$module" >/dev/null
+  tail="overlap-column-parallel-backward,overlap-1f1b,insert-events"
+  p=$(plan "$mb")
+  row "$name" "$module" "$p,assign-streams,insert-events" "$p,assign-streams,$tail"
+  p=$(plan "$mb" "sequence-parallel,")
+  row "${name}_sp" "$module" "$p,assign-streams,insert-events" \
+    "$p,assign-streams,overlap-collective-matmul,$tail"
+  row "${name}_sp_cm_alone" "$module" "$p,assign-streams,insert-events" \
+    "$p,assign-streams,overlap-collective-matmul,insert-events"
+done

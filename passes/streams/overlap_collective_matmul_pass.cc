@@ -1,0 +1,460 @@
+// overlap-collective-matmul: sequence parallelism's all-gathers and reduce-scatters hidden
+// under the matmuls they feed or are fed by (XLA's collective matmul), exactly.
+//
+//   c_all_gather(X) -> matmul             X's blocks arrive one c_shift at a time on the
+//                                          communication stream while the matmul of the block
+//                                          before runs on compute; c_member_concat joins the
+//                                          products in member order.
+//   matmul -> c_reduce_scatter_sum         each member's rows multiplied (c_split{offset}) and
+//                                          sent straight to their owner (c_shift) while the
+//                                          next member's rows multiply; the owner sums its n
+//                                          partials in member order (c_member_sum).
+//
+// Bits: a row block of a matmul is computed as those rows of the whole one (row_split.h,
+// blocks of at least kMinSplitRows GEMM rows), a shift moves bytes, and c_member_sum adds
+// member 0's partial, then member 1's, ... in f32 as every transport's reduce-scatter does:
+// each output element is the same sum in the same order. A ring that accumulated partials
+// as they travel would add them in an order that depends on the owner, so the partials go
+// to their owner directly instead. The blocks are chosen by the cost model: a collective
+// stays whole where its decomposition does not finish sooner.
+
+#include <algorithm>
+#include <functional>
+
+#include "cost_model/estimator.h"
+#include "cost_model/op_price.h"
+#include "ir/rank_layout.h"
+#include "passes/pass.h"
+#include "passes/pass_registry.h"
+#include "passes/streams/row_split.h"
+#include "passes/streams/row_split_choice.h"
+
+namespace pw {
+namespace {
+
+// A var name not declared in `program`: base + suffix, numbered if taken.
+std::string FreshName(const Program& program, const std::string& base, const std::string& suffix) {
+  std::string name = base + suffix;
+  for (int n = 1; program.HasVar(name); ++n) name = StrCat(base, suffix, ".", n);
+  return name;
+}
+
+// Declares a var like `of`, named from it, with extent `extent` along `axis`.
+std::string DeclareLike(Program& program, const Var& of, const std::string& suffix, int axis,
+                        int64_t extent) {
+  Var v = of;
+  v.name = FreshName(program, of.name, suffix);
+  v.shape[axis] = extent;
+  v.init = {};
+  v.persistable = false;
+  v.is_parameter = false;
+  program.AddVar(v);
+  return v.name;
+}
+
+Op Like(const Op& from, std::string type) {
+  Op op;
+  op.type = std::move(type);
+  op.role = from.role;
+  op.stage = from.stage;
+  op.chunk = from.chunk;
+  op.stream = from.stream;
+  op.weight_grad = from.weight_grad;
+  op.origin = from.origin;
+  return op;
+}
+
+bool Reads(const Op& op, const std::string& var) {
+  bool reads = false;
+  op.ForEachInput([&](const std::string& v) { reads = reads || v == var; });
+  return reads;
+}
+
+bool Writes(const Op& op, const std::string& var) {
+  bool writes = false;
+  op.ForEachOutput([&](const std::string& v) { writes = writes || v == var; });
+  return writes;
+}
+
+bool Exported(const Program& program, const std::string& var) {
+  const auto& out = program.info().outputs;
+  return std::find(out.begin(), out.end(), var) != out.end();
+}
+
+// The collective's cut: its group, member count and axis.
+struct Cut {
+  std::string group;
+  int members = 1;
+  int axis = 0;
+};
+
+Cut CutOf(const Op& collective, const Var& whole) {
+  Cut cut;
+  cut.group = collective.attrs.GetString("group", "mp");
+  cut.members = static_cast<int>(collective.attrs.GetInt("nranks", 1));
+  int64_t axis = collective.attrs.GetInt("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(whole.shape.size());
+  cut.axis = static_cast<int>(axis);
+  return cut;
+}
+
+// Whether matmul `op` multiplies rows of `x` (cut in `cut.members` blocks along `cut.axis`, a
+// row axis) by a matrix, with blocks large enough to keep the GEMM's summation order.
+bool MultipliesRowBlocks(const Program& program, const Module& module, const Op& op,
+                         const std::string& x, const Cut& cut) {
+  if (op.type != "matmul" || op.Input("X") != x || op.attrs.GetBool("trans_x", false)) return false;
+  if (!op.wait_events.empty() || !op.record_events.empty()) return false;
+  const Var* xv = program.FindVar(x);
+  const Var* y = module.FindVar(op.Input("Y"), &program);
+  const Var* out = program.FindVar(op.Output("Out"));
+  if (!xv || !y || !out || y->shape.size() != 2 || xv->shape.size() < 2) return false;
+  if (cut.axis < 0 || cut.axis + 1 >= static_cast<int>(xv->shape.size())) return false;
+  if (cut.members < 2 || xv->shape[cut.axis] % cut.members != 0) return false;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < xv->shape.size(); ++d) rows *= xv->shape[d];
+  return rows / cut.members >= kMinSplitRows && out->shape.back() >= kMinSplitColumns;
+}
+
+// When the decomposed collective matmul finishes, by the cost model: `members` blocks of
+// `block` seconds of matmuls each (a smaller GEMM is priced as such: it may fill the device
+// less well) and a shift of `shift` seconds per remote block. A gather's shifts all leave
+// at once (they read X only); block k waits for the k-th. A scatter's block k (remote ones
+// first) is shifted once multiplied, one shift at a time.
+double DecomposedSeconds(bool gather, int members, double block, double shift) {
+  double compute_end = 0, comm_end = 0;
+  for (int k = 0; k < members; ++k) {
+    if (gather) {
+      const double arrived = k * shift;
+      compute_end = std::max(compute_end, arrived) + block;
+    } else {
+      compute_end += block;
+      if (k + 1 < members) comm_end = std::max(comm_end, compute_end) + shift;
+    }
+  }
+  return std::max(compute_end, comm_end);
+}
+
+class OverlapCollectiveMatmulPass : public Pass {
+ public:
+  std::string_view name() const override { return "overlap-collective-matmul"; }
+  std::string_view description() const override {
+    return "hides sequence parallelism's collectives under their matmuls (collective matmul): "
+           "an all-gather feeding a matmul becomes nranks-1 c_shift transfers on the "
+           "communication stream, each block's matmul running while the next block arrives, "
+           "joined in member order (c_member_concat); a matmul feeding a reduce-scatter "
+           "multiplies each member's rows and sends them straight to their owner (c_shift), "
+           "who adds its partials in member order (c_member_sum): bit-identical at any group "
+           "size. Blocks of at least 64 GEMM rows; decomposes where the cost model finds it "
+           "finishes sooner (needs opt --device); decompose=all everywhere it applies (tests). "
+           "Run after assign-streams, before overlap-1f1b and insert-events.";
+  }
+
+  StatusOr<bool> Run(Module& module, PassContext& context) override {
+    const bool all = decompose.value() == "all";
+    registry_ = &context.ops();
+    const cost::Estimator* estimator = context.Find<cost::Estimator>();
+    if (!all && !estimator)
+      return FailedPrecondition(
+          "overlap-collective-matmul decomposes where the cost model finds it pays: pass "
+          "--device D to 'pipeweave opt' (or decompose=all)");
+    for (const Program& p : module.programs()) {
+      if (!p.info().segment_of.empty() || !p.info().variant_of.empty())
+        return FailedPrecondition("overlap-collective-matmul runs before overlap-1f1b ('", p.name(),
+                                  "' is one of its programs): put it right after assign-streams");
+      for (const Op& op : p.ops())
+        if ((op.type == "c_all_gather" || op.type == "c_reduce_scatter_sum") &&
+            op.attrs.GetString("group", "mp") == "mp" && op.stream.empty())
+          return FailedPrecondition(
+              "overlap-collective-matmul hides the all-gathers and reduce-scatters on the "
+              "communication streams, but '",
+              p.name(), "' runs one on compute: run assign-streams before it");
+    }
+    int gathers = 0, scatters = 0, kept = 0;
+    for (Program& program : module.programs()) {
+      for (int i = 0; i < static_cast<int>(program.ops().size()); ++i) {
+        const std::string type = program.ops()[i].type;
+        if (type != "c_all_gather" && type != "c_reduce_scatter_sum") continue;
+        if (program.ops()[i].attrs.GetString("group", "mp") != "mp") continue;
+        Decision d = type == "c_all_gather" ? DecomposeGather(module, program, i, all, estimator)
+                                            : DecomposeScatter(module, program, i, all, estimator);
+        if (d == Decision::kDone) (type == "c_all_gather" ? gathers : scatters) += 1;
+        if (d == Decision::kKept) ++kept;
+      }
+    }
+    context.AddStatistic("all-gathers-decomposed", gathers);
+    context.AddStatistic("reduce-scatters-decomposed", scatters);
+    context.AddStatistic("kept-whole-by-cost", kept);
+    return gathers + scatters > 0;
+  }
+
+ private:
+  enum class Decision { kNotApplicable, kKept, kDone };
+
+  // The price of `op` on the program's pricing rank; none when it cannot be priced.
+  static cost::OpPrice Price(const Module& module, const Program& program, const Op& op,
+                             const cost::Estimator& estimator, const OpRegistry& registry) {
+    auto lookup = [&](const std::string& v) { return module.FindVar(v, &program); };
+    StatusOr<cost::OpPrice> p =
+        cost::PriceOp(op, module, PricingRank(module, program), estimator, registry, lookup);
+    return p.ok() ? *p : cost::OpPrice{};
+  }
+
+  // The seconds of one row block of matmul `op`: its X and Out cut in `cut.members` along
+  // the cut's axis.
+  static double BlockSeconds(const Module& module, const Program& program, const Op& op,
+                             const Cut& cut, const cost::Estimator& estimator,
+                             const OpRegistry& registry) {
+    std::vector<Var> blocks;
+    for (const std::string& name : {op.Input("X"), op.Output("Out")}) {
+      const Var* v = program.FindVar(name);
+      if (!v) return 0;
+      blocks.push_back(*v);
+      blocks.back().shape[cut.axis] /= cut.members;
+    }
+    auto lookup = [&](const std::string& v) -> const Var* {
+      for (const Var& b : blocks)
+        if (b.name == v) return &b;
+      return module.FindVar(v, &program);
+    };
+    StatusOr<cost::OpPrice> p =
+        cost::PriceOp(op, module, PricingRank(module, program), estimator, registry, lookup);
+    return p.ok() ? p->seconds : 0;
+  }
+
+  // Whether decomposing pays: `collective` whole then `compute` seconds of matmuls, against
+  // the pipelined blocks (`block` seconds each) with a shift of 1/members of `collective`'s
+  // buffer each, plus the `copied_bytes` (read and written) of the splits, joins and sums.
+  bool Pays(bool gather, const cost::OpPrice& collective, double compute, double block, int members,
+            DataType dtype, double copied_bytes, const cost::Estimator& estimator) {
+    if (!collective.collective) return false;
+    const double shift =
+        estimator.comm()
+            .Time(cost::CommKind::kSendRecv, collective.bytes / members, 2, collective.span)
+            .seconds;
+    const double copies = cost::RooflineTime(estimator.device(), dtype, 0, copied_bytes);
+    const double whole = collective.seconds + compute;
+    return DecomposedSeconds(gather, members, block, shift) + copies < whole * 0.999;
+  }
+
+  Decision DecomposeGather(Module& module, Program& program, int at, bool all,
+                           const cost::Estimator* estimator) {
+    const Op gather = program.ops()[at];
+    if (!gather.wait_events.empty() || !gather.record_events.empty())
+      return Decision::kNotApplicable;
+    const std::string x = gather.Input("X"), g = gather.Output("Out");
+    const Var* gv = program.FindVar(g);
+    const Var* xv = program.FindVar(x);
+    if (!gv || !xv || x == g) return Decision::kNotApplicable;
+    const Cut cut = CutOf(gather, *gv);
+    // The readers of the gathered tensor, and which of them multiply its row blocks (their
+    // matrices defined before the first reader, where the blocks' products go).
+    int first_reader = -1;
+    std::vector<int> matmuls;
+    bool others = Exported(program, g);
+    std::vector<Op>& ops = program.ops();
+    for (int i = at + 1; i < static_cast<int>(ops.size()); ++i) {
+      if (Writes(ops[i], g) || Writes(ops[i], x)) return Decision::kNotApplicable;
+      if (!Reads(ops[i], g)) continue;
+      if (first_reader < 0) first_reader = i;
+      if (MultipliesRowBlocks(program, module, ops[i], g, cut) &&
+          DefinedBefore(program, ops[i].Input("Y"), first_reader))
+        matmuls.push_back(i);
+      else
+        others = true;
+    }
+    if (matmuls.empty()) return Decision::kNotApplicable;
+    if (!all) {
+      // The joins copy each product, and the gathered tensor where others read it.
+      double compute = 0, block = 0, copied = others ? 2.0 * gv->num_bytes() : 0;
+      for (int i : matmuls) {
+        compute += Price(module, program, ops[i], *estimator, registry()).seconds;
+        block += BlockSeconds(module, program, ops[i], cut, *estimator, registry());
+        const Var* out = program.FindVar(ops[i].Output("Out"));
+        copied += 2.0 * (out ? out->num_bytes() : 0);
+      }
+      const cost::OpPrice collective = Price(module, program, gather, *estimator, registry());
+      if (!Pays(true, collective, compute, block, cut.members, gv->dtype, copied, *estimator))
+        return Decision::kKept;
+    }
+    const int n = cut.members;
+    const int64_t block_extent = xv->shape[cut.axis];
+    // The blocks: X itself (member m's), then the one c_shift{offset k} brings (m - k's).
+    std::vector<std::string> blocks = {x};
+    std::vector<Op> shifts;
+    for (int k = 1; k < n; ++k) {
+      const Var xs = *program.FindVar(x);
+      blocks.push_back(DeclareLike(program, xs, StrCat("@SHIFT", k), cut.axis, block_extent));
+      Op shift = Like(gather, "c_shift");
+      shift.SetInput("X", {x}).SetOutput("Out", {blocks.back()});
+      shift.SetAttr("group", cut.group).SetAttr("nranks", int64_t{n}).SetAttr("offset", int64_t{k});
+      shifts.push_back(std::move(shift));
+    }
+    // Each matmul's block products, block by block (block 0 needs no transfer), then each
+    // product joined in member order; the gathered tensor itself where others read it.
+    std::vector<Op> products;
+    std::vector<std::vector<std::string>> outs(matmuls.size());
+    for (int k = 0; k < n; ++k)
+      for (size_t j = 0; j < matmuls.size(); ++j) {
+        const Op& mm = program.ops()[matmuls[j]];
+        const Var out = *program.FindVar(mm.Output("Out"));
+        outs[j].push_back(
+            DeclareLike(program, out, StrCat("@BLOCK", k), cut.axis, out.shape[cut.axis] / n));
+        Op block = mm;
+        block.SetInput("X", {blocks[k]}).SetOutput("Out", {outs[j].back()});
+        products.push_back(std::move(block));
+      }
+    for (size_t j = 0; j < matmuls.size(); ++j) {
+      const Op& mm = program.ops()[matmuls[j]];
+      Op concat = Like(mm, "c_member_concat");
+      concat.SetInput("X", outs[j]).SetOutput("Out", {mm.Output("Out")});
+      concat.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
+      concat.SetAttr("nranks", int64_t{n});
+      products.push_back(std::move(concat));
+    }
+    if (others) {
+      Op concat = Like(program.ops()[matmuls.front()], "c_member_concat");
+      concat.SetInput("X", blocks).SetOutput("Out", {g});
+      concat.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
+      concat.SetAttr("nranks", int64_t{n});
+      products.push_back(std::move(concat));
+    }
+    // Rebuild: the shifts where the gather was, the products where its first reader is.
+    std::vector<Op> rebuilt;
+    rebuilt.reserve(ops.size() + shifts.size() + products.size());
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      if (i == at) {
+        for (Op& s : shifts) rebuilt.push_back(std::move(s));
+        continue;
+      }
+      if (i == first_reader)
+        for (Op& p : products) rebuilt.push_back(std::move(p));
+      if (std::find(matmuls.begin(), matmuls.end(), i) != matmuls.end()) continue;
+      rebuilt.push_back(std::move(ops[i]));
+    }
+    ops = std::move(rebuilt);
+    if (!others) program.RemoveVarsIf([&](const Var& v) { return v.name == g; });
+    return Decision::kDone;
+  }
+
+  Decision DecomposeScatter(Module& module, Program& program, int at, bool all,
+                            const cost::Estimator* estimator) {
+    std::vector<Op>& ops = program.ops();
+    const Op scatter = ops[at];
+    const std::string partial = scatter.Input("X");
+    if (!scatter.wait_events.empty() || !scatter.record_events.empty())
+      return Decision::kNotApplicable;
+    // The matmul that writes the partial sum, read by the reduce-scatter alone.
+    int mm_index = -1;
+    for (int i = at - 1; i >= 0 && mm_index < 0; --i)
+      if (Writes(ops[i], partial)) mm_index = i;
+    if (mm_index < 0 || Exported(program, partial)) return Decision::kNotApplicable;
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i)
+      if (i != at && Reads(ops[i], partial)) return Decision::kNotApplicable;
+    for (int i = mm_index + 1; i < at; ++i)
+      if (Writes(ops[i], partial)) return Decision::kNotApplicable;
+    const Op mm = ops[mm_index];
+    const Var* pv = program.FindVar(partial);
+    if (!pv) return Decision::kNotApplicable;
+    const Cut cut = CutOf(scatter, *pv);
+    const std::string a = mm.Input("X");
+    if (!MultipliesRowBlocks(program, module, mm, a, cut)) return Decision::kNotApplicable;
+    for (int i = mm_index + 1; i < at; ++i)
+      if (Writes(ops[i], a)) return Decision::kNotApplicable;
+    // The rows of each member are a view of A where they lie one after another in it (every
+    // dim before the axis 1) and nothing writes A later; else a copy.
+    bool view = true;
+    if (const Var* av = program.FindVar(a))
+      for (int d = 0; d < cut.axis; ++d) view = view && av->shape[d] == 1;
+    for (int i = mm_index + 1; i < static_cast<int>(ops.size()); ++i)
+      view = view && !Writes(ops[i], a);
+    if (!all) {
+      // The splits copy the rows in (unless views); the owner's sum reads its n partials and
+      // writes one.
+      const Var* av = program.FindVar(a);
+      const double copied = (view ? 0.0 : 2.0 * (av ? av->num_bytes() : 0)) +
+                            (1.0 + 1.0 / cut.members) * static_cast<double>(pv->num_bytes());
+      const double compute = Price(module, program, mm, *estimator, registry()).seconds;
+      const double block = BlockSeconds(module, program, mm, cut, *estimator, registry());
+      const cost::OpPrice collective = Price(module, program, scatter, *estimator, registry());
+      if (!Pays(false, collective, compute, block, cut.members, pv->dtype, copied, *estimator))
+        return Decision::kKept;
+    }
+    const int n = cut.members;
+    const Var av = *program.FindVar(a);
+    const Var pw = *pv;
+    // Member (m + k)'s rows, remote owners first, each multiplied then sent to its owner;
+    // this member's own rows last, multiplied while the last shift runs.
+    std::vector<Op> blocks;
+    std::vector<std::string> parts(n);
+    for (int step = 1; step <= n; ++step) {
+      const int k = step % n;
+      const std::string rows =
+          DeclareLike(program, av, StrCat("@ROWS_OF+", k), cut.axis, av.shape[cut.axis] / n);
+      Op split = Like(mm, "c_split");
+      split.SetInput("X", {a}).SetOutput("Out", {rows});
+      split.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
+      split.SetAttr("nranks", int64_t{n}).SetAttr("offset", int64_t{k});
+      if (view) split.SetAttr("view", true);
+      blocks.push_back(std::move(split));
+      const std::string product =
+          DeclareLike(program, pw, StrCat("@PARTIAL+", k), cut.axis, pw.shape[cut.axis] / n);
+      Op block = mm;
+      block.SetInput("X", {rows}).SetOutput("Out", {product});
+      blocks.push_back(std::move(block));
+      if (k == 0) {
+        parts[0] = product;
+        continue;
+      }
+      parts[k] = DeclareLike(program, pw, StrCat("@SHIFT", k), cut.axis, pw.shape[cut.axis] / n);
+      Op shift = Like(scatter, "c_shift");
+      shift.SetInput("X", {product}).SetOutput("Out", {parts[k]});
+      shift.SetAttr("group", cut.group).SetAttr("nranks", int64_t{n}).SetAttr("offset", int64_t{k});
+      blocks.push_back(std::move(shift));
+    }
+    Op sum = Like(mm, "c_member_sum");
+    sum.SetInput("X", parts).SetOutput("Out", {scatter.Output("Out")});
+    sum.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
+    sum.SetAttr("nranks", int64_t{n});
+    sum.role = scatter.role;
+    sum.weight_grad = scatter.weight_grad;
+    std::vector<Op> rebuilt;
+    rebuilt.reserve(ops.size() + blocks.size());
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      if (i == mm_index) {
+        for (Op& b : blocks) rebuilt.push_back(std::move(b));
+      } else if (i == at) {
+        rebuilt.push_back(std::move(sum));
+      } else {
+        rebuilt.push_back(std::move(ops[i]));
+      }
+    }
+    ops = std::move(rebuilt);
+    program.RemoveVarsIf([&](const Var& v) { return v.name == partial; });
+    return Decision::kDone;
+  }
+
+  // Whether `var` holds its value before op `index`: written by an earlier op, or by no op
+  // of the program (a parameter, an input).
+  static bool DefinedBefore(const Program& program, const std::string& var, int index) {
+    const std::vector<Op>& ops = program.ops();
+    for (int i = index; i < static_cast<int>(ops.size()); ++i)
+      if (Writes(ops[i], var)) return false;
+    return true;
+  }
+
+  const OpRegistry& registry() const { return *registry_; }
+
+  const OpRegistry* registry_ = nullptr;  // the context's, for PriceOp
+  Option<std::string> decompose{this,
+                                "decompose",
+                                "auto (where the cost model finds it pays) or all (every "
+                                "eligible collective, for tests)",
+                                "auto",
+                                {"auto", "all"}};
+};
+
+}  // namespace
+
+PW_REGISTER_PASS(OverlapCollectiveMatmulPass)
+
+}  // namespace pw
