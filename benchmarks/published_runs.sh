@@ -45,8 +45,13 @@
 #   - Megatron's scatter/gather of the activations sent between pipeline stages (the
 #     interleaved rows of narayanan21): every tp rank sends the whole activation.
 #   - Loss scaling: fp16 rows use amp's dynamic scaling starting at the run's static scale
-#     (Megatron checks for overflow either way); dropout is not in the GPT builder; the
-#     DeepSpeed pipeline engine of smith22 is planned as 1f1b.
+#     (Megatron checks for overflow either way); the DeepSpeed pipeline engine of smith22 is
+#     planned as 1f1b.
+#   - Dropout (the CSV's `dropout`, 0.1 in every run here) is built as its own ops on the
+#     embeddings, the attention probabilities and the attention and MLP outputs; the backward
+#     draws the mask again from the seed (PyTorch's dropout stores a 1-byte mask instead: one
+#     byte more an element each way), and Megatron's fused bias-dropout-add kernel is three
+#     element-wise ops here (bias_add, dropout, add).
 #   - Attention is built unfused (build-model --attention unfused: q.k^T, a causal softmax
 #     and times v as separate ops whose scores go through memory), as every one of these
 #     runs computed it (Megatron's batched GEMMs and fused scale-mask-softmax kernels; flash
@@ -78,10 +83,11 @@ start=$SECONDS
 rows=()
 declare -A F  # F[$id,column]
 columns=(id source model layers hidden heads ffn seq vocab gpu gpu_mem gpus tp pp vpp dp gbs mbs
-  kind recompute precision loss_scale grad_ar metric unit published ratio_base reference features)
+  kind recompute precision loss_scale grad_ar metric unit published ratio_base reference features
+  dropout)
 while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_mem gpus tp pp vpp \
   dp gbs mbs kind recompute precision loss_scale grad_ar metric unit published ratio_base \
-  reference _read_in _not_expressed _assumed features; do
+  reference _read_in _not_expressed _assumed features dropout; do
   [[ -z "$id" || "$id" == \#* || "$id" == id ]] && continue
   [[ -n "$only" && ! "$id" =~ $only ]] && continue
   for c in "${columns[@]}"; do F[$id,$c]=${!c}; done
@@ -91,6 +97,10 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   fi
   if ((gbs % (dp * mbs) != 0)); then
     echo "$id: global batch $gbs is not a multiple of dp x micro-batch = $((dp * mbs))" >&2
+    exit 2
+  fi
+  if ! awk -v p="$dropout" 'BEGIN {exit !(p ~ /^[0-9.]+$/ && p >= 0 && p < 1)}'; then
+    echo "$id: dropout '$dropout' is not a probability in [0, 1)" >&2
     exit 2
   fi
   case $gpu in
@@ -116,6 +126,7 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   setup+=" dp$dp B$gbs b$mbs $kind"
   [[ "$recompute" != none ]] && setup+=" $recompute"
   [[ -n "$features" ]] && setup+=" ${features//;/+}"
+  awk -v p="$dropout" 'BEGIN {exit !(p > 0)}' && setup+=" drop$dropout"
   F[$id,setup]="$setup $precision"
   rows+=("$id")
 done <"$csv"
@@ -128,6 +139,7 @@ simulate() {
     --heads "${F[$id,heads]}" --ffn "${F[$id,ffn]}" --seq "${F[$id,seq]}" \
     --vocab "${F[$id,vocab]}" --micro-batch-size "${F[$id,mbs]}" --mp "${F[$id,tp]}" \
     --pp "${F[$id,pp]}" --vpp "${F[$id,vpp]}" --dp "$dp" --attention unfused \
+    --dropout "${F[$id,dropout]}" \
     -o "$module" >/dev/null 2>"$work/$id.err"; then
     return
   fi

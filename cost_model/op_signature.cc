@@ -11,12 +11,20 @@ void AppendType(std::ostringstream& out, const TensorType& t) {
   out << ']';
 }
 
-std::string AttrVariant(const AttrList& attrs) {
+// Dropout's site salt and shard placement pick which bits of its mask are drawn, not how
+// many: every dropout of one shape is one signature.
+bool PicksBitsOnly(const std::string& op_type, const std::string& attr) {
+  return (op_type == "dropout" || op_type == "dropout_grad") &&
+         (attr == "salt" || attr == "shard_axis" || attr == "shard_count" || attr == "group");
+}
+
+std::string AttrVariant(const std::string& op_type, const AttrList& attrs) {
   std::ostringstream out;
   bool first = true;
   for (const auto& [name, value] : attrs.items()) {
     AttrType type = TypeOf(value);
     if (type == AttrType::kFloat || type == AttrType::kFloats) continue;
+    if (PicksBitsOnly(op_type, name)) continue;
     out << (first ? "" : ",") << name << '=';
     first = false;
     if (type == AttrType::kBool) {
@@ -56,7 +64,7 @@ StatusOr<OpSignature> SignatureOf(const Op& op, const OpRegistry& registry,
       sig.inputs.push_back(std::move(t));
     }
   }
-  sig.variant = AttrVariant(op.attrs);
+  sig.variant = AttrVariant(op.type, op.attrs);
   key << ')' << sig.variant;
   sig.key = key.str();
   if (def->cost) {

@@ -4,7 +4,8 @@
 // the same, so the profiler runs each signature once and the estimator looks it up.
 //
 // Attributes that matter: every attribute except floating-point ones (learning rates,
-// epsilons, scales), which change values, not work.
+// epsilons, scales), which change values, not work, and dropout's salt and shard placement,
+// which choose its mask.
 
 #include <functional>
 #include <string>

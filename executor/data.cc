@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/file_util.h"
+#include "ops/dropout_mask.h"
 
 namespace pw {
 
@@ -68,7 +69,10 @@ void TrainingData::FillRow(uint64_t row_hash, int64_t* out) const {
 
 MicroBatch TrainingData::Get(int64_t step, int64_t micro_batch) const {
   const int64_t b = config_.batch_size, s = config_.seq_len;
-  MicroBatch mb{Tensor(DataType::kInt64, {b, s}), Tensor(DataType::kInt64, {b, s})};
+  MicroBatch mb{Tensor(DataType::kInt64, {b, s}), Tensor(DataType::kInt64, {b, s}),
+                Tensor(DataType::kInt64, {1})};
+  mb.dropout_seed.i64()[0] =
+      static_cast<int64_t>(ops::DropoutSeed(config_.seed, step, micro_batch));
   std::vector<int64_t> row(s + 1);
   for (int64_t r = 0; r < b; ++r) {
     FillRow(RowHash(config_.seed, step, micro_batch, r), row.data());

@@ -10,6 +10,7 @@
 // far below log(V).
 // File source: the bytes of a text file as tokens (vocab >= 256); each row reads a window
 // of S+1 bytes at an offset hashed from (seed, step, micro-batch, row).
+// Dropout: one seed per micro-batch, hashed from (seed, step, micro-batch) as well.
 
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,9 @@ struct DataConfig {
 struct MicroBatch {
   Tensor tokens;  // [B, S] i64
   Tensor labels;  // [B, S] i64
+  // [1] i64: the seed of every dropout mask of the micro-batch (ops/dropout_mask.h), fed
+  // as module input "dropout_seed".
+  Tensor dropout_seed;
 };
 
 class TrainingData {

@@ -15,6 +15,10 @@
 //   }
 //   pw::Tensor w = exec->Fetch("layer0.fc1.w").value();
 //
+// A module built with dropout also reads "dropout_seed" ([1] i64) every micro-batch: feed
+// the same value on every rank for one micro-batch, a new one per step and micro-batch
+// (ops/dropout_mask.h: DropoutSeed(data seed, step, global micro-batch) is what `run` feeds).
+//
 // Checkpoints: with options.checkpoint_dir set, every rank calls SaveCheckpoint(step)
 // after the same step; the last one to finish completes the checkpoint. A restarted job
 // calls LoadCheckpoint(dir) on every rank before its first step (also under another

@@ -12,6 +12,7 @@
 #include "executor/process_resources.h"
 #include "executor/scope.h"
 #include "ir/verifier.h"
+#include "ops/dropout_mask.h"
 #include "ops/kernel.h"
 #include "ops/kernels/cpu/vector_math.h"
 #include "ops/registry.h"
@@ -245,9 +246,10 @@ Status ReferenceRunner::Prepare() {
                ? std::get<std::vector<std::string>>(*inputs)
                : std::vector<std::string>{"tokens", "labels"};
   for (const std::string& feed : feeds_) {
-    if (feed != "tokens" && feed != "labels")
+    if (feed != "tokens" && feed != "labels" && feed != ops::kDropoutSeedVar)
       return Unimplemented("module input '", feed,
-                           "': the reference runner feeds only 'tokens' and 'labels'");
+                           "': the reference runner feeds only 'tokens', 'labels' and '",
+                           ops::kDropoutSeedVar, "'");
     if (!program_.HasVar(feed))
       return FailedPrecondition("module input '", feed, "' is not a var of program '",
                                 program_.name(), "'");
@@ -298,7 +300,9 @@ StatusOr<double> ReferenceRunner::RunMicroBatch(int64_t step, int64_t micro_batc
   Scope scope(&root_);
   MicroBatch batch = data_->Get(step, micro_batch);
   for (const std::string& feed : feeds_)
-    scope.Set(feed, feed == "tokens" ? batch.tokens : batch.labels);
+    scope.Set(feed, feed == "tokens"   ? batch.tokens
+                    : feed == "labels" ? batch.labels
+                                       : batch.dropout_seed);
   for (const PlannedOp& p : train_ops_) {
     PW_RETURN_IF_ERROR(RunOp(p, scope));
     for (const std::string& v : p.free_after) scope.Erase(v);

@@ -1,5 +1,7 @@
 #include "executor/training_feed.h"
 
+#include "ops/dropout_mask.h"
+
 namespace pw {
 
 StatusOr<std::unique_ptr<TrainingFeed>> TrainingFeed::Open(const Module& module, int dp_index,
@@ -24,7 +26,9 @@ Interpreter::FeedFn TrainingFeed::fn() {
     MicroBatch batch = data_.Get(step_, global);
     if (var == "tokens") return batch.tokens;
     if (var == "labels") return batch.labels;
-    return Unimplemented("module input '", var, "': training feeds only 'tokens' and 'labels'");
+    if (var == ops::kDropoutSeedVar) return batch.dropout_seed;
+    return Unimplemented("module input '", var, "': training feeds only 'tokens', 'labels' and '",
+                         ops::kDropoutSeedVar, "'");
   };
 }
 

@@ -6,6 +6,7 @@
 #include "ir/builder.h"
 #include "models/model_config.h"
 #include "models/parallel_blocks.h"
+#include "ops/dropout_mask.h"
 #include "ops/registry.h"
 
 namespace pw::models {
@@ -38,6 +39,12 @@ Status ValidateGptConfig(const GptConfig& c) {
   if (c.heads % c.mp)
     return InvalidArgument("gpt: heads ", c.heads, " is not divisible by mp ", c.mp);
   if (c.ffn % c.mp) return InvalidArgument("gpt: ffn ", c.ffn, " is not divisible by mp ", c.mp);
+  if (!(c.dropout >= 0 && c.dropout < 1))
+    return InvalidArgument("gpt: dropout must be in [0, 1), got ", c.dropout);
+  if (c.dropout > 0 && !c.unfused_attention)
+    return InvalidArgument(
+        "gpt: dropout needs unfused attention (the fused attention op has no dropout of its "
+        "probabilities): build with --attention unfused");
   if (c.vocab_parallel && c.vocab % c.mp)
     return InvalidArgument("gpt: vocab ", c.vocab, " is not divisible by mp ", c.mp,
                            " (or build without vocab parallelism)");
@@ -75,8 +82,24 @@ class GptBuilder {
     std::string wpe = p_.Param("wpe", {c_.seq, c_.hidden}, NormalInit("wpe", c_.seed));
     std::string emb = p_.TokenEmbedding("wte", tokens, c_.vocab, c_.hidden);
     // [S, H] positions broadcast over the batch.
-    return BiasAdd(emb, wpe, "embeddings.out");
+    return Dropout(BiasAdd(emb, wpe, "embeddings.out"), "embeddings.dropout", kEmbeddingSalt);
   }
+
+  // Dropout site `salt` on x (identity when the config has none). `shard_count` > 1: x is
+  // this rank's slice along `shard_axis` of the mp group's whole tensor.
+  std::string Dropout(const std::string& x, const std::string& out, int64_t salt,
+                      int64_t shard_axis = -1, int64_t shard_count = 1) {
+    if (c_.dropout <= 0) return x;
+    if (seed_.empty()) seed_ = b_.Input(ops::kDropoutSeedVar, DataType::kInt64, {1});
+    OpBuilder op = b_.Op("dropout");
+    op.In("X", x).In("Seed", seed_).Out("Out", out).Attr("p", c_.dropout).Attr("salt", salt);
+    if (shard_count > 1) op.Attr("shard_axis", shard_axis).Attr("shard_count", shard_count);
+    return op.Build();
+  }
+
+  // Salts: the embeddings', then three per layer.
+  static constexpr int64_t kEmbeddingSalt = 0;
+  static int64_t LayerSalt(int64_t layer, int64_t site) { return 1 + 3 * layer + site; }
 
   std::string LayerNorm(const std::string& name, const std::string& x) {
     std::string scale =
@@ -125,7 +148,7 @@ class GptBuilder {
     const std::string p = "layer" + std::to_string(index) + ".";
     std::string ln1 = LayerNorm(p + "ln1", x);
     std::string qkv = ColumnParallel(p + "qkv", ln1, 3 * c_.hidden);
-    std::string attn = c_.unfused_attention ? UnfusedAttention(p, qkv)
+    std::string attn = c_.unfused_attention ? UnfusedAttention(p, qkv, index)
                                             : b_.Op("attention")
                                                   .In("QKV", qkv)
                                                   .Out("Out", p + "attn.out")
@@ -133,12 +156,14 @@ class GptBuilder {
                                                   .Attr("num_heads", int64_t{c_.heads / c_.mp})
                                                   .Attr("causal", true)
                                                   .Build();
-    std::string proj = RowParallel(p + "proj", attn, c_.hidden);
+    std::string proj =
+        Dropout(RowParallel(p + "proj", attn, c_.hidden), p + "proj.dropout", LayerSalt(index, 1));
     std::string h1 = p_.Add(x, proj, p + "residual1");
     std::string ln2 = LayerNorm(p + "ln2", h1);
     std::string fc1 = ColumnParallel(p + "fc1", ln2, c_.ffn);
     std::string act = p_.Unary("gelu", fc1, p + "gelu");
-    std::string fc2 = RowParallel(p + "fc2", act, c_.ffn);
+    std::string fc2 =
+        Dropout(RowParallel(p + "fc2", act, c_.ffn), p + "fc2.dropout", LayerSalt(index, 2));
     return p_.Add(h1, fc2, p + "residual2");
   }
 
@@ -146,7 +171,7 @@ class GptBuilder {
   // [B, S, h x {q, k, v} x d] regrouped into per-head q, k, v [B, h, S, d] (q scaled by
   // 1/sqrt(d)), the scores q.k^T [B, h, S, S], a causal softmax over them, times v, and the
   // heads back to [B, S, h d]. The scores and probabilities go through memory.
-  std::string UnfusedAttention(const std::string& p, const std::string& qkv) {
+  std::string UnfusedAttention(const std::string& p, const std::string& qkv, int64_t layer) {
     const int64_t b = c_.micro_batch_size, s = c_.seq, h = c_.heads / c_.mp;
     const int64_t d = c_.hidden / c_.heads;
     std::string x = b_.Op("reshape")
@@ -190,6 +215,8 @@ class GptBuilder {
                              .Build();
     std::string probs =
         b_.Op("softmax").In("X", scores).Out("Out", p + "attn.probs").Attr("causal", true).Build();
+    // This rank's heads of the probabilities: the mask of the global head indices.
+    probs = Dropout(probs, p + "attn.probs_dropout", LayerSalt(layer, 0), 1, c_.mp);
     std::string context = p_.Matmul(probs, v, p + "attn.context");
     context = b_.Op("transpose")
                   .In("X", context)
@@ -206,11 +233,14 @@ class GptBuilder {
   const GptConfig& c_;
   ProgramBuilder b_;
   ParallelBlocks p_;
+  std::string seed_;  // the dropout seed input, declared at the first dropout
 };
 
 void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set(kMetaModel, std::string("gpt"));
-  meta.Set(kMetaInputs, std::vector<std::string>{"tokens", "labels"});
+  std::vector<std::string> inputs = {"tokens", "labels"};
+  if (c.dropout > 0) inputs.push_back(ops::kDropoutSeedVar);
+  meta.Set(kMetaInputs, inputs);
   meta.Set(kMetaLoss, loss);
   meta.Set("layers", c.layers);
   meta.Set("hidden", c.hidden);
@@ -220,6 +250,8 @@ void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set("vocab", c.vocab);
   RecordParallelLayout(c, meta);
   meta.Set("attention", std::string(c.unfused_attention ? "unfused" : "fused"));
+  // Recorded only when on, so that modules built before dropout read back as they were.
+  if (c.dropout > 0) meta.Set("dropout", c.dropout);
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
 

@@ -56,14 +56,19 @@ struct GptConfig {
   // Attention as separate ops (regroup, q.k^T, causal softmax, times v), the way 2020-22
   // frameworks ran it, instead of the fused attention op (a flash-style kernel).
   bool unfused_attention = false;
+  // Megatron's dropout at this probability (0: none): on the embeddings, on the attention
+  // probabilities (unfused attention only: the fused op has no dropout), and on the output of
+  // the attention projection and of the MLP before each residual add. The masks' seed is the
+  // fed input `dropout_seed` ([1] i64, one per micro-batch).
+  double dropout = 0;
   uint64_t seed = 1;
 };
 
 // One line naming the first bad setting, e.g. "gpt: hidden 100 is not divisible by heads 3".
 Status ValidateGptConfig(const GptConfig& config);
 
-// Inputs `tokens` and `labels` ([B, S] i64), scalar f32 `loss`. Module metadata records the
-// model name, the inputs, the loss var and every config field.
+// Inputs `tokens` and `labels` ([B, S] i64) and, with dropout, `dropout_seed`; scalar f32 `loss`.
+// Module metadata records the model name, the inputs, the loss var and every config field.
 StatusOr<Module> BuildGpt(const GptConfig& config);
 
 }  // namespace pw::models

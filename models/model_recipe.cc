@@ -51,6 +51,7 @@ StatusOr<ModelRecipe> ReadModelRecipe(const Module& module) {
     c.vocab = meta.GetInt("vocab");
     PW_RETURN_IF_ERROR(ReadParallelLayout(meta, c));
     c.unfused_attention = meta.Has("attention") && meta.GetString("attention") == "unfused";
+    c.dropout = meta.GetFloat("dropout", 0.0);
   } else if (recipe.model == "llama") {
     PW_RETURN_IF_ERROR(RequireFields(
         meta, "llama",

@@ -96,6 +96,8 @@ bool CpuKernelWritesEveryOutput(std::string_view type) {
                                                               "gelu",
                                                               "gelu_grad",
                                                               "scale",
+                                                              "dropout",
+                                                              "dropout_grad",
                                                               "attention",
                                                               "attention_grad",
                                                               "layer_norm_grad",
@@ -130,6 +132,7 @@ CpuKernel FindCpuKernel(std::string_view type) {
     ops::cpu::RegisterCastKernels(*t);
     ops::cpu::RegisterVocabParallelKernels(*t);
     ops::cpu::RegisterLossScalingKernels(*t);
+    ops::cpu::RegisterDropoutKernels(*t);
     return t;
   }();
   auto it = table->find(type);

@@ -76,6 +76,7 @@ OpRegistry Build() {
   RegisterCastOps(staging);
   RegisterVocabParallelOps(staging);
   RegisterLossScalingOps(staging);
+  RegisterDropoutOps(staging);
   OpRegistry checked;
   for (const std::string& type : staging.Types()) {
     OpDef def = *staging.Find(type);

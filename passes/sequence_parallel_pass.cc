@@ -6,7 +6,8 @@
 //   row-parallel matmul -> c_allreduce_sum      becomes   -> c_reduce_scatter_sum (axis 1)
 //   c_identity -> column-parallel matmul        becomes   c_all_gather (axis 1) -> ...
 //
-// and the ops in between (layer_norm, rms_norm, bias_add, add, gelu, scale, cast) run on the
+// and the ops in between (layer_norm, rms_norm, bias_add, add, gelu, scale, cast, dropout: its
+// mask is the shard of the whole sequence's, ops/dropout_mask.h) run on the
 // shard. The vocabulary-parallel embedding's all-reduce becomes a reduce-scatter; a
 // replicated tensor a shard op needs whole-sequence-wise (the position table, or a residual
 // that is not sharded yet) is cut with c_split. The LM head's c_identity becomes an
@@ -120,9 +121,20 @@ class SequenceParallelPass : public Pass {
             "without vocabulary parallelism, or K/V linears of replicated kv heads, needs the "
             "whole sequence): build the model with vocabulary parallelism and kv heads split "
             "over mp, or leave sequence-parallel out");
+      // Dropout on a shard draws its slice of the whole sequence's mask; its Seed is one
+      // value for the micro-batch, not cut.
+      if (op.type == "dropout") {
+        if (op.attrs.GetInt("shard_count", 1) > 1)
+          return InvalidArgument(
+              "sequence-parallel: dropout '", OriginName(op), "' is already sharded along axis ",
+              op.attrs.GetInt("shard_axis", -1), " and cannot be cut along the sequence too");
+        op.SetAttr("shard_axis", int64_t{kSeqAxis}).SetAttr("shard_count", int64_t{mp});
+        op.SetAttr("group", std::string("mp"));
+      }
       // Replicated inputs the op combines with a shard element by element: cut them.
       for (Slot& slot : op.inputs) {
         if (op.type == "layer_norm" || op.type == "rms_norm") break;  // Scale, Bias: per column
+        if (op.type == "dropout" && slot.name == "Seed") continue;
         for (std::string& v : slot.vars) {
           if (sharded_.count(v)) continue;
           const Var* var = program.FindVar(v);

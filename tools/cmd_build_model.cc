@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "           [--seed N (1)]\n"
     "           [--placement loop|v (loop)] [--vocab-parallel on|off (on)]\n"
     "           [--stage-layers N,N,... (L / (P x V) each)] [--attention fused|unfused (fused)]\n"
-    "           -o FILE\n"
+    "           [--dropout P (0)] -o FILE\n"
     "       pipeweave build-model llama --layers L --hidden H --heads A --kv-heads G --ffn F\n"
     "           --seq S --vocab V [--rope-theta T (10000)] and the gpt flags from\n"
     "           --micro-batch-size on -o FILE\n"
@@ -41,6 +41,9 @@ constexpr const char* kUsage =
     "--attention unfused builds attention from separate ops (regroup, q.k^T, causal softmax,\n"
     "times v) whose scores go through memory, as 2020-22 frameworks ran it; fused (the\n"
     "default) is one attention op, priced as a flash-style kernel on GPUs.\n"
+    "--dropout P applies Megatron's dropout with probability P (0 <= P < 1) to the embeddings,\n"
+    "the attention probabilities and the attention and MLP outputs; it needs --attention\n"
+    "unfused. Its masks are drawn from the fed input dropout_seed, one per micro-batch.\n"
     "llama: RMSNorm, SwiGLU (gate and up column-parallel), rotary embeddings (base T) and\n"
     "grouped-query attention with G kv heads (G divides A; split over mp when G >= M, a single\n"
     "one replicated), no biases.";
@@ -49,7 +52,7 @@ constexpr const char* kUsage =
 const char* const kTransformerOnly[] = {
     "heads", "ffn", "dp", "mp", "vpp", "placement", "vocab-parallel", "stage-layers"};
 const char* const kLlamaOnly[] = {"kv-heads", "rope-theta"};
-const char* const kGptOnly[] = {"attention"};
+const char* const kGptOnly[] = {"attention", "dropout"};
 
 // A parallel degree: the mesh's limit, checked before anything is built.
 StatusOr<int> GetDegree(const Flags& flags, const std::string& name) {
@@ -114,6 +117,7 @@ StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
   if (attention != "fused" && attention != "unfused")
     return InvalidArgument("flag --attention takes fused or unfused, got '", attention, "'");
   c.unfused_attention = attention == "unfused";
+  PW_ASSIGN_OR_RETURN(c.dropout, flags.GetDouble("dropout", 0.0, 0.0, 1.0));
   return models::BuildGpt(c);
 }
 
@@ -155,9 +159,10 @@ StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
 
 StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name : {"layers", "hidden", "heads", "kv-heads", "ffn", "seq", "vocab",
-                           "rope-theta", "micro-batch-size", "dp", "mp", "pp", "vpp", "placement",
-                           "vocab-parallel", "seed", "output", "stage-layers", "attention"})
+  for (const char* name : {"layers", "hidden", "heads",        "kv-heads",         "ffn",
+                           "seq",    "vocab",  "rope-theta",   "micro-batch-size", "dp",
+                           "mp",     "pp",     "vpp",          "placement",        "vocab-parallel",
+                           "seed",   "output", "stage-layers", "attention",        "dropout"})
     flags.Value(name);
   flags.Alias("o", "output");
   PW_RETURN_IF_ERROR(flags.Parse(args));

@@ -23,5 +23,6 @@ void RegisterOptimizerOps(OpRegistry& registry);
 void RegisterCastOps(OpRegistry& registry);
 void RegisterVocabParallelOps(OpRegistry& registry);
 void RegisterLossScalingOps(OpRegistry& registry);
+void RegisterDropoutOps(OpRegistry& registry);
 
 }  // namespace pw::ops

@@ -137,6 +137,27 @@ void AddElementwiseCases(Maker& m, std::vector<KernelCase>& cases) {
     cases.push_back(std::move(c));
   }
   {
+    // Rows of 9 cross Philox's groups of four; the second case is shard 0 of 2 along axis 1.
+    for (int64_t shards : {1, 2}) {
+      KernelCase c{shards == 1 ? "dropout" : "dropout_sharded",
+                   MakeOp("dropout", {{"X", {"x"}}, {"Seed", {"seed"}}}, {{"Out", {kOut}}}),
+                   {}};
+      c.op.SetAttr("p", 0.3).SetAttr("salt", int64_t{5});
+      if (shards > 1) c.op.SetAttr("shard_axis", int64_t{1}).SetAttr("shard_count", shards);
+      c.inputs["x"] = m.Uniform({2, 3, 9});
+      c.inputs["seed"] = m.Ids({1}, int64_t{1} << 40);
+      cases.push_back(std::move(c));
+    }
+    KernelCase c{
+        "dropout_grad",
+        MakeOp("dropout_grad", {{"Seed", {"seed"}}, {G("Out"), {"g"}}}, {{G("X"), {kOut}}}),
+        {}};
+    c.op.SetAttr("p", 0.3).SetAttr("salt", int64_t{5});
+    c.inputs["g"] = m.Uniform({6, 9});
+    c.inputs["seed"] = m.Ids({1}, int64_t{1} << 40);
+    cases.push_back(std::move(c));
+  }
+  {
     // Out aliases the second summand, as gradient sums may.
     KernelCase c{"sum_in_place", MakeOp("sum", {{"X", {"a", "b", "c"}}}, {{"Out", {"b"}}}), {}};
     for (const char* v : {"a", "b", "c"}) c.inputs[v] = m.Uniform({4, 5});

@@ -93,5 +93,6 @@ void RegisterOptimizerKernels(KernelTable& table);
 void RegisterCastKernels(KernelTable& table);
 void RegisterVocabParallelKernels(KernelTable& table);
 void RegisterLossScalingKernels(KernelTable& table);
+void RegisterDropoutKernels(KernelTable& table);
 
 }  // namespace pw::ops::cpu

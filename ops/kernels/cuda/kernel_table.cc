@@ -31,6 +31,7 @@ CpuKernel FindCudaKernel(std::string_view type) {
     ops::cuda::RegisterCastKernels(*t);
     ops::cuda::RegisterVocabParallelKernels(*t);
     ops::cuda::RegisterLossScalingKernels(*t);
+    ops::cuda::RegisterDropoutKernels(*t);
     return t;
   }();
   auto it = table->find(type);

@@ -1,0 +1,174 @@
+// dropout: the Philox generator against its published answers, the mask's determinism and
+// statistics, the gradient, and the property sharded models lean on: a rank's slice (heads,
+// a sequence shard) draws exactly its part of the unsharded tensor's mask.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "ops/dropout_mask.h"
+#include "ops/kernel.h"
+#include "tests/ops/grad_check.h"
+#include "tests/ops/op_runner.h"
+
+namespace pw::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RankOf : public Communicator {
+ public:
+  RankOf(int rank, int size) : rank_(rank), size_(size) {}
+  Status AllReduceSum(std::string_view, float*, int64_t) override { return OkStatus(); }
+  Status AllReduceMax(std::string_view, float*, int64_t) override { return OkStatus(); }
+  int GroupRank(std::string_view) const override { return rank_; }
+  int GroupSize(std::string_view) const override { return size_; }
+
+ private:
+  int rank_, size_;
+};
+
+Tensor Seed(int64_t value) {
+  Tensor t(DataType::kInt64, {1});
+  t.i64()[0] = value;
+  return t;
+}
+
+Op DropoutOp(double p, int64_t salt = 0) {
+  Op op = MakeOp("dropout", {{"X", {"x"}}, {"Seed", {"seed"}}}, {{"Out", {"out"}}});
+  op.SetAttr("p", p).SetAttr("salt", salt);
+  return op;
+}
+
+Tensor RunDropout(const Op& op, const Tensor& x, int64_t seed, Communicator* comm = nullptr) {
+  TensorEnv env;
+  env.Set("x", x);
+  env.Set("seed", Seed(seed));
+  Status s = RunOps({op}, env, comm);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return s.ok() ? *env.Find("out") : Tensor();
+}
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.numel() == b.numel() && std::equal(a.f32(), a.f32() + a.numel(), b.f32());
+}
+
+// Random123's known answers for philox4x32 with 10 rounds (kat_vectors).
+TEST(Dropout, PhiloxMatchesPublishedAnswers) {
+  ops::PhiloxBlock zero = ops::Philox4x32(0, 0, 0, 0, 0, 0);
+  EXPECT_EQ(zero.w[0], 0x6627e8d5u);
+  EXPECT_EQ(zero.w[1], 0xe169c58du);
+  EXPECT_EQ(zero.w[2], 0xbc57ac4cu);
+  EXPECT_EQ(zero.w[3], 0x9b00dbd8u);
+  const uint32_t f = 0xffffffffu;
+  ops::PhiloxBlock ones = ops::Philox4x32(f, f, f, f, f, f);
+  EXPECT_EQ(ones.w[0], 0x408f276du);
+  EXPECT_EQ(ones.w[1], 0x41c83b0eu);
+  EXPECT_EQ(ones.w[2], 0xa20bc7c6u);
+  EXPECT_EQ(ones.w[3], 0x6d5451fdu);
+}
+
+TEST(Dropout, DropsAboutPAndScalesTheRest) {
+  const Tensor x = RandomTensor({64, 1024}, 1, 0.5f, 1.5f);
+  for (double p : {0.1, 0.5}) {
+    Tensor out = RunDropout(DropoutOp(p), x, 42);
+    const float scale = static_cast<float>(1.0 / (1.0 - p));
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (out.f32()[i] == 0.0f) {
+        ++dropped;
+      } else {
+        ASSERT_EQ(out.f32()[i], x.f32()[i] * scale) << i;
+      }
+    }
+    // 65536 draws: the fraction's standard deviation is at most 0.002.
+    EXPECT_NEAR(static_cast<double>(dropped) / x.numel(), p, 0.008) << "p " << p;
+  }
+}
+
+TEST(Dropout, MaskIsAFunctionOfSeedSaltAndIndex) {
+  const Tensor x = RandomTensor({8, 33}, 2, 0.5f, 1.5f);
+  Tensor a = RunDropout(DropoutOp(0.3), x, 7);
+  EXPECT_TRUE(SameBits(a, RunDropout(DropoutOp(0.3), x, 7)));
+  EXPECT_FALSE(SameBits(a, RunDropout(DropoutOp(0.3), x, 8)));     // another micro-batch
+  EXPECT_FALSE(SameBits(a, RunDropout(DropoutOp(0.3, 1), x, 7)));  // another site
+  // The same bits on several kernel threads (the draw depends on the index only).
+  ops::SetKernelThreads(3);
+  Tensor big_x = RandomTensor({4, 8192}, 3);
+  Tensor threaded = RunDropout(DropoutOp(0.3), big_x, 7);
+  ops::SetKernelThreads(1);
+  EXPECT_TRUE(SameBits(threaded, RunDropout(DropoutOp(0.3), big_x, 7)));
+}
+
+// Slices [begin, begin + n) of `axis` of a row-major tensor.
+Tensor Slice(const Tensor& t, int axis, int64_t begin, int64_t n) {
+  Shape shape = t.shape();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t extent = shape[axis];
+  shape[axis] = n;
+  Tensor out(DataType::kFloat32, shape);
+  for (int64_t o = 0; o < outer; ++o)
+    std::copy_n(t.f32() + (o * extent + begin) * inner, n * inner, out.f32() + o * n * inner);
+  return out;
+}
+
+// Heads of [B, heads, S, S] probabilities over mp, or a sequence shard of [B, S, H]: each
+// rank's mask is its slice of the whole tensor's. Rows of 5 and 3 elements cross Philox's
+// four-element groups.
+TEST(Dropout, ShardDrawsItsSliceOfTheWholeMask) {
+  struct Case {
+    Shape shape;
+    int axis;
+    int shards;
+  };
+  for (const Case& c : {Case{{2, 4, 5, 5}, 1, 2}, Case{{2, 6, 3}, 1, 3}, Case{{3, 8}, 0, 2}}) {
+    const Tensor x = RandomTensor(c.shape, 4, 0.5f, 1.5f);
+    const Tensor whole = RunDropout(DropoutOp(0.4, 5), x, 11);
+    const int64_t n = c.shape[c.axis] / c.shards;
+    for (int r = 0; r < c.shards; ++r) {
+      Op op = DropoutOp(0.4, 5);
+      op.SetAttr("shard_axis", int64_t{c.axis}).SetAttr("shard_count", int64_t{c.shards});
+      RankOf comm(r, c.shards);
+      Tensor got = RunDropout(op, Slice(x, c.axis, r * n, n), 11, &comm);
+      EXPECT_TRUE(SameBits(got, Slice(whole, c.axis, r * n, n)))
+          << ShapeToString(c.shape) << " axis " << c.axis << " rank " << r;
+    }
+  }
+}
+
+TEST(Dropout, GradDrawsTheForwardMaskAgain) {
+  GradCheck c;
+  c.op = DropoutOp(0.25, 3);
+  c.inputs["x"] = RandomTensor({3, 7}, 5);
+  c.inputs["seed"] = Seed(99);
+  GradCheckResult r = CheckGradients(c);
+  ASSERT_EQ(r.grad_ops.size(), 1u);
+  EXPECT_EQ(r.grad_ops[0].type, "dropout_grad");
+  EXPECT_EQ(r.grad_ops[0].attrs.GetInt("salt"), 3);
+  EXPECT_EQ(r.grad_ops[0].Input("Seed"), "seed");
+}
+
+TEST(Dropout, BadAttributesAreOneLineErrors) {
+  TensorEnv env;
+  env.Set("x", RandomTensor({2, 4}, 6));
+  env.Set("seed", Seed(1));
+  Status s = RunOps({DropoutOp(0.0)}, env);
+  EXPECT_THAT(s.message(), HasSubstr("p must be in (0, 1), got 0 (for p = 0 leave the op out)"));
+  Op op = DropoutOp(0.1);
+  op.SetAttr("shard_count", int64_t{2});
+  s = RunOps({op}, env);
+  EXPECT_THAT(s.message(), HasSubstr("shard_axis -1 is not an axis of"));
+  op.SetAttr("shard_axis", int64_t{1});
+  RankOf three(0, 3);
+  s = RunOps({op}, env, &three);
+  EXPECT_THAT(s.message(), HasSubstr("shard_count 2 but group 'mp' has 3 members"));
+  env.Set("seed", RandomTensor({1}, 7));
+  s = RunOps({DropoutOp(0.1)}, env);
+  EXPECT_THAT(s.message(), HasSubstr("Seed"));
+}
+
+}  // namespace
+}  // namespace pw::testing
