@@ -64,7 +64,49 @@ for p in $plans; do
 done
 echo "== profile on the $rate link (ops on this machine, communication between the hosts)"
 "$pw" profile "${profiled[@]}" --comm --store "$PW_NETNS_STORE" --rank-prefix "$prefix" \
-  -o "$out/link_costs.pbtxt" 2>&1 | grep -E "^(all_reduce|  all_reduce of|profiled)"
+  -o "$out/link_costs.pbtxt" > "$out/profile.log" 2>&1 || { cat "$out/profile.log" >&2; exit 1; }
+grep -E "^(all_reduce|  all_reduce of|profiled)" "$out/profile.log"
+
+# trace PLAN_FILE TAG: a 3-step run of the plan on the hosts with --trace; prints, from
+# rank 0's last step, each stream's time in compute ops, in collectives (the wire, and the
+# peer's lateness) and in waits for another stream (the compute stream's waits by the
+# program they hold up): where the wire costs compute.
+trace() {
+  local plan=$1 tag=$2 r pids=()
+  for r in 0 1; do
+    local addr_var=PW_NETNS_ADDR_$((r + 1))
+    "$cluster" exec --name "$name" $((r + 1)) "$pw" run-parallel "$plan" --rank $r --world-size 2 \
+      --store "$PW_NETNS_STORE/trace-$tag" --hostname "${!addr_var}" --threads 1 --steps 3 \
+      --trace "$out/trace_$tag" > "$out/trace_$tag.rank$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do wait "${pids[r]}" || { echo "trace $tag: rank $r failed" >&2; exit 1; }; done
+  python3 - "$out/trace_$tag/rank0.trace.json" "$tag" << 'PY'
+import collections, json, sys
+events = json.load(open(sys.argv[1]))
+events = events["traceEvents"] if isinstance(events, dict) else events
+names = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+spans = sorted((e for e in events if e.get("ph") == "X"), key=lambda e: e["ts"])
+busy, comm, wait, held = (collections.Counter() for _ in range(4))
+collectives = ("c_allreduce", "c_all_gather", "c_reduce_scatter")
+for i, e in enumerate(spans):
+    kind = wait if e["name"] == "wait" else comm if e["name"].startswith(collectives) else busy
+    kind[e["tid"]] += e["dur"] / 1e3
+    if e["name"] == "wait" and names.get(e["tid"]) == "compute":
+        after = next((n for n in spans[i + 1:] if n["tid"] == e["tid"]), None)
+        where = after["args"].get("where", "") if after else ""
+        held["backward" if "backward" in where else "forward" if "forward" in where else "other"] += e["dur"] / 1e3
+step = (max(e["ts"] + e["dur"] for e in spans) - spans[0]["ts"]) / 1e3
+print(f"{sys.argv[2]}: step {step:.0f} ms (rank 0, last step)")
+for tid in sorted(busy.keys() | comm.keys() | wait.keys()):
+    print(f"  {names.get(tid, tid):12s} compute {busy[tid]:7.1f} ms  collectives {comm[tid]:7.1f} ms"
+          f"  waiting {wait[tid]:7.1f} ms")
+print("  compute waits by program: " + ", ".join(f"{k} {v:.1f} ms" for k, v in sorted(held.items())))
+PY
+}
+echo "== per-stream traces on the $rate link ($(uptime | sed 's/.*load/load/'))"
+trace "$out/plain.pb" plain
+for p in $plans; do trace "$out/$p.pb" "$p"; done
 
 for p in $plans; do
   echo "== plain vs $p on $rate, $rounds rounds x $steps steps ($(uptime | sed 's/.*load/load/'))"

@@ -221,7 +221,7 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
     launch.args = {"comm-bench", module_file, "--steps", std::to_string(steps)};
     launch.rank_prefix = placement_.rank_prefix;
     if (!placement_.store.empty())
-      launch.store = StrCat(placement_.store, "/commbench-", getpid(), "-", ++runs_);
+      launch.store = StrCat(placement_.store, "/commbench-", getpid(), "-", ++runs);
     std::vector<std::vector<std::string>> lines(n);
     launch.on_report = [&](int rank, const std::string& line) { lines[rank].push_back(line); };
     PW_ASSIGN_OR_RETURN(LaunchResult launched, LaunchRanks(launch));
@@ -310,7 +310,9 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
   }
 
   CommBenchPlacement placement_;
-  int runs_ = 0;
+  // Numbers this process's runs (over every benchmark it makes): each run meets under a
+  // key prefix of its own, never one holding an earlier run's ring addresses.
+  static inline std::atomic<int> runs{0};
 };
 
 }  // namespace

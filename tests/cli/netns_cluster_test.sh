@@ -157,9 +157,12 @@ case_ab() {
   done
   ((placed == 4)) || fail "ab: $placed rank entries in the store (want 2 ranks x 2 rounds)"
   echo "ab: plain and overlap plans trained on the test bed's hosts, losses bit-identical"
-  # The communication profile taken on the link: the measuring run's ranks on the hosts.
+  # The communication profile taken on the link: the measuring run's ranks on the hosts
+  # (two plans: two runs, each meeting under its own key prefix).
   "$pw" opt "$small" -p "$plain" -o "$out/small_plain.pb" > /dev/null
-  "$pw" profile "$out/small_plain.pb" --comm --comm-steps 2 --repeat 1 --warmup 0 --no-calibrate \
+  "$pw" opt "$small" -p "$plain,assign-streams,overlap-column-parallel-backward,insert-events" \
+    -o "$out/small_overlap.pb" > /dev/null
+  "$pw" profile "$out/small_plain.pb" "$out/small_overlap.pb" --comm --comm-steps 2 --repeat 1 --warmup 0 --no-calibrate \
     --store "$PW_NETNS_STORE" --rank-prefix "$cluster exec --name $name {host}" \
     -o "$out/small_link.pbtxt" > "$out/profile.out" 2>&1 || fail "profile: $(cat "$out/profile.out")"
   grep -q "^all_reduce over 2 ranks" "$out/profile.out" || fail "profile: $(cat "$out/profile.out")"
@@ -170,7 +173,7 @@ case_ab() {
       fail "profile: $key listened on '$address', not a test bed host"
     rings=$((rings + 1))
   done
-  ((rings >= 2)) || fail "profile: $rings ring members in the store (want both ranks)"
+  ((rings >= 4)) || fail "profile: $rings ring members in the store (want both ranks, two runs)"
   echo "profile: the all-reduces measured between the test bed's hosts"
 }
 
