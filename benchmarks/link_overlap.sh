@@ -66,6 +66,11 @@ echo "== profile on the $rate link (ops on this machine, communication between t
 "$pw" profile "${profiled[@]}" --comm --store "$PW_NETNS_STORE" --rank-prefix "$prefix" \
   -o "$out/link_costs.pbtxt" > "$out/profile.log" 2>&1 || { cat "$out/profile.log" >&2; exit 1; }
 grep -E "^(all_reduce|  all_reduce of|profiled)" "$out/profile.log"
+# The overlap plans again, their cuts chosen with the link's prices (as `ab` plans them).
+for p in $plans; do
+  "$pw" opt "$module" -p "$plain$(suffix "$p")" --device cpu --costs "$out/link_costs.pbtxt" \
+    -o "$out/$p.pb" > /dev/null
+done
 
 # trace PLAN_FILE TAG: a 3-step run of the plan on the hosts with --trace; prints, from
 # rank 0's last step, each stream's time in compute ops, in collectives (the wire, and the
@@ -73,6 +78,7 @@ grep -E "^(all_reduce|  all_reduce of|profiled)" "$out/profile.log"
 # program they hold up): where the wire costs compute.
 trace() {
   local plan=$1 tag=$2 r pids=()
+  mkdir -p "$out/trace_$tag"
   for r in 0 1; do
     local addr_var=PW_NETNS_ADDR_$((r + 1))
     "$cluster" exec --name "$name" $((r + 1)) "$pw" run-parallel "$plan" --rank $r --world-size 2 \
