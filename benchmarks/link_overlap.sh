@@ -83,7 +83,7 @@ trace() {
     local addr_var=PW_NETNS_ADDR_$((r + 1))
     "$cluster" exec --name "$name" $((r + 1)) "$pw" run-parallel "$plan" --rank $r --world-size 2 \
       --store "$PW_NETNS_STORE/trace-$tag" --hostname "${!addr_var}" --threads 1 --steps 3 \
-      --trace "$out/trace_$tag" > "$out/trace_$tag.rank$r.log" 2>&1 &
+      --warmup-steps 0 --trace "$out/trace_$tag" > "$out/trace_$tag.rank$r.log" 2>&1 &
     pids+=($!)
   done
   for r in 0 1; do wait "${pids[r]}" || { echo "trace $tag: rank $r failed" >&2; exit 1; }; done
