@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "cost_model/comm_profiler.h"
 #include "cost_model/profiler.h"
@@ -31,7 +32,7 @@ namespace {
 constexpr const char* kUsage =
     "pipeweave profile FILE [FILE...] -o COSTS [--repeat N (20)] [--warmup N (3)]\n"
     "           [--threads N] [--pipeline PASSES] [--merge] [--comm]\n"
-    "           [--comm-steps N (6)]\n"
+    "           [--comm-steps N (6)] [--store redis://HOST:PORT --rank-prefix 'CMD {host}']\n"
     "           [--cache auto|hot|l3|dram] [--no-calibrate] [--backend cpu|cuda] [--gpu N (0)]\n"
     "Runs every distinct (op type, input shapes, dtype, attributes) of the modules on the\n"
     "CPU kernels, warm-up then N repetitions (more for tiny ops), and writes the median and\n"
@@ -53,7 +54,10 @@ constexpr const char* kUsage =
     "all-reduce, send and recv; the table gets per kind and group size the samples at the\n"
     "sizes it moved (printed: the median and mean at each size), an alpha-beta fit and its\n"
     "residual, the CPU each operation cost its rank and how far the last member of a group\n"
-    "arrived behind the others.\n"
+    "arrived behind the others. With --store and --rank-prefix (as 'pipeweave ab' takes them)\n"
+    "the measuring run's ranks start on other hosts (e.g. the test bed of\n"
+    "scripts/netns_cluster.sh) and meet in that Redis store, so the link between them is\n"
+    "what gets measured.\n"
     "--backend cuda times the CUDA kernels on GPU N instead (device time between CUDA events\n"
     "around the output allocation and the kernel, as the CUDA backend runs them), with the\n"
     "GPU's peak GEMM rates and memory bandwidth measured; the table is for the built-in\n"
@@ -62,7 +66,8 @@ constexpr const char* kUsage =
 // The communication of `module`, from a short run of it; what its ranks spend beyond the
 // compute the op costs just measured price is charged to communication.
 StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
-                                                 const cost::OpCostTable& table, int steps) {
+                                                 const cost::OpCostTable& table, int steps,
+                                                 const CommBenchPlacement& placement) {
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       cost::Estimator::Create(table.proto().device_spec(), table));
   PW_ASSIGN_OR_RETURN(cost::SimGraph graph,
@@ -72,15 +77,15 @@ StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
   options.steps = steps;
   options.compute_seconds = sizes.compute_seconds;
   options.compute_gap = sizes.compute_gap;
-  std::unique_ptr<cost::CommBenchmark> bench = MakeGlooCommBenchmark();
+  std::unique_ptr<cost::CommBenchmark> bench = MakeGlooCommBenchmark(placement);
   return cost::ProfileComm(*bench, module, options);
 }
 
 StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   Flags flags;
   flags.Value("output").Alias("o", "output");
-  for (const char* name :
-       {"repeat", "warmup", "threads", "pipeline", "cache", "comm-steps", "backend", "gpu"})
+  for (const char* name : {"repeat", "warmup", "threads", "pipeline", "cache", "comm-steps",
+                           "backend", "gpu", "store", "rank-prefix"})
     flags.Value(name);
   flags.Alias("blas-threads", "threads");
   flags.Switch("merge").Switch("comm").Switch("no-calibrate");
@@ -105,6 +110,20 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
       if (flags.Has(cpu_only))
         return InvalidArgument("--", cpu_only, " is for CPU profiles; drop it with --backend cuda");
   if (!on_gpu && flags.Has("gpu")) return InvalidArgument("--gpu needs --backend cuda");
+  // Where the measuring run's ranks start: this machine, or other hosts meeting in a Redis
+  // store (the link between them is then what gets measured).
+  CommBenchPlacement placement;
+  placement.store = flags.Get("store");
+  std::istringstream prefix(flags.Get("rank-prefix"));  // words split at spaces
+  for (std::string word; prefix >> word;) placement.rank_prefix.push_back(word);
+  if ((!placement.store.empty() || !placement.rank_prefix.empty()) && !flags.Has("comm"))
+    return InvalidArgument("--store and --rank-prefix place the ranks of --comm's run: add --comm");
+  if (!placement.store.empty() && placement.store.rfind("redis://", 0) != 0)
+    return InvalidArgument("flag --store: expected a redis server (redis://HOST:PORT), got '",
+                           placement.store, "'");
+  if (!placement.rank_prefix.empty() && placement.store.empty())
+    return InvalidArgument("--rank-prefix starts ranks elsewhere: give them a store they can ",
+                           "reach with --store redis://HOST:PORT");
   PW_ASSIGN_OR_RETURN(int64_t gpu, flags.GetInt("gpu", 0, 0, 1023));
 
   // Everything that can fail without measuring fails first: the output's format, the
@@ -204,7 +223,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                       StrCat("a ", comm_steps, "-step run of ", module.name, " on ",
                              module.mesh.world_size(), " ranks"));
       StatusOr<std::vector<cost::CommFit>> fits =
-          MeasureComm(module, result.table, static_cast<int>(comm_steps));
+          MeasureComm(module, result.table, static_cast<int>(comm_steps), placement);
       if (!fits.ok()) return fits.status().WithContext(module.name);
       for (const cost::CommFit& f : *fits) {
         result.table.AddComm(f);

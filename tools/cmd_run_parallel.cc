@@ -166,6 +166,15 @@ StatusOr<int> RunOneRank(const Flags& flags, const RankPlacement& placement) {
     options.run.device = placement.local_rank;
   options.store = placement.store;
   options.gloo.hostname = ListenAddress(placement);
+  // The folders this rank writes into exist before it trains, as the launcher makes them
+  // for its ranks: a folder that cannot be made costs no run.
+  for (const char* folder_flag : {"save-params", "trace"}) {
+    const std::string folder = flags.Get(folder_flag);
+    std::error_code error;
+    if (!folder.empty() && !std::filesystem::create_directories(folder, error) && error)
+      return InvalidArgument("--", folder_flag, " ", folder,
+                             ": cannot create the folder: ", error.message());
+  }
   if (!flags.Get("save-params").empty())
     options.run.save_params = StrCat(flags.Get("save-params"), "/rank", rank, ".params");
   if (!flags.Get("trace").empty()) {

@@ -21,6 +21,7 @@
 #include "ir/proto_io.h"
 #include "ir/rank_layout.h"
 #include "ops/kernel.h"
+#include "tools/cluster_env.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 
@@ -155,6 +156,11 @@ StatusOr<int> RunCommBench(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> store, OpenStore(store_spec));
   GlooOptions gloo;
   gloo.timeout = std::chrono::seconds(120);
+  // A rank on another host listens where the others can reach it: on its route's address
+  // toward the store's host (a file store: this machine, loopback).
+  if (const std::string host = StoreHost(store_spec); !host.empty()) {
+    PW_ASSIGN_OR_RETURN(gloo.hostname, LocalAddressToward(host));
+  }
   PW_ASSIGN_OR_RETURN(std::unique_ptr<CommFactory> factory,
                       MakeGlooCommFactory(*store, module.mesh, static_cast<int>(rank), gloo));
   Recorder recorder;
@@ -192,6 +198,8 @@ struct AllReduceSeen {
 
 class GlooCommBenchmark final : public cost::CommBenchmark {
  public:
+  explicit GlooCommBenchmark(CommBenchPlacement placement) : placement_(std::move(placement)) {}
+
   StatusOr<cost::CommRunResult> Run(const Module& plan, int steps) override {
     char pattern[] = "/tmp/pw-commbench-XXXXXX";
     if (!mkdtemp(pattern)) return Unavailable("cannot create a temporary directory for the run");
@@ -203,8 +211,7 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
   }
 
  private:
-  static StatusOr<cost::CommRunResult> RunIn(const std::string& dir, const Module& plan,
-                                             int steps) {
+  StatusOr<cost::CommRunResult> RunIn(const std::string& dir, const Module& plan, int steps) {
     const std::string module_file = (std::filesystem::path(dir) / "module.pb").string();
     PW_RETURN_IF_ERROR(SaveModule(plan, module_file));
     const int n = plan.mesh.world_size();
@@ -212,6 +219,9 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
     launch.nproc = n;
     launch.run_dir = dir;
     launch.args = {"comm-bench", module_file, "--steps", std::to_string(steps)};
+    launch.rank_prefix = placement_.rank_prefix;
+    if (!placement_.store.empty())
+      launch.store = StrCat(placement_.store, "/commbench-", getpid(), "-", ++runs);
     std::vector<std::vector<std::string>> lines(n);
     launch.on_report = [&](int rank, const std::string& line) { lines[rank].push_back(line); };
     PW_ASSIGN_OR_RETURN(LaunchResult launched, LaunchRanks(launch));
@@ -298,12 +308,17 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
     }
     return out;
   }
+
+  CommBenchPlacement placement_;
+  // Numbers this process's runs (over every benchmark it makes): each run meets under a
+  // key prefix of its own, never one holding an earlier run's ring addresses.
+  static inline std::atomic<int> runs{0};
 };
 
 }  // namespace
 
-std::unique_ptr<cost::CommBenchmark> MakeGlooCommBenchmark() {
-  return std::make_unique<GlooCommBenchmark>();
+std::unique_ptr<cost::CommBenchmark> MakeGlooCommBenchmark(CommBenchPlacement placement) {
+  return std::make_unique<GlooCommBenchmark>(std::move(placement));
 }
 
 PW_REGISTER_COMMAND(comm_bench, "comm-bench",

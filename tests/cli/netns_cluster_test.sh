@@ -7,7 +7,8 @@
 #   kill   rank 1 killed with SIGKILL after step 2: rank 0 names it ("rank 1 died")
 #   stop   rank 1 stopped with SIGSTOP after step 2: rank 0 names it within 35 s
 #   ab     `ab --run` with its ranks on the test bed's hosts (--rank-prefix, --store): a
-#          small GPT's plain and overlap plans, bit-identical losses and parameters
+#          small GPT's plain and overlap plans, bit-identical losses and parameters; then
+#          `profile --comm` with its measuring run's ranks there (--store, --rank-prefix)
 #   env    2 steps started as torchrun would (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR; the
 #          store's port in PW_STORE_PORT)
 # Usage: netns_cluster_test.sh PIPEWEAVE OUT_DIR [CASE...] (all cases by default). Exits 77
@@ -156,6 +157,24 @@ case_ab() {
   done
   ((placed == 4)) || fail "ab: $placed rank entries in the store (want 2 ranks x 2 rounds)"
   echo "ab: plain and overlap plans trained on the test bed's hosts, losses bit-identical"
+  # The communication profile taken on the link: the measuring run's ranks on the hosts
+  # (two plans: two runs, each meeting under its own key prefix).
+  "$pw" opt "$small" -p "$plain" -o "$out/small_plain.pb" > /dev/null
+  "$pw" opt "$small" -p "$plain,assign-streams,overlap-column-parallel-backward,insert-events" \
+    -o "$out/small_overlap.pb" > /dev/null
+  "$pw" profile "$out/small_plain.pb" "$out/small_overlap.pb" --comm --comm-steps 2 --repeat 1 --warmup 0 --no-calibrate \
+    --store "$PW_NETNS_STORE" --rank-prefix "$cluster exec --name $name {host}" \
+    -o "$out/small_link.pbtxt" > "$out/profile.out" 2>&1 || fail "profile: $(cat "$out/profile.out")"
+  grep -q "^all_reduce over 2 ranks" "$out/profile.out" || fail "profile: $(cat "$out/profile.out")"
+  local rings=0 address
+  for key in $(redis-cli -h "${addr%:*}" -p "${addr##*:}" --scan --pattern 'commbench-*/ring/*'); do
+    address=$(redis-cli -h "${addr%:*}" -p "${addr##*:}" get "$key" | cut -d' ' -f1)
+    [[ $address == "${PW_NETNS_ADDR_1}" || $address == "${PW_NETNS_ADDR_2}" ]] ||
+      fail "profile: $key listened on '$address', not a test bed host"
+    rings=$((rings + 1))
+  done
+  ((rings >= 4)) || fail "profile: $rings ring members in the store (want both ranks, two runs)"
+  echo "profile: the all-reduces measured between the test bed's hosts"
 }
 
 for c in "${cases[@]}"; do
