@@ -26,6 +26,7 @@
 #include "ir/rank_layout.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
+#include "passes/streams/op_like.h"
 #include "passes/streams/row_split.h"
 #include "passes/streams/row_split_choice.h"
 
@@ -52,14 +53,9 @@ std::string DeclareLike(Program& program, const Var& of, const std::string& suff
   return v.name;
 }
 
+// Also the gradient's origin: a cut-up backward op's pieces belong to the same forward op.
 Op Like(const Op& from, std::string type) {
-  Op op;
-  op.type = std::move(type);
-  op.role = from.role;
-  op.stage = from.stage;
-  op.chunk = from.chunk;
-  op.stream = from.stream;
-  op.weight_grad = from.weight_grad;
+  Op op = OpLike(from, std::move(type));
   op.origin = from.origin;
   return op;
 }

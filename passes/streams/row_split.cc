@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/graph.h"
+#include "passes/streams/op_like.h"
 
 namespace pw {
 namespace {
@@ -118,16 +119,6 @@ StatusOr<int> Split(Program& program, const SplitSpan& span, int blocks) {
   const int64_t axis = static_cast<int64_t>(xs.front().shape.size()) - 2;
   const int64_t rows = xs.front().shape[axis] / blocks;
 
-  auto like = [&](const Op& from, std::string type) {
-    Op op;
-    op.type = std::move(type);
-    op.role = from.role;
-    op.stage = from.stage;
-    op.chunk = from.chunk;
-    op.stream = from.stream;
-    op.weight_grad = from.weight_grad;
-    return op;
-  };
   auto block_var = [&](const Var& of, int block) {
     Var v = of;
     v.name = FreshName(program, of.name, StrCat(kRowBlockTag, block));
@@ -158,7 +149,7 @@ StatusOr<int> Split(Program& program, const SplitSpan& span, int blocks) {
   // Splits of each X and of every add's other summand, views where the rows lie one after
   // another.
   auto split_rows = [&](const Var& of, const std::vector<std::string>& into) {
-    Op split = like(original, "split");
+    Op split = OpLike(original, "split");
     split.SetInput("X", {of.name}).SetOutput("Out", into);
     split.SetAttr("axis", axis).SetAttr("sections", std::vector<int64_t>(blocks, rows));
     if (RowsAsView(program, span.first, of.name)) split.SetAttr("view", true);
@@ -216,7 +207,7 @@ StatusOr<int> Split(Program& program, const SplitSpan& span, int blocks) {
       op.outputs.front().vars = {chain_blocks[t + 1][b]};
       ops.push_back(std::move(op));
     }
-  Op concat = like(original, "concat");
+  Op concat = OpLike(original, "concat");
   concat.SetInput("X", out_blocks).SetOutput("Out", {out.name});
   concat.SetAttr("axis", static_cast<int64_t>(out.shape.size()) - 2);
   ops.push_back(std::move(concat));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/group_members.h"
 #include "ops/low_precision.h"
 
 namespace pw::ops::cpu {
@@ -78,9 +79,6 @@ Status CReduceScatterSum(KernelContext& ctx) {
   return OkStatus();
 }
 
-// Member index `m` of a group of `members`, wrapped into [0, members).
-int Member(int64_t m, int members) { return static_cast<int>(((m % members) + members) % members); }
-
 Status CSplit(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   Tensor& out = *ctx.Out("Out");
@@ -99,12 +97,6 @@ Status CShift(KernelContext& ctx) {
   Tensor& out = *ctx.Out("Out");
   return ops::ShiftOverGroup(ctx, static_cast<int>(ctx.attrs().GetInt("offset")), x.raw(),
                              out.raw(), x.nbytes());
-}
-
-// Block k of a c_member_concat or c_member_sum came from member (m - k): the block of
-// member j is X[(m - j) mod n].
-const Tensor& BlockOfMember(const KernelContext& ctx, int j, int members) {
-  return *ctx.In("X", static_cast<size_t>(Member(ctx.GroupRank() - j, members)));
 }
 
 Status CMemberConcat(KernelContext& ctx) {

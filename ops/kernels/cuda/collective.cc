@@ -7,6 +7,7 @@
 
 #include "ops/kernels/cuda/cuda_kernels.h"
 #include "ops/kernels/cuda/member_order_reduce.h"
+#include "ops/kernels/group_members.h"
 
 namespace pw::ops::cuda {
 namespace {
@@ -90,9 +91,6 @@ Status CReduceScatterSum(KernelContext& ctx) {
       "own slice");
 }
 
-// Member index `m` of a group of `members`, wrapped into [0, members).
-int Member(int64_t m, int members) { return static_cast<int>(((m % members) + members) % members); }
-
 Status CSplit(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   Tensor& out = *ctx.Out("Out");
@@ -114,11 +112,6 @@ Status CShift(KernelContext& ctx) {
   if (!ctx.comm) return CopyIfDistinct(x, out);
   return ops::ShiftOverGroup(ctx, static_cast<int>(ctx.attrs().GetInt("offset")), x.raw(),
                              out.raw(), x.nbytes());
-}
-
-// X[k] came from member (m - k): member j's block is X[(m - j) mod n].
-const Tensor& BlockOfMember(const KernelContext& ctx, int j, int members) {
-  return *ctx.In("X", static_cast<size_t>(Member(ctx.GroupRank() - j, members)));
 }
 
 Status CMemberConcat(KernelContext& ctx) {
