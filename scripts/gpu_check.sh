@@ -170,6 +170,12 @@ if time_left && [[ -s $work/gpt67_mp1_bf16.pb ]]; then
       --steps 8 --report json | tee "$work/run.json" | step_ms)
     echo "measured on CUDA (median of 7 steps): ${measured:-?} ms"
     [[ -z $measured ]] && tail -5 "$work/run.json"
+    # The first timed step against the later ones (the goal: within 1.2x), after one warm-up
+    # step whose time is the cold first step's plus copying the parameters out and back.
+    first=$(sed -n 's/.*"step_time_ms": \[\([0-9.]*\).*/\1/p' "$work/run.json")
+    warmup=$(sed -n 's/.*"warmup_ms": \([0-9.]*\).*/\1/p' "$work/run.json")
+    [[ -n $first && -n $measured ]] && awk -v f="$first" -v m="$measured" -v w="${warmup:-?}" \
+      'BEGIN {printf "first timed step %.1f ms = %.2fx the later median; warm-up step %s ms\n", f, f / m, w}'
   fi
 fi
 
