@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "cost_model/estimator.h"
 #include "cost_model/op_price.h"
@@ -29,6 +30,7 @@
 #include "passes/streams/op_like.h"
 #include "passes/streams/row_split.h"
 #include "passes/streams/row_split_choice.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 namespace {
@@ -141,7 +143,8 @@ class OverlapCollectiveMatmulPass : public Pass {
            "multiplies each member's rows and sends them straight to their owner (c_shift), "
            "who adds its partials in member order (c_member_sum): bit-identical at any group "
            "size. Blocks of at least 64 GEMM rows; decomposes where the cost model finds it "
-           "finishes sooner (needs opt --device); decompose=all everywhere it applies (tests). "
+           "finishes sooner (needs opt --device), and a planned module keeps that only when its "
+           "simulated step is shorter; decompose=all everywhere it applies (tests). "
            "Run after assign-streams, before overlap-1f1b and insert-events.";
   }
 
@@ -165,6 +168,18 @@ class OverlapCollectiveMatmulPass : public Pass {
               "communication streams, but '",
               p.name(), "' runs one on compute: run assign-streams before it");
     }
+    // Each choice is local: it takes the collective as fully exposed. A planned module keeps
+    // the decomposition only when the simulated step is shorter with it (a collective other
+    // streams already hid gains nothing and pays for the copies and smaller GEMMs).
+    std::optional<Module> before;
+    double before_seconds = 0;
+    if (!all && !module.plan.empty()) {
+      StatusOr<double> t = SimulatedStep(module, context);
+      if (t.ok()) {
+        before = module;
+        before_seconds = *t;
+      }
+    }
     int gathers = 0, scatters = 0, kept = 0;
     for (Program& program : module.programs()) {
       for (int i = 0; i < static_cast<int>(program.ops().size()); ++i) {
@@ -177,6 +192,15 @@ class OverlapCollectiveMatmulPass : public Pass {
         if (d == Decision::kKept) ++kept;
       }
     }
+    if (before && gathers + scatters > 0) {
+      StatusOr<double> after = SimulatedStep(module, context);
+      if (after.ok() && *after >= before_seconds * 0.999) {
+        module = std::move(*before);
+        context.AddStatistic("undone-step-not-shorter", gathers + scatters);
+        kept += gathers + scatters;
+        gathers = scatters = 0;
+      }
+    }
     context.AddStatistic("all-gathers-decomposed", gathers);
     context.AddStatistic("reduce-scatters-decomposed", scatters);
     context.AddStatistic("kept-whole-by-cost", kept);
@@ -185,6 +209,20 @@ class OverlapCollectiveMatmulPass : public Pass {
 
  private:
   enum class Decision { kNotApplicable, kKept, kDone };
+
+  // The module's simulated step, in seconds, with the pipeline's simulator (or one over its
+  // estimator).
+  static StatusOr<double> SimulatedStep(const Module& module, PassContext& context) {
+    if (const cost::Simulator* simulator = context.Find<cost::Simulator>()) {
+      PW_ASSIGN_OR_RETURN(cost::SimResult result, simulator->Run(module));
+      return result.step_time;
+    }
+    cost::Simulator own(std::shared_ptr<const cost::Estimator>(context.Find<cost::Estimator>(),
+                                                               [](const cost::Estimator*) {}),
+                        context.ops());
+    PW_ASSIGN_OR_RETURN(cost::SimResult result, own.Run(module));
+    return result.step_time;
+  }
 
   // The price of `op` on the program's pricing rank; none when it cannot be priced.
   static cost::OpPrice Price(const Module& module, const Program& program, const Op& op,
