@@ -27,7 +27,7 @@
 #include "ir/rank_layout.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
-#include "passes/streams/op_like.h"
+#include "passes/streams/cut_pieces.h"
 #include "passes/streams/row_split.h"
 #include "passes/streams/row_split_choice.h"
 #include "simulator/simulator.h"

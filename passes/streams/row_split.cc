@@ -4,7 +4,7 @@
 #include <set>
 
 #include "ir/graph.h"
-#include "passes/streams/op_like.h"
+#include "passes/streams/cut_pieces.h"
 
 namespace pw {
 namespace {
