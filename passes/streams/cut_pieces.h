@@ -1,15 +1,19 @@
 #pragma once
-// The ops a stream pass adds in place of one it cuts up (blocks, splits, joins, transfers)
-// run where that op ran: same role, pipeline stage and chunk, stream and weight-gradient
-// part.
+// What the stream passes that cut an op into pieces (row-split, collective matmul) share:
+// the ops they add (blocks, splits, joins, transfers) run where the cut op ran, and the
+// vars they declare get names the program does not have yet.
 
 #include <string>
 #include <utility>
 
 #include "ir/op.h"
+#include "ir/program.h"
+#include "ir/status.h"
 
 namespace pw {
 
+// An op of `type` with `from`'s role, pipeline stage and chunk, stream and weight-gradient
+// part.
 inline Op OpLike(const Op& from, std::string type) {
   Op op;
   op.type = std::move(type);
@@ -19,6 +23,14 @@ inline Op OpLike(const Op& from, std::string type) {
   op.stream = from.stream;
   op.weight_grad = from.weight_grad;
   return op;
+}
+
+// A var name not declared in `program`: base + suffix, numbered if taken.
+inline std::string FreshName(const Program& program, const std::string& base,
+                             const std::string& suffix) {
+  std::string name = base + suffix;
+  for (int n = 1; program.HasVar(name); ++n) name = StrCat(base, suffix, ".", n);
+  return name;
 }
 
 }  // namespace pw

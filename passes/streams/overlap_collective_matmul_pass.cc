@@ -35,13 +35,6 @@
 namespace pw {
 namespace {
 
-// A var name not declared in `program`: base + suffix, numbered if taken.
-std::string FreshName(const Program& program, const std::string& base, const std::string& suffix) {
-  std::string name = base + suffix;
-  for (int n = 1; program.HasVar(name); ++n) name = StrCat(base, suffix, ".", n);
-  return name;
-}
-
 // Declares a var like `of`, named from it, with extent `extent` along `axis`.
 std::string DeclareLike(Program& program, const Var& of, const std::string& suffix, int axis,
                         int64_t extent) {

@@ -7,16 +7,6 @@
 #include "passes/streams/cut_pieces.h"
 
 namespace pw {
-namespace {
-
-// A var name not declared in `program`: base + suffix, numbered if taken.
-std::string FreshName(const Program& program, const std::string& base, const std::string& suffix) {
-  std::string name = base + suffix;
-  for (int n = 1; program.HasVar(name); ++n) name = StrCat(base, suffix, ".", n);
-  return name;
-}
-
-}  // namespace
 
 bool CanSplitRows(const Program& program, int index, int blocks, int64_t min_rows) {
   if (index < 0 || index >= static_cast<int>(program.ops().size()) || blocks < 2) return false;
