@@ -108,10 +108,7 @@ StatusOr<StepStats> Executor::Step() {
 StatusOr<double> Executor::WarmUp() { return interp_->WarmUp(FedValues()); }
 
 StatusOr<Tensor> Executor::Fetch(const std::string& name) const {
-  const Tensor* t = interp_->FindPersistent(name);
-  if (!t) return NotFound("rank ", rank(), " holds no persistable var '", name, "'");
-  PW_ASSIGN_OR_RETURN(Tensor host, interp_->PersistentOnHost(name));
-  return host.SharesStorage(*t) ? host.Clone() : host;  // the caller's own copy
+  return interp_->PersistentCopyOnHost(name);
 }
 
 Status Executor::Assign(const std::string& name, const Tensor& value) {

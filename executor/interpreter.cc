@@ -48,6 +48,11 @@ StatusOr<Tensor> Interpreter::PersistentOnHost(const std::string& name) const {
   return backend_.ToHost(*t);
 }
 
+StatusOr<Tensor> Interpreter::PersistentCopyOnHost(const std::string& name) const {
+  PW_ASSIGN_OR_RETURN(Tensor host, PersistentOnHost(name));
+  return host.SharesStorage(*FindPersistent(name)) ? host.Clone() : host;
+}
+
 Status Interpreter::SetPersistent(const std::string& name, Tensor value) {
   auto it = plan_->persistent.find(name);
   if (it == plan_->persistent.end())
@@ -143,8 +148,6 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
 
 StatusOr<double> Interpreter::WarmUp(const FeedFn& feed) {
   const auto start = std::chrono::steady_clock::now();
-  // On the CPU backend ToHost's tensor shares storage with the one the step updates in
-  // place: keep a copy. A GPU's comes back as a fresh host tensor.
   std::vector<std::pair<std::string, Tensor>> saved;
   std::vector<ValueSlot*> unset;  // to unset again if the step sets them
   for (const auto& [name, slot] : plan_->persistent) {
@@ -152,8 +155,8 @@ StatusOr<double> Interpreter::WarmUp(const FeedFn& feed) {
       unset.push_back(slot);
       continue;
     }
-    PW_ASSIGN_OR_RETURN(Tensor host, backend_.ToHost(slot->tensor));
-    saved.emplace_back(name, host.SharesStorage(slot->tensor) ? host.Clone() : std::move(host));
+    PW_ASSIGN_OR_RETURN(Tensor copy, PersistentCopyOnHost(name));  // the step updates in place
+    saved.emplace_back(name, std::move(copy));
   }
   PW_RETURN_IF_ERROR(RunStep(feed).status().WithContext("warm-up step"));
   for (auto& [name, value] : saved) PW_RETURN_IF_ERROR(SetPersistent(name, std::move(value)));

@@ -68,6 +68,8 @@ class Interpreter {
   // on the CPU backend shares storage with it. SetPersistent takes a host tensor.
   const Tensor* FindPersistent(const std::string& name) const;
   StatusOr<Tensor> PersistentOnHost(const std::string& name) const;
+  // A host copy the caller owns: it never shares storage with the backend's tensor.
+  StatusOr<Tensor> PersistentCopyOnHost(const std::string& name) const;
   Status SetPersistent(const std::string& name, Tensor value);
   std::vector<std::string> PersistentNames() const;
 
