@@ -28,9 +28,13 @@ int ComputeThreads(int requested, int local_processes) {
   return std::max(1, cores / std::max(1, local_processes));
 }
 
-void KeepFreedMemory() {
+void KeepFreedBlocksInHeap() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: larger blocks still get mmap
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+void KeepFreedMemory() {
+  KeepFreedBlocksInHeap();
   // One arena for every thread: a stream thread's own arena lives in 64 MiB heaps that
   // glibc unmaps whole once they are free, whatever the trim threshold, so a rank's
   // per-micro-batch tensors were faulted in again on every micro-batch. Tensors are few

@@ -1,12 +1,11 @@
 // The `pipeweave` command line: dispatches to a registered subcommand.
 
-#include <malloc.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <new>
 
+#include "executor/process_resources.h"
 #include "tools/command.h"
 #include "tools/huge_pages.h"
 
@@ -57,12 +56,9 @@ pw::StatusOr<int> RunGuarded(const Command& command, const std::vector<std::stri
 
 int main(int argc, char** argv) {
   using namespace pw::tools;
-  // Freed blocks stay in the heap for the next allocation. Planning a large schedule frees
-  // and allocates tens of megabytes per phase; handing them back to the kernel cost a TLB
-  // shootdown across the planning threads and a fault per page when they were taken again
-  // (fthenb 128 x 16384 with comms: 593 -> 442 ms, CPU 1104 -> 690 ms).
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // Freed blocks stay in the heap for planning's next phase (fthenb 128 x 16384 with comms:
+  // 593 -> 442 ms, CPU 1104 -> 690 ms).
+  pw::KeepFreedBlocksInHeap();
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     PrintHelp();
     return argc < 2 ? 2 : 0;
