@@ -102,8 +102,8 @@ std::string JoinTerms(const std::vector<std::pair<std::string, std::string>>& te
 // rank started with another world size, plan, step count or data seed would otherwise
 // hang in a rendezvous or train something else; the first rank to see a difference
 // publishes the abort notice naming both ranks, so every rank stops.
-Status AgreeWithPeers(KvStore& kv, const Module& module, const RankProcessOptions& o,
-                      std::chrono::milliseconds timeout) {
+Status AgreeWithPeers(KvStore& kv, Watchdog& watchdog, const Module& module,
+                      const RankProcessOptions& o, std::chrono::milliseconds timeout) {
   const int rank = o.run.rank, world = module.mesh.world_size();
   const auto mine = RunTerms(module, o);
   PW_RETURN_IF_ERROR(kv.Set(StrCat("terms/", rank), JoinTerms(mine)));
@@ -134,7 +134,7 @@ Status AgreeWithPeers(KvStore& kv, const Module& module, const RankProcessOption
                                 rank, " with ", value,
                                 ": start every rank with the same module file, --pipeline, "
                                 "--world-size, --steps and --seed");
-      (void)Watchdog::PublishAbort(kv, what);
+      (void)watchdog.Abort(what);
       return FailedPrecondition(what);
     }
   }
@@ -189,13 +189,13 @@ int RunRankProcess(const Module& module, const RankProcessOptions& options) {
   Watchdog watchdog(**watch_store, wd);
 
   if (world > 1) {
-    if (Status agreed = AgreeWithPeers(kv, module, options, std::chrono::seconds(120));
+    if (Status agreed = AgreeWithPeers(kv, watchdog, module, options, std::chrono::seconds(120));
         !agreed.ok()) {
       if (agreed.code() == StatusCode::kAborted) {
         Say(options, "stopping", agreed.message());
         return kExitPeerFailed;
       }
-      (void)Watchdog::PublishAbort(kv, StrCat("rank ", rank, " failed: ", agreed.message()));
+      (void)watchdog.Abort(StrCat("rank ", rank, " failed: ", agreed.message()));
       Say(options, "error", agreed.message());
       return kExitRankFailed;
     }

@@ -47,10 +47,15 @@ Status Watchdog::PublishAbort(KvStore& store, const std::string& reason) {
   return store.SetIfAbsent(kAbortKey, reason).status();
 }
 
-std::string Watchdog::Abort(const std::string& reason) {
+std::string Watchdog::NoticeAfter(const std::string& reason) {
   (void)PublishAbort(store_, reason);
   auto notice = AbortNotice(store_);
   return notice.ok() && *notice ? **notice : reason;
+}
+
+std::string Watchdog::Abort(const std::string& reason) {
+  aborted_ = true;  // the caller reports it: the loop must not act on the notice too
+  return NoticeAfter(reason);
 }
 
 namespace {
@@ -72,7 +77,7 @@ std::string Watchdog::HostName() {
 }
 
 void Watchdog::Fire(const std::string& reason) {
-  std::string notice = Abort(reason);
+  std::string notice = NoticeAfter(reason);
   if (!aborted_.exchange(true) && options_.on_abort) options_.on_abort(notice);
 }
 

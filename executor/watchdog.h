@@ -55,7 +55,8 @@ class Watchdog {
 
   // This rank finished normally: peers stop expecting heartbeats from it.
   void Finish();
-  // Publishes the abort notice unless one exists; returns the notice in force.
+  // This rank gives up: publishes the abort notice unless one exists and returns the notice
+  // in force; the watchdog then leaves it to the caller to report (no on_abort for it).
   std::string Abort(const std::string& reason);
 
   static StatusOr<std::optional<std::string>> AbortNotice(KvStore& store);
@@ -75,6 +76,8 @@ class Watchdog {
   // restarts the peers' clocks. Returns `ok`.
   bool Saw(bool ok);
   void Fire(const std::string& reason);
+  // Publishes `reason` unless a notice exists; the notice in force.
+  std::string NoticeAfter(const std::string& reason);
 
   KvStore& store_;
   WatchdogOptions options_;
