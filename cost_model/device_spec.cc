@@ -59,14 +59,20 @@ void AddFraction(DeviceSpec& spec, const char* dtype, double fraction) {
   f->set_fraction(fraction);
 }
 
-// How a flash-attention kernel's speed grows with the sequence and the head size, fitted to
-// FlashAttention-3's forward on an H100 (Shah et al. 2024, the paper's head-dim 64 and 128
-// figures: 467 TFLOP/s at 512 tokens to 648 at 16k for head size 128, within 5 % at every
-// length; 497 at head size 64 against 648 at 128). FlashAttention-2's curves on an A100 (Dao
-// 2023) have the same shape; the A100 uses the same constants.
+// How a fused (flash) attention kernel's speed grows with the sequence and the head size, and
+// how its time splits between forward and backward: fitted to pipeweave's measurements of
+// PyTorch 2.11's cuDNN attention (bf16, forward and backward, 16384 tokens a batch) on an H200
+// (cost_model/data/h200_reference_kernels.csv: 24 shapes, sequence 512 to 16k, head size 64
+// and 128, causal and not; the fit's rms error 3.6 %, worst 7 %). A causal kernel at S tokens
+// reaches S / (S + 740) of attention_efficiency on the half of the scores it computes, a
+// non-causal one S / (S + 250); head size 64 reaches 0.77 of 128's; the backward takes 2.6-3.6x
+// the forward's time (median 3.0). FlashAttention-2's curves on an A100 (Dao 2023, section 4.1)
+// have the same shape; the A100 uses the same constants.
 void FlashAttentionShapes(DeviceSpec& s) {
-  s.set_attention_half_sequence(200);
-  s.set_attention_half_head_dim(56);
+  s.set_attention_half_sequence(250);
+  s.set_attention_causal_half_sequence(740);
+  s.set_attention_half_head_dim(40);
+  s.set_attention_backward_ratio(3.0);
 }
 
 // The kernel model of a Hopper GPU (cost_model/kernel_model.h). GEMMs: fitted to pipeweave's
@@ -74,11 +80,11 @@ void FlashAttentionShapes(DeviceSpec& s) {
 // GPT-3 6.7B to 175B layers at mp 1 to 8): waves of 128 x 128 tiles on 132 SMs, 2.5 us a
 // wave besides its FLOPs, which run at 0.875 of the SM's share of the bf16 dense peak (rms
 // error 8 %, worst 24 % on skinny N <= 1536) and 0.794 of the f32 one (no TF32; rms 1.7 %).
-// Attention: a fused (flash) kernel at 0.5 of peak over forward and backward, between
-// FlashAttention-2 (about 35 % of an H100's peak, Shah et al. 2024, FlashAttention-3, section 1)
-// and FlashAttention-3 (75 %, same paper). Bandwidth-bound kernels: 0.9 of HBM bandwidth (a
-// device-to-device copy measured about 3.0 TB/s on this H100), half of it at 8 MiB moved (about 2.5
-// us of launch and tail).
+// Attention: a fused (flash) kernel at 0.51 of peak over forward and backward at long sequences
+// (the H200 fit above; between FlashAttention-2, about 35 % of an H100's peak, and
+// FlashAttention-3, 75 %: Shah et al. 2024, section 1). Bandwidth-bound kernels: 0.9 of HBM
+// bandwidth (a device-to-device copy measured about 3.0 TB/s on this H100), half of it at 8 MiB
+// moved (about 2.5 us of launch and tail).
 void HopperKernels(DeviceSpec& s) {
   s.set_multiprocessors(132);
   s.set_gemm_tile_m(128);
@@ -87,7 +93,7 @@ void HopperKernels(DeviceSpec& s) {
   AddFraction(s, "bf16", 0.875);
   AddFraction(s, "f16", 0.875);
   AddFraction(s, "f32", 0.794);
-  s.set_attention_efficiency(0.5);
+  s.set_attention_efficiency(0.51);
   FlashAttentionShapes(s);
   s.set_bandwidth_efficiency(0.9);
   s.set_bandwidth_half_bytes(8 * kMiB);
@@ -276,6 +282,9 @@ Status ValidateDeviceSpec(const DeviceSpec& s) {
   PW_RETURN_IF_ERROR(non_negative("bandwidth_half_bytes", s.bandwidth_half_bytes()));
   PW_RETURN_IF_ERROR(non_negative("attention_half_sequence", s.attention_half_sequence()));
   PW_RETURN_IF_ERROR(non_negative("attention_half_head_dim", s.attention_half_head_dim()));
+  PW_RETURN_IF_ERROR(
+      non_negative("attention_causal_half_sequence", s.attention_causal_half_sequence()));
+  PW_RETURN_IF_ERROR(non_negative("attention_backward_ratio", s.attention_backward_ratio()));
   if (s.attention_efficiency() < 0 || s.attention_efficiency() > 1)
     return InvalidArgument("device spec '", s.name(), "': attention_efficiency must be in [0, 1]");
   for (const auto& f : s.gemm_efficiency())

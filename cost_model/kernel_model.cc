@@ -35,16 +35,33 @@ std::optional<AttentionShape> AttentionShapeOf(const OpSignature& sig) {
   const double packed = sig.op_type.rfind("gqa_", 0) == 0 ? 1 : 3;
   AttentionShape a{static_cast<double>(x[1]), static_cast<double>(x[2]) / (packed * heads)};
   if (!(a.sequence > 0 && a.head_dim > 0)) return std::nullopt;
+  // The attention ops are causal unless the attribute says otherwise.
+  a.causal = sig.variant.find("causal=0") == std::string::npos;
+  a.backward =
+      sig.op_type.size() > 5 && sig.op_type.compare(sig.op_type.size() - 5, 5, "_grad") == 0;
   return a;
 }
 
 double AttentionEfficiency(const DeviceSpec& spec, const AttentionShape& a) {
   double e = spec.attention_efficiency();
-  if (spec.attention_half_sequence() > 0)
-    e *= a.sequence / (a.sequence + spec.attention_half_sequence());
+  const double half_sequence = a.causal && spec.attention_causal_half_sequence() > 0
+                                   ? spec.attention_causal_half_sequence()
+                                   : spec.attention_half_sequence();
+  if (half_sequence > 0) e *= a.sequence / (a.sequence + half_sequence);
   if (const double h = spec.attention_half_head_dim(); h > 0)
     e *= (a.head_dim / (a.head_dim + h)) / (128 / (128 + h));
   return std::min(1.0, e);
+}
+
+double AttentionSeconds(const DeviceSpec& spec, const OpSignature& sig, const AttentionShape& a) {
+  // The op's FLOPs count every score; a causal kernel skips the upper triangle's blocks.
+  const double work = sig.flops * (a.causal ? 0.5 : 1.0);
+  double seconds = work / (PeakFlops(spec, sig.dtype) * AttentionEfficiency(spec, a));
+  // Forward and backward are priced by FLOPs (1 : 2); a flash backward, which recomputes the
+  // scores, takes a larger share of their sum.
+  if (const double r = spec.attention_backward_ratio(); r > 0)
+    seconds *= a.backward ? 3 * r / (2 * (1 + r)) : 3 / (1 + r);
+  return seconds;
 }
 
 std::optional<GemmShape> GemmShapeOf(const OpSignature& sig) {
@@ -100,13 +117,13 @@ double KernelTime(const DeviceSpec& spec, const OpSignature& sig) {
   double compute = 0;
   if (peak > 0 && sig.flops > 0) {
     double efficiency = spec.flops_efficiency() > 0 ? spec.flops_efficiency() : 1;
-    if (IsAttention(sig.op_type) && spec.attention_efficiency() > 0) {
+    if (IsAttention(sig.op_type) && spec.attention_efficiency() > 0)
       efficiency = spec.attention_efficiency();
-      if (std::optional<AttentionShape> a = AttentionShapeOf(sig))
-        efficiency = AttentionEfficiency(spec, *a);
-    }
     compute = sig.flops / (peak * efficiency);
     if (std::optional<GemmShape> g = GemmShapeOf(sig)) compute = GemmSeconds(spec, sig.dtype, *g);
+    if (std::optional<AttentionShape> a = AttentionShapeOf(sig);
+        a && spec.attention_efficiency() > 0)
+      compute = AttentionSeconds(spec, sig, *a);
   }
   return std::max(spec.min_kernel_time(), std::max(compute, memory));
 }

@@ -28,12 +28,20 @@ double GemmSeconds(const DeviceSpec& spec, DataType dtype, const GemmShape& shap
 // The sequence length and head size of an attention signature; nullopt for other ops.
 struct AttentionShape {
   double sequence = 0, head_dim = 0;
+  bool causal = true;     // only the lower triangle of the scores is computed
+  bool backward = false;  // attention_grad, gqa_attention_grad
 };
 std::optional<AttentionShape> AttentionShapeOf(const OpSignature& sig);
 
-// The fraction of peak the fused attention kernel reaches at `shape` (DeviceSpec
-// attention_efficiency, attention_half_sequence, attention_half_head_dim).
+// The fraction of peak the fused attention kernel reaches at `shape`, on the FLOPs it
+// computes (DeviceSpec attention_efficiency, attention_half_sequence or
+// attention_causal_half_sequence, attention_half_head_dim).
 double AttentionEfficiency(const DeviceSpec& spec, const AttentionShape& shape);
+
+// Seconds of an attention signature of `shape`: a causal kernel's half of the op's FLOPs at
+// AttentionEfficiency, split between forward and backward by attention_backward_ratio.
+double AttentionSeconds(const DeviceSpec& spec, const OpSignature& sig,
+                        const AttentionShape& shape);
 
 // Seconds of one op on a GPU spec with a kernel model (spec.multiprocessors() > 0).
 double KernelTime(const DeviceSpec& spec, const OpSignature& sig);
