@@ -2,6 +2,7 @@
 # Builds, with the CUDA backend, a self-contained folder DIR for a GPU machine that has the
 # CUDA toolkit but none of pipeweave's Debian libraries:
 #   DIR/gpu_check.sh        the check (scripts/gpu_check.sh): run it there, `DIR/gpu_check.sh OUT`
+#   DIR/gpu_reference_kernels.py  reference kernel costs through PyTorch, run by the check
 #   DIR/payload.tar.gz      bin/pipeweave, lib/libpipeweave_{cuda,cpu_math,gloo}.so (the
 #                           modules it opens on first use), tests/executor_cuda_test
 #                           (stripped) and lib/ with the shared libraries they need from this
@@ -71,6 +72,7 @@ find "$stage/lib" -name '*.so*' -type f -exec strip --strip-unneeded {} + 2>/dev
 rm -rf "$out"
 mkdir -p "$out"
 cp "$root/scripts/gpu_check.sh" "$out/gpu_check.sh"
+cp "$root/scripts/gpu_reference_kernels.py" "$out/gpu_reference_kernels.py"
 tar -C "$stage" -czf "$out/payload.tar.gz" .
 size_kib=$(du -sk "$out" | cut -f1)
 echo "gpu_bundle: $out: $((size_kib / 1024)) MiB ($(du -sk "$stage" | cut -f1 | awk '{printf "%d", $1/1024}') MiB unpacked): $(cd "$stage" && find . -type f | sort | tr '\n' ' ')"

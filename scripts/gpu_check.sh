@@ -10,7 +10,10 @@
 #   4. that layer simulated with those costs and with the built-in spec alone, beside its
 #      measured CUDA step;
 #   5. while time is left, its mp 2 shards (bf16, f32) and the layers of other published shapes
-#      profiled into the same table.
+#      profiled into the same table;
+#   6. where python3 has PyTorch, reference kernel costs (gpu_reference_kernels.py: cuBLAS
+#      GEMMs, element-wise bandwidth, cuDNN attention, layer norm) into
+#      OUT_DIR/DEVICE_reference_kernels.csv, the format of cost_model/data/'s.
 # Everything it prints is also in OUT_DIR/gpu_check.log. PW_GPU_CHECK_CPU_ONLY=1 runs only
 # the commands that need no GPU (gpu_bundle.sh --check-here proves the bundle with it).
 set -uo pipefail
@@ -187,6 +190,20 @@ for shape in "gpt67_mp2_bf16 4096 32 16384 2" "gpt67_mp2_f32 4096 32 16384 2 f32
   echo "-- $1: hidden $2, heads $3, ffn $4, mp $5, ${6:-bf16}"
   layer "$1" "$2" "$3" "$4" "$5" "${6:-bf16}" && profile "$1"
 done
+
+section "6. reference kernels through PyTorch"
+if ((cpu_only)); then
+  echo "(needs a GPU)"
+elif python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  left=$((budget + 60 - SECONDS))
+  ((left < 30)) && left=30
+  timed $((left + 30)) python3 "$here/gpu_reference_kernels.py" "$left" \
+    >"$out/${device}_reference_kernels.csv" 2>"$work/reference.err"
+  echo "exit $? ($(grep -c '^[a-z]' "$out/${device}_reference_kernels.csv") rows, ${SECONDS}s)"
+  tail -3 "$work/reference.err"
+else
+  echo "python3 has no PyTorch with CUDA here: skipped"
+fi
 
 section "done in ${SECONDS}s"
 [[ -s $costs ]] && grep -c 'key:' "$costs" | sed 's/^/cost table entries: /'
