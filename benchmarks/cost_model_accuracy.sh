@@ -14,10 +14,12 @@
 # times as many, and its communication is measured over as many steps as it runs.
 #
 # Every round profiles each configuration right before running it, runs it, and predicts it
-# from that profile, so that table and run see the same machine. The op costs come from the
-# ops run alone; the communication of a 4-process configuration from a short run of the
-# *other* schedule's plan (profile --comm), so that no prediction rests on a run of the
-# schedule it predicts. Measured: the median step time after the first step; predicted and measured
+# from that profile, so that table and run see the same machine. The op costs are timed
+# inside a short run (profile --in-run: the reference from the executor's sequential plan of
+# the module, a 4-process configuration from the *other* schedule's plan, its ranks as
+# threads); the communication of a 4-process configuration from a short run of that other
+# plan too (profile --comm), so that no prediction rests on a run of the schedule it
+# predicts. Measured: the median step time after the first step; predicted and measured
 # figures are the medians over the rounds. On a shared machine other users' threads compete
 # for the cores; PW_GROUP_NICE (default -10, root only) runs the measurements in their own
 # scheduler autogroup with that weight, so that they see the machine much as it would be
@@ -75,7 +77,8 @@ for model in small large; do
   # (a) the reference run: one process, one BLAS thread (as the reference runner sets).
   preds=() meas=()
   for ((r = 0; r < rounds; r++)); do
-    "$pw" profile "$out/${model}_ref.pb" -o "$out/${model}_ref_costs.pbtxt" >/dev/null 2>&1
+    "$pw" profile "$out/${model}_ref.pb" -o "$out/${model}_ref_costs.pbtxt" --in-run \
+      --micro-batches $mb >/dev/null 2>&1
     meas+=("$("$pw" run "$out/${model}_ref.pb" --reference --steps "${steps_of[$model]}" \
       --micro-batches $mb \
       --report json | steady_ms)")
@@ -91,7 +94,7 @@ for model in small large; do
     preds=() meas=()
     for ((r = 0; r < rounds; r++)); do
       "$pw" profile "$out/${model}_$other.pb" -o "$out/${model}_${kind}_costs.pbtxt" --comm \
-        --comm-steps "${steps_of[$model]}" >/dev/null 2>&1
+        --comm-steps "${steps_of[$model]}" --in-run >/dev/null 2>&1
       meas+=("$("$pw" run "$out/${model}_$kind.pb" --nproc 4 --steps "${steps_of[$model]}" \
         --report json |
         steady_ms)")

@@ -131,6 +131,31 @@ SampleStats Summarize(std::vector<double> s) {
   return st;
 }
 
+OpCostEntry EntryFromSamples(const OpSignature& sig, const std::vector<double>& samples,
+                             const std::vector<double>& cpu) {
+  const SampleStats st = Summarize(samples);
+  OpCostEntry e;
+  e.set_op_type(sig.op_type);
+  e.set_key(sig.key);
+  e.set_median(std::max(st.median, 1e-9));
+  double mean = 0;
+  for (double t : samples) mean += t;
+  e.set_mean(std::max(mean / std::max<size_t>(samples.size(), 1), 1e-9));
+  if (!cpu.empty()) {
+    double sum = 0;
+    for (double t : cpu) sum += t;
+    e.set_cpu(std::max(sum / cpu.size(), 1e-9));
+  }
+  e.set_spread(st.spread);
+  e.set_min(st.min);
+  e.set_max(st.max);
+  e.set_repeats(static_cast<int>(samples.size()));
+  e.set_flops(sig.flops);
+  e.set_bytes(sig.bytes);
+  e.set_dtype(DataTypeName(sig.dtype));
+  return e;
+}
+
 StatusOr<std::vector<double>> TimeOp(const CostedOp& c, int warmup, int repeats, double min_seconds,
                                      CacheEvictor* evictor, std::vector<double>* cpu) {
   CpuKernel kernel = FindCpuKernel(c.op.type);
@@ -206,29 +231,8 @@ StatusOr<ProfileResult> ProfileOps(const std::vector<CostedOp>& ops,
         continue;
       }
       PW_RETURN_IF_ERROR(timed.status());
-      const std::vector<double>& samples = *timed;
-      if (samples.empty()) return Internal(c.sig.key, ": no timed runs");
-      SampleStats st = Summarize(samples);
-      OpCostEntry e;
-      e.set_op_type(c.sig.op_type);
-      e.set_key(c.sig.key);
-      e.set_median(std::max(st.median, 1e-9));
-      double mean = 0;
-      for (double t : samples) mean += t;
-      e.set_mean(std::max(mean / samples.size(), 1e-9));
-      if (!cpu.empty()) {
-        double sum = 0;
-        for (double t : cpu) sum += t;
-        e.set_cpu(std::max(sum / cpu.size(), 1e-9));
-      }
-      e.set_spread(st.spread);
-      e.set_min(st.min);
-      e.set_max(st.max);
-      e.set_repeats(static_cast<int>(samples.size()));
-      e.set_flops(c.sig.flops);
-      e.set_bytes(c.sig.bytes);
-      e.set_dtype(DataTypeName(c.sig.dtype));
-      result.table.Add(e);
+      if (timed->empty()) return Internal(c.sig.key, ": no timed runs");
+      result.table.Add(EntryFromSamples(c.sig, *timed, cpu));
     }
     if (options.progress) options.progress(i + 1, ops.size(), c.sig.key);
   }

@@ -93,4 +93,9 @@ struct SampleStats {
 };
 SampleStats Summarize(std::vector<double> samples);
 
+// The table entry of `sig` from its timed runs (seconds, not empty): median, mean, spread,
+// extremes; `cpu`, when not empty, the CPU seconds of each run on the timing thread.
+OpCostEntry EntryFromSamples(const OpSignature& sig, const std::vector<double>& samples,
+                             const std::vector<double>& cpu = {});
+
 }  // namespace pw::cost

@@ -67,6 +67,7 @@ struct Instr {
   // by the stream's thread, read by the host after Synchronize.
   struct Times {
     int64_t taken = 0, began = 0, ended = 0;
+    int64_t cpu = 0;  // CPU nanoseconds of the stream's thread from began to ended
   };
   mutable Times times;
 

@@ -10,7 +10,8 @@
 
 namespace pw {
 
-StatusOr<LocalRunResult> RunLocalRanks(const Module& module, const RankRunOptions& options) {
+StatusOr<LocalRunResult> RunLocalRanks(const Module& module, const RankRunOptions& options,
+                                       int kernel_threads) {
   const int world = module.mesh.world_size();
   if (!module.plan.empty()) {
     LoweringOptions lowering;
@@ -19,7 +20,7 @@ StatusOr<LocalRunResult> RunLocalRanks(const Module& module, const RankRunOption
     lowering.strict_events = options.strict_events;
     PW_RETURN_IF_ERROR(CheckPlanForAllRanks(module, lowering));
   }
-  ops::SetKernelThreads(1);  // the ranks' streams are the parallelism; BLAS threads would spin
+  ops::SetKernelThreads(std::max(kernel_threads, 1));
   InProcessHub hub(module.mesh);
   LocalRunResult result;
   result.reports.resize(world);

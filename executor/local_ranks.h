@@ -22,7 +22,9 @@ struct LocalRunResult {
   std::vector<int64_t> PeakBytes() const;
 };
 
-// `options` applies to every rank (its rank field is ignored).
-StatusOr<LocalRunResult> RunLocalRanks(const Module& module, const RankRunOptions& options);
+// `options` applies to every rank (its rank field is ignored). The kernels of every rank
+// run on `kernel_threads` BLAS threads (1: the ranks' streams are the parallelism).
+StatusOr<LocalRunResult> RunLocalRanks(const Module& module, const RankRunOptions& options,
+                                       int kernel_threads = 1);
 
 }  // namespace pw

@@ -82,8 +82,10 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
   }
   for (int64_t step = start; step < options.steps; ++step) {
     feed->set_step(step);
-    interp->set_tracing(options.on_traced_step && step + 1 == options.steps);
+    const bool traced = options.on_traced_step && step + options.traced_steps >= options.steps;
+    interp->set_tracing(traced);
     PW_ASSIGN_OR_RETURN(StepStats stats, interp->RunStep(feed->fn()));
+    if (traced) PW_RETURN_IF_ERROR(options.on_traced_step(*interp));
     RankStepReport report;
     report.rank = options.rank;
     report.step = step;
@@ -107,8 +109,6 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     }
     if (options.on_step) options.on_step(report);
   }
-  if (options.on_traced_step && options.steps > 0)
-    PW_RETURN_IF_ERROR(options.on_traced_step(*interp));
   std::map<std::string, Tensor> params;
   for (const std::string& name : interp->PersistentNames()) {
     if (!interp->FindPersistent(name)) continue;

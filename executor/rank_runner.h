@@ -49,9 +49,10 @@ struct RankRunOptions {
   CheckpointOptions checkpoint;
   std::map<std::string, Tensor>* final_params = nullptr;  // filled after the last step
   std::function<void(const RankStepReport&)> on_step;
-  // Called after the last step, which then records every instruction's times
-  // (Instr::times), e.g. to write a trace of it; its error fails the run.
+  // Called after each of the last `traced_steps` steps, which then record every
+  // instruction's times (Instr::times), e.g. to write a trace; its error fails the run.
   std::function<Status(const Interpreter&)> on_traced_step;
+  int traced_steps = 1;
 };
 
 // `comm` (not owned) may be null for a world of one. A rank reports the loss when it

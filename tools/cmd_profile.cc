@@ -20,6 +20,7 @@
 #include "tools/cuda_kernel_timer.h"
 #include "tools/flags.h"
 #include "tools/gloo_comm_bench.h"
+#include "tools/in_run_costs.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"
 #include "tools/profiled_threads.h"
@@ -34,6 +35,7 @@ constexpr const char* kUsage =
     "           [--threads N] [--pipeline PASSES] [--merge] [--comm]\n"
     "           [--comm-steps N (6)] [--store redis://HOST:PORT --rank-prefix 'CMD {host}']\n"
     "           [--cache auto|hot|l3|dram] [--no-calibrate] [--backend cpu|cuda] [--gpu N (0)]\n"
+    "           [--in-run [--in-run-steps N (6)] [--micro-batches M (4)]]\n"
     "Runs every distinct (op type, input shapes, dtype, attributes) of the modules on the\n"
     "CPU kernels, warm-up then N repetitions (more for tiny ops), and writes the median and\n"
     "spread of each to COSTS (.pbtxt text or .pb binary), with this CPU's measured peak GEMM\n"
@@ -58,6 +60,13 @@ constexpr const char* kUsage =
     "the measuring run's ranks start on other hosts (e.g. the test bed of\n"
     "scripts/netns_cluster.sh) and meet in that Redis store, so the link between them is\n"
     "what gets measured.\n"
+    "--in-run times the ops inside a training run instead of one at a time: the module's\n"
+    "plan (without one: its sequential plan of M micro-batches) trains N steps after an\n"
+    "untimed one, its ranks as threads of this process, and every kernel instruction is\n"
+    "timed where it runs, after the op that ran before it (with 1 kernel thread: the CPU\n"
+    "time of its stream's thread, so ranks sharing the cores do not inflate it). Caches,\n"
+    "allocator and kernel threads are then as a step leaves them, which an op timed alone\n"
+    "misses most for small ops. Signatures the run does not execute are timed alone.\n"
     "--backend cuda times the CUDA kernels on GPU N instead (device time between CUDA events\n"
     "around the output allocation and the kernel, as the CUDA backend runs them), with the\n"
     "GPU's peak GEMM rates and memory bandwidth measured; the table is for the built-in\n"
@@ -84,11 +93,12 @@ StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
 StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   Flags flags;
   flags.Value("output").Alias("o", "output");
-  for (const char* name : {"repeat", "warmup", "threads", "pipeline", "cache", "comm-steps",
-                           "backend", "gpu", "store", "rank-prefix"})
+  for (const char* name :
+       {"repeat", "warmup", "threads", "pipeline", "cache", "comm-steps", "backend", "gpu", "store",
+        "rank-prefix", "in-run-steps", "micro-batches"})
     flags.Value(name);
   flags.Alias("blas-threads", "threads");
-  flags.Switch("merge").Switch("comm").Switch("no-calibrate");
+  flags.Switch("merge").Switch("comm").Switch("no-calibrate").Switch("in-run");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.positional().empty()) return InvalidArgument("expected at least one module file");
   PW_ASSIGN_OR_RETURN(std::string output, flags.Require("output"));
@@ -99,6 +109,11 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(int64_t warmup, flags.GetInt("warmup", 3, 0, kMaxRuns));
   PW_ASSIGN_OR_RETURN(int64_t requested_threads, flags.GetInt("threads", 0, 1, 4096));
   PW_ASSIGN_OR_RETURN(int64_t comm_steps, flags.GetInt("comm-steps", 6, 2, kMaxRuns));
+  PW_ASSIGN_OR_RETURN(int64_t in_run_steps, flags.GetInt("in-run-steps", 6, 1, kMaxRuns));
+  PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 4, 1, kMaxRuns));
+  const bool in_run = flags.Has("in-run");
+  if (!in_run && (flags.Has("in-run-steps") || flags.Has("micro-batches")))
+    return InvalidArgument("--in-run-steps and --micro-batches are for --in-run");
   options.repeats = static_cast<int>(repeats);
   options.warmup = static_cast<int>(warmup);
   const std::string backend = flags.Get("backend", "cpu");
@@ -106,7 +121,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     return InvalidArgument("--backend ", backend, ": expected cpu or cuda");
   const bool on_gpu = backend == "cuda";
   if (on_gpu)
-    for (const char* cpu_only : {"threads", "cache", "comm"})
+    for (const char* cpu_only : {"threads", "cache", "comm", "in-run"})
       if (flags.Has(cpu_only))
         return InvalidArgument("--", cpu_only, " is for CPU profiles; drop it with --backend cuda");
   if (!on_gpu && flags.Has("gpu")) return InvalidArgument("--gpu needs --backend cuda");
@@ -159,6 +174,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   std::set<std::string> seen;
   std::vector<std::pair<std::string, int>> process_counts;  // per module
   std::vector<Module> communicating;  // modules with more than one rank, for --comm
+  std::vector<Module> to_run;         // --in-run
   for (const std::string& path : flags.positional()) {
     PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
     PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
@@ -168,6 +184,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
       if (seen.insert(c.sig.key).second) ops.push_back(std::move(c));
     parameter_bytes = std::max(parameter_bytes, cost::RankParameterBytes(module));
     process_counts.emplace_back(path, module.plan.empty() ? 1 : module.mesh.world_size());
+    if (in_run) to_run.push_back(module);
     if (!flags.Has("comm") || module.mesh.world_size() == 1) continue;
     if (module.plan.empty()) {
       StatusOr<Module> planned = WithSequentialPlan(module, 1);
@@ -201,7 +218,29 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   options.progress = [&](size_t done, size_t total, const std::string& key) {
     bar.Update(done, total, key);
   };
-  PW_ASSIGN_OR_RETURN(cost::ProfileResult result, cost::ProfileOps(ops, options));
+  // --in-run: the signatures the runs execute are timed there; the rest alone.
+  std::map<std::string, std::vector<double>> run_seconds;
+  if (in_run) {
+    InRunOptions run;
+    run.steps = static_cast<int>(in_run_steps);
+    run.micro_batches = static_cast<int>(micro_batches);
+    run.kernel_threads = options.blas_threads;
+    for (const Module& module : to_run) {
+      bar.Update(0, ops.size(), StrCat("a ", in_run_steps, "-step run of ", module.name));
+      StatusOr<std::map<std::string, std::vector<double>>> measured = MeasureOpsInRun(module, run);
+      if (!measured.ok()) return measured.status().WithContext(StrCat("--in-run of ", module.name));
+      for (auto& [key, seconds] : *measured)
+        run_seconds[key].insert(run_seconds[key].end(), seconds.begin(), seconds.end());
+    }
+  }
+  std::vector<cost::CostedOp> alone;
+  for (const cost::CostedOp& c : ops)
+    if (!run_seconds.count(c.sig.key)) alone.push_back(c);
+  PW_ASSIGN_OR_RETURN(cost::ProfileResult result, cost::ProfileOps(alone, options));
+  for (const cost::CostedOp& c : ops)
+    if (auto it = run_seconds.find(c.sig.key); it != run_seconds.end())
+      result.table.Add(cost::EntryFromSamples(
+          c.sig, it->second, options.blas_threads == 1 ? it->second : std::vector<double>{}));
   bar.Finish();
   cost::DeviceSpec& spec = *result.table.mutable_proto().mutable_device_spec();
   if (!on_gpu && !flags.Has("no-calibrate")) {
@@ -255,6 +294,13 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   if (on_gpu)
     std::printf("profiled %zu op signatures on %s in %.1f s", ops.size() - result.skipped.size(),
                 device.c_str(), seconds);
+  else if (in_run)
+    std::printf(
+        "profiled %zu op signatures (%d kernel thread%s; %zu in the run, the rest alone "
+        "with caches: %s) in %.1f s",
+        ops.size() - result.skipped.size(), options.blas_threads,
+        options.blas_threads == 1 ? "" : "s", ops.size() - alone.size(),
+        cost::CacheStateName(options.cache), seconds);
   else
     std::printf("profiled %zu op signatures (%d kernel thread%s, caches: %s) in %.1f s",
                 ops.size() - result.skipped.size(), options.blas_threads,

@@ -1,5 +1,7 @@
 #include "executor/cpu/cpu_stream.h"
 
+#include <time.h>
+
 #include <chrono>
 
 #include "executor/cpu/cpu_event.h"
@@ -18,6 +20,14 @@ int64_t NowNs() {
       .count();
 }
 
+// The CPU time of the calling thread: an instruction's own work, whatever else shares the
+// cores (other ranks' processes, this rank's other streams).
+int64_t ThreadCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
+}
+
 }  // namespace
 
 void CpuStream::Run(const Instr* instr) {
@@ -29,13 +39,17 @@ void CpuStream::Run(const Instr* instr) {
     ok = ok && !event->poisoned();  // work this depends on failed: skip, report nothing
   }
   poisoned_ = !ok;  // later work on this stream may depend on this instruction
+  const int64_t cpu_began = tracing_ ? ThreadCpuNs() : 0;
   if (tracing_) instr->times.began = NowNs();
   if (ok) {
     Status s = ExecuteInstr(*instr);
     if (!s.ok()) status_ = s.WithContext(instr->where);
     ok = s.ok();
   }
-  if (tracing_) instr->times.ended = NowNs();
+  if (tracing_) {
+    instr->times.ended = NowNs();
+    instr->times.cpu = ThreadCpuNs() - cpu_began;
+  }
   for (Event* e : instr->records) static_cast<CpuEvent*>(e)->Record(!ok);
   instr->ReleaseUses();
 }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `profile --in-run` times the ops inside a training run: on the small GPT (unplanned, and
+# planned mp 2 x pp 2 on four rank threads) every compute signature is measured in the run,
+# each as often as the run executes it (steps x micro-batches x its uses per micro-batch),
+# and `sim` prices the plan from the table.
+#   profile_in_run.sh PIPEWEAVE
+set -u
+pw=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$pw" build-model gpt --layers 2 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
+  --micro-batch-size 2 -o "$work/gpt.pbtxt" >/dev/null || fail "build-model"
+"$pw" opt "$work/gpt.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01}' -o "$work/ref.pb" ||
+  fail "opt"
+"$pw" build-model gpt --layers 2 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
+  --micro-batch-size 2 --mp 2 --pp 2 -o "$work/gpt22.pbtxt" >/dev/null || fail "build-model mp2"
+"$pw" opt "$work/gpt22.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p' \
+  -o "$work/plan.pb" || fail "opt plan"
+
+# The repeats of each entry: a signature run in the run is measured once per run of it.
+repeats() { awk '/^entries/ {k=""} /^  key:/ {k=$0} /^  repeats:/ {print $2 "\t" k}' "$1"; }
+for module in ref plan; do
+  out=$("$pw" profile "$work/$module.pb" -o "$work/$module.pbtxt" --in-run --in-run-steps 3 \
+    --micro-batches 4 --no-calibrate 2>&1) || fail "$module: profile --in-run: $out"
+  echo "$out"
+  total=$(sed -n 's/^profiled \([0-9]*\) op signatures.*/\1/p' <<<"$out")
+  in_run=$(sed -n 's/.*; \([0-9]*\) in the run.*/\1/p' <<<"$out")
+  [[ -n $total && -n $in_run ]] || fail "$module: no summary line"
+  # Timed alone: only the communication ops (c_identity and the all-reduces: no kernel
+  # instruction at mp 1; in a plan priced by --comm's run, not as compute).
+  comm=$(grep -c 'key: "c_' "$work/$module.pbtxt")
+  ((in_run >= total - comm && in_run > 10)) ||
+    fail "$module: $in_run of $total signatures in the run ($comm communication)"
+  # Optimizer ops run once a step (3 steps), micro-batch ops 4 times a step: 12.
+  [[ $(repeats "$work/$module.pbtxt" | grep -c 'key: "adam(') -gt 0 ]] || fail "$module: no adam"
+  repeats "$work/$module.pbtxt" | grep 'key: "adam(' | awk '$1 % 3 {exit 1}' ||
+    fail "$module: an optimizer op measured other than a multiple of 3 times"
+  repeats "$work/$module.pbtxt" | grep -E 'key: "(matmul|gelu|layer_norm)' | awk '$1 % 12 {exit 1}' ||
+    fail "$module: a micro-batch op measured other than a multiple of 12 times"
+  "$pw" sim "$work/$module.pb" --costs "$work/$module.pbtxt" --micro-batches 4 >/dev/null ||
+    fail "$module: sim with the table"
+done
+echo "ok"
