@@ -78,6 +78,17 @@ Status InferScheduleShape(ActionSchedule& schedule) {
       for (const Action& p : schedule.Parts(a)) visit(p);
     }
   if (max_stage < 0) return InvalidArgument("schedule has no actions");
+  // Every stage and every micro-batch has actions, so neither index can pass their count:
+  // a larger one is a gap, refused before tables are sized by it.
+  size_t parts = 0;
+  for (const auto& actions : schedule.ranks)
+    for (const Action& a : actions)
+      if (a.type != ActionType::kIdle) parts += schedule.Parts(a).size();
+  if (static_cast<size_t>(max_mb) >= parts || static_cast<size_t>(max_stage) >= parts)
+    return InvalidArgument(static_cast<size_t>(max_mb) >= parts ? "micro-batch " : "stage ",
+                           static_cast<size_t>(max_mb) >= parts ? max_mb : max_stage,
+                           " in a schedule of ", parts,
+                           " actions: stages and micro-batches are numbered from 0 without gaps");
   std::vector<int> owner(max_stage + 1, -1);
   for (int r = 0; r < schedule.num_ranks(); ++r)
     for (const Action& a : schedule.ranks[r]) {

@@ -75,6 +75,21 @@ TEST(Checker, InconsistentRanksAreNamed) {
             "rank 1, action 0 (1F0): inconsistent ranks: stage 1 is placed on rank 0");
 }
 
+TEST(Checker, IndicesBeyondTheActionsAreRefusedWhenRead) {
+  // Found by the schedule CSV fuzzer: one action of micro-batch 8001107 made the checker
+  // size its tables by it (2 GB). No stage or micro-batch can pass the number of actions.
+  StatusOr<ActionSchedule> s = ParseScheduleCsv("0F0,0RECV_B8001107,0B0\n1F0,1B0\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "micro-batch 8001107 in a schedule of 5 actions: stages and micro-batches are "
+            "numbered from 0 without gaps");
+  s = ParseScheduleCsv("0F0,0B0\n900F0,900B0\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "stage 900 in a schedule of 4 actions: stages and micro-batches are numbered from 0 "
+            "without gaps");
+}
+
 TEST(Checker, MemoryLimit) {
   StatusOr<ActionSchedule> s = ParseScheduleCsv("0F0,0F1,0F2,0B0,0B1,0B2\n");
   CheckOptions options;
