@@ -3,11 +3,14 @@
 # step time for the executor issue's two GPTs —
 #   small: 4 layers, hidden 64, 4 heads, seq 16, vocab 128, micro-batch 2, 8 micro-batches
 #   large: 8 layers, hidden 512, 8 heads, same otherwise
-# in (a) the single-process reference run and (b) 4 rank processes, mp=2 pp=2, under 1f1b
-# and fthenb. Prints the error table (predicted and measured median step time, error) and
-# exits non-zero when the target is missed: median |error| <= 10 %, none above 20 %.
+# in the plans of `configs` below: the single-process reference runner, the executor on 1
+# process, pp=2 on 2 processes (1f1b, fthenb) and mp=2 pp=2 on 4 (1f1b, fthenb, zb-h1, 1f1b
+# with assign-streams and overlap-column-parallel-backward, interleaved-1f1b over 2 chunks a
+# rank). Prints the error table (predicted and measured median step time, error) and exits
+# non-zero when the target is missed: median |error| <= 10 %, none above 20 %.
 #
 #   benchmarks/cost_model_accuracy.sh [STEPS (8)] [ROUNDS (3)]
+# PW_CONFIGS (a regular expression) keeps the plans whose names match it.
 #
 # STEPS is for the large GPT; the small one, whose 4-process steps flip between a fast and
 # a slow rhythm of Gloo on the shared cores (see cost_model/comm_profiler.h), runs three
@@ -60,48 +63,65 @@ print(statistics.median(t[1:] if len(t) > 1 else t))'
 sim_ms() { python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_ms"])'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+# The plans: NAME  MESH (build-model flags)  PASSES after split-program (none: unplanned)
+# PROCESSES (ref: the sequential reference runner)  PROFILED FROM (the plan whose run gives
+# the op costs and the communication; never the plan itself where a sibling exists).
+plan1f1b="split-program,schedule{kind=1f1b,micro-batches=$mb},insert-p2p"
+overlap="assign-streams,overlap-column-parallel-backward,insert-events"
+configs=(
+  "reference|--mp 1 --pp 1|none|ref|reference"
+  "1proc|--mp 1 --pp 1|none|1|reference"
+  "pp2-1f1b|--mp 1 --pp 2|$plan1f1b|2|pp2-fthenb"
+  "pp2-fthenb|--mp 1 --pp 2|split-program,schedule{kind=fthenb,micro-batches=$mb},insert-p2p|2|pp2-1f1b"
+  "mp2pp2-1f1b|--mp 2 --pp 2|$plan1f1b|4|mp2pp2-fthenb"
+  "mp2pp2-fthenb|--mp 2 --pp 2|split-program,schedule{kind=fthenb,micro-batches=$mb},insert-p2p|4|mp2pp2-1f1b"
+  "mp2pp2-zb-h1|--mp 2 --pp 2|split-program{split-backward=true},schedule{kind=zb-h1,micro-batches=$mb},insert-p2p|4|mp2pp2-1f1b"
+  "mp2pp2-1f1b-overlap|--mp 2 --pp 2|$plan1f1b,$overlap|4|mp2pp2-1f1b"
+  "mp2pp2v2-interleaved|--mp 2 --pp 2 --vpp 2|split-program,schedule{kind=interleaved-1f1b,micro-batches=$mb},insert-p2p|4|mp2pp2-1f1b"
+)
+field() { cut -d'|' -f"$2" <<<"$1"; }
+only=${PW_CONFIGS:-.}  # a regular expression: the plans to measure
+
 rows=()
 for model in small large; do
-  # shellcheck disable=SC2086
-  "$pw" build-model gpt ${shape[$model]} $common --mp 1 --pp 1 -o "$out/$model.pbtxt" >/dev/null
-  # shellcheck disable=SC2086
-  "$pw" build-model gpt ${shape[$model]} $common --mp 2 --pp 2 -o "$out/${model}_mp2pp2.pbtxt" \
-    >/dev/null
-  "$pw" opt "$out/$model.pbtxt" -p "$train" -o "$out/${model}_ref.pb" >/dev/null
-  for kind in 1f1b fthenb; do
-    "$pw" opt "$out/${model}_mp2pp2.pbtxt" \
-      -p "$train,split-program,schedule{kind=$kind,micro-batches=$mb},insert-p2p" \
-      -o "$out/${model}_$kind.pb" >/dev/null
+  # Every plan's module, built once.
+  for c in "${configs[@]}"; do
+    name=$(field "$c" 1) passes=$(field "$c" 3)
+    # shellcheck disable=SC2086
+    "$pw" build-model gpt ${shape[$model]} $common $(field "$c" 2) -o "$out/${model}_$name.pbtxt" \
+      >/dev/null
+    pipeline=$train
+    [[ $passes != none ]] && pipeline="$train,$passes"
+    "$pw" opt "$out/${model}_$name.pbtxt" -p "$pipeline" -o "$out/${model}_$name.pb" >/dev/null
   done
-
-  # (a) the reference run: one process, one BLAS thread (as the reference runner sets).
-  preds=() meas=()
-  for ((r = 0; r < rounds; r++)); do
-    "$pw" profile "$out/${model}_ref.pb" -o "$out/${model}_ref_costs.pbtxt" --in-run \
-      --micro-batches $mb >/dev/null 2>&1
-    meas+=("$("$pw" run "$out/${model}_ref.pb" --reference --steps "${steps_of[$model]}" \
-      --micro-batches $mb \
-      --report json | steady_ms)")
-    preds+=("$("$pw" sim "$out/${model}_ref.pb" --costs "$out/${model}_ref_costs.pbtxt" \
-      --micro-batches $mb --runtime reference --format json | sim_ms)")
-  done
-  rows+=("$model reference $(median "${preds[@]}") $(median "${meas[@]}")")
-  echo "${rows[-1]}   (rounds: predicted ${preds[*]}; measured ${meas[*]}; load $(load))" >&2
-
-  # (b) 4 rank processes, mp=2 pp=2 (one BLAS thread per rank, as the launcher sets).
-  for kind in 1f1b fthenb; do
-    other=$([[ $kind == 1f1b ]] && echo fthenb || echo 1f1b)
+  for c in "${configs[@]}"; do
+    name=$(field "$c" 1) procs=$(field "$c" 4) from=$(field "$c" 5)
+    [[ $name =~ $only ]] || continue
+    unplanned=()  # a module without a plan takes its micro-batches from the command line
+    [[ $(field "$c" 3) == none ]] && unplanned=(--micro-batches $mb)
     preds=() meas=()
     for ((r = 0; r < rounds; r++)); do
-      "$pw" profile "$out/${model}_$other.pb" -o "$out/${model}_${kind}_costs.pbtxt" --comm \
-        --comm-steps "${steps_of[$model]}" --in-run >/dev/null 2>&1
-      meas+=("$("$pw" run "$out/${model}_$kind.pb" --nproc 4 --steps "${steps_of[$model]}" \
-        --report json |
-        steady_ms)")
-      preds+=("$("$pw" sim "$out/${model}_$kind.pb" --costs "$out/${model}_${kind}_costs.pbtxt" \
-        --format json --trace "$out/${model}_$kind.trace.json" | sim_ms)")
+      costs=$out/${model}_${name}_costs.pbtxt
+      if [[ $procs == ref || $procs == 1 ]]; then
+        "$pw" profile "$out/${model}_$from.pb" -o "$costs" --in-run --micro-batches $mb \
+          >/dev/null 2>&1
+      else
+        "$pw" profile "$out/${model}_$from.pb" -o "$costs" --comm --comm-steps \
+          "${steps_of[$model]}" --in-run >/dev/null 2>&1
+      fi
+      if [[ $procs == ref ]]; then
+        meas+=("$("$pw" run "$out/${model}_$name.pb" --reference --steps "${steps_of[$model]}" \
+          --micro-batches $mb --report json | steady_ms)")
+        preds+=("$("$pw" sim "$out/${model}_$name.pb" --costs "$costs" --micro-batches $mb \
+          --runtime reference --format json | sim_ms)")
+      else
+        meas+=("$("$pw" run "$out/${model}_$name.pb" --nproc "$procs" --steps \
+          "${steps_of[$model]}" "${unplanned[@]}" --report json | steady_ms)")
+        preds+=("$("$pw" sim "$out/${model}_$name.pb" --costs "$costs" "${unplanned[@]}" \
+          --format json --trace "$out/${model}_$name.trace.json" | sim_ms)")
+      fi
     done
-    rows+=("$model mp2pp2-$kind $(median "${preds[@]}") $(median "${meas[@]}")")
+    rows+=("$model $name $(median "${preds[@]}") $(median "${meas[@]}")")
     echo "${rows[-1]}   (rounds: predicted ${preds[*]}; measured ${meas[*]}; load $(load))" >&2
   done
 done
@@ -111,13 +131,13 @@ echo "traces of the simulated 4-process runs: $out/*.trace.json"
 printf '%s\n' "${rows[@]}" | python3 -c '
 import sys, statistics
 rows = [l.split() for l in sys.stdin if l.strip()]
-print("%-7s %-15s %13s %12s %8s" % ("model", "configuration", "predicted ms", "measured ms", "error"))
+print("%-7s %-21s %13s %12s %8s" % ("model", "configuration", "predicted ms", "measured ms", "error"))
 errors = []
 for model, config, pred, meas in rows:
     p, m = float(pred), float(meas)
     e = (p - m) / m * 100
     errors.append(abs(e))
-    print(f"{model:<7} {config:<15} {p:13.2f} {m:12.2f} {e:+7.1f}%")
+    print(f"{model:<7} {config:<21} {p:13.2f} {m:12.2f} {e:+7.1f}%")
 med, worst = statistics.median(errors), max(errors)
 met = med <= 10 and worst <= 20
 print(f"median |error| {med:.1f} % (target <= 10), largest {worst:.1f} % (target <= 20): "

@@ -13,6 +13,9 @@ std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfile
   std::map<std::pair<CommKind, int>, std::vector<double>> straggles;
   int ops_per_rank = 0;  // operations a rank took part in, summed over ranks
   for (const MeasuredComm& m : run.ops) {
+    // A group of one (an mp=1 module's all-reduces) moves nothing: no fit, and the simulator
+    // refuses one for it.
+    if (m.group_size < 2) continue;
     const auto key = std::make_pair(m.kind, m.group_size);
     times[key][m.bytes].push_back(m.seconds);
     if (m.kind == CommKind::kAllReduce) straggles[key].push_back(m.straggle);

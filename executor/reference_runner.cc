@@ -14,6 +14,7 @@
 #include "ir/verifier.h"
 #include "ops/dropout_mask.h"
 #include "ops/kernel.h"
+#include "ops/kernels/cpu/parallel_for.h"
 #include "ops/kernels/cpu/vector_math.h"
 #include "ops/registry.h"
 
@@ -312,7 +313,13 @@ StatusOr<double> ReferenceRunner::RunMicroBatch(int64_t step, int64_t micro_batc
     Tensor& acc = grad_acc_.at(g);
     if (!t || t->dtype() != DataType::kFloat32 || t->numel() != acc.numel())
       return Internal("gradient '", g, "' was not computed as declared");
-    ops::cpu::AddF32(acc.f32(), t->f32(), acc.f32(), acc.numel());
+    // On the kernel threads, as the executor's accumulation runs (element-wise: the same
+    // bits at any thread count).
+    float* sum = acc.f32();
+    const float* grad = t->f32();
+    ops::cpu::ParallelFor(acc.numel(), ops::cpu::kCheapGrain, [&](int64_t begin, int64_t end) {
+      ops::cpu::AddF32(sum + begin, grad + begin, sum + begin, end - begin);
+    });
   }
   const Tensor* loss = scope.FindLocal(loss_var_);
   if (!loss || loss->dtype() != DataType::kFloat32 || loss->numel() != 1)
@@ -324,7 +331,9 @@ Status ReferenceRunner::ApplyOptimizer() {
   const float inv = 1.0f / static_cast<float>(options_.micro_batches);
   for (auto& [name, acc] : grad_acc_) {
     float* g = acc.f32();
-    for (int64_t i = 0; i < acc.numel(); ++i) g[i] *= inv;
+    ops::cpu::ParallelFor(acc.numel(), ops::cpu::kCheapGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) g[i] *= inv;
+    });
     root_.Set(name, acc);
   }
   for (const PlannedOp& p : optimize_ops_) PW_RETURN_IF_ERROR(RunOp(p, root_));

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "cost_model/op_signature.h"
+#include "executor/cpu/cpu_stream.h"
 #include "executor/interpreter.h"
 #include "executor/local_ranks.h"
 #include "executor/sequential_plan.h"
@@ -66,7 +67,11 @@ StatusOr<std::map<std::string, std::vector<double>>> MeasureOpsInRun(const Modul
     }
     return OkStatus();
   };
-  PW_RETURN_IF_ERROR(RunLocalRanks(planned, run, options.kernel_threads).status());
+  // Each compute kernel alone on a core (others wait), as the simulator prices it.
+  cpu::SerializeComputeKernels(true);
+  StatusOr<LocalRunResult> ran = RunLocalRanks(planned, run, options.kernel_threads);
+  cpu::SerializeComputeKernels(false);
+  PW_RETURN_IF_ERROR(ran.status());
   return seconds;
 }
 

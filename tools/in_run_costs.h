@@ -5,7 +5,9 @@
 // small model then take a fraction of their isolated time (the tiny GPT's adds 0.8 us in
 // the run against 5 us alone). `profile --in-run` runs the module's plan (or, without one,
 // its sequential plan) as threads of this process, times every kernel instruction of the
-// steps after the first, and keeps per signature the instructions' times.
+// steps after the first, and keeps per signature the instructions' times. Compute kernels
+// run one at a time meanwhile (cpu::SerializeComputeKernels): each is timed alone on a
+// core, as the simulator prices it before it shares the cores among the ranks.
 
 #include <map>
 #include <string>

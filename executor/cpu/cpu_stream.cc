@@ -2,7 +2,9 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 
 #include "executor/cpu/cpu_event.h"
 #include "executor/instr.h"
@@ -28,7 +30,21 @@ int64_t ThreadCpuNs() {
   return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
 }
 
+std::atomic<bool> g_serialize_compute{false};
+
+std::mutex& ComputeKernelMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+bool RunsAlone(const Instr& instr) {
+  return g_serialize_compute.load(std::memory_order_relaxed) &&
+         instr.kind == Instr::Kind::kKernel && instr.context && !instr.context->comm;
+}
+
 }  // namespace
+
+void SerializeComputeKernels(bool on) { g_serialize_compute.store(on); }
 
 void CpuStream::Run(const Instr* instr) {
   if (tracing_) instr->times.taken = NowNs();
@@ -39,6 +55,8 @@ void CpuStream::Run(const Instr* instr) {
     ok = ok && !event->poisoned();  // work this depends on failed: skip, report nothing
   }
   poisoned_ = !ok;  // later work on this stream may depend on this instruction
+  std::unique_lock<std::mutex> alone;
+  if (ok && RunsAlone(*instr)) alone = std::unique_lock<std::mutex>(ComputeKernelMutex());
   const int64_t cpu_began = tracing_ ? ThreadCpuNs() : 0;
   if (tracing_) instr->times.began = NowNs();
   if (ok) {
@@ -50,6 +68,7 @@ void CpuStream::Run(const Instr* instr) {
     instr->times.ended = NowNs();
     instr->times.cpu = ThreadCpuNs() - cpu_began;
   }
+  if (alone.owns_lock()) alone.unlock();
   for (Event* e : instr->records) static_cast<CpuEvent*>(e)->Record(!ok);
   instr->ReleaseUses();
 }

@@ -32,4 +32,10 @@ class CpuStream final : public Stream {
 // Runs one instruction's action (no events, no release).
 Status ExecuteInstr(const Instr& instr);
 
+// While on, the kernels that do not communicate run one at a time across every stream of
+// the process, each alone on a core whatever else is queued: `profile --in-run` times ops
+// so, as the simulator prices them (it shares the cores among ranks itself). Kernels that
+// communicate wait for their peers and keep running as they come. Off unless set.
+void SerializeComputeKernels(bool on);
+
 }  // namespace pw::cpu

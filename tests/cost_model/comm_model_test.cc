@@ -20,6 +20,21 @@ TEST(CommModel, FitRecoversAlphaAndBeta) {
   EXPECT_EQ(fit.samples_size(), 4);
 }
 
+TEST(CommModel, AGroupOfOneGetsNoFit) {
+  // An mp=1 pipeline's all-reduces run over groups of one: they move nothing, and a fit of
+  // group size 1 is refused by the simulator, so profile --comm writes none.
+  CommRunResult run;
+  run.ranks = 2;
+  run.measured_steps = 2;
+  run.ops = {{CommKind::kAllReduce, 1, 4096, 2e-6, 0},
+             {CommKind::kSendRecv, 2, 4096, 30e-6, 0},
+             {CommKind::kSendRecv, 2, 65536, 60e-6, 0}};
+  std::vector<CommFit> fits = FitMeasuredComm(run, CommProfileOptions{});
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].kind(), "send_recv");
+  EXPECT_EQ(fits[0].group_size(), 2);
+}
+
 TEST(CommModel, ResidualReportsTheMisfit) {
   CommFit fit = FitCommSamples("send_recv", 2, {{1e3, 10e-6, 0}, {1e4, 30e-6, 0}, {1e5, 20e-6, 0}});
   EXPECT_GT(fit.residual(), 0.1);
