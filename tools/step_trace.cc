@@ -41,7 +41,9 @@ std::string StepTraceJson(const Interpreter& interp) {
       trace.AddComplete("wait", "wait", rank, tid, us(t.taken), us(t.began) - us(t.taken));
     std::string name =
         instr.kind == Instr::Kind::kKernel && instr.op ? instr.op->type : KindName(instr.kind);
-    std::string args = StrCat("{\"micro_batch\": ", instr.micro_batch, ", \"where\": ");
+    // cpu_us: the stream thread's CPU time in it, without the time it waited for a core.
+    std::string args = StrCat("{\"micro_batch\": ", instr.micro_batch,
+                              ", \"cpu_us\": ", static_cast<double>(t.cpu) / 1e3, ", \"where\": ");
     AppendJsonString(args, instr.where);
     args += "}";
     trace.AddComplete(name, KindName(instr.kind), rank, tid, us(t.began), us(t.ended) - us(t.began),

@@ -1,7 +1,8 @@
 #pragma once
 // A measured step as a Chrome trace: one process per rank, one track per stream, each
 // instruction the executor ran (its op, or send / recv / fetch) from when it began to when
-// it ended, and the time its stream waited for its events before it as a "wait" slice. The
+// it ended (its args: micro-batch, the stream thread's CPU time in it, where it comes from),
+// and the time its stream waited for its events before it as a "wait" slice. The
 // same tracks as `pipeweave sim --trace`, so the two open side by side.
 
 #include <string>

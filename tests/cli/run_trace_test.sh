@@ -24,6 +24,9 @@ done = [e for e in events if e.get("ph") == "X" and e.get("cat") != "wait"]
 names = {e["name"] for e in done}
 assert {"matmul", "send" if rank == 0 else "recv"} <= names, names
 assert all(e["pid"] == rank and e["dur"] >= 0 and e["ts"] >= 0 for e in done)
+# Each instruction carries its stream thread's CPU time; a matmul spends some.
+assert all(e["args"]["cpu_us"] >= 0 for e in done), done[0]
+assert any(e["name"] == "matmul" and e["args"]["cpu_us"] > 0 for e in done)
 threads = {e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
 assert "compute" in threads, threads
 PY
