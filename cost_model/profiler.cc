@@ -1,7 +1,5 @@
 #include "cost_model/profiler.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -13,6 +11,7 @@
 #include "cost_model/wake_latency.h"
 #include "ir/p2p_vars.h"
 #include "ir/rank_sequence.h"
+#include "ir/thread_cpu_clock.h"
 #include "ops/kernel.h"
 #include "ops/op_run.h"
 #include "ops/registry.h"
@@ -24,12 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-double ThreadCpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 // What reading the thread CPU clock twice costs (a system call on some machines): taken off

@@ -4,10 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <ctime>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "ir/thread_cpu_clock.h"
 
 namespace pw::cost {
 namespace {
@@ -70,16 +71,14 @@ double ThreadRateOnce(int k, double seconds) {
         for (int i = 0; i < 10000; ++i) x = x * 1.0000001 + 1e-9;
       };
       while (std::chrono::steady_clock::now() < open) spin();
-      timespec cpu0, cpu1;
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+      const double cpu0 = ThreadCpuSeconds();
       auto start = std::chrono::steady_clock::now();
       double wall = 0;
       while (wall < seconds) {
         spin();
         wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
-      double cpu = (cpu1.tv_sec - cpu0.tv_sec) + 1e-9 * (cpu1.tv_nsec - cpu0.tv_nsec);
+      const double cpu = ThreadCpuSeconds() - cpu0;
       rate[t] = std::min(1.0, cpu / wall);
     });
   for (std::thread& t : threads) t.join();

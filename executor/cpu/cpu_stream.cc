@@ -1,13 +1,12 @@
 #include "executor/cpu/cpu_stream.h"
 
-#include <time.h>
-
 #include <atomic>
 #include <chrono>
 #include <mutex>
 
 #include "executor/cpu/cpu_event.h"
 #include "executor/instr.h"
+#include "ir/thread_cpu_clock.h"
 
 namespace pw::cpu {
 
@@ -20,14 +19,6 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// The CPU time of the calling thread: an instruction's own work, whatever else shares the
-// cores (other ranks' processes, this rank's other streams).
-int64_t ThreadCpuNs() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
 }
 
 std::atomic<bool> g_serialize_compute{false};
@@ -57,7 +48,7 @@ void CpuStream::Run(const Instr* instr) {
   poisoned_ = !ok;  // later work on this stream may depend on this instruction
   std::unique_lock<std::mutex> alone;
   if (ok && RunsAlone(*instr)) alone = std::unique_lock<std::mutex>(ComputeKernelMutex());
-  const int64_t cpu_began = tracing_ ? ThreadCpuNs() : 0;
+  const int64_t cpu_began = tracing_ ? ThreadCpuNanos() : 0;
   if (tracing_) instr->times.began = NowNs();
   if (ok) {
     Status s = ExecuteInstr(*instr);
@@ -66,7 +57,7 @@ void CpuStream::Run(const Instr* instr) {
   }
   if (tracing_) {
     instr->times.ended = NowNs();
-    instr->times.cpu = ThreadCpuNs() - cpu_began;
+    instr->times.cpu = ThreadCpuNanos() - cpu_began;
   }
   if (alone.owns_lock()) alone.unlock();
   for (Event* e : instr->records) static_cast<CpuEvent*>(e)->Record(!ok);
