@@ -62,8 +62,10 @@ std::string ScheduleToCsv(const ActionSchedule& schedule) {
 
 Status InferScheduleShape(ActionSchedule& schedule) {
   int max_stage = -1, max_mb = -1;
+  int64_t parts = 0;  // actions, a merged one counting each of its parts
   std::vector<StageEdge> skips;
   auto visit = [&](const Action& a) {
+    ++parts;
     max_stage = std::max<int>(max_stage, a.stage);
     max_mb = std::max<int>(max_mb, a.micro_batch);
     if (a.peer < 0) return;
@@ -80,13 +82,8 @@ Status InferScheduleShape(ActionSchedule& schedule) {
   if (max_stage < 0) return InvalidArgument("schedule has no actions");
   // Every stage and every micro-batch has actions, so neither index can pass their count:
   // a larger one is a gap, refused before tables are sized by it.
-  size_t parts = 0;
-  for (const auto& actions : schedule.ranks)
-    for (const Action& a : actions)
-      if (a.type != ActionType::kIdle) parts += schedule.Parts(a).size();
-  if (static_cast<size_t>(max_mb) >= parts || static_cast<size_t>(max_stage) >= parts)
-    return InvalidArgument(static_cast<size_t>(max_mb) >= parts ? "micro-batch " : "stage ",
-                           static_cast<size_t>(max_mb) >= parts ? max_mb : max_stage,
+  if (const bool mb_gap = max_mb >= parts; mb_gap || max_stage >= parts)
+    return InvalidArgument(mb_gap ? "micro-batch " : "stage ", mb_gap ? max_mb : max_stage,
                            " in a schedule of ", parts,
                            " actions: stages and micro-batches are numbered from 0 without gaps");
   std::vector<int> owner(max_stage + 1, -1);
