@@ -18,10 +18,12 @@
 // Exact: every element is computed from the same sums in the same order as without the
 // pass (the reduce-scatter sums in member order, the bits of the all-reduce's slice). The
 // one kind of sum the shards would change, a replicated norm's or bias's parameter gradient
-// over the whole sequence, is kept whole: the pass marks those ops (seq_parallel_* attrs)
-// and their grad makers all-gather the shards first and run the same kernel over the whole
-// sequence (ops/defs/def_util.h). That costs all-gathers in the backward that Megatron
-// replaces by an all-reduce of [H] partial sums (which rounds differently).
+// over the whole sequence, keeps its order: the pass marks those ops (seq_parallel_* attrs)
+// and their grad makers sum the rank's row groups (ops/defs/row_groups.h), all-gather the
+// [B, groups, H] partial sums and add them in row order, as the unsharded kernel does; a
+// shard that cuts a group (mp not dividing gcd(S, 8)) all-gathers the activations instead
+// (ops/defs/def_util.h). Megatron all-reduces [H] partial sums instead, which rounds
+// differently.
 
 #include <algorithm>
 #include <unordered_map>
@@ -57,7 +59,7 @@ class SequenceParallelPass : public Pass {
            "c_identity before column-parallel linears (and the LM head) all-gathers, and the "
            "norms, bias and residual adds between them run on the rank's 1/mp of the sequence; "
            "activations held between the linears shrink by mp. Bit-identical training: norm "
-           "and bias parameter gradients are summed over the gathered whole sequence.";
+           "and bias parameter gradients add the ranks' row-group partial sums in row order.";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {

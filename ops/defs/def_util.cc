@@ -1,6 +1,7 @@
 #include "ops/defs/def_util.h"
 
 #include "ops/defs/defaults.h"
+#include "ops/defs/row_groups.h"
 
 namespace pw::ops {
 
@@ -134,28 +135,35 @@ std::vector<AttrDef> WithSeqParallel(std::vector<AttrDef> attrs) {
   return attrs;
 }
 
-StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
-                                     const std::string& like, bool per_row) {
+namespace {
+
+// c_all_gather of sequence-sharded `in` (of `type`) along the forward op's sequence axis.
+std::string GatherAlongSequence(GradContext& ctx, const std::string& in, TensorType type) {
   const Op& fwd = ctx.forward();
   const int64_t nranks = fwd.attrs.GetInt(kSeqParallelNranks, 1);
   const int64_t axis = fwd.attrs.GetInt(kSeqParallelAxis, 1);
-  const std::string group = fwd.attrs.GetString(kSeqParallelGroup, kDefaultGroup);
+  int norm_axis = 0;
+  NormalizeAxis(axis, static_cast<int>(type.shape.size()), &norm_axis);
+  type.shape[norm_axis] *= nranks;
+  std::string out = ctx.NewTemp(in + ".gathered", type);
+  // A backward op (not kCommunication): split-program places it with the gradient it
+  // serves, and it is never the first op of a stage's backward to be placed by the
+  // kind of the op before it.
+  Op& op = ctx.Emit("c_all_gather");
+  op.SetInput("X", {in}).SetOutput("Out", {out});
+  op.SetAttr("group", fwd.attrs.GetString(kSeqParallelGroup, kDefaultGroup));
+  op.SetAttr("axis", axis).SetAttr("nranks", nranks);
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
+                                     const std::string& like, bool per_row) {
+  const Op& fwd = ctx.forward();
   const Var* v = ctx.FindVar(like);
   if (!v || v->shape.empty()) return NotFound(fwd.type, " grad: var '", like, "' is not declared");
-  auto gather = [&](const std::string& in, TensorType type) {
-    int norm_axis = 0;
-    NormalizeAxis(axis, static_cast<int>(type.shape.size()), &norm_axis);
-    type.shape[norm_axis] *= nranks;
-    std::string out = ctx.NewTemp(in + ".gathered", type);
-    // A backward op (not kCommunication): split-program places it with the gradient it
-    // serves, and it is never the first op of a stage's backward to be placed by the
-    // kind of the op before it.
-    Op& op = ctx.Emit("c_all_gather");
-    op.SetInput("X", {in}).SetOutput("Out", {out});
-    op.SetAttr("group", group).SetAttr("axis", axis).SetAttr("nranks", nranks);
-    return std::make_pair(out, type);
-  };
-  if (!per_row) return gather(var, {v->dtype, v->shape}).first;
+  if (!per_row) return GatherAlongSequence(ctx, var, {v->dtype, v->shape});
   const Shape rows(v->shape.begin(), v->shape.end() - 1);
   auto reshape = [&](const std::string& in, const Shape& shape, const std::string& hint) {
     std::string out = ctx.NewTemp(hint, {DataType::kFloat32, shape});
@@ -165,8 +173,63 @@ StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
     return out;
   };
   std::string shaped = reshape(var, rows, var + ".rows");
-  auto gathered = gather(shaped, {DataType::kFloat32, rows});
-  return reshape(gathered.first, {NumElements(gathered.second.shape)}, var + ".whole");
+  Shape whole = rows;
+  int norm_axis = 0;
+  NormalizeAxis(fwd.attrs.GetInt(kSeqParallelAxis, 1), static_cast<int>(whole.size()), &norm_axis);
+  whole[norm_axis] *= fwd.attrs.GetInt(kSeqParallelNranks, 1);
+  std::string gathered = GatherAlongSequence(ctx, shaped, {DataType::kFloat32, rows});
+  return reshape(gathered, {NumElements(whole)}, var + ".whole");
+}
+
+int64_t ShardPartialGroups(const GradContext& ctx, const std::string& x) {
+  const Op& fwd = ctx.forward();
+  const int64_t nranks = fwd.attrs.GetInt(kSeqParallelNranks, 1);
+  const Var* v = ctx.FindVar(x);
+  if (nranks <= 1 || !v || v->shape.size() < 2) return 0;
+  const int rank = static_cast<int>(v->shape.size());
+  int axis = 0;
+  if (!NormalizeAxis(fwd.attrs.GetInt(kSeqParallelAxis, 1), rank, &axis) || axis != rank - 2)
+    return 0;
+  const int64_t groups = DefaultGroupsPerLead(v->shape[axis] * nranks);
+  return groups % nranks == 0 ? groups / nranks : 0;
+}
+
+std::string ShardPartialsTemp(GradContext& ctx, const std::string& grad, const Shape& x_shape,
+                              int64_t per_lead) {
+  Shape shape(x_shape.begin(), x_shape.end() - 2);
+  shape.push_back(per_lead);
+  shape.push_back(x_shape.back());
+  return ctx.NewTemp(grad + ".partials", {DataType::kFloat32, std::move(shape)});
+}
+
+void SumShardPartials(GradContext& ctx, const std::string& partials, const std::string& grad) {
+  TensorType type;
+  for (const Var& t : ctx.temps())
+    if (t.name == partials) type = {t.dtype, t.shape};
+  std::string gathered = GatherAlongSequence(ctx, partials, type);
+  ctx.emitted().back().weight_grad = true;
+  // Param gives the output its dtype (under amp, the low-precision copy's: the sum is
+  // rounded once, as the unsharded kernel rounds it).
+  Op& sum = ctx.Emit("sum_row_partials");
+  sum.SetInput("X", {gathered}).SetInput("Param", {ForwardVarName(grad)});
+  sum.SetOutput("Out", {grad});
+  MarkWeightGrad(ctx, sum);
+}
+
+AttrDef PartialGroupsAttr() { return DefaultAttr("partial_groups", int64_t{0}); }
+
+StatusOr<std::optional<TensorType>> RowPartialsType(const InferContext& ctx, const Shape& rows,
+                                                    const Shape& cols) {
+  const int64_t per_lead = ctx.attrs().GetInt("partial_groups", 0);
+  if (per_lead == 0) return std::optional<TensorType>();
+  if (per_lead < 0 || rows.empty() || rows.back() % per_lead != 0)
+    return InvalidArgument(ctx.op().type, ": partial_groups ", per_lead,
+                           " must be positive and divide the last row axis (rows ",
+                           ShapeToString(rows), ")");
+  Shape shape(rows.begin(), rows.end() - 1);
+  shape.push_back(per_lead);
+  shape.insert(shape.end(), cols.begin(), cols.end());
+  return std::optional<TensorType>(TensorType{DataType::kFloat32, std::move(shape)});
 }
 
 }  // namespace pw::ops

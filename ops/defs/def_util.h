@@ -2,6 +2,7 @@
 // Internal helpers shared by the op definitions: input checks whose errors name the op,
 // the slot and the shapes involved, cost counting and grad-maker shorthands.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -56,10 +57,12 @@ OpCost ElementwiseCost(const InferContext& ctx, double flops_per_element,
 void MarkWeightGrad(const GradContext& ctx, Op& op);
 
 // Sequence parallelism (passes/sequence_parallel_pass.cc) runs a norm or a bias add on the
-// rank's shard of the sequence; its parameter's gradient then sums over the whole sequence
-// in one kernel, as without it, from tensors all-gathered along the sequence (a sum of
-// per-shard partial sums would associate differently). These attributes say so; nranks 1
-// (the default) is off.
+// rank's shard of the sequence; its parameter's gradient must still sum over the whole
+// sequence in the unsharded order. Where the shard holds whole row groups
+// (ops/defs/row_groups.h) each rank sums its groups and the [.., groups, H] partial sums
+// are all-gathered and added in order (ShardPartialGroups, SumShardPartials); elsewhere the
+// tensors are all-gathered along the sequence and one kernel sums the whole
+// (GatherSequence). These attributes say so; nranks 1 (the default) is off.
 inline constexpr const char* kSeqParallelGroup = "seq_parallel_group";
 inline constexpr const char* kSeqParallelAxis = "seq_parallel_axis";
 inline constexpr const char* kSeqParallelNranks = "seq_parallel_nranks";
@@ -72,6 +75,24 @@ bool SeqParallel(const Op& forward);
 // rows keep the unsharded order.
 StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
                                      const std::string& like, bool per_row = false);
+// Groups per leading index that each rank's sequence shard of forward var `x` holds whole,
+// for a parameter-gradient op's `partial_groups` attribute; 0 when the shard cuts a group
+// (the sequence is not a multiple of nranks groups, or is not x's last row axis).
+int64_t ShardPartialGroups(const GradContext& ctx, const std::string& x);
+// A temp for a shard's f32 partial sums of parameter gradient `grad` over the rows of
+// `x_shape` ([.., S/n, H]): [.., per_lead, H]. The op writing it is weight-gradient work.
+std::string ShardPartialsTemp(GradContext& ctx, const std::string& grad, const Shape& x_shape,
+                              int64_t per_lead);
+// Emits the all-gather of `partials` (a ShardPartialsTemp) along the sequence axis and the
+// sum_row_partials writing `grad`: the whole sequence's sum in the unsharded kernel's order.
+void SumShardPartials(GradContext& ctx, const std::string& partials, const std::string& grad);
+// `partial_groups` (0: the whole sum) for the ops that sum rows in row groups.
+AttrDef PartialGroupsAttr();
+// The f32 [.., partial_groups, cols...] type of a parameter-gradient op's partial sums over
+// rows of shape `rows`, or nullopt when the attribute is 0 (the whole sum).
+StatusOr<std::optional<TensorType>> RowPartialsType(const InferContext& ctx, const Shape& rows,
+                                                    const Shape& cols);
+
 // `attrs` and SeqParallelAttrs().
 std::vector<AttrDef> WithSeqParallel(std::vector<AttrDef> attrs);
 

@@ -29,8 +29,20 @@ Status BiasAddGrad(GradContext& ctx) {
   if (!ctx.NeedsGrad(bias)) return OkStatus();
   const Var* bv = ctx.FindVar(bias);
   if (!bv) return NotFound("bias_add grad: var '", bias, "' is not declared");
-  // On a sequence shard: the same sum over the whole sequence, gathered.
   std::string dout = ctx.Grad(fwd.Output("Out"));
+  if (int64_t per_lead = ShardPartialGroups(ctx, fwd.Input("X")); per_lead > 0) {
+    // On a sequence shard holding whole row groups: its groups' partial sums, gathered.
+    const std::string grad = ctx.Grad(bias);
+    const std::string partials =
+        ShardPartialsTemp(ctx, grad, ctx.FindVar(fwd.Input("X"))->shape, per_lead);
+    Op& op = ctx.Emit("bias_add_grad");
+    op.SetInput(GradVarName("Out"), {dout}).SetOutput(GradVarName("Bias"), {partials});
+    op.SetAttr("bias_shape", bv->shape).SetAttr("partial_groups", per_lead);
+    op.weight_grad = true;
+    SumShardPartials(ctx, partials, grad);
+    return OkStatus();
+  }
+  // On a sequence shard cutting a group: the same sum over the whole sequence, gathered.
   if (SeqParallel(fwd)) {
     PW_ASSIGN_OR_RETURN(dout, GatherSequence(ctx, dout, fwd.Input("X")));
   }
@@ -51,7 +63,21 @@ Status InferBiasAddGrad(InferContext& ctx) {
     return Mismatch(ctx, dout, g, "bias_shape", b,
                     "bias_shape must equal Out@GRAD's trailing dims");
   }
-  ctx.SetOutput(GradVarName("Bias"), {dtype, b});
+  PW_ASSIGN_OR_RETURN(std::optional<TensorType> partials,
+                      RowPartialsType(ctx, Shape(g.begin(), g.end() - b.size()), b));
+  ctx.SetOutput(GradVarName("Bias"), partials ? *partials : TensorType{dtype, b});
+  return OkStatus();
+}
+
+// X: f32 partial sums [.., H]; Out takes Param's type ([H]).
+Status InferSumRowPartials(InferContext& ctx) {
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", DataType::kFloat32, 1));
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "Param"));
+  const Shape& x = ctx.Input("X").shape;
+  const Shape& p = ctx.Input("Param").shape;
+  if (NumElements(p) != x.back())
+    return Mismatch(ctx, "X", x, "Param", p, "each row of X must have Param's elements");
+  ctx.SetOutput("Out", {dtype, p});
   return OkStatus();
 }
 
@@ -151,11 +177,24 @@ void RegisterElementwiseOps(OpRegistry& registry) {
       .summary = "Bias@GRAD = Out@GRAD summed over its leading dims",
       .inputs = {{GradVarName("Out")}},
       .outputs = {{GradVarName("Bias")}},
-      .attrs = {RequiredAttr("bias_shape", AttrType::kInts)},
+      .attrs = {RequiredAttr("bias_shape", AttrType::kInts), PartialGroupsAttr()},
       .infer = InferBiasAddGrad,
       .cost =
           [](const InferContext& ctx) {
             return OpCost{double(NumElements(ctx.Input(GradVarName("Out")).shape)), IoBytes(ctx)};
+          },
+  });
+  registry.Register(OpDef{
+      .type = "sum_row_partials",
+      .summary = "Out = the rows of X (f32 partial sums, gathered from sequence shards) added in "
+                 "row order, in Param's dtype and shape: a sharded parameter gradient's last step",
+      .inputs = {{"X"}, {"Param"}},
+      .outputs = {{"Out"}},
+      .f32_inputs = {"X"},
+      .infer = InferSumRowPartials,
+      .cost =
+          [](const InferContext& ctx) {
+            return OpCost{double(NumElements(ctx.Input("X").shape)), IoBytes(ctx)};
           },
   });
   registry.Register(OpDef{

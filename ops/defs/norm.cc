@@ -68,8 +68,27 @@ Status LayerNormGrad(GradContext& ctx) {
   }
   bool scale = ctx.NeedsGrad(fwd.Input("Scale"));
   bool bias = ctx.NeedsGrad(fwd.Input("Bias"));
-  if (scale || bias) {
-    // On a sequence shard: the same kernel over the whole sequence, gathered.
+  if ((scale || bias) && ShardPartialGroups(ctx, x) > 0) {
+    // On a sequence shard holding whole row groups: its groups' partial sums, gathered.
+    const int64_t per_lead = ShardPartialGroups(ctx, x);
+    const Shape& shape = ctx.FindVar(x)->shape;
+    std::vector<std::pair<std::string, std::string>> sums;  // (partials, gradient)
+    for (const char* param : {"Scale", "Bias"})
+      if (ctx.NeedsGrad(fwd.Input(param))) {
+        const std::string grad = ctx.Grad(fwd.Input(param));
+        sums.emplace_back(ShardPartialsTemp(ctx, grad, shape, per_lead), grad);
+      }
+    Op& op = ctx.Emit("layer_norm_param_grad");
+    op.SetInput("X", {x}).SetInput("Mean", {fwd.Output("Mean")});
+    op.SetInput("Rstd", {fwd.Output("Rstd")}).SetInput(GradVarName("Y"), {dy});
+    op.SetAttr("partial_groups", per_lead);
+    op.weight_grad = true;
+    size_t next = 0;
+    if (scale) op.SetOutput(GradVarName("Scale"), {sums[next++].first});
+    if (bias) op.SetOutput(GradVarName("Bias"), {sums[next++].first});
+    for (const auto& [partials, grad] : sums) SumShardPartials(ctx, partials, grad);
+  } else if (scale || bias) {
+    // On a sequence shard cutting a group: the same kernel over the whole sequence, gathered.
     std::string px = x, mean = fwd.Output("Mean"), rstd = fwd.Output("Rstd"), pdy = dy;
     if (SeqParallel(fwd)) {
       PW_ASSIGN_OR_RETURN(px, GatherSequence(ctx, x, x));
@@ -102,7 +121,10 @@ Status InferLayerNormParamGrad(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, 1));
   PW_RETURN_IF_ERROR(CheckStats(ctx));
   PW_RETURN_IF_ERROR(CheckDy(ctx));
-  TensorType param{dtype, {ctx.Input("X").shape.back()}};
+  const Shape& x = ctx.Input("X").shape;
+  PW_ASSIGN_OR_RETURN(std::optional<TensorType> partials,
+                      RowPartialsType(ctx, Shape(x.begin(), x.end() - 1), {x.back()}));
+  TensorType param = partials ? *partials : TensorType{dtype, {x.back()}};
   ctx.SetOutput(GradVarName("Scale"), param);
   ctx.SetOutput(GradVarName("Bias"), param);
   return OkStatus();
@@ -132,10 +154,12 @@ void RegisterNormOps(OpRegistry& registry) {
   });
   registry.Register(OpDef{
       .type = "layer_norm_param_grad",
-      .summary = "Scale@GRAD = sum(Y@GRAD · x̂), Bias@GRAD = sum(Y@GRAD) over rows",
+      .summary = "Scale@GRAD = sum(Y@GRAD · x̂), Bias@GRAD = sum(Y@GRAD) over rows, in row "
+                 "groups; with partial_groups, each group's f32 partial sum",
       .inputs = {{"X"}, {"Mean"}, {"Rstd"}, {GradVarName("Y")}},
       .outputs = {{GradVarName("Scale"), false, /*optional=*/true},
                   {GradVarName("Bias"), false, /*optional=*/true}},
+      .attrs = {PartialGroupsAttr()},
       .f32_inputs = {"Mean", "Rstd"},
       .infer = InferLayerNormParamGrad,
       .cost =

@@ -58,8 +58,19 @@ Status RmsNormGrad(GradContext& ctx) {
     op.SetInput(GradVarName("Y"), {dy}).SetOutput(GradVarName("X"), {ctx.Grad(x)});
     MarkWeightGrad(ctx, op);
   }
-  if (ctx.NeedsGrad(scale)) {
-    // On a sequence shard: the same kernel over the whole sequence, gathered.
+  if (ctx.NeedsGrad(scale) && ShardPartialGroups(ctx, x) > 0) {
+    // On a sequence shard holding whole row groups: its groups' partial sums, gathered.
+    const int64_t per_lead = ShardPartialGroups(ctx, x);
+    const std::string grad = ctx.Grad(scale);
+    const std::string partials = ShardPartialsTemp(ctx, grad, ctx.FindVar(x)->shape, per_lead);
+    Op& op = ctx.Emit("rms_norm_param_grad");
+    op.SetInput("X", {x}).SetInput("Rstd", {fwd.Output("Rstd")});
+    op.SetInput(GradVarName("Y"), {dy}).SetOutput(GradVarName("Scale"), {partials});
+    op.SetAttr("partial_groups", per_lead);
+    op.weight_grad = true;
+    SumShardPartials(ctx, partials, grad);
+  } else if (ctx.NeedsGrad(scale)) {
+    // On a sequence shard cutting a group: the same kernel over the whole sequence, gathered.
     std::string px = x, rstd = fwd.Output("Rstd"), pdy = dy;
     if (SeqParallel(fwd)) {
       PW_ASSIGN_OR_RETURN(px, GatherSequence(ctx, x, x));
@@ -89,7 +100,10 @@ Status InferRmsNormParamGrad(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, 1));
   PW_RETURN_IF_ERROR(CheckRstd(ctx));
   PW_RETURN_IF_ERROR(CheckDy(ctx));
-  ctx.SetOutput(GradVarName("Scale"), {dtype, {ctx.Input("X").shape.back()}});
+  const Shape& x = ctx.Input("X").shape;
+  PW_ASSIGN_OR_RETURN(std::optional<TensorType> partials,
+                      RowPartialsType(ctx, Shape(x.begin(), x.end() - 1), {x.back()}));
+  ctx.SetOutput(GradVarName("Scale"), partials ? *partials : TensorType{dtype, {x.back()}});
   return OkStatus();
 }
 
@@ -118,9 +132,11 @@ void RegisterRmsNormOps(OpRegistry& registry) {
   });
   registry.Register(OpDef{
       .type = "rms_norm_param_grad",
-      .summary = "Scale@GRAD = sum over rows of Y@GRAD · X · rstd",
+      .summary = "Scale@GRAD = sum over rows of Y@GRAD · X · rstd, in row groups; with "
+                 "partial_groups, each group's f32 partial sum",
       .inputs = {{"X"}, {"Rstd"}, {GradVarName("Y")}},
       .outputs = {{GradVarName("Scale")}},
+      .attrs = {PartialGroupsAttr()},
       .f32_inputs = {"Rstd"},
       .infer = InferRmsNormParamGrad,
       .cost =

@@ -103,6 +103,22 @@ void AddElementwiseCases(Maker& m, std::vector<KernelCase>& cases) {
     c.inputs["g"] = m.Uniform({4, 6, 8});
     cases.push_back(std::move(c));
   }
+  {  // a sequence shard's row-group partial sums (ops/defs/row_groups.h)
+    KernelCase c{"bias_add_grad_partials",
+                 MakeOp("bias_add_grad", {{G("Out"), {"g"}}}, {{G("Bias"), {kOut}}}),
+                 {}};
+    c.op.SetAttr("bias_shape", std::vector<int64_t>{8}).SetAttr("partial_groups", int64_t{3});
+    c.inputs["g"] = m.Uniform({4, 6, 8});
+    cases.push_back(std::move(c));
+  }
+  {
+    KernelCase c{"sum_row_partials",
+                 MakeOp("sum_row_partials", {{"X", {"p"}}, {"Param", {"w"}}}, {{"Out", {kOut}}}),
+                 {}};
+    c.inputs["p"] = m.Uniform({4, 8, 37});
+    c.inputs["w"] = m.Uniform({37});
+    cases.push_back(std::move(c));
+  }
   {
     KernelCase c{"add", MakeOp("add", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {kOut}}}), {}};
     c.inputs["x"] = m.Uniform({5, 7});
@@ -230,14 +246,18 @@ void AddNormCases(Maker& m, std::vector<KernelCase>& cases) {
     c.inputs["dy"] = m.Uniform({5, 3, 33});
     cases.push_back(std::move(c));
   }
-  for (bool both : {true, false}) {
+  for (int variant : {0, 1, 2}) {
+    const bool both = variant != 1;
     std::vector<Slot> outs = {{G("Scale"), {"ds"}}};
     if (both) outs.push_back({G("Bias"), {"db"}});
     KernelCase c{
-        both ? "layer_norm_param_grad" : "layer_norm_param_grad_scale_only",
+        variant == 0   ? "layer_norm_param_grad"
+        : variant == 1 ? "layer_norm_param_grad_scale_only"
+                       : "layer_norm_param_grad_partials",
         MakeOp("layer_norm_param_grad",
                {{"X", {"x"}}, {"Mean", {"mean"}}, {"Rstd", {"rstd"}}, {G("Y"), {"dy"}}}, outs),
         {}};
+    if (variant == 2) c.op.SetAttr("partial_groups", int64_t{3});
     c.inputs["x"] = x;
     c.inputs["mean"] = mean;
     c.inputs["rstd"] = rstd;
@@ -609,11 +629,12 @@ void AddLlamaCases(Maker& m, std::vector<KernelCase>& cases) {
     c.inputs["dy"] = m.Uniform({5, 3, 33});
     cases.push_back(std::move(c));
   }
-  {
-    KernelCase c{"rms_norm_param_grad",
+  for (int64_t partials : {0, 3}) {
+    KernelCase c{partials ? "rms_norm_param_grad_partials" : "rms_norm_param_grad",
                  MakeOp("rms_norm_param_grad", {{"X", {"x"}}, {"Rstd", {"rstd"}}, {G("Y"), {"dy"}}},
                         {{G("Scale"), {kOut}}}),
                  {}};
+    c.op.SetAttr("partial_groups", partials);
     c.inputs["x"] = x;
     c.inputs["rstd"] = rstd;
     c.inputs["dy"] = m.Uniform({5, 3, 33});

@@ -75,7 +75,8 @@ TEST(OpsInfer, RegistryListsEveryOp) {
       "layer_norm layer_norm_grad layer_norm_param_grad matmul matmul_weight_grad "
       "mean mean_grad reduce_max reshape rms_norm rms_norm_grad rms_norm_param_grad "
       "rotary_embedding scale sgd softmax softmax_cross_entropy "
-      "softmax_cross_entropy_grad softmax_grad split sum swiglu swiglu_grad transpose "
+      "softmax_cross_entropy_grad softmax_grad split sum sum_row_partials swiglu swiglu_grad "
+      "transpose "
       "update_loss_scaling");
   std::vector<std::string> expected{std::istream_iterator<std::string>(words), {}};
   EXPECT_EQ(ops::Registry().Types(), expected);

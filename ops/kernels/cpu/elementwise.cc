@@ -7,6 +7,7 @@
 
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
+#include "ops/kernels/cpu/row_group_sums.h"
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
@@ -24,13 +25,31 @@ Status BiasAdd(KernelContext& ctx) {
   return OkStatus();
 }
 
-// Rows are summed in order: deterministic. Threads take ranges of columns.
+// Rows summed in row groups (ops/defs/row_groups.h); with `partial_groups`, each group's
+// partial sum is the output.
 Status BiasAddGrad(KernelContext& ctx) {
   const Tensor& g = *ctx.In(GradVarName("Out"));
   Tensor& db = *ctx.Out(GradVarName("Bias"));
-  int64_t d = db.numel();
-  int64_t rows = d == 0 ? 0 : g.numel() / d;
-  ColumnSums(g.f32(), rows, d, db.f32());
+  const int64_t d = NumElements(ctx.attrs().GetInts("bias_shape"));
+  const Shape rows(g.shape().begin(), g.shape().end() - ctx.attrs().GetInts("bias_shape").size());
+  const int64_t per_lead = ctx.attrs().GetInt("partial_groups", 0);
+  GroupedColumnSums(
+      GroupRows(rows, per_lead), d,
+      [&](int64_t r, int64_t b, int64_t e, float* acc) {
+        AddF32(acc, g.f32() + r * d + b, acc, e - b);
+      },
+      per_lead > 0 ? nullptr : db.f32(), per_lead > 0 ? db.f32() : nullptr);
+  return OkStatus();
+}
+
+// Out = the rows of X added in row order from zero: the last step of a sequence-sharded
+// parameter gradient, whose rows are the gathered groups' partial sums.
+Status SumRowPartials(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  const int64_t d = out.numel();
+  const int64_t rows = d == 0 ? 0 : x.numel() / d;
+  ColumnSums(x.f32(), rows, d, out.f32());
   return OkStatus();
 }
 
@@ -106,6 +125,7 @@ void ColumnSums(const float* x, int64_t rows, int64_t cols, float* out) {
 void RegisterElementwiseKernels(KernelTable& table) {
   Add<BiasAdd>(table, "bias_add");
   Add<BiasAddGrad>(table, "bias_add_grad");
+  Add<SumRowPartials>(table, "sum_row_partials");
   Add<AddKernel>(table, "add");
   Add<Gelu>(table, "gelu");
   Add<GeluGrad>(table, "gelu_grad");

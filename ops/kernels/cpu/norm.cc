@@ -8,6 +8,7 @@
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
+#include "ops/kernels/cpu/row_group_sums.h"
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
@@ -49,7 +50,9 @@ Status LayerNormGrad(KernelContext& ctx) {
   return OkStatus();
 }
 
-// Either output may be absent (its parameter needs no gradient).
+// Either output may be absent (its parameter needs no gradient). Rows are summed in row
+// groups (ops/defs/row_groups.h); with `partial_groups`, each group's partial sum is the
+// output.
 Status LayerNormParamGrad(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   const float* mean = ctx.In("Mean")->f32();
@@ -57,19 +60,20 @@ Status LayerNormParamGrad(KernelContext& ctx) {
   const float* dy = ctx.In(GradVarName("Y"))->f32();
   Tensor* dscale = ctx.Out(GradVarName("Scale"));
   Tensor* dbias = ctx.Out(GradVarName("Bias"));
-  int64_t d = x.dim(-1);
-  int64_t rows = d == 0 ? 0 : x.numel() / d;
-  if (dscale) {
-    float* ds = dscale->f32();
-    ParallelFor(d, std::max<int64_t>(1, kCheapGrain / std::max<int64_t>(rows, 1)),
-                [&](int64_t begin, int64_t end) {
-                  std::fill(ds + begin, ds + end, 0.f);
-                  for (int64_t r = 0; r < rows; ++r)
-                    AddScaledDeviationF32(dy + r * d + begin, x.f32() + r * d + begin, mean[r],
-                                          rstd[r], ds + begin, end - begin);
-                });
-  }
-  if (dbias) ColumnSums(dy, rows, d, dbias->f32());
+  const int64_t d = x.dim(-1);
+  const int64_t per_lead = ctx.attrs().GetInt("partial_groups", 0);
+  const RowGroups groups = GroupRows(Shape(x.shape().begin(), x.shape().end() - 1), per_lead);
+  auto sums = [&](Tensor* out, auto add_row) {
+    if (!out) return;
+    GroupedColumnSums(groups, d, add_row, per_lead > 0 ? nullptr : out->f32(),
+                      per_lead > 0 ? out->f32() : nullptr);
+  };
+  sums(dscale, [&](int64_t r, int64_t b, int64_t e, float* acc) {
+    AddScaledDeviationF32(dy + r * d + b, x.f32() + r * d + b, mean[r], rstd[r], acc, e - b);
+  });
+  sums(dbias, [&](int64_t r, int64_t b, int64_t e, float* acc) {
+    AddF32(acc, dy + r * d + b, acc, e - b);
+  });
   return OkStatus();
 }
 

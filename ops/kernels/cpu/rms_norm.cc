@@ -7,6 +7,7 @@
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
+#include "ops/kernels/cpu/row_group_sums.h"
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
@@ -48,19 +49,21 @@ Status RmsNormGrad(KernelContext& ctx) {
 }
 
 // Scale@GRAD[j] = sum over rows, in row order, of dy·x·rstd; columns split among threads.
+// Rows summed in row groups (ops/defs/row_groups.h); with `partial_groups`, each group's
+// partial sum is the output.
 Status RmsNormParamGrad(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   const float* rstd = ctx.In("Rstd")->f32();
   const float* dy = ctx.In(GradVarName("Y"))->f32();
   float* ds = ctx.Out(GradVarName("Scale"))->f32();
-  const int64_t d = x.dim(-1), rows = Rows(x);
-  ParallelFor(d, std::max<int64_t>(1, kCheapGrain / std::max<int64_t>(rows, 1)),
-              [&](int64_t begin, int64_t end) {
-                std::fill(ds + begin, ds + end, 0.f);
-                for (int64_t r = 0; r < rows; ++r)
-                  AddScaledDeviationF32(dy + r * d + begin, x.f32() + r * d + begin, 0.f, rstd[r],
-                                        ds + begin, end - begin);
-              });
+  const int64_t d = x.dim(-1);
+  const int64_t per_lead = ctx.attrs().GetInt("partial_groups", 0);
+  GroupedColumnSums(
+      GroupRows(Shape(x.shape().begin(), x.shape().end() - 1), per_lead), d,
+      [&](int64_t r, int64_t b, int64_t e, float* acc) {
+        AddScaledDeviationF32(dy + r * d + b, x.f32() + r * d + b, 0.f, rstd[r], acc, e - b);
+      },
+      per_lead > 0 ? nullptr : ds, per_lead > 0 ? ds : nullptr);
   return OkStatus();
 }
 

@@ -19,10 +19,20 @@ Status BiasAdd(KernelContext& ctx) {
 
 Status BiasAddGrad(KernelContext& ctx) {
   const Tensor& g = *ctx.In(GradVarName("Out"));
-  Tensor& db = *ctx.Out(GradVarName("Bias"));
-  int64_t d = db.numel();
-  int64_t rows = d == 0 ? 0 : g.numel() / d;
-  LaunchColumnSum(g.f32(), db.f32(), rows, d, Stream());
+  const Shape& bias_shape = ctx.attrs().GetInts("bias_shape");
+  const Shape rows(g.shape().begin(), g.shape().end() - bias_shape.size());
+  LaunchColumnSum(g.f32(), ctx.Out(GradVarName("Bias"))->f32(), RowGroupSumFor(rows, ctx.attrs()),
+                  NumElements(bias_shape), Stream());
+  return OkStatus();
+}
+
+// The gathered groups' partial sums added in row order (ops/defs/row_groups.h).
+Status SumRowPartials(KernelContext& ctx) {
+  const Tensor& x = *ctx.In("X");
+  Tensor& out = *ctx.Out("Out");
+  const int64_t d = out.numel();
+  const int64_t rows = d == 0 ? 0 : x.numel() / d;
+  LaunchColumnSum(x.f32(), out.f32(), {rows, 1, false}, d, Stream());
   return OkStatus();
 }
 
@@ -84,6 +94,7 @@ Status Sum(KernelContext& ctx) {
 void RegisterElementwiseKernels(KernelTable& table) {
   Add<BiasAdd>(table, "bias_add");
   Add<BiasAddGrad>(table, "bias_add_grad");
+  Add<SumRowPartials>(table, "sum_row_partials");
   Add<AddKernel>(table, "add");
   Add<Gelu>(table, "gelu");
   Add<GeluGrad>(table, "gelu_grad");

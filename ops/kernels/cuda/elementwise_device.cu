@@ -14,12 +14,19 @@ __global__ void BiasAddKernel(const float* x, const float* bias, float* out, int
   for (int64_t i = GlobalThread(); i < n; i += GlobalStride()) out[i] = x[i] + bias[i % d];
 }
 
-// One thread per column, rows in order: the CPU's summation order exactly.
-__global__ void ColumnSumKernel(const float* x, float* out, int64_t rows, int64_t d) {
+// One thread per column, rows in their groups: the CPU's summation order exactly.
+__global__ void ColumnSumKernel(const float* x, float* out, RowGroupSum groups, int64_t d) {
   for (int64_t j = GlobalThread(); j < d; j += GlobalStride()) {
     float acc = 0;
-    for (int64_t r = 0; r < rows; ++r) acc += x[r * d + j];
-    out[j] = acc;
+    for (int64_t g = 0; g < groups.count; ++g) {
+      float part = 0;
+      for (int64_t r = g * groups.rows; r < (g + 1) * groups.rows; ++r) part += x[r * d + j];
+      if (groups.partial)
+        out[g * d + j] = part;
+      else
+        acc += part;
+    }
+    if (!groups.partial) out[j] = acc;
   }
 }
 
@@ -62,9 +69,10 @@ void LaunchBiasAdd(const float* x, const float* bias, float* out, int64_t rows, 
   BiasAddKernel<<<GridFor(n), kThreads, 0, stream>>>(x, bias, out, n, d);
 }
 
-void LaunchColumnSum(const float* x, float* out, int64_t rows, int64_t d, cudaStream_t stream) {
+void LaunchColumnSum(const float* x, float* out, RowGroupSum groups, int64_t d,
+                     cudaStream_t stream) {
   if (d == 0) return;
-  ColumnSumKernel<<<GridFor(d), kThreads, 0, stream>>>(x, out, rows, d);
+  ColumnSumKernel<<<GridFor(d), kThreads, 0, stream>>>(x, out, groups, d);
 }
 
 void LaunchAdd(const float* x, const float* y, float* out, int64_t n, cudaStream_t stream) {

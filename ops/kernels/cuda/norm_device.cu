@@ -58,15 +58,26 @@ __global__ void LayerNormGradKernel(const float* x, const float* scale, const fl
 }
 
 __global__ void LayerNormParamGradKernel(const float* x, const float* mean, const float* rstd,
-                                         const float* dy, float* dscale, float* dbias, int64_t rows,
-                                         int64_t d) {
+                                         const float* dy, float* dscale, float* dbias,
+                                         RowGroupSum groups, int64_t d) {
   for (int64_t j = GlobalThread(); j < d; j += GlobalStride()) {
     float ds = 0, db = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      float g = dy[r * d + j];
-      ds += g * (x[r * d + j] - mean[r]) * rstd[r];
-      db += g;
+    for (int64_t k = 0; k < groups.count; ++k) {
+      float part_s = 0, part_b = 0;
+      for (int64_t r = k * groups.rows; r < (k + 1) * groups.rows; ++r) {
+        float g = dy[r * d + j];
+        part_s += g * (x[r * d + j] - mean[r]) * rstd[r];
+        part_b += g;
+      }
+      if (groups.partial) {
+        if (dscale) dscale[k * d + j] = part_s;
+        if (dbias) dbias[k * d + j] = part_b;
+      } else {
+        ds += part_s;
+        db += part_b;
+      }
     }
+    if (groups.partial) continue;
     if (dscale) dscale[j] = ds;
     if (dbias) dbias[j] = db;
   }
@@ -89,11 +100,11 @@ void LaunchLayerNormGrad(const float* x, const float* scale, const float* mean, 
 }
 
 void LaunchLayerNormParamGrad(const float* x, const float* mean, const float* rstd, const float* dy,
-                              float* dscale, float* dbias, int64_t rows, int64_t d,
+                              float* dscale, float* dbias, RowGroupSum groups, int64_t d,
                               cudaStream_t stream) {
   if (d == 0 || (!dscale && !dbias)) return;
   LayerNormParamGradKernel<<<GridFor(d), kThreads, 0, stream>>>(x, mean, rstd, dy, dscale, dbias,
-                                                                rows, d);
+                                                                groups, d);
 }
 
 }  // namespace pw::ops::cuda

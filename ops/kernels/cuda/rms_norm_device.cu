@@ -47,11 +47,19 @@ __global__ void RmsNormGradKernel(const float* x, const float* scale, const floa
 }
 
 __global__ void RmsNormParamGradKernel(const float* x, const float* rstd, const float* dy,
-                                       float* dscale, int64_t rows, int64_t d) {
+                                       float* dscale, RowGroupSum groups, int64_t d) {
   for (int64_t j = GlobalThread(); j < d; j += GlobalStride()) {
     float ds = 0;
-    for (int64_t r = 0; r < rows; ++r) ds += dy[r * d + j] * x[r * d + j] * rstd[r];
-    dscale[j] = ds;
+    for (int64_t k = 0; k < groups.count; ++k) {
+      float part = 0;
+      for (int64_t r = k * groups.rows; r < (k + 1) * groups.rows; ++r)
+        part += dy[r * d + j] * x[r * d + j] * rstd[r];
+      if (groups.partial)
+        dscale[k * d + j] = part;
+      else
+        ds += part;
+    }
+    if (!groups.partial) dscale[j] = ds;
   }
 }
 
@@ -70,9 +78,9 @@ void LaunchRmsNormGrad(const float* x, const float* scale, const float* rstd, co
 }
 
 void LaunchRmsNormParamGrad(const float* x, const float* rstd, const float* dy, float* dscale,
-                            int64_t rows, int64_t d, cudaStream_t stream) {
+                            RowGroupSum groups, int64_t d, cudaStream_t stream) {
   if (d == 0) return;
-  RmsNormParamGradKernel<<<GridFor(d), kThreads, 0, stream>>>(x, rstd, dy, dscale, rows, d);
+  RmsNormParamGradKernel<<<GridFor(d), kThreads, 0, stream>>>(x, rstd, dy, dscale, groups, d);
 }
 
 }  // namespace pw::ops::cuda
