@@ -3,9 +3,10 @@
 # pass, with and without sequence parallelism, simulated on the H100 spec in bf16 (1f1b):
 #   A = plan + assign-streams,insert-events
 #   B = plan + assign-streams,[overlap-collective-matmul,]overlap-column-parallel-backward,
-#       overlap-1f1b,insert-events           (overlap-collective-matmul with SP only)
+#       defer-weight-grads,overlap-1f1b,insert-events   (overlap-collective-matmul with SP only)
 # on the GPT-3 6.7B shape (mp 2 x pp 4, 16 micro-batches), the 13B shape (mp 4 x pp 4, 16)
-# and 175B (mp 8 x pp 16, 64). Also the SP plan with overlap-collective-matmul alone.
+# and 175B (mp 8 x pp 16, 64). Also the SP plan with overlap-collective-matmul alone, and
+# with every pass but defer-weight-grads.
 # "exposed TP %" is the worst rank's exposed mp_forward + mp_backward + sp_forward +
 # sp_backward over its busy mp_comm + mp_fwd_comm time.
 #
@@ -51,7 +52,7 @@ for shape in "${shapes[@]}"; do
   IFS=: read -r name args mb <<<"$shape"
   module=$out/$name.pb
   "$pw" build-model gpt $args --seq 2048 --vocab 51200 --micro-batch-size 1 -o "$module" >/dev/null
-  tail="overlap-column-parallel-backward,overlap-1f1b,insert-events"
+  tail="overlap-column-parallel-backward,defer-weight-grads,overlap-1f1b,insert-events"
   p=$(plan "$mb")
   row "$name" "$module" "$p,assign-streams,insert-events" "$p,assign-streams,$tail"
   p=$(plan "$mb" "sequence-parallel,")
@@ -59,4 +60,6 @@ for shape in "${shapes[@]}"; do
     "$p,assign-streams,overlap-collective-matmul,$tail"
   row "${name}_sp_cm_alone" "$module" "$p,assign-streams,insert-events" \
     "$p,assign-streams,overlap-collective-matmul,insert-events"
+  row "${name}_sp_no_defer" "$module" "$p,assign-streams,insert-events" \
+    "$p,assign-streams,overlap-collective-matmul,${tail/defer-weight-grads,/}"
 done

@@ -48,6 +48,9 @@ const std::vector<std::vector<std::string>>& OverlapLadders() {
       {"assign-streams", "overlap-column-parallel-backward", "insert-events"},
       {"assign-streams", "overlap-1f1b", "insert-events"},
       {"assign-streams", "overlap-column-parallel-backward", "overlap-1f1b", "insert-events"},
+      // Weight gradients under the backward's collectives and after the input gradient's send.
+      {"assign-streams", "overlap-column-parallel-backward", "defer-weight-grads", "overlap-1f1b",
+       "insert-events"},
       // overlap-1f1b without running forwards earlier: no extra activations, for memory limits.
       {"assign-streams", "overlap-column-parallel-backward", "overlap-1f1b{max-forward-shift=0}",
        "insert-events"},

@@ -1,8 +1,8 @@
-// overlap-collective-matmul against the same sequence-parallel plan without it: training is
-// bit-identical (losses and every parameter byte) at mp 2, 4 and 8, f32 and bf16, one
-// stage and 1f1b, zero-bubble and interleaved schedules, and behind overlap-1f1b. Ranks run
-// as threads; the pass decomposes every all-gather and reduce-scatter it can
-// (decompose=all), so each case runs the shifts, block matmuls and member-order joins.
+// overlap-collective-matmul (and defer-weight-grads, below) against the same plan without
+// it: training is bit-identical (losses and every parameter byte) at mp 2, 4 and 8, f32 and bf16,
+// one stage and 1f1b, zero-bubble and interleaved schedules, and behind overlap-1f1b. Ranks run as
+// threads; the pass decomposes every all-gather and reduce-scatter it can (decompose=all), so each
+// case runs the shifts, block matmuls and member-order joins.
 
 #include <gtest/gtest.h>
 
@@ -117,6 +117,66 @@ INSTANTIATE_TEST_SUITE_P(Layouts, CollectiveMatmul,
                                            Case{2, 2, false, "interleaved-1f1b"},
                                            Case{2, 2, false, "1f1b", true},
                                            Case{4, 1, false, "1f1b", false, 1, 256}));
+
+// defer-weight-grads moves weight-gradient work under the collectives that follow it: the
+// same training, to the bit, as the plan without it (with and without sequence parallelism,
+// f32 and bf16, and behind overlap-1f1b).
+struct DeferCase {
+  Case layout;
+  bool sequence_parallel = true;
+};
+
+void PrintTo(const DeferCase& c, std::ostream* out) {
+  PrintTo(c.layout, out);
+  *out << (c.sequence_parallel ? " sp" : " no sp");
+}
+
+class DeferWeightGrads : public ::testing::TestWithParam<DeferCase> {};
+
+StatusOr<Module> PlannedForDefer(const DeferCase& c, bool defer, int64_t* moved) {
+  PW_ASSIGN_OR_RETURN(Module m, models::BuildGpt(Config(c.layout)));
+  std::string pipeline = c.sequence_parallel ? "sequence-parallel," : "";
+  pipeline += "append-backward{optimizer=adam,lr=0.01}";
+  if (c.layout.bf16) pipeline += ",amp{dtype=bf16}";
+  pipeline += StrCat(",split-program,schedule{kind=", c.layout.kind,
+                     ",micro-batches=", kMicroBatches, "},insert-p2p,assign-streams");
+  pipeline += ",overlap-column-parallel-backward";
+  if (defer) pipeline += ",defer-weight-grads";
+  if (c.layout.overlap_1f1b) pipeline += ",overlap-1f1b";
+  pipeline += ",insert-events";
+  PW_ASSIGN_OR_RETURN(cost::DeviceSpec spec, cost::BuiltinDeviceSpec("h100"));
+  PW_ASSIGN_OR_RETURN(auto estimator, cost::Estimator::Create(spec, cost::OpCostTable{}));
+  PassContext context(ops::Registry());
+  AttachCostModel(estimator, context);
+  PassManager pm;
+  PW_RETURN_IF_ERROR(pm.AddPipeline(pipeline));
+  PW_RETURN_IF_ERROR(pm.Run(m, context).status());
+  for (const PassStatistics& s : context.statistics())
+    for (const auto& [name, value] : s.counters)
+      if (s.pass == "defer-weight-grads" && name == "weight-grad-ops-moved") *moved = value;
+  return m;
+}
+
+TEST_P(DeferWeightGrads, TrainsBitIdenticallyToThePlanWithoutIt) {
+  ops::SetKernelThreads(1);
+  const DeferCase c = GetParam();
+  int64_t moved = 0;
+  auto plain = PlannedForDefer(c, false, &moved);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  auto deferred = PlannedForDefer(c, true, &moved);
+  ASSERT_TRUE(deferred.ok()) << deferred.status().ToString();
+  EXPECT_GT(moved, 0);
+  auto base = RunAsThreads(*plain, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  auto run = RunAsThreads(*deferred, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(*deferred, *run, *plain, *base, Match::kBitIdentical);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, DeferWeightGrads,
+                         ::testing::Values(DeferCase{Case{2, 2}}, DeferCase{Case{4, 1, true}},
+                                           DeferCase{Case{2, 2, false, "1f1b", true}},
+                                           DeferCase{Case{2, 2}, false}));
 
 }  // namespace
 }  // namespace pw::testing
