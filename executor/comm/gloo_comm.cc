@@ -1,6 +1,7 @@
 #include "executor/comm/gloo_comm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -186,6 +187,14 @@ class GlooStreamComm final : public StreamComm {
   Status AllGather(std::string_view group, void* data, int64_t bytes) override {
     return OnRing(group, "all-gather", bytes,
                   [&](TcpRing& ring) { return ring.AllGather(data, bytes); });
+  }
+  // One message to the member `offset` places on and one from the member as far back.
+  Status Shift(std::string_view group, int offset, const void* send, void* recv,
+               int64_t bytes) override {
+    const int n = GroupSize(group);
+    if (n == 1) std::memcpy(recv, send, static_cast<size_t>(bytes));
+    return OnRing(group, "shift", bytes * std::max(n, 1),
+                  [&](TcpRing& ring) { return ring.PointShift(offset, send, recv, bytes); });
   }
 
   // Runs `body` on this stream's ring of `group` (nothing to do for a group of one or an

@@ -25,44 +25,29 @@ class InProcessComm final : public StreamComm {
     return static_cast<int>(hub_.layout_.Group(std::string(group), rank_).size());
   }
   Status AllGather(std::string_view group, void* data, int64_t bytes) override {
-    std::string kind(group);
-    std::vector<int> members = hub_.layout_.Group(kind, rank_);
-    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
-    const int n = static_cast<int>(members.size());
-    if (bytes % n != 0)
+    const int n = GroupSize(group);
+    if (n > 0 && bytes % n != 0)
       return InvalidArgument("all-gather of ", bytes, " bytes over ", n,
                              " members (not a multiple)");
-    if (n == 1) return OkStatus();
-    int index =
-        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-    const int64_t chunk = bytes / n;
     char* d = static_cast<char*>(data);
-    auto key =
-        std::make_tuple(hub_.layout_.GroupName(kind, rank_), StreamIndex(stream_), seq_[kind]++);
-    std::unique_lock<std::mutex> lock(hub_.mu_);
-    InProcessHub::Round& round = hub_.rounds_[key];
-    if (round.kind < 0) {
-      round.chunks.resize(n);
-      round.kind = kAllGather;
-    }
-    if (round.kind != kAllGather)
-      return Internal("collective over '", group, "': ranks disagree on what it is");
-    round.chunks[index].assign(d + index * chunk, d + (index + 1) * chunk);
-    if (++round.arrived == n) {
-      for (const auto& c : round.chunks)
-        if (static_cast<int64_t>(c.size()) != chunk)
-          return Internal("all-gather over '", group, "': ranks disagree on the size");
-      round.done = true;
-      hub_.cv_.notify_all();
-    }
-    if (!hub_.cv_.wait_for(lock, hub_.timeout_,
-                           [&] { return round.done || !hub_.abort_reason_.empty(); }))
-      return Unavailable("all-gather over '", group, "' timed out waiting for its group");
-    if (!round.done) return Aborted(hub_.abort_reason_);
-    for (int m = 0; m < n; ++m)
-      if (m != index) std::memcpy(d + m * chunk, round.chunks[m].data(), chunk);
-    if (++round.left == n) hub_.rounds_.erase(key);
-    return OkStatus();
+    const int64_t chunk = n > 0 ? bytes / n : 0;
+    const int index = GroupRank(group);
+    return ExchangeBlocks(group, kAllGather, d + index * chunk, chunk,
+                          [&](int member, const std::vector<char>& block) {
+                            if (member != index)
+                              std::memcpy(d + member * chunk, block.data(), chunk);
+                          });
+  }
+  // Only the block of the member `offset` places before this one is copied out.
+  Status Shift(std::string_view group, int offset, const void* send, void* recv,
+               int64_t bytes) override {
+    const int n = GroupSize(group);
+    const int from = n > 0 ? ((GroupRank(group) - offset) % n + n) % n : 0;
+    if (n == 1) std::memcpy(recv, send, static_cast<size_t>(bytes));
+    return ExchangeBlocks(group, kShift, send, bytes,
+                          [&](int member, const std::vector<char>& block) {
+                            if (member == from) std::memcpy(recv, block.data(), bytes);
+                          });
   }
   Status AllReduceMax(std::string_view group, float* data, int64_t count) override {
     return AllReduce(group, ReduceOp::kMax, data, count);
@@ -79,6 +64,49 @@ class InProcessComm final : public StreamComm {
   // Round kinds beside ReduceOp's values.
   static constexpr int kReduceScatter = 2;
   static constexpr int kAllGather = 3;
+  static constexpr int kShift = 4;
+
+  // Every member of `group` deposits its `bytes` at `block`; once all have, `take(member,
+  // its block)` runs for each member (under the hub's lock). A round of `kind` (all-gather
+  // or shift); nothing to do for a group of one.
+  template <typename Take>
+  Status ExchangeBlocks(std::string_view group, int kind, const void* block, int64_t bytes,
+                        Take take) {
+    const char* what = kind == kShift ? "shift" : "all-gather";
+    std::string name(group);
+    std::vector<int> members = hub_.layout_.Group(name, rank_);
+    if (members.empty()) return InvalidArgument("unknown group '", group, "'");
+    const int n = static_cast<int>(members.size());
+    if (n == 1) return OkStatus();
+    const int index =
+        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    auto key =
+        std::make_tuple(hub_.layout_.GroupName(name, rank_), StreamIndex(stream_), seq_[name]++);
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    InProcessHub::Round& round = hub_.rounds_[key];
+    if (round.kind < 0) {
+      round.chunks.resize(n);
+      round.kind = kind;
+    }
+    if (round.kind != kind)
+      return Internal("collective over '", group, "': ranks disagree on what it is");
+    const char* b = static_cast<const char*>(block);
+    round.chunks[index].assign(b, b + bytes);
+    if (++round.arrived == n) {
+      for (const auto& c : round.chunks)
+        if (static_cast<int64_t>(c.size()) != bytes)
+          return Internal(what, " over '", group, "': ranks disagree on the size");
+      round.done = true;
+      hub_.cv_.notify_all();
+    }
+    if (!hub_.cv_.wait_for(lock, hub_.timeout_,
+                           [&] { return round.done || !hub_.abort_reason_.empty(); }))
+      return Unavailable(what, " over '", group, "' timed out waiting for its group");
+    if (!round.done) return Aborted(hub_.abort_reason_);
+    for (int m = 0; m < n; ++m) take(m, round.chunks[m]);
+    if (++round.left == n) hub_.rounds_.erase(key);
+    return OkStatus();
+  }
 
   // Every member's `data` summed (or maxed) in member order; `what` is a ReduceOp's value
   // or kReduceScatter (a sum).

@@ -553,6 +553,28 @@ Status TcpRing::ReduceScatterSum(float* data, int64_t count) {
   return MemberOrderReduceScatter(header, data, count, ReduceOp::kSum);
 }
 
+Status TcpRing::PointShift(int offset, const void* send, void* recv, int64_t bytes) {
+  Header header;
+  header.sequence = sequence_++;
+  header.count = bytes;
+  header.op = kShiftOp;
+  header.step = offset;
+  const int to = ((index_ + offset) % size_ + size_) % size_;
+  const int from = ((index_ - offset) % size_ + size_) % size_;
+  if (to == index_) {
+    std::memcpy(recv, send, static_cast<size_t>(bytes));
+    return OkStatus();
+  }
+  if (bytes == 0) return OkStatus();
+  if (to == right() && from == left())
+    return Shift(header, send, static_cast<size_t>(bytes), recv, static_cast<size_t>(bytes));
+  if (peers_.empty() || peers_[to] < 0 || peers_[from] < 0)
+    return FailedPrecondition("ring '", name_, "': a shift by ", offset,
+                              " needs the mesh connections (member-order rings have them)");
+  return Exchange(header, {{to, const_cast<void*>(send), static_cast<size_t>(bytes)}},
+                  {{from, recv, static_cast<size_t>(bytes)}});
+}
+
 Status TcpRing::AllGather(void* data, int64_t bytes) {
   if (bytes % size_ != 0)
     return InvalidArgument("ring '", name_, "': all-gather of ", bytes, " bytes over ", size_,

@@ -62,6 +62,10 @@ class TcpRing {
   // All-gather of `bytes` (a multiple of the members): member i's chunk is in place on
   // entry, every member's on return (a copy: no arithmetic).
   Status AllGather(void* data, int64_t bytes);
+  // Sends `bytes` from `send` to the member `offset` places after this one and receives
+  // into `recv` what the member `offset` places before it sends: one message each way, over
+  // the mesh (or the ring's neighbours at offset +-1), not an all-gather.
+  Status PointShift(int offset, const void* send, void* recv, int64_t bytes);
 
  private:
   // What precedes every message: the sender's place in the sequence of all-reduces, so a
@@ -76,6 +80,7 @@ class TcpRing {
   // of step.
   static constexpr int32_t kReduceScatterOp = 2;
   static constexpr int32_t kAllGatherOp = 3;
+  static constexpr int32_t kShiftOp = 4;
 
   TcpRing(std::string name, int index, int size, int to_right, int from_left,
           std::vector<int> peers, std::chrono::milliseconds timeout);

@@ -190,6 +190,50 @@ TEST_P(TcpRingGatherScatter, HalvesOfTheAllReduce) {
 
 INSTANTIATE_TEST_SUITE_P(Members, TcpRingGatherScatter, ::testing::Values(2, 3, 4));
 
+// c_shift's transfer: every member receives the block of the member `offset` places before
+// it, one message each way over the mesh (or the neighbours), at every offset; and a member
+// shifting by another offset than its peers is named out of step.
+class TcpRingShift : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpRingShift, EveryMemberGetsTheBlockFromOffsetPlacesBefore) {
+  const int size = GetParam();
+  const int64_t bytes = 4099;
+  std::vector<std::vector<std::vector<char>>> got(size, std::vector<std::vector<char>>(size));
+  auto block = [&](int member, int offset) {
+    std::vector<char> b(bytes);
+    for (int64_t i = 0; i < bytes; ++i) b[i] = static_cast<char>(member * 31 + offset * 7 + i);
+    return b;
+  };
+  auto results = OnRing(size, [&](int member, TcpRing& ring) -> Status {
+    for (int offset = 0; offset <= size; ++offset) {
+      std::vector<char> send = block(member, offset);
+      got[member][offset % size].assign(bytes, 0);
+      PW_RETURN_IF_ERROR(
+          ring.PointShift(offset, send.data(), got[member][offset % size].data(), bytes));
+    }
+    return OkStatus();
+  });
+  for (int m = 0; m < size; ++m) ASSERT_TRUE(results[m].ok()) << results[m].ToString();
+  for (int m = 0; m < size; ++m)
+    for (int offset = 1; offset < size; ++offset)
+      EXPECT_EQ(got[m][offset], block((m - offset + size) % size, offset))
+          << size << " members, member " << m << ", offset " << offset;
+}
+
+INSTANTIATE_TEST_SUITE_P(Members, TcpRingShift, ::testing::Values(2, 3, 4));
+
+TEST(TcpRing, ShiftByAnotherOffsetIsOutOfStep) {
+  // Offsets 1 and 3 both reach the other member of two, but they are not the same shift.
+  auto results = OnRing(2, [&](int member, TcpRing& ring) -> Status {
+    std::vector<char> send(64, 1), recv(64);
+    return ring.PointShift(member == 0 ? 1 : 3, send.data(), recv.data(), 64);
+  });
+  for (int m = 0; m < 2; ++m) {
+    ASSERT_FALSE(results[m].ok()) << "member " << m;
+    EXPECT_NE(results[m].message().find("out of step"), std::string::npos) << results[m].ToString();
+  }
+}
+
 TEST(TcpRing, ReduceScatterOfAnUnevenCountIsRefused) {
   auto results = OnRing(3, [&](int, TcpRing& ring) -> Status {
     std::vector<float> data(10, 1.0f);
