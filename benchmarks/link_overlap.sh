@@ -19,6 +19,9 @@
 #
 #   PW_LINK_RATE  the links' rate (1gbit)
 #   PW_LINK_PLANS which overlap plans (default "rows 1f1b")
+#   PW_LINK_DP    data-parallel replicas (1): 2 x DP hosts, the model built with --dp DP and
+#                 each overlap plan also reducing the gradients during the backward
+#                 (overlap-grad-reduce)
 #   PW_TOOL       the pipeweave binary (build/tools/pipeweave)
 #   PW_OUT        the output folder (out/link_overlap): plans, the profile, each A/B's
 #                 table and JSON
@@ -30,6 +33,8 @@ rounds=${1:-5}
 steps=${2:-5}
 rate=${PW_LINK_RATE:-1gbit}
 plans=${PW_LINK_PLANS:-rows 1f1b}
+dp=${PW_LINK_DP:-1}
+ranks=$((2 * dp))
 cluster=$root/scripts/netns_cluster.sh
 name=lov$(($$ % 999))
 
@@ -38,14 +43,16 @@ mkdir -p "$out"
 trap '"$cluster" down "$name"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-eval "$("$cluster" up 2 --rate "$rate" --name "$name" --port $((20000 + $$ % 20000)))"
+eval "$("$cluster" up $ranks --rate "$rate" --name "$name" --port $((20000 + $$ % 20000)))"
 prefix="$cluster exec --name $name {host}"
 
 plain="append-backward{optimizer=adam},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p"
+grad_reduce=""
+((dp > 1)) && grad_reduce=",overlap-grad-reduce"
 suffix() {
   case $1 in
-    rows) echo ",assign-streams,overlap-column-parallel-backward,overlap-row-split,insert-events" ;;
-    1f1b) echo ",assign-streams,overlap-column-parallel-backward,overlap-1f1b,insert-events" ;;
+    rows) echo ",assign-streams$grad_reduce,overlap-column-parallel-backward,overlap-row-split,insert-events" ;;
+    1f1b) echo ",assign-streams$grad_reduce,overlap-column-parallel-backward,overlap-1f1b,insert-events" ;;
     *) echo "link_overlap: unknown plan '$1' (rows, 1f1b)" >&2; exit 2 ;;
   esac
 }
@@ -53,7 +60,7 @@ suffix() {
 echo "== $(uptime)"
 module=$out/medium.pb
 "$pw" build-model gpt --layers 8 --hidden 512 --heads 8 --ffn 2048 --seq 128 --vocab 1024 \
-  --micro-batch-size 4 --mp 2 -o "$module" > /dev/null
+  --micro-batch-size 4 --mp 2 --dp "$dp" -o "$module" > /dev/null
 # The plans to profile: every op and collective size the A/Bs run. The passes that cut
 # matmuls choose with the CPU spec here; `ab` plans again with the profile below.
 profiled=("$out/plain.pb")
@@ -79,14 +86,14 @@ done
 trace() {
   local plan=$1 tag=$2 r pids=()
   mkdir -p "$out/trace_$tag"
-  for r in 0 1; do
+  for ((r = 0; r < ranks; ++r)); do
     local addr_var=PW_NETNS_ADDR_$((r + 1))
-    "$cluster" exec --name "$name" $((r + 1)) "$pw" run-parallel "$plan" --rank $r --world-size 2 \
+    "$cluster" exec --name "$name" $((r + 1)) "$pw" run-parallel "$plan" --rank $r --world-size $ranks \
       --store "$PW_NETNS_STORE/trace-$tag" --hostname "${!addr_var}" --threads 1 --steps 3 \
       --warmup-steps 0 --trace "$out/trace_$tag" > "$out/trace_$tag.rank$r.log" 2>&1 &
     pids+=($!)
   done
-  for r in 0 1; do wait "${pids[r]}" || { echo "trace $tag: rank $r failed" >&2; exit 1; }; done
+  for ((r = 0; r < ranks; ++r)); do wait "${pids[r]}" || { echo "trace $tag: rank $r failed" >&2; exit 1; }; done
   python3 - "$out/trace_$tag/rank0.trace.json" "$tag" << 'PY'
 import collections, json, sys
 events = json.load(open(sys.argv[1]))
@@ -117,7 +124,7 @@ for p in $plans; do trace "$out/$p.pb" "$p"; done
 for p in $plans; do
   echo "== plain vs $p on $rate, $rounds rounds x $steps steps ($(uptime | sed 's/.*load/load/'))"
   "$pw" ab "$module" -a "$plain" -b "$plain$(suffix "$p")" --device cpu \
-    --costs "$out/link_costs.pbtxt" --sim --run --nproc 2 --steps "$steps" --rounds "$rounds" \
+    --costs "$out/link_costs.pbtxt" --sim --run --nproc $ranks --steps "$steps" --rounds "$rounds" \
     --store "$PW_NETNS_STORE" --rank-prefix "$prefix" -o "$out/ab_$p.txt" --json "$out/ab_$p.json"
   cat "$out/ab_$p.txt"
 done

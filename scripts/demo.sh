@@ -110,7 +110,7 @@ step "Hide tensor-parallel communication under compute: the GPT-3 6.7B shape (mp
   --micro-batch-size 1 --mp 2 --pp 4 -o "$out/gpt67.pb"
 plan67='append-backward{optimizer=adam},split-program,schedule{kind=1f1b,micro-batches=16},insert-p2p'
 "$pw" ab "$out/gpt67.pb" -a "$plan67" \
-  -b "$plan67,assign-streams,overlap-column-parallel-backward,overlap-1f1b,insert-events" \
+  -b "$plan67,assign-streams,overlap-column-parallel-backward,defer-weight-grads,overlap-1f1b,insert-events" \
   --sim --device h100 --svg "$out/gpt67_overlap_ab.svg" | sed -n '5,13p'
 echo "A above B, one lane per stream (segments of B and F alternate on compute): $out/gpt67_overlap_ab.svg"
 
