@@ -83,6 +83,15 @@ std::map<std::string, int> CountOps(const Module& m) {
   return counts;
 }
 
+// `rewritten` trains to the bit like `plain`: losses and every parameter byte.
+void ExpectTrainsLike(const Module& plain, const Module& rewritten) {
+  auto base = RunAsThreads(plain, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  auto run = RunAsThreads(rewritten, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectSameTraining(rewritten, *run, plain, *base, Match::kBitIdentical);
+}
+
 class CollectiveMatmul : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CollectiveMatmul, TrainsBitIdenticallyToTheSequenceParallelPlan) {
@@ -104,11 +113,7 @@ TEST_P(CollectiveMatmul, TrainsBitIdenticallyToTheSequenceParallelPlan) {
   for (const Program& p : cm->programs())
     for (const Op& op : p.ops()) views += op.type == "c_split" && op.attrs.GetBool("view", false);
   if (c.batch == 1) EXPECT_GT(views, 0);
-  auto base = RunAsThreads(*plain, kSteps, kMicroBatches, kSeed);
-  ASSERT_TRUE(base.ok()) << base.status().ToString();
-  auto run = RunAsThreads(*cm, kSteps, kMicroBatches, kSeed);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ExpectSameTraining(*cm, *run, *plain, *base, Match::kBitIdentical);
+  ExpectTrainsLike(*plain, *cm);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, CollectiveMatmul,
@@ -166,11 +171,7 @@ TEST_P(DeferWeightGrads, TrainsBitIdenticallyToThePlanWithoutIt) {
   auto deferred = PlannedForDefer(c, true, &moved);
   ASSERT_TRUE(deferred.ok()) << deferred.status().ToString();
   EXPECT_GT(moved, 0);
-  auto base = RunAsThreads(*plain, kSteps, kMicroBatches, kSeed);
-  ASSERT_TRUE(base.ok()) << base.status().ToString();
-  auto run = RunAsThreads(*deferred, kSteps, kMicroBatches, kSeed);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ExpectSameTraining(*deferred, *run, *plain, *base, Match::kBitIdentical);
+  ExpectTrainsLike(*plain, *deferred);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, DeferWeightGrads,
