@@ -1,7 +1,9 @@
 // sequence-parallel against the same module without it: training is bit-identical (losses
 // and every parameter byte), GPT and Llama, mp 2, 4 and 8, one program and a 1f1b plan over
-// two stages, f32 and bf16. Ranks run as threads; launcher_test repeats mp 2 over Gloo
-// processes.
+// two stages, f32 and bf16. Norm and bias parameter gradients add the ranks' row-group
+// partial sums (mp dividing gcd(seq, 8)); at mp 3 the shards cut the groups and the
+// activations are all-gathered instead. Ranks run as threads; launcher_test repeats mp 2
+// over Gloo processes.
 
 #include <gtest/gtest.h>
 
@@ -41,6 +43,13 @@ StatusOr<Module> Build(const Case& c) {
   }
   models::GptConfig g = SmallGptConfig(c.mp, c.pp);
   if (c.mp > g.heads) g.heads = c.mp;
+  if (c.mp == 3) {  // 3 heads of 16, vocabulary 3 x 32, sequence 24: 8 groups, 3 shards
+    g.hidden = 48;
+    g.heads = 3;
+    g.ffn = 192;
+    g.vocab = 96;
+    g.seq = 24;
+  }
   return models::BuildGpt(g);
 }
 
@@ -65,6 +74,11 @@ TEST_P(SequenceParallel, TrainsBitIdenticallyToThePlainModel) {
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   auto sp = Planned(c, true);
   ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  // Partial sums where mp divides the sequence's row groups, else the gathered sequence.
+  int partial_sums = 0;
+  for (const Program& p : sp->programs())
+    for (const Op& op : p.ops()) partial_sums += op.type == "sum_row_partials";
+  EXPECT_EQ(partial_sums > 0, c.mp != 3) << partial_sums << " sum_row_partials";
   auto base = RunAsThreads(*plain, kSteps, kMicroBatches, kSeed);
   ASSERT_TRUE(base.ok()) << base.status().ToString();
   auto run = RunAsThreads(*sp, kSteps, kMicroBatches, kSeed);
@@ -82,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, SequenceParallel,
                                            Case{"llama", 2}, Case{"llama", 4}, Case{"llama", 2, 2},
                                            Case{"llama", 4, 1, true},
                                            Case{"gpt", 4, 2, false, true},
-                                           Case{"llama", 2, 1, true, true}));
+                                           Case{"llama", 2, 1, true, true}, Case{"gpt", 3}));
 
 // With selective recomputation the all-gathers run again in the backward: no backward op
 // reads a forward all-gather's output (the layer holds its sequence shard instead of the
