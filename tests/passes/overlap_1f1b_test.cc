@@ -540,5 +540,50 @@ TEST(Overlap1F1BTest, InterleavesDualPipesOwnFusedJobs) {
   EXPECT_GT(run.stats["pairs-interleaved"], 0);
 }
 
+// ---- defer-weight-grads ----
+
+// The all-gathers sequence parallelism puts before each row-parallel linear's backward
+// (on mp_comm, read by a matmul on compute) with weight-gradient work placed between the
+// gather and that matmul; and how many there are.
+std::pair<int, int> FilledGathers(const Module& m) {
+  int filled = 0, gathers = 0;
+  for (const Program& p : m.programs()) {
+    if (p.info().kind != "backward") continue;
+    const std::vector<Op>& ops = p.ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].type != "c_all_gather" || ops[i].weight_grad || ops[i].stream.empty()) continue;
+      const std::string& gathered = ops[i].Output("Out");
+      bool weight_work = false;
+      for (size_t k = i + 1; k < ops.size(); ++k) {
+        if (ops[k].type == "matmul" && ops[k].Input("X") == gathered) {
+          ++gathers;
+          filled += weight_work;
+          break;
+        }
+        weight_work = weight_work || (ops[k].weight_grad && ops[k].stream.empty());
+      }
+    }
+  }
+  return {filled, gathers};
+}
+
+TEST(DeferWeightGradsTest, PutsWeightGradientsUnderTheBackwardsAllGathers) {
+  const std::string plan =
+      "sequence-parallel,append-backward{optimizer=adam},split-program,schedule{kind=1f1b,"
+      "micro-batches=4},insert-p2p,assign-streams,overlap-column-parallel-backward";
+  Module plain = *models::BuildGpt(SmallGptConfig(2, 2));
+  Module deferred = plain;
+  ASSERT_TRUE(RunWithCostModel(plain, plan).status.ok());
+  ASSERT_TRUE(RunWithCostModel(deferred, plan + ",defer-weight-grads").status.ok());
+  auto [before, gathers] = FilledGathers(plain);
+  auto [after, gathers_after] = FilledGathers(deferred);
+  ASSERT_GT(gathers, 0);
+  EXPECT_EQ(gathers_after, gathers);
+  EXPECT_EQ(before, 0);  // append-backward puts the dW matmuls after the reader
+  // Every one: the first of each stage's backward gets the dW of the LM head or of the
+  // layer after it, the others the previous linear's.
+  EXPECT_EQ(after, gathers);
+}
+
 }  // namespace
 }  // namespace pw::testing
