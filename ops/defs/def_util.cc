@@ -137,8 +137,9 @@ std::vector<AttrDef> WithSeqParallel(std::vector<AttrDef> attrs) {
 
 namespace {
 
-// c_all_gather of sequence-sharded `in` (of `type`) along the forward op's sequence axis.
-std::string GatherAlongSequence(GradContext& ctx, const std::string& in, TensorType type) {
+// c_all_gather of sequence-sharded `in` (of `type`) along the forward op's sequence axis;
+// `type` becomes the gathered tensor's.
+std::string GatherAlongSequence(GradContext& ctx, const std::string& in, TensorType& type) {
   const Op& fwd = ctx.forward();
   const int64_t nranks = fwd.attrs.GetInt(kSeqParallelNranks, 1);
   const int64_t axis = fwd.attrs.GetInt(kSeqParallelAxis, 1);
@@ -163,7 +164,10 @@ StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
   const Op& fwd = ctx.forward();
   const Var* v = ctx.FindVar(like);
   if (!v || v->shape.empty()) return NotFound(fwd.type, " grad: var '", like, "' is not declared");
-  if (!per_row) return GatherAlongSequence(ctx, var, {v->dtype, v->shape});
+  if (!per_row) {
+    TensorType type{v->dtype, v->shape};
+    return GatherAlongSequence(ctx, var, type);
+  }
   const Shape rows(v->shape.begin(), v->shape.end() - 1);
   auto reshape = [&](const std::string& in, const Shape& shape, const std::string& hint) {
     std::string out = ctx.NewTemp(hint, {DataType::kFloat32, shape});
@@ -173,12 +177,9 @@ StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
     return out;
   };
   std::string shaped = reshape(var, rows, var + ".rows");
-  Shape whole = rows;
-  int norm_axis = 0;
-  NormalizeAxis(fwd.attrs.GetInt(kSeqParallelAxis, 1), static_cast<int>(whole.size()), &norm_axis);
-  whole[norm_axis] *= fwd.attrs.GetInt(kSeqParallelNranks, 1);
-  std::string gathered = GatherAlongSequence(ctx, shaped, {DataType::kFloat32, rows});
-  return reshape(gathered, {NumElements(whole)}, var + ".whole");
+  TensorType whole{DataType::kFloat32, rows};
+  std::string gathered = GatherAlongSequence(ctx, shaped, whole);
+  return reshape(gathered, {NumElements(whole.shape)}, var + ".whole");
 }
 
 int64_t ShardPartialGroups(const GradContext& ctx, const std::string& x) {
