@@ -52,6 +52,16 @@ models::GptConfig Config(const Case& c) {
   return g;
 }
 
+// Runs `pipeline` on `m` with the H100 spec's cost model attached to `context`.
+Status RunOnH100(Module& m, const std::string& pipeline, PassContext& context) {
+  PW_ASSIGN_OR_RETURN(cost::DeviceSpec spec, cost::BuiltinDeviceSpec("h100"));
+  PW_ASSIGN_OR_RETURN(auto estimator, cost::Estimator::Create(spec, cost::OpCostTable{}));
+  AttachCostModel(estimator, context);
+  PassManager pm;
+  PW_RETURN_IF_ERROR(pm.AddPipeline(pipeline));
+  return pm.Run(m, context).status();
+}
+
 StatusOr<Module> Planned(const Case& c, bool collective_matmul) {
   PW_ASSIGN_OR_RETURN(Module m, models::BuildGpt(Config(c)));
   const std::string kind = c.kind;
@@ -65,14 +75,9 @@ StatusOr<Module> Planned(const Case& c, bool collective_matmul) {
   if (c.overlap_1f1b) pipeline += ",overlap-column-parallel-backward,overlap-1f1b";
   pipeline += ",insert-events";
   if (!c.overlap_1f1b) return WithPasses(std::move(m), pipeline);
-  // overlap-1f1b prices its pairs: the H100 spec.
-  PW_ASSIGN_OR_RETURN(cost::DeviceSpec spec, cost::BuiltinDeviceSpec("h100"));
-  PW_ASSIGN_OR_RETURN(auto estimator, cost::Estimator::Create(spec, cost::OpCostTable{}));
+  // overlap-1f1b prices its pairs.
   PassContext context(ops::Registry());
-  AttachCostModel(estimator, context);
-  PassManager pm;
-  PW_RETURN_IF_ERROR(pm.AddPipeline(pipeline));
-  PW_RETURN_IF_ERROR(pm.Run(m, context).status());
+  PW_RETURN_IF_ERROR(RunOnH100(m, pipeline, context));
   return m;
 }
 
@@ -149,13 +154,8 @@ StatusOr<Module> PlannedForDefer(const DeferCase& c, bool defer, int64_t* moved)
   if (defer) pipeline += ",defer-weight-grads";
   if (c.layout.overlap_1f1b) pipeline += ",overlap-1f1b";
   pipeline += ",insert-events";
-  PW_ASSIGN_OR_RETURN(cost::DeviceSpec spec, cost::BuiltinDeviceSpec("h100"));
-  PW_ASSIGN_OR_RETURN(auto estimator, cost::Estimator::Create(spec, cost::OpCostTable{}));
   PassContext context(ops::Registry());
-  AttachCostModel(estimator, context);
-  PassManager pm;
-  PW_RETURN_IF_ERROR(pm.AddPipeline(pipeline));
-  PW_RETURN_IF_ERROR(pm.Run(m, context).status());
+  PW_RETURN_IF_ERROR(RunOnH100(m, pipeline, context));
   for (const PassStatistics& s : context.statistics())
     for (const auto& [name, value] : s.counters)
       if (s.pass == "defer-weight-grads" && name == "weight-grad-ops-moved") *moved = value;
