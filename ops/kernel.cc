@@ -10,6 +10,7 @@
 #include "ops/defs/defaults.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
+#include "ops/kernels/group_members.h"
 #include "ops/low_precision.h"
 #include "ops/registry.h"
 
@@ -74,7 +75,7 @@ Status Communicator::Shift(std::string_view group, int offset, const void* send,
   std::vector<char> all(static_cast<size_t>(bytes * members));
   std::memcpy(all.data() + me * bytes, send, static_cast<size_t>(bytes));
   PW_RETURN_IF_ERROR(AllGather(group, all.data(), bytes * members));
-  const int from = ((me - offset) % members + members) % members;
+  const int from = ops::Member(me - offset, members);
   std::memcpy(recv, all.data() + from * bytes, static_cast<size_t>(bytes));
   return OkStatus();
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/kernels/group_members.h"
+
 namespace pw {
 
 class InProcessComm final : public StreamComm {
@@ -42,7 +44,7 @@ class InProcessComm final : public StreamComm {
   Status Shift(std::string_view group, int offset, const void* send, void* recv,
                int64_t bytes) override {
     const int n = GroupSize(group);
-    const int from = n > 0 ? ((GroupRank(group) - offset) % n + n) % n : 0;
+    const int from = n > 0 ? ops::Member(GroupRank(group) - offset, n) : 0;
     if (n == 1) std::memcpy(recv, send, static_cast<size_t>(bytes));
     return ExchangeBlocks(group, kShift, send, bytes,
                           [&](int member, const std::vector<char>& block) {

@@ -11,6 +11,7 @@
 #include "executor/cuda/device_comm.h"
 #include "ops/kernels/cuda/launch.h"
 #include "ops/kernels/cuda/member_order_reduce.h"
+#include "ops/kernels/group_members.h"
 
 namespace pw {
 namespace {
@@ -272,7 +273,7 @@ class NcclStreamComm final : public cuda::DeviceComm {
     const int n = static_cast<int>(members.size());
     PW_ASSIGN_OR_RETURN(cudaStream_t stream, LaunchStream());
     const int me = GroupRank(group);
-    const int to = ((me + offset) % n + n) % n, from = ((me - offset) % n + n) % n;
+    const int to = ops::Member(me + offset, n), from = ops::Member(me - offset, n);
     if (to == me || bytes == 0)
       return send == recv || bytes == 0
                  ? OkStatus()

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "ops/kernels/cpu/vector_math.h"
+#include "ops/kernels/group_members.h"
 
 namespace pw {
 namespace {
@@ -559,8 +560,8 @@ Status TcpRing::PointShift(int offset, const void* send, void* recv, int64_t byt
   header.count = bytes;
   header.op = kShiftOp;
   header.step = offset;
-  const int to = ((index_ + offset) % size_ + size_) % size_;
-  const int from = ((index_ - offset) % size_ + size_) % size_;
+  const int to = ops::Member(index_ + offset, size_);
+  const int from = ops::Member(index_ - offset, size_);
   if (to == index_) {
     std::memcpy(recv, send, static_cast<size_t>(bytes));
     return OkStatus();
