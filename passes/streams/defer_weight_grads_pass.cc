@@ -43,15 +43,18 @@ bool IsBackward(const Program& program) {
   return kind == "backward" || kind == "backward_input";
 }
 
-// The vars a run of deferred ops reads and writes.
+// A run of deferred ops, each with its index in the program before, and the vars they read
+// and write.
 struct Deferred {
   std::vector<Op> ops;
+  std::vector<size_t> at;
   std::unordered_set<std::string> reads, writes;
 
-  void Push(Op op) {
+  void Push(Op op, size_t index) {
     op.ForEachInput([&](const std::string& v) { reads.insert(v); });
     op.ForEachOutput([&](const std::string& v) { writes.insert(v); });
     ops.push_back(std::move(op));
+    at.push_back(index);
   }
   // Whether `op` must stay after the deferred ops: it reads what they write, or writes what
   // they read or write.
@@ -118,7 +121,6 @@ class DeferWeightGradsPass : public Pass {
     std::vector<size_t> order;  // each emitted op's index in the program before
     out.reserve(n);
     Deferred deferred;
-    std::vector<size_t> deferred_at;
     // Results of collectives issued and not yet read on compute, with their seconds.
     std::unordered_map<std::string, double> in_flight;
     auto emit = [&](Op op, size_t at) {
@@ -130,31 +132,27 @@ class DeferWeightGradsPass : public Pass {
     // every one.
     auto flush = [&](bool all, double budget) {
       Deferred keep;
-      std::vector<size_t> keep_at;
       std::unordered_set<std::string> issued;
       for (size_t k = 0; k < deferred.ops.size(); ++k) {
         Op& op = deferred.ops[k];
         bool waits = false;
         op.ForEachInput([&](const std::string& v) { waits = waits || issued.count(v); });
         if (!all && (waits || budget <= 0 || keep.NeededBy(op))) {
-          keep.Push(std::move(op));
-          keep_at.push_back(deferred_at[k]);
+          keep.Push(std::move(op), deferred.at[k]);
           continue;
         }
         if (OnComputeStream(op))
           budget -= seconds(op);
         else
           op.ForEachOutput([&](const std::string& v) { issued.insert(v); });
-        emit(std::move(op), deferred_at[k]);
+        emit(std::move(op), deferred.at[k]);
       }
       deferred = std::move(keep);
-      deferred_at = std::move(keep_at);
     };
     for (size_t i = 0; i < n; ++i) {
       Op& op = program.ops()[i];
       if (op.weight_grad) {
-        deferred.Push(std::move(op));
-        deferred_at.push_back(i);
+        deferred.Push(std::move(op), i);
         continue;
       }
       double wait = 0;  // the longest collective this op reads the result of
