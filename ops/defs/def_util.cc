@@ -1,7 +1,6 @@
 #include "ops/defs/def_util.h"
 
 #include "ops/defs/defaults.h"
-#include "ops/defs/row_groups.h"
 
 namespace pw::ops {
 
@@ -195,34 +194,40 @@ int64_t ShardPartialGroups(const GradContext& ctx, const std::string& x) {
   return groups % nranks == 0 ? groups / nranks : 0;
 }
 
-std::string ShardPartialsTemp(GradContext& ctx, const std::string& grad, const Shape& x_shape,
-                              int64_t per_lead) {
+void EmitShardPartials(GradContext& ctx, Op& op, const std::string& x, int64_t per_lead,
+                       const std::vector<std::pair<std::string, std::string>>& outputs) {
+  const Shape& x_shape = ctx.FindVar(x)->shape;
   Shape shape(x_shape.begin(), x_shape.end() - 2);
   shape.push_back(per_lead);
   shape.push_back(x_shape.back());
-  return ctx.NewTemp(grad + ".partials", {DataType::kFloat32, std::move(shape)});
+  const TensorType partial_type{DataType::kFloat32, shape};
+  std::vector<std::string> partials;
+  for (const auto& [slot, grad] : outputs) {
+    partials.push_back(ctx.NewTemp(grad + ".partials", partial_type));
+    op.SetOutput(slot, {partials.back()});
+  }
+  op.SetAttr(kPartialGroupsAttr, per_lead);
+  op.weight_grad = true;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TensorType gathered_type = partial_type;
+    std::string gathered = GatherAlongSequence(ctx, partials[i], gathered_type);
+    ctx.emitted().back().weight_grad = true;
+    // Param gives the output its dtype (under amp, the low-precision copy's: the sum is
+    // rounded once, as the unsharded kernel rounds it).
+    const std::string& grad = outputs[i].second;
+    Op& sum = ctx.Emit("sum_row_partials");
+    sum.SetInput("X", {gathered}).SetInput("Param", {ForwardVarName(grad)});
+    sum.SetOutput("Out", {grad});
+    MarkWeightGrad(ctx, sum);
+  }
 }
 
-void SumShardPartials(GradContext& ctx, const std::string& partials, const std::string& grad) {
-  TensorType type;
-  for (const Var& t : ctx.temps())
-    if (t.name == partials) type = {t.dtype, t.shape};
-  std::string gathered = GatherAlongSequence(ctx, partials, type);
-  ctx.emitted().back().weight_grad = true;
-  // Param gives the output its dtype (under amp, the low-precision copy's: the sum is
-  // rounded once, as the unsharded kernel rounds it).
-  Op& sum = ctx.Emit("sum_row_partials");
-  sum.SetInput("X", {gathered}).SetInput("Param", {ForwardVarName(grad)});
-  sum.SetOutput("Out", {grad});
-  MarkWeightGrad(ctx, sum);
-}
+AttrDef PartialGroupsAttr() { return DefaultAttr(kPartialGroupsAttr, int64_t{0}); }
 
-AttrDef PartialGroupsAttr() { return DefaultAttr("partial_groups", int64_t{0}); }
-
-StatusOr<std::optional<TensorType>> RowPartialsType(const InferContext& ctx, const Shape& rows,
-                                                    const Shape& cols) {
-  const int64_t per_lead = ctx.attrs().GetInt("partial_groups", 0);
-  if (per_lead == 0) return std::optional<TensorType>();
+StatusOr<TensorType> RowSumType(const InferContext& ctx, const Shape& rows, const Shape& cols,
+                                DataType dtype) {
+  const int64_t per_lead = ctx.attrs().GetInt(kPartialGroupsAttr, 0);
+  if (per_lead == 0) return TensorType{dtype, cols};
   if (per_lead < 0 || rows.empty() || rows.back() % per_lead != 0)
     return InvalidArgument(ctx.op().type, ": partial_groups ", per_lead,
                            " must be positive and divide the last row axis (rows ",
@@ -230,7 +235,7 @@ StatusOr<std::optional<TensorType>> RowPartialsType(const InferContext& ctx, con
   Shape shape(rows.begin(), rows.end() - 1);
   shape.push_back(per_lead);
   shape.insert(shape.end(), cols.begin(), cols.end());
-  return std::optional<TensorType>(TensorType{DataType::kFloat32, std::move(shape)});
+  return TensorType{DataType::kFloat32, std::move(shape)};
 }
 
 }  // namespace pw::ops

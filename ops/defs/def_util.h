@@ -2,13 +2,13 @@
 // Internal helpers shared by the op definitions: input checks whose errors name the op,
 // the slot and the shapes involved, cost counting and grad-maker shorthands.
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "ir/op_def.h"
+#include "ops/defs/row_groups.h"
 
 namespace pw::ops {
 
@@ -60,7 +60,7 @@ void MarkWeightGrad(const GradContext& ctx, Op& op);
 // rank's shard of the sequence; its parameter's gradient must still sum over the whole
 // sequence in the unsharded order. Where the shard holds whole row groups
 // (ops/defs/row_groups.h) each rank sums its groups and the [.., groups, H] partial sums
-// are all-gathered and added in order (ShardPartialGroups, SumShardPartials); elsewhere the
+// are all-gathered and added in order (ShardPartialGroups, EmitShardPartials); elsewhere the
 // tensors are all-gathered along the sequence and one kernel sums the whole
 // (GatherSequence). These attributes say so; nranks 1 (the default) is off.
 inline constexpr const char* kSeqParallelGroup = "seq_parallel_group";
@@ -79,19 +79,20 @@ StatusOr<std::string> GatherSequence(GradContext& ctx, const std::string& var,
 // for a parameter-gradient op's `partial_groups` attribute; 0 when the shard cuts a group
 // (the sequence is not a multiple of nranks groups, or is not x's last row axis).
 int64_t ShardPartialGroups(const GradContext& ctx, const std::string& x);
-// A temp for a shard's f32 partial sums of parameter gradient `grad` over the rows of
-// `x_shape` ([.., S/n, H]): [.., per_lead, H]. The op writing it is weight-gradient work.
-std::string ShardPartialsTemp(GradContext& ctx, const std::string& grad, const Shape& x_shape,
-                              int64_t per_lead);
-// Emits the all-gather of `partials` (a ShardPartialsTemp) along the sequence axis and the
-// sum_row_partials writing `grad`: the whole sequence's sum in the unsharded kernel's order.
-void SumShardPartials(GradContext& ctx, const std::string& partials, const std::string& grad);
+// Makes `op` (just emitted, its inputs set) this rank's f32 partial sums over the row groups
+// of its shard of forward var `x` ([.., S/n, H]; `per_lead` from ShardPartialGroups): for
+// each (output slot, parameter gradient) of `outputs` the slot writes [.., per_lead, H]
+// partials, which are then all-gathered along the sequence and added by sum_row_partials
+// into the gradient: the whole sequence's sum in the unsharded kernel's order. All of it is
+// weight-gradient work. `op` must not be used afterwards (more ops are emitted).
+void EmitShardPartials(GradContext& ctx, Op& op, const std::string& x, int64_t per_lead,
+                       const std::vector<std::pair<std::string, std::string>>& outputs);
 // `partial_groups` (0: the whole sum) for the ops that sum rows in row groups.
 AttrDef PartialGroupsAttr();
-// The f32 [.., partial_groups, cols...] type of a parameter-gradient op's partial sums over
-// rows of shape `rows`, or nullopt when the attribute is 0 (the whole sum).
-StatusOr<std::optional<TensorType>> RowPartialsType(const InferContext& ctx, const Shape& rows,
-                                                    const Shape& cols);
+// The type of a row-summing op's output over rows of shape `rows`: the sum, {dtype, cols};
+// or, as its `partial_groups` attribute asks, the f32 [.., partial_groups, cols...] partials.
+StatusOr<TensorType> RowSumType(const InferContext& ctx, const Shape& rows, const Shape& cols,
+                                DataType dtype);
 
 // `attrs` and SeqParallelAttrs().
 std::vector<AttrDef> WithSeqParallel(std::vector<AttrDef> attrs);

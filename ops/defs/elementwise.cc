@@ -32,14 +32,9 @@ Status BiasAddGrad(GradContext& ctx) {
   std::string dout = ctx.Grad(fwd.Output("Out"));
   if (int64_t per_lead = ShardPartialGroups(ctx, fwd.Input("X")); per_lead > 0) {
     // On a sequence shard holding whole row groups: its groups' partial sums, gathered.
-    const std::string grad = ctx.Grad(bias);
-    const std::string partials =
-        ShardPartialsTemp(ctx, grad, ctx.FindVar(fwd.Input("X"))->shape, per_lead);
     Op& op = ctx.Emit("bias_add_grad");
-    op.SetInput(GradVarName("Out"), {dout}).SetOutput(GradVarName("Bias"), {partials});
-    op.SetAttr("bias_shape", bv->shape).SetAttr("partial_groups", per_lead);
-    op.weight_grad = true;
-    SumShardPartials(ctx, partials, grad);
+    op.SetInput(GradVarName("Out"), {dout}).SetAttr("bias_shape", bv->shape);
+    EmitShardPartials(ctx, op, fwd.Input("X"), per_lead, {{GradVarName("Bias"), ctx.Grad(bias)}});
     return OkStatus();
   }
   // On a sequence shard cutting a group: the same sum over the whole sequence, gathered.
@@ -63,9 +58,9 @@ Status InferBiasAddGrad(InferContext& ctx) {
     return Mismatch(ctx, dout, g, "bias_shape", b,
                     "bias_shape must equal Out@GRAD's trailing dims");
   }
-  PW_ASSIGN_OR_RETURN(std::optional<TensorType> partials,
-                      RowPartialsType(ctx, Shape(g.begin(), g.end() - b.size()), b));
-  ctx.SetOutput(GradVarName("Bias"), partials ? *partials : TensorType{dtype, b});
+  PW_ASSIGN_OR_RETURN(TensorType out,
+                      RowSumType(ctx, Shape(g.begin(), g.end() - b.size()), b, dtype));
+  ctx.SetOutput(GradVarName("Bias"), out);
   return OkStatus();
 }
 

@@ -68,25 +68,16 @@ Status LayerNormGrad(GradContext& ctx) {
   }
   bool scale = ctx.NeedsGrad(fwd.Input("Scale"));
   bool bias = ctx.NeedsGrad(fwd.Input("Bias"));
-  if ((scale || bias) && ShardPartialGroups(ctx, x) > 0) {
+  if (const int64_t per_lead = ShardPartialGroups(ctx, x); (scale || bias) && per_lead > 0) {
     // On a sequence shard holding whole row groups: its groups' partial sums, gathered.
-    const int64_t per_lead = ShardPartialGroups(ctx, x);
-    const Shape& shape = ctx.FindVar(x)->shape;
-    std::vector<std::pair<std::string, std::string>> sums;  // (partials, gradient)
+    std::vector<std::pair<std::string, std::string>> outputs;  // (slot, gradient)
     for (const char* param : {"Scale", "Bias"})
-      if (ctx.NeedsGrad(fwd.Input(param))) {
-        const std::string grad = ctx.Grad(fwd.Input(param));
-        sums.emplace_back(ShardPartialsTemp(ctx, grad, shape, per_lead), grad);
-      }
+      if (ctx.NeedsGrad(fwd.Input(param)))
+        outputs.emplace_back(GradVarName(param), ctx.Grad(fwd.Input(param)));
     Op& op = ctx.Emit("layer_norm_param_grad");
     op.SetInput("X", {x}).SetInput("Mean", {fwd.Output("Mean")});
     op.SetInput("Rstd", {fwd.Output("Rstd")}).SetInput(GradVarName("Y"), {dy});
-    op.SetAttr("partial_groups", per_lead);
-    op.weight_grad = true;
-    size_t next = 0;
-    if (scale) op.SetOutput(GradVarName("Scale"), {sums[next++].first});
-    if (bias) op.SetOutput(GradVarName("Bias"), {sums[next++].first});
-    for (const auto& [partials, grad] : sums) SumShardPartials(ctx, partials, grad);
+    EmitShardPartials(ctx, op, x, per_lead, outputs);
   } else if (scale || bias) {
     // On a sequence shard cutting a group: the same kernel over the whole sequence, gathered.
     std::string px = x, mean = fwd.Output("Mean"), rstd = fwd.Output("Rstd"), pdy = dy;
@@ -122,9 +113,8 @@ Status InferLayerNormParamGrad(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckStats(ctx));
   PW_RETURN_IF_ERROR(CheckDy(ctx));
   const Shape& x = ctx.Input("X").shape;
-  PW_ASSIGN_OR_RETURN(std::optional<TensorType> partials,
-                      RowPartialsType(ctx, Shape(x.begin(), x.end() - 1), {x.back()}));
-  TensorType param = partials ? *partials : TensorType{dtype, {x.back()}};
+  PW_ASSIGN_OR_RETURN(TensorType param,
+                      RowSumType(ctx, Shape(x.begin(), x.end() - 1), {x.back()}, dtype));
   ctx.SetOutput(GradVarName("Scale"), param);
   ctx.SetOutput(GradVarName("Bias"), param);
   return OkStatus();

@@ -58,17 +58,12 @@ Status RmsNormGrad(GradContext& ctx) {
     op.SetInput(GradVarName("Y"), {dy}).SetOutput(GradVarName("X"), {ctx.Grad(x)});
     MarkWeightGrad(ctx, op);
   }
-  if (ctx.NeedsGrad(scale) && ShardPartialGroups(ctx, x) > 0) {
+  if (const int64_t per_lead = ShardPartialGroups(ctx, x); ctx.NeedsGrad(scale) && per_lead > 0) {
     // On a sequence shard holding whole row groups: its groups' partial sums, gathered.
-    const int64_t per_lead = ShardPartialGroups(ctx, x);
-    const std::string grad = ctx.Grad(scale);
-    const std::string partials = ShardPartialsTemp(ctx, grad, ctx.FindVar(x)->shape, per_lead);
     Op& op = ctx.Emit("rms_norm_param_grad");
     op.SetInput("X", {x}).SetInput("Rstd", {fwd.Output("Rstd")});
-    op.SetInput(GradVarName("Y"), {dy}).SetOutput(GradVarName("Scale"), {partials});
-    op.SetAttr("partial_groups", per_lead);
-    op.weight_grad = true;
-    SumShardPartials(ctx, partials, grad);
+    op.SetInput(GradVarName("Y"), {dy});
+    EmitShardPartials(ctx, op, x, per_lead, {{GradVarName("Scale"), ctx.Grad(scale)}});
   } else if (ctx.NeedsGrad(scale)) {
     // On a sequence shard cutting a group: the same kernel over the whole sequence, gathered.
     std::string px = x, rstd = fwd.Output("Rstd"), pdy = dy;
@@ -101,9 +96,9 @@ Status InferRmsNormParamGrad(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckRstd(ctx));
   PW_RETURN_IF_ERROR(CheckDy(ctx));
   const Shape& x = ctx.Input("X").shape;
-  PW_ASSIGN_OR_RETURN(std::optional<TensorType> partials,
-                      RowPartialsType(ctx, Shape(x.begin(), x.end() - 1), {x.back()}));
-  ctx.SetOutput(GradVarName("Scale"), partials ? *partials : TensorType{dtype, {x.back()}});
+  PW_ASSIGN_OR_RETURN(TensorType scale,
+                      RowSumType(ctx, Shape(x.begin(), x.end() - 1), {x.back()}, dtype));
+  ctx.SetOutput(GradVarName("Scale"), scale);
   return OkStatus();
 }
 

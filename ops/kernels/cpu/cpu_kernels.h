@@ -62,10 +62,6 @@ void AddNative(KernelTable& table, std::string type) {
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// out[c] = 0 + x[0, c] + x[1, c] + ... in row order (the sum of a bias gradient), columns
-// split among the kernel threads: the same bits at every thread count.
-void ColumnSums(const float* x, int64_t rows, int64_t cols, float* out);
-
 // One row of the softmax cross-entropy gradient: dx = dloss · p, minus dloss at `target`
 // when it falls in [0, n) (a vocab-parallel rank holds a slice of the row); zeros for an
 // ignored label.

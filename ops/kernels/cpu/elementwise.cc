@@ -30,15 +30,15 @@ Status BiasAdd(KernelContext& ctx) {
 Status BiasAddGrad(KernelContext& ctx) {
   const Tensor& g = *ctx.In(GradVarName("Out"));
   Tensor& db = *ctx.Out(GradVarName("Bias"));
-  const int64_t d = NumElements(ctx.attrs().GetInts("bias_shape"));
-  const Shape rows(g.shape().begin(), g.shape().end() - ctx.attrs().GetInts("bias_shape").size());
-  const int64_t per_lead = ctx.attrs().GetInt("partial_groups", 0);
+  const Shape& bias_shape = ctx.attrs().GetInts("bias_shape");
+  const Shape rows(g.shape().begin(), g.shape().end() - bias_shape.size());
+  const int64_t d = NumElements(bias_shape);
   GroupedColumnSums(
-      GroupRows(rows, per_lead), d,
+      GroupRowsFor(rows, ctx.attrs()), d,
       [&](int64_t r, int64_t b, int64_t e, float* acc) {
         AddF32(acc, g.f32() + r * d + b, acc, e - b);
       },
-      per_lead > 0 ? nullptr : db.f32(), per_lead > 0 ? db.f32() : nullptr);
+      db.f32());
   return OkStatus();
 }
 
@@ -49,7 +49,13 @@ Status SumRowPartials(KernelContext& ctx) {
   Tensor& out = *ctx.Out("Out");
   const int64_t d = out.numel();
   const int64_t rows = d == 0 ? 0 : x.numel() / d;
-  ColumnSums(x.f32(), rows, d, out.f32());
+  // Every row a group of its own: 0 + row 0 + row 1 + ..., as the groups' sums are added.
+  GroupedColumnSums(
+      RowGroups{rows, 1, false}, d,
+      [&](int64_t r, int64_t b, int64_t e, float* acc) {
+        AddF32(acc, x.f32() + r * d + b, acc, e - b);
+      },
+      out.f32());
   return OkStatus();
 }
 
@@ -112,15 +118,6 @@ Status Sum(KernelContext& ctx) {
 }
 
 }  // namespace
-
-void ColumnSums(const float* x, int64_t rows, int64_t cols, float* out) {
-  ParallelFor(cols, std::max<int64_t>(1, kCheapGrain / std::max<int64_t>(rows, 1)),
-              [&](int64_t begin, int64_t end) {
-                std::fill(out + begin, out + end, 0.f);
-                for (int64_t r = 0; r < rows; ++r)
-                  AddF32(out + begin, x + r * cols + begin, out + begin, end - begin);
-              });
-}
 
 void RegisterElementwiseKernels(KernelTable& table) {
   Add<BiasAdd>(table, "bias_add");

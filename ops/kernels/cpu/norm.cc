@@ -61,12 +61,9 @@ Status LayerNormParamGrad(KernelContext& ctx) {
   Tensor* dscale = ctx.Out(GradVarName("Scale"));
   Tensor* dbias = ctx.Out(GradVarName("Bias"));
   const int64_t d = x.dim(-1);
-  const int64_t per_lead = ctx.attrs().GetInt("partial_groups", 0);
-  const RowGroups groups = GroupRows(Shape(x.shape().begin(), x.shape().end() - 1), per_lead);
+  const RowGroups groups = GroupRowsFor(Shape(x.shape().begin(), x.shape().end() - 1), ctx.attrs());
   auto sums = [&](Tensor* out, auto add_row) {
-    if (!out) return;
-    GroupedColumnSums(groups, d, add_row, per_lead > 0 ? nullptr : out->f32(),
-                      per_lead > 0 ? out->f32() : nullptr);
+    if (out) GroupedColumnSums(groups, d, add_row, out->f32());
   };
   sums(dscale, [&](int64_t r, int64_t b, int64_t e, float* acc) {
     AddScaledDeviationF32(dy + r * d + b, x.f32() + r * d + b, mean[r], rstd[r], acc, e - b);

@@ -57,13 +57,12 @@ Status RmsNormParamGrad(KernelContext& ctx) {
   const float* dy = ctx.In(GradVarName("Y"))->f32();
   float* ds = ctx.Out(GradVarName("Scale"))->f32();
   const int64_t d = x.dim(-1);
-  const int64_t per_lead = ctx.attrs().GetInt("partial_groups", 0);
   GroupedColumnSums(
-      GroupRows(Shape(x.shape().begin(), x.shape().end() - 1), per_lead), d,
+      GroupRowsFor(Shape(x.shape().begin(), x.shape().end() - 1), ctx.attrs()), d,
       [&](int64_t r, int64_t b, int64_t e, float* acc) {
         AddScaledDeviationF32(dy + r * d + b, x.f32() + r * d + b, 0.f, rstd[r], acc, e - b);
       },
-      per_lead > 0 ? nullptr : ds, per_lead > 0 ? ds : nullptr);
+      ds);
   return OkStatus();
 }
 

@@ -13,23 +13,22 @@
 namespace pw::ops::cpu {
 
 // `add_row(r, begin, end, acc)` adds row r's contribution to columns [begin, end) into
-// acc[0, end - begin). With `partials` set, group g's partial sum is stored at
-// partials[g * cols + c] and `sum` is not written; else `sum[c]` gets the whole sum.
+// acc[0, end - begin). With `groups.partial`, group g's partial sum goes to
+// out[g * cols + c]; else out[c] gets the whole sum.
 template <class AddRow>
-void GroupedColumnSums(const RowGroups& groups, int64_t cols, AddRow add_row, float* sum,
-                       float* partials = nullptr) {
+void GroupedColumnSums(const RowGroups& groups, int64_t cols, AddRow add_row, float* out) {
   const int64_t rows = groups.count * groups.rows;
   ParallelFor(cols, std::max<int64_t>(1, kCheapGrain / std::max<int64_t>(rows, 1)),
               [&](int64_t begin, int64_t end) {
                 const int64_t n = end - begin;
-                std::vector<float> scratch(partials ? 0 : n);
-                if (!partials) std::fill(sum + begin, sum + end, 0.f);
+                std::vector<float> scratch(groups.partial ? 0 : n);
+                if (!groups.partial) std::fill(out + begin, out + end, 0.f);
                 for (int64_t g = 0; g < groups.count; ++g) {
-                  float* part = partials ? partials + g * cols + begin : scratch.data();
+                  float* part = groups.partial ? out + g * cols + begin : scratch.data();
                   std::fill(part, part + n, 0.f);
                   for (int64_t r = g * groups.rows; r < (g + 1) * groups.rows; ++r)
                     add_row(r, begin, end, part);
-                  if (!partials) AddF32(sum + begin, part, sum + begin, n);
+                  if (!groups.partial) AddF32(out + begin, part, out + begin, n);
                 }
               });
 }

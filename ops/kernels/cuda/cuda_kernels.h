@@ -11,11 +11,9 @@
 #include <string>
 
 #include "ir/var.h"
-#include "ops/defs/row_groups.h"
 #include "ops/kernel.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cuda/launch.h"
-#include "ops/kernels/cuda/launchers.h"
 
 namespace pw::ops::cuda {
 
@@ -54,14 +52,6 @@ void Add(KernelTable& table, std::string type) {
 template <CpuKernel kKernel>
 void AddNative(KernelTable& table, std::string type) {
   table.emplace(std::move(type), &CheckedNative<kKernel>);
-}
-
-// The row groups (ops/defs/row_groups.h) of a sum over the rows of a tensor whose rows have
-// shape `row_shape`, as the kernel's `partial_groups` attribute asks.
-inline RowGroupSum RowGroupSumFor(const Shape& row_shape, const AttrList& attrs) {
-  const int64_t per_lead = attrs.GetInt("partial_groups", 0);
-  const RowGroups groups = GroupRows(row_shape, per_lead);
-  return {groups.count, groups.rows, per_lead > 0};
 }
 
 // `what` failed with `e`, or ok.

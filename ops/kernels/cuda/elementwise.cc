@@ -21,7 +21,7 @@ Status BiasAddGrad(KernelContext& ctx) {
   const Tensor& g = *ctx.In(GradVarName("Out"));
   const Shape& bias_shape = ctx.attrs().GetInts("bias_shape");
   const Shape rows(g.shape().begin(), g.shape().end() - bias_shape.size());
-  LaunchColumnSum(g.f32(), ctx.Out(GradVarName("Bias"))->f32(), RowGroupSumFor(rows, ctx.attrs()),
+  LaunchColumnSum(g.f32(), ctx.Out(GradVarName("Bias"))->f32(), GroupRowsFor(rows, ctx.attrs()),
                   NumElements(bias_shape), Stream());
   return OkStatus();
 }

@@ -15,7 +15,7 @@ __global__ void BiasAddKernel(const float* x, const float* bias, float* out, int
 }
 
 // One thread per column, rows in their groups: the CPU's summation order exactly.
-__global__ void ColumnSumKernel(const float* x, float* out, RowGroupSum groups, int64_t d) {
+__global__ void ColumnSumKernel(const float* x, float* out, RowGroups groups, int64_t d) {
   for (int64_t j = GlobalThread(); j < d; j += GlobalStride()) {
     float acc = 0;
     for (int64_t g = 0; g < groups.count; ++g) {
@@ -69,8 +69,7 @@ void LaunchBiasAdd(const float* x, const float* bias, float* out, int64_t rows, 
   BiasAddKernel<<<GridFor(n), kThreads, 0, stream>>>(x, bias, out, n, d);
 }
 
-void LaunchColumnSum(const float* x, float* out, RowGroupSum groups, int64_t d,
-                     cudaStream_t stream) {
+void LaunchColumnSum(const float* x, float* out, RowGroups groups, int64_t d, cudaStream_t stream) {
   if (d == 0) return;
   ColumnSumKernel<<<GridFor(d), kThreads, 0, stream>>>(x, out, groups, d);
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "ops/defs/row_groups.h"
 #include "ops/kernels/cuda/device_error.h"
 
 namespace pw::ops::cuda {
@@ -16,17 +17,10 @@ namespace pw::ops::cuda {
 // Element-wise.
 void LaunchBiasAdd(const float* x, const float* bias, float* out, int64_t rows, int64_t d,
                    cudaStream_t stream);
-// A sum over rows taken in `count` groups of `rows` consecutive rows, each from zero in
-// row order, then the groups' sums in order (ops/defs/row_groups.h). `partial`: the output
-// is each group's sum, [count, d], instead of the total, [d].
-struct RowGroupSum {
-  int64_t count = 1;
-  int64_t rows = 0;
-  bool partial = false;
-};
-// out[j] = the sum over rows of x[r, j] (bias_add_grad, sum_row_partials).
-void LaunchColumnSum(const float* x, float* out, RowGroupSum groups, int64_t d,
-                     cudaStream_t stream);
+// out[j] = the sum over rows of x[r, j] in `groups` (ops/defs/row_groups.h: each group from
+// zero in row order, then the groups' sums; with groups.partial, out is each group's sum,
+// [count, d]) (bias_add_grad, sum_row_partials).
+void LaunchColumnSum(const float* x, float* out, RowGroups groups, int64_t d, cudaStream_t stream);
 void LaunchAdd(const float* x, const float* y, float* out, int64_t n, cudaStream_t stream);
 void LaunchGelu(const float* x, float* out, int64_t n, cudaStream_t stream);
 void LaunchGeluGrad(const float* x, const float* g, float* dx, int64_t n, cudaStream_t stream);
@@ -69,7 +63,7 @@ void LaunchLayerNormGrad(const float* x, const float* scale, const float* mean, 
                          const float* dy, float* dx, int64_t rows, int64_t d, cudaStream_t stream);
 // Either output may be null.
 void LaunchLayerNormParamGrad(const float* x, const float* mean, const float* rstd, const float* dy,
-                              float* dscale, float* dbias, RowGroupSum groups, int64_t d,
+                              float* dscale, float* dbias, RowGroups groups, int64_t d,
                               cudaStream_t stream);
 
 // rms_norm over the last dim d of `rows` rows.
@@ -78,7 +72,7 @@ void LaunchRmsNorm(const float* x, const float* scale, float* y, float* rstd, in
 void LaunchRmsNormGrad(const float* x, const float* scale, const float* rstd, const float* dy,
                        float* dx, int64_t rows, int64_t d, cudaStream_t stream);
 void LaunchRmsNormParamGrad(const float* x, const float* rstd, const float* dy, float* dscale,
-                            RowGroupSum groups, int64_t d, cudaStream_t stream);
+                            RowGroups groups, int64_t d, cudaStream_t stream);
 
 // swiglu: out = silu(gate)·up; its grad (either output may be null).
 void LaunchSwiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);

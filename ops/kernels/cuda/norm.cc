@@ -34,11 +34,11 @@ Status LayerNormParamGrad(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   Tensor* dscale = ctx.Out(GradVarName("Scale"));
   Tensor* dbias = ctx.Out(GradVarName("Bias"));
-  LaunchLayerNormParamGrad(
-      x.f32(), ctx.In("Mean")->f32(), ctx.In("Rstd")->f32(), ctx.In(GradVarName("Y"))->f32(),
-      dscale ? dscale->f32() : nullptr, dbias ? dbias->f32() : nullptr,
-      RowGroupSumFor(Shape(x.shape().begin(), x.shape().end() - 1), ctx.attrs()), x.dim(-1),
-      CurrentLaunch().stream);
+  LaunchLayerNormParamGrad(x.f32(), ctx.In("Mean")->f32(), ctx.In("Rstd")->f32(),
+                           ctx.In(GradVarName("Y"))->f32(), dscale ? dscale->f32() : nullptr,
+                           dbias ? dbias->f32() : nullptr,
+                           GroupRowsFor(Shape(x.shape().begin(), x.shape().end() - 1), ctx.attrs()),
+                           x.dim(-1), CurrentLaunch().stream);
   return OkStatus();
 }
 

@@ -59,7 +59,7 @@ __global__ void LayerNormGradKernel(const float* x, const float* scale, const fl
 
 __global__ void LayerNormParamGradKernel(const float* x, const float* mean, const float* rstd,
                                          const float* dy, float* dscale, float* dbias,
-                                         RowGroupSum groups, int64_t d) {
+                                         RowGroups groups, int64_t d) {
   for (int64_t j = GlobalThread(); j < d; j += GlobalStride()) {
     float ds = 0, db = 0;
     for (int64_t k = 0; k < groups.count; ++k) {
@@ -100,7 +100,7 @@ void LaunchLayerNormGrad(const float* x, const float* scale, const float* mean, 
 }
 
 void LaunchLayerNormParamGrad(const float* x, const float* mean, const float* rstd, const float* dy,
-                              float* dscale, float* dbias, RowGroupSum groups, int64_t d,
+                              float* dscale, float* dbias, RowGroups groups, int64_t d,
                               cudaStream_t stream) {
   if (d == 0 || (!dscale && !dbias)) return;
   LayerNormParamGradKernel<<<GridFor(d), kThreads, 0, stream>>>(x, mean, rstd, dy, dscale, dbias,

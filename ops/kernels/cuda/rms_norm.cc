@@ -32,7 +32,7 @@ Status RmsNormParamGrad(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   LaunchRmsNormParamGrad(x.f32(), ctx.In("Rstd")->f32(), ctx.In(GradVarName("Y"))->f32(),
                          ctx.Out(GradVarName("Scale"))->f32(),
-                         RowGroupSumFor(Shape(x.shape().begin(), x.shape().end() - 1), ctx.attrs()),
+                         GroupRowsFor(Shape(x.shape().begin(), x.shape().end() - 1), ctx.attrs()),
                          x.dim(-1), CurrentLaunch().stream);
   return OkStatus();
 }

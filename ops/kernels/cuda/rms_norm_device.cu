@@ -47,7 +47,7 @@ __global__ void RmsNormGradKernel(const float* x, const float* scale, const floa
 }
 
 __global__ void RmsNormParamGradKernel(const float* x, const float* rstd, const float* dy,
-                                       float* dscale, RowGroupSum groups, int64_t d) {
+                                       float* dscale, RowGroups groups, int64_t d) {
   for (int64_t j = GlobalThread(); j < d; j += GlobalStride()) {
     float ds = 0;
     for (int64_t k = 0; k < groups.count; ++k) {
@@ -78,7 +78,7 @@ void LaunchRmsNormGrad(const float* x, const float* scale, const float* rstd, co
 }
 
 void LaunchRmsNormParamGrad(const float* x, const float* rstd, const float* dy, float* dscale,
-                            RowGroupSum groups, int64_t d, cudaStream_t stream) {
+                            RowGroups groups, int64_t d, cudaStream_t stream) {
   if (d == 0) return;
   RmsNormParamGradKernel<<<GridFor(d), kThreads, 0, stream>>>(x, rstd, dy, dscale, groups, d);
 }
