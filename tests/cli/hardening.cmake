@@ -249,22 +249,23 @@ add_test(NAME cli.sim_96tib_parameter_unknown_memory COMMAND ${pw} sim
 set_tests_properties(cli.sim_96tib_parameter_unknown_memory PROPERTIES LABELS cli TIMEOUT 30
   PASS_REGULAR_EXPRESSION "step time +[0-9]+\\.[0-9]+ ms")
 
-# --- Faults under `run --nproc 4` (slow): a stopped rank is named by its peers' heartbeat
-# watch, a killed one by the launcher, each within 60 s.
+# --- Faults under `run --nproc 4`: a stopped rank is named by its peers' heartbeat watch
+# (slow: it waits out the watch), a killed one by the launcher, each within 60 s.
 add_test(NAME cli.fault_plan_gpt COMMAND ${pw} opt ${ab_gpt} -p ${ab_plan} -o ${out}/fault_gpt.pb)
-set_tests_properties(cli.fault_plan_gpt PROPERTIES LABELS slow FIXTURES_REQUIRED ab_gpt
+set_tests_properties(cli.fault_plan_gpt PROPERTIES LABELS processes FIXTURES_REQUIRED ab_gpt
   FIXTURES_SETUP fault_gpt)
 foreach(fault stop kill)
   add_test(NAME cli.rank_${fault}_named COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rank_fault_test.sh
     ${pw} ${out}/fault_gpt.pb ${out}/fault_${fault} ${fault} 2)
-  set_tests_properties(cli.rank_${fault}_named PROPERTIES LABELS slow TIMEOUT 180
+  set_tests_properties(cli.rank_${fault}_named PROPERTIES LABELS processes TIMEOUT 180
     FIXTURES_REQUIRED fault_gpt)
 endforeach()
+set_tests_properties(cli.rank_stop_named PROPERTIES LABELS slow)
 # A run directory reused after a finished run: its old store is cleared, the run trains.
 foreach(pass 1 2)
   add_test(NAME cli.run_dir_reused_${pass} COMMAND ${pw} run ${out}/fault_gpt.pb --nproc 4
     --steps 1 --run-dir ${out}/reused_run_dir)
-  set_tests_properties(cli.run_dir_reused_${pass} PROPERTIES LABELS slow TIMEOUT 120
+  set_tests_properties(cli.run_dir_reused_${pass} PROPERTIES LABELS processes TIMEOUT 120
     FIXTURES_REQUIRED fault_gpt PASS_REGULAR_EXPRESSION "step 1 loss")
 endforeach()
 set_tests_properties(cli.run_dir_reused_1 PROPERTIES FIXTURES_SETUP reused_run_dir)
