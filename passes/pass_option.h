@@ -109,6 +109,9 @@ class Option : public PassOptionBase {
         allowed_(std::move(allowed)) {}
 
   bool has_value() const { return value_.has_value(); }
+  // The value, or the default, or nothing: for an option without a default, what the text
+  // gave if anything.
+  const std::optional<T>& optional() const { return value_; }
   // The value, the default when not set, or T{} when neither exists.
   T value() const { return value_.value_or(T{}); }
   operator T() const { return value(); }  // NOLINT: options read like their values

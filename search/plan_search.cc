@@ -96,6 +96,13 @@ struct Candidate {
   std::string order = "naive";
   std::string extra;  // passes after insert-p2p, with their leading commas
   bool sp = false;    // sequence-parallel before append-backward
+
+  // The kind's plain plan: naive send/recv order, no passes after it.
+  static Candidate Plain(const KindInfo* kind) {
+    Candidate c;
+    c.kind = kind;
+    return c;
+  }
 };
 
 class Search {
@@ -290,7 +297,7 @@ StatusOr<TuneResult> Search::Run() {
   // Plain 1f1b: what every plan is compared with (where the module's stages allow it: one
   // per rank).
   const KindInfo* one_f_one_b = &kKinds[1];
-  result_.baseline = Simulate(Candidate{one_f_one_b});
+  result_.baseline = Simulate(Candidate::Plain(one_f_one_b));
   Progress(StrCat("tune: ", result_.planned,
                   " schedule kinds priced by the action-level "
                   "simulator, ",
@@ -309,7 +316,7 @@ StatusOr<TuneResult> Search::Run() {
   std::map<const KindInfo*, double> makespan_of;
   for (const auto& [makespan, kind] : ranked) {
     makespan_of[kind] = makespan;
-    add(Candidate{kind}, makespan);
+    add(Candidate::Plain(kind), makespan);
   }
   std::stable_sort(found.begin(), found.end(), by_time);
   const size_t kinds_kept = std::min<size_t>(opt_.order_kinds, found.size());
@@ -332,7 +339,7 @@ StatusOr<TuneResult> Search::Run() {
     if (Registered({p})) extras.push_back(p);
   // Plain 1f1b too: overlap-1f1b pairs only its jobs.
   std::vector<Candidate> bases;
-  if (result_.baseline) bases.push_back(Candidate{one_f_one_b});
+  if (result_.baseline) bases.push_back(Candidate::Plain(one_f_one_b));
   const size_t wanted = bases.size() + opt_.overlap_bases;
   for (size_t i = 0; i < found.size() && bases.size() < wanted; ++i)
     if (!result_.baseline || PipelineOf(found[i].second) != PipelineOf(bases[0]))

@@ -26,32 +26,6 @@ class OrderCommPass : public Pass {
            "instead of insert-p2p.";
   }
 
-  // The stage costs the search simulates with: the cost model's (its per-stage scale
-  // kept), each of F, B, W and comm replaced by its option where the user gives one.
-  StatusOr<ActionCosts> Costs(const Module& module, const pipeline::ModuleStages& stages,
-                              PassContext& context) const {
-    const cost::Estimator* estimator = context.Find<cost::Estimator>();
-    ActionCosts costs;
-    if (estimator) {
-      PW_ASSIGN_OR_RETURN(costs, pipeline::PriceStages(module, stages, *estimator, context.ops()));
-    }
-    const std::pair<const Option<double>*, double*> given[] = {{&forward_cost, &costs.forward},
-                                                               {&backward_cost, &costs.backward},
-                                                               {&weight_cost, &costs.weight},
-                                                               {&comm_cost, &costs.comm}};
-    for (const auto& [option, value] : given) {
-      if (option->has_value()) {
-        *value = option->value();
-      } else if (!estimator) {
-        return FailedPrecondition("order-comm needs stage costs: option '", option->name(),
-                                  "' is not given and no cost model is attached (pass --device "
-                                  "D, and --costs FILE from 'pipeweave profile', to 'pipeweave "
-                                  "opt')");
-      }
-    }
-    return costs;
-  }
-
   StatusOr<bool> Run(Module& module, PassContext& context) override {
     if (module.plan.empty())
       return FailedPrecondition("the module has no plan (run schedule first)");
@@ -59,7 +33,11 @@ class OrderCommPass : public Pass {
     PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::PlannedSchedule(module, stages));
     pipeline::CommOrderOptions options;
     PW_ASSIGN_OR_RETURN(options.semantics, ParseCommSemantics(semantics.value()));
-    PW_ASSIGN_OR_RETURN(options.costs, Costs(module, stages, context));
+    // The cost model's stage costs, each F, B, W and comm given replacing its figure.
+    const pipeline::GivenStageCosts given{forward_cost.optional(), backward_cost.optional(),
+                                          weight_cost.optional(), comm_cost.optional()};
+    PW_ASSIGN_OR_RETURN(options.costs, pipeline::PlanningCosts(module, stages, context, given,
+                                                               name(), /*defaults=*/nullptr));
     options.max_evaluations = max_evaluations.value();
     PW_ASSIGN_OR_RETURN(pipeline::CommOrderResult result,
                         pipeline::SearchCommOrder(schedule, options));

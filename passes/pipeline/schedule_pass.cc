@@ -14,6 +14,7 @@
 #include "passes/pipeline/module_stages.h"
 #include "passes/pipeline/schedule_checker.h"
 #include "passes/pipeline/schedule_generators.h"
+#include "passes/pipeline/stage_pricing.h"
 
 namespace pw {
 namespace {
@@ -59,10 +60,22 @@ class SchedulePass : public Pass {
     spec.num_micro_batches = micro_batches.value();
     spec.mem_limit = mem_limit.value();
     spec.csv_file = file.value();
-    spec.costs.forward = forward_cost.value();
-    spec.costs.backward = backward_cost.value();
-    spec.costs.weight = weight_cost.value();
-    spec.costs.comm = comm_cost.value();
+    if (spec.kind == ScheduleKind::kZbH2 || spec.kind == ScheduleKind::kZbAuto) {
+      // The kinds that plan by cost price the stages with the cost model when one is
+      // attached (as the Zero Bubble paper's search plans with profiled F, B, W and comm),
+      // else F = B = W = 1 and comm = 0; each figure given replaces its price.
+      const pipeline::GivenStageCosts given{forward_cost.optional(), backward_cost.optional(),
+                                            weight_cost.optional(), comm_cost.optional()};
+      const ActionCosts unit;
+      PW_ASSIGN_OR_RETURN(spec.costs,
+                          pipeline::PlanningCosts(module, stages, context, given, name(), &unit));
+      if (context.Find<cost::Estimator>()) {
+        context.AddStatistic("priced-F-us", static_cast<int64_t>(1e3 * spec.costs.forward + 0.5));
+        context.AddStatistic("priced-B-us", static_cast<int64_t>(1e3 * spec.costs.backward + 0.5));
+        context.AddStatistic("priced-W-us", static_cast<int64_t>(1e3 * spec.costs.weight + 0.5));
+        context.AddStatistic("priced-comm-us", static_cast<int64_t>(1e3 * spec.costs.comm + 0.5));
+      }
+    }
     spec.costs.w_mem = w_mem.value();
     // The module's placement decides loop or v; a kind that needs the other one fails in
     // Validate with its own message.
@@ -111,10 +124,15 @@ class SchedulePass : public Pass {
                            0.0};
   Option<double> w_mem{this, "w-mem", "memory a W releases, as a fraction of M_B", 0.5};
   Option<std::string> file{this, "file", "the PyTorch schedule CSV of kind=csv", ""};
-  Option<double> forward_cost{this, "F", "forward cost per stage (zb-h2, zb-auto)", 1.0};
-  Option<double> backward_cost{this, "B", "input-gradient cost per stage", 1.0};
-  Option<double> weight_cost{this, "W", "weight-gradient cost per stage", 1.0};
-  Option<double> comm_cost{this, "comm", "latency of a cross-rank edge", 0.0};
+  // No defaults: the cost model prices what the user does not give (else 1, 1, 1, 0).
+  Option<double> forward_cost{
+      this, "F", "forward cost per stage (zb-h2, zb-auto; default: the cost model's, else 1)"};
+  Option<double> backward_cost{this, "B",
+                               "input-gradient cost per stage (default: the cost model's, else 1)"};
+  Option<double> weight_cost{this, "W",
+                             "weight-gradient cost per stage (default: the cost model's, else 1)"};
+  Option<double> comm_cost{this, "comm",
+                           "latency of a cross-rank edge (default: the cost model's, else 0)"};
 };
 
 }  // namespace

@@ -28,8 +28,17 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
     }
     if (kind == kForwardKind) {
       f[stage] = seconds;
-      for (const std::string& v : program->info().outputs)
-        if (const Var* var = lookup(v)) sent_bytes[stage] += var->num_bytes();
+      // What the next stage's forward reads of this one's outputs: the activation handed
+      // on (not what this stage keeps for its own backward).
+      if (auto next = stages.programs.find({stage + 1, kForwardKind});
+          next != stages.programs.end()) {
+        if (const Program* reader = module.FindProgram(next->second)) {
+          const std::vector<std::string>& read = reader->info().inputs;
+          for (const std::string& v : program->info().outputs)
+            if (std::find(read.begin(), read.end(), v) != read.end())
+              if (const Var* var = lookup(v)) sent_bytes[stage] += var->num_bytes();
+        }
+      }
     } else if (kind == kBackwardKind || kind == kBackwardInputKind) {
       b[stage] = seconds;
     } else if (kind == kBackwardWeightKind) {
@@ -55,6 +64,35 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
                                                 .Time(cost::CommKind::kSendRecv, sent_bytes[s], 2,
                                                       cost::GroupSpan::Pair(inter_node))
                                                 .seconds);
+  }
+  return costs;
+}
+
+StatusOr<ActionCosts> PlanningCosts(const Module& module, const ModuleStages& stages,
+                                    const PassContext& context, const GivenStageCosts& given,
+                                    std::string_view pass, const ActionCosts* defaults) {
+  const cost::Estimator* estimator = context.Find<cost::Estimator>();
+  ActionCosts costs = defaults ? *defaults : ActionCosts{};
+  if (estimator) {
+    PW_ASSIGN_OR_RETURN(costs, PriceStages(module, stages, *estimator, context.ops()));
+  }
+  const struct {
+    const char* option;
+    const std::optional<double>& value;
+    double& cost;
+  } figures[] = {{"F", given.forward, costs.forward},
+                 {"B", given.backward, costs.backward},
+                 {"W", given.weight, costs.weight},
+                 {"comm", given.comm, costs.comm}};
+  for (const auto& f : figures) {
+    if (f.value) {
+      f.cost = *f.value;
+    } else if (!estimator && !defaults) {
+      return FailedPrecondition(pass, " needs stage costs: option '", f.option,
+                                "' is not given and no cost model is attached (pass --device "
+                                "D, and --costs FILE from 'pipeweave profile', to 'pipeweave "
+                                "opt')");
+    }
   }
   return costs;
 }

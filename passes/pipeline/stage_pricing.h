@@ -1,11 +1,15 @@
 #pragma once
 // The action-level simulator's costs of a split module, priced by the cost model: what
-// the passes that search schedules with that simulator (order-comm) plan with when
-// `opt --device/--costs` attaches a cost model.
+// the passes that plan with that simulator (schedule's zb-h2 and zb-auto, order-comm) plan
+// with when `opt --device/--costs` attaches a cost model.
+
+#include <optional>
+#include <string_view>
 
 #include "cost_model/estimator.h"
 #include "ir/module.h"
 #include "ir/op_def.h"
+#include "passes/pass_context.h"
 #include "passes/pipeline/module_stages.h"
 #include "simulator/action_simulator.h"
 
@@ -17,5 +21,17 @@ namespace pw::pipeline {
 // hands on. Milliseconds. Each stage is priced on the first rank of its pipeline rank.
 StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stages,
                                   const cost::Estimator& estimator, const OpRegistry& ops);
+
+// F, B, W and comm as the user gave them in a pass's options (F=, B=, W=, comm=).
+struct GivenStageCosts {
+  std::optional<double> forward, backward, weight, comm;
+};
+
+// The costs a pass plans with: the cost model's (PriceStages) when the context has one,
+// each figure the user gave replacing its price. Without a cost model, what is not given
+// comes from `defaults`; with no defaults that is an error naming `pass` and the option.
+StatusOr<ActionCosts> PlanningCosts(const Module& module, const ModuleStages& stages,
+                                    const PassContext& context, const GivenStageCosts& given,
+                                    std::string_view pass, const ActionCosts* defaults);
 
 }  // namespace pw::pipeline
