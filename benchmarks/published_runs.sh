@@ -31,6 +31,11 @@
 #   nemo-launcher  NVIDIA NeMo Megatron launcher README, section 7.1.2, "Training
 #                  Performance Results" (github.com/NVIDIA/NeMo-Megatron-Launcher, 2022-09),
 #                  with the launcher's GPT-3 5B and 175B training configs of that commit.
+#   qi24           P. Qi, X. Wan, G. Huang, M. Lin, "Zero Bubble Pipeline Parallelism",
+#                  ICLR 2024, arXiv:2401.10241, Table 4 (1F1B, ZB-1p and ZB-2p on 8-32
+#                  A100s, pure pipeline parallelism), the setup from its Table 3 and the
+#                  authors' Megatron-LM fork (examples/pretrain_zero_bubble.sh: fp16, seq 1024,
+#                  one layer fewer on the first and last stages).
 #
 # How each row is planned (the CSV's `features` column): data parallelism through
 # build-model --dp; `grad-overlap` (PyTorch DDP in the pp = 1 rows of narayanan21, NeMo's
@@ -44,6 +49,13 @@
 # What pipeweave cannot express yet, and how each row is approximated:
 #   - Megatron's scatter/gather of the activations sent between pipeline stages (the
 #     interleaved rows of narayanan21): every tp rank sends the whole activation.
+#   - The Zero Bubble paper's optimizer post-validation (qi24's ZB rows): the optimizer steps
+#     without waiting for the global overflow check and gradient norm, so a rank starts the
+#     next step while others finish this one; pipeweave's plans check before the optimizer
+#     (amp's overflow all-reduce), and a step ends on every rank before the next starts.
+#   - Megatron's gradient-accumulation fusion (qi24, nemo-launcher): its weight-gradient GEMM
+#     adds into the f32 main gradient; pipeweave's amp casts each micro-batch's 16-bit weight
+#     gradient to f32 and adds it (two more passes over the gradients per micro-batch).
 #   - Loss scaling: fp16 rows use amp's dynamic scaling starting at the run's static scale
 #     (Megatron checks for overflow either way); the DeepSpeed pipeline engine of smith22 is
 #     planned as 1f1b.
@@ -116,11 +128,27 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   [[ "$recompute" != none ]] && passes+=",recompute{policy=$recompute}"
   split="split-program"
   [[ "$kind" == zb-* ]] && split="split-program{split-backward=true}"
-  passes+=",$split,schedule{kind=$kind,micro-batches=$((gbs / (dp * mbs)))}"
+  schedule="kind=$kind"
+  case $kind in  # the Zero Bubble paper's automatic schedules: activations of pp or 2 x pp
+    zb-1p) schedule="kind=zb-auto,mem-limit=$((pp * vpp))" ;;
+    zb-2p) schedule="kind=zb-auto,mem-limit=$((2 * pp * vpp))" ;;
+  esac
+  passes+=",$split,schedule{$schedule,micro-batches=$((gbs / (dp * mbs)))}"
   passes+=",insert-p2p{order=batched}"
   [[ ";$features;" == *";zero1;"* ]] && passes+=",distributed-optimizer"
   [[ ";$features;" == *";grad-overlap;"* ]] && passes+=",assign-streams,overlap-grad-reduce,insert-events"
   F[$id,passes]=$passes
+  F[$id,stage_layers]=""
+  if [[ ";$features;" == *";thin-ends;"* ]]; then  # one layer fewer on the first and last
+    if (((layers + 2) % (pp * vpp) != 0 || pp * vpp < 2)); then
+      echo "$id: thin-ends needs layers + 2 to be a multiple of the $((pp * vpp)) stages" >&2
+      exit 2
+    fi
+    per=$(((layers + 2) / (pp * vpp)))
+    counts=$((per - 1))
+    for ((s = 1; s < pp * vpp - 1; s++)); do counts+=",$per"; done
+    F[$id,stage_layers]="$counts,$((per - 1))"
+  fi
   setup="tp$tp pp$pp"
   ((vpp > 1)) && setup+=" v$vpp"
   setup+=" dp$dp B$gbs b$mbs $kind"
@@ -139,7 +167,7 @@ simulate() {
     --heads "${F[$id,heads]}" --ffn "${F[$id,ffn]}" --seq "${F[$id,seq]}" \
     --vocab "${F[$id,vocab]}" --micro-batch-size "${F[$id,mbs]}" --mp "${F[$id,tp]}" \
     --pp "${F[$id,pp]}" --vpp "${F[$id,vpp]}" --dp "$dp" --attention unfused \
-    --dropout "${F[$id,dropout]}" \
+    --dropout "${F[$id,dropout]}" ${F[$id,stage_layers]:+--stage-layers "${F[$id,stage_layers]}"} \
     -o "$module" >/dev/null 2>"$work/$id.err"; then
     return
   fi
@@ -188,6 +216,7 @@ for id in "${rows[@]}"; do
         printf "%.6g", F / (T * n) / 1e12
       } else if (m == "iter_time") printf "%.6g", T
       else if (m == "tokens_per_s") printf "%.6g", B * s / T
+      else if (m == "samples_per_gpu_s") printf "%.6g", B / T / n
       else exit 1
     }') || { echo "$id: unknown metric '${F[$id,metric]}'" >&2; exit 2; }
   err=$(awk -v p="$predicted" -v q="$published" 'BEGIN {printf "%+.1f", (p - q) / q * 100}')

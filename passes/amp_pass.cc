@@ -10,7 +10,10 @@
 //     reader there (a forward cast serves the backward too).
 //   - master gradients: the gradient of P@bf16 is cast to f32 P@GRAD right after the op
 //     that finishes it, so the executors sum micro-batches and all-reduce over dp in f32;
-//     sums of several contributions to a parameter's gradient run in f32.
+//     sums of several contributions to a parameter's gradient run in f32. An op that can
+//     write f32 from 16-bit operands (its definition has out_dtype: the weight-gradient
+//     GEMM) writes P@GRAD itself, its f32 sums unrounded, as Megatron's main_grad takes
+//     them: no 16-bit gradient, no cast.
 //   - grad-allreduce=low: the optimizer program all-reduces the gradients over dp itself,
 //     in the low dtype (cast, c_allreduce_sum, cast back), instead of the executor in f32.
 //   - fp16 (or loss-scaling=dynamic): dynamic loss scaling (passes/loss_scaling.h).
@@ -21,6 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ops/defs/def_util.h"
 #include "passes/loss_scaling.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
@@ -224,6 +228,7 @@ class AmpRewriter {
             PW_ASSIGN_OR_RETURN(v, CastFor(v, want, op, role));
           }
       }
+      WideParamGradients(op, *def);
       PW_RETURN_IF_ERROR(RetypeOutputs(op, *def));
       std::vector<Op> grad_casts;
       PW_RETURN_IF_ERROR(MasterGradients(op, role, grad_casts));
@@ -248,6 +253,25 @@ class AmpRewriter {
         if (var && t.dtype != DataType::kInvalid) var->dtype = t.dtype;
       }
     return OkStatus();
+  }
+
+  // An op that can write f32 (out_dtype) and finishes a parameter's gradient from 16-bit
+  // operands writes it in f32 (RetypeOutputs then keeps P@GRAD f32: no cast after it).
+  void WideParamGradients(Op& op, const OpDef& def) {
+    if (!def.FindAttr(ops::kOutDtypeAttr) || op.attrs.Has(ops::kOutDtypeAttr)) return;
+    bool low_inputs = false;
+    for (const Slot& s : op.inputs)
+      for (const std::string& v : s.vars)
+        if (const Var* var = program_.FindVar(v); var && IsLowPrecision(var->dtype))
+          low_inputs = true;
+    if (!low_inputs) return;
+    for (const Slot& s : op.outputs)
+      for (const std::string& v : s.vars)
+        if (IsParamGrad(v)) {
+          op.SetAttr(ops::kOutDtypeAttr, std::string(DataTypeName(DataType::kFloat32)));
+          context_.AddStatistic("f32-gradient-gemms");
+          return;
+        }
   }
 
   // A low-precision parameter gradient: the op writes P@bf16@GRAD, and a cast after it
@@ -347,8 +371,9 @@ class AmpPass : public Pass {
            "optimizer updates in f32, as each op's definition says. Parameters stay f32 master "
            "weights that only the optimizer touches; compute reads a persistable <param>@bf16 "
            "copy the optimizer refreshes by one cast per step. Casts are inserted where dtypes "
-           "meet, one per var and placement. Parameter gradients are cast to f32 after the op "
-           "that finishes them, so micro-batch sums and the dp all-reduce run in f32; "
+           "meet, one per var and placement. Parameter gradients are f32, so micro-batch sums "
+           "and the dp all-reduce run in f32: the weight-gradient GEMM writes its f32 sums "
+           "(out_dtype=f32, as Megatron's main_grad), other ops' 16-bit gradients are cast; "
            "grad-allreduce=low all-reduces them over dp in the low dtype instead (dp > 1). "
            "fp16 uses dynamic loss scaling (loss-scaling=none turns it off, =dynamic turns it "
            "on for bf16): the backward starts from the scale, each stage's optimizer unscales "

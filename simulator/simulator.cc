@@ -99,7 +99,9 @@ class Engine {
   std::vector<std::vector<int>> succ_;
   std::vector<double> earliest_;
   std::vector<InstrTime> t_;
-  std::vector<double> transfer_end_;  // sends: when the data arrived
+  std::vector<double> transfer_end_;  // eager sends: when the data arrived
+  // When instruction i's work ended: a send's transfer, anything else its finish.
+  double TransferEnd(int i) const;
   std::vector<bool> posted_, finished_, arrived_;
   std::vector<int> joined_;  // per collective: members that reached it
   std::vector<int> slot_uses_;
@@ -231,6 +233,13 @@ void Engine::Start(int i) {
       break;
     }
   }
+}
+
+double Engine::TransferEnd(int i) const {
+  // An eager send returns when posted, its data arriving later; a rendezvous one ends with
+  // its transfer.
+  return g_.instrs[i].kind == InstrKind::kSend && !opt_.rendezvous_p2p ? transfer_end_[i]
+                                                                       : t_[i].end;
 }
 
 void Engine::Finish(int i) {
@@ -385,7 +394,7 @@ Status Engine::Report(SimResult& out) const {
     const SimInstr& in = g_.instrs[i];
     RankResult& rr = out.ranks[in.rank];
     double active = t_[i].active >= 0 ? t_[i].active : t_[i].start;
-    double end = in.kind == InstrKind::kSend ? transfer_end_[i] : t_[i].end;
+    double end = TransferEnd(i);
     if (in.kind == InstrKind::kSend && !opt_.rendezvous_p2p) active = t_[i].start;
     rr.busy[static_cast<int>(in.stream)] += end - active;
     rr.end = std::max(rr.end, t_[i].end);
@@ -462,8 +471,7 @@ Status Engine::Report(SimResult& out) const {
   out.bubble_rate = out.step_time > 0 ? idle / (g_.world_size * out.step_time) : 0;
   if (opt_.record_timeline) {
     out.timeline = t_;
-    for (int i = 0; i < n_; ++i)
-      if (g_.instrs[i].kind == InstrKind::kSend) out.timeline[i].end = transfer_end_[i];
+    for (int i = 0; i < n_; ++i) out.timeline[i].end = TransferEnd(i);
   }
   return OkStatus();
 }

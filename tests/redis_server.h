@@ -27,21 +27,12 @@ class RedisServer {
   // concurrent runs of one binary.
   explicit RedisServer(int base_port) {
     if (std::system("command -v redis-server > /dev/null 2>&1") != 0) return;
-    port_ = base_port + getpid() % 20000;
-    const pid_t parent = getpid();
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent) _exit(0);  // the parent went before the signal was armed
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      dup2(devnull, 2);
-      execlp("redis-server", "redis-server", "--port", std::to_string(port_).c_str(), "--bind",
-             "127.0.0.1", "--save", "", "--appendonly", "no", static_cast<char*>(nullptr));
-      _exit(127);
+    // A port another process holds makes the server exit at once: try the next ones.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      port_ = base_port + (getpid() + 1237 * attempt) % 20000;
+      if (Start()) return;
     }
-    for (int i = 0; i < 200 && !Accepting(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    pid_ = -1;
   }
   ~RedisServer() {
     if (pid_ > 0) {
@@ -70,6 +61,31 @@ class RedisServer {
     const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
     close(fd);
     return ok;
+  }
+
+  // Starts redis-server on port_: true once it accepts, false when it exited first (or
+  // never accepted within 5 s, when it is stopped).
+  bool Start() {
+    const pid_t parent = getpid();
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(0);  // the parent went before the signal was armed
+      int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execlp("redis-server", "redis-server", "--port", std::to_string(port_).c_str(), "--bind",
+             "127.0.0.1", "--save", "", "--appendonly", "no", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 200; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return false;  // exited: port taken
+      if (Accepting()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+    return false;
   }
 
   pid_t pid_ = -1;

@@ -63,6 +63,11 @@ void MarkWeightGrad(const GradContext& ctx, Op& op);
 // are all-gathered and added in order (ShardPartialGroups, EmitShardPartials); elsewhere the
 // tensors are all-gathered along the sequence and one kernel sums the whole
 // (GatherSequence). These attributes say so; nranks 1 (the default) is off.
+// An op whose definition has this attribute can write its output in f32 from 16-bit
+// operands ("f32"; empty: the operands' dtype): amp sets it on the ops that finish a
+// parameter's gradient instead of casting their 16-bit result.
+inline constexpr const char* kOutDtypeAttr = "out_dtype";
+
 inline constexpr const char* kSeqParallelGroup = "seq_parallel_group";
 inline constexpr const char* kSeqParallelAxis = "seq_parallel_axis";
 inline constexpr const char* kSeqParallelNranks = "seq_parallel_nranks";

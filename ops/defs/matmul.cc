@@ -111,6 +111,19 @@ Status MatmulGrad(GradContext& ctx) {
   return OkStatus();
 }
 
+// The dtype Y@GRAD is written in: X's, or f32 when out_dtype says so (mixed precision's
+// f32 gradients straight from the GEMM's f32 sums, as Megatron's main_grad takes them,
+// instead of rounded to bf16 or f16 and widened by a cast).
+StatusOr<DataType> WeightGradDtype(const InferContext& ctx, DataType x_dtype) {
+  const std::string name = ctx.attrs().GetString(kOutDtypeAttr, "");
+  if (name.empty()) return x_dtype;
+  DataType dtype;
+  if (!ParseDataType(name, &dtype) || dtype != DataType::kFloat32)
+    return InvalidArgument(ctx.op().type, ": out_dtype '", name,
+                           "' is not f32 (leave it empty for X's dtype)");
+  return dtype;
+}
+
 // Y@GRAD = sum over batches of op(X)^T · dOut (transposed when trans_y).
 Status InferMatmulWeightGrad(InferContext& ctx) {
   const std::string dout_slot = GradVarName("Out");
@@ -130,7 +143,8 @@ Status InferMatmulWeightGrad(InferContext& ctx) {
     return Mismatch(ctx, "X", x, dout_slot, g, "dOut must be [..., M, N] with X's leading dims");
   }
   int64_t n = g[r - 1];
-  ctx.SetOutput(GradVarName("Y"), {dtype, ty ? Shape{n, k} : Shape{k, n}});
+  PW_ASSIGN_OR_RETURN(DataType out, WeightGradDtype(ctx, dtype));
+  ctx.SetOutput(GradVarName("Y"), {out, ty ? Shape{n, k} : Shape{k, n}});
   return OkStatus();
 }
 
@@ -160,10 +174,12 @@ void RegisterMatmulOps(OpRegistry& registry) {
   });
   registry.Register(OpDef{
       .type = "matmul_weight_grad",
-      .summary = "Y@GRAD of matmul with a 2-D Y: flatten(op(X))^T · flatten(Out@GRAD)",
+      .summary = "Y@GRAD of matmul with a 2-D Y: flatten(op(X))^T · flatten(Out@GRAD); "
+                 "out_dtype=f32 writes the f32 sums of 16-bit operands",
       .inputs = {{"X"}, {GradVarName("Out")}},
       .outputs = {{GradVarName("Y")}},
-      .attrs = trans,
+      .attrs = {DefaultAttr("trans_x", false), DefaultAttr("trans_y", false),
+                DefaultAttr(kOutDtypeAttr, std::string())},
       .infer = InferMatmulWeightGrad,
       .cost = MatmulWeightGradCost,
   });

@@ -4,6 +4,7 @@
 
 #include "cost_model/op_price.h"
 #include "ir/rank_layout.h"
+#include "ir/rank_sequence.h"
 
 namespace pw::pipeline {
 
@@ -20,11 +21,23 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
     if (!program) return NotFound("program '", name, "' of stage ", stage, " is missing");
     auto lookup = [&](const std::string& v) { return module.FindVar(v, program); };
     double seconds = 0;
-    for (const Op& op : program->ops()) {
+    auto add = [&](const Op& op) -> Status {
       StatusOr<cost::OpPrice> price =
           cost::PriceOp(op, module, rank_of(stage), estimator, ops, lookup);
       if (!price.ok()) return price.status().WithContext(StrCat("pricing program '", name, "'"));
       seconds += price->seconds;
+      return OkStatus();
+    };
+    for (const Op& op : program->ops()) {
+      PW_RETURN_IF_ERROR(add(op));
+      // The executor adds each micro-batch's parameter gradient into its sum right after
+      // the op that makes it: work of that program (as the simulator counts it).
+      if (kind == kForwardKind) continue;
+      for (const Slot& slot : op.outputs)
+        for (const std::string& v : slot.vars)
+          if (const Var* param = lookup(ForwardVarName(v));
+              IsGradVarName(v) && param && param->is_parameter)
+            PW_RETURN_IF_ERROR(add(AddedWorkOp(WorkKind::kAccumulate, v)));
     }
     if (kind == kForwardKind) {
       f[stage] = seconds;

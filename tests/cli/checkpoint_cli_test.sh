@@ -36,8 +36,9 @@ for _ in $(seq 600); do
 done
 [[ -n $victim ]] || { kill "$launcher"; fail "no checkpoint within 30 s"; }
 kill -KILL "$victim"
-wait "$launcher" && fail "the killed run exited 0"
-grep -q "rank 2 " "$out/killed.err" || fail "the killed run does not name rank 2"
+wait "$launcher" && fail "the killed run exited 0: $(tail -5 "$out/killed.err")"
+grep -q "rank 2 " "$out/killed.err" ||
+  fail "the killed run does not name rank 2: $(tail -5 "$out/killed.err")"
 latest=$(ls -d "$ck"/step-* | grep -v partial | sort | tail -1)
 step=$((10#${latest##*step-}))
 total=$((step + 3))

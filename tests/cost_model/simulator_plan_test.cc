@@ -105,9 +105,20 @@ TEST(SimulatorPlan, P2pChain) {
   // Rendezvous p2p changes nothing here: every recv is posted before its send.
   SimOptions rendezvous;
   rendezvous.rendezvous_p2p = true;
-  auto rv = SimulateModule(Chain(3, 2), nullptr, rendezvous);
+  rendezvous.record_timeline = true;
+  SimGraph gv;
+  auto rv = SimulateModule(Chain(3, 2), &gv, rendezvous);
   ASSERT_TRUE(rv.ok());
   EXPECT_NEAR(rv->step_time, 9 * kMs, 1e-12);
+  // A rendezvous send is busy from its transfer's start to its end, as an eager one is:
+  // the same pp_send time per rank, and the same timeline ends.
+  for (int rank = 0; rank < 3; ++rank) {
+    const int pp_send = static_cast<int>(StreamType::kPpSend);
+    EXPECT_GE(rv->ranks[rank].busy[pp_send], 0) << rank;
+    EXPECT_NEAR(rv->ranks[rank].busy[pp_send], r->ranks[rank].busy[pp_send], 1e-12) << rank;
+  }
+  for (size_t i = 0; i < gv.instrs.size(); ++i)
+    EXPECT_NEAR(rv->timeline[i].end, r->timeline[i].end, 1e-12) << gv.instrs[i].name;
 }
 
 TEST(SimulatorPlan, AllReduceWaitsForTheLateMember) {

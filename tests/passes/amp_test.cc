@@ -68,25 +68,38 @@ TEST(AmpPassTest, ParametersAreReadThroughACopyRefreshedOncePerStep) {
   EXPECT_EQ(m.metadata.GetString("amp"), "bf16");
 }
 
-TEST(AmpPassTest, MasterGradientsAreF32CastsOfTheLowGradients) {
+// Every gradient the optimizer reads is f32: written by the weight-gradient GEMM itself
+// (out_dtype=f32: its f32 sums of the f16 operands, no f16 gradient) or cast from the f16
+// gradient of the op that finishes it.
+TEST(AmpPassTest, MasterGradientsAreF32FromTheGemmOrACastOfTheLowGradient) {
   Module m = AmpGpt("amp{dtype=fp16,loss-scaling=none}");
   const Program& p = m.main_program();
   std::map<std::string, const Op*> writer;
   for (const Op& op : p.ops())
     op.ForEachOutput([&](const std::string& v) { writer.emplace(v, &op); });
-  int grads = 0;
+  int gemm_grads = 0, cast_grads = 0;
   for (const Op& op : p.ops()) {
     if (op.type != "adam") continue;
     const std::string& g = op.Input("Grad");
     EXPECT_EQ(DtypeOf(p, g), DataType::kFloat32) << g;
     const Op* w = writer.at(g);
-    EXPECT_EQ(w->type, "cast") << g;
     EXPECT_EQ(w->role, OpRole::kBackward) << g;
+    if (w->type == "matmul_weight_grad") {
+      EXPECT_EQ(w->attrs.GetString("out_dtype"), "f32") << g;
+      w->ForEachInput([&](const std::string& v) {
+        EXPECT_EQ(DtypeOf(p, v), DataType::kFloat16) << g << " reads " << v;
+      });
+      EXPECT_EQ(p.FindVar(ForwardVarName(g) + "@f16@GRAD"), nullptr) << g;
+      ++gemm_grads;
+      continue;
+    }
+    EXPECT_EQ(w->type, "cast") << g;
     EXPECT_EQ(DtypeOf(p, w->Input("X")), DataType::kFloat16) << g;
     EXPECT_EQ(w->Input("X"), ForwardVarName(g) + "@f16@GRAD");
-    ++grads;
+    ++cast_grads;
   }
-  EXPECT_GT(grads, 0);
+  EXPECT_GT(gemm_grads, 0);  // the linear weights
+  EXPECT_GT(cast_grads, 0);  // biases, norms, the embedding
 }
 
 TEST(AmpPassTest, ComputeInLowPrecisionLossAndStatisticsInF32) {
@@ -101,9 +114,11 @@ TEST(AmpPassTest, ComputeInLowPrecisionLossAndStatisticsInF32) {
       op.ForEachInput([&](const std::string& v) {
         EXPECT_EQ(DtypeOf(p, v), DataType::kBFloat16) << op.type << " " << v;
       });
-      op.ForEachOutput([&](const std::string& v) {
-        EXPECT_EQ(DtypeOf(p, v), DataType::kBFloat16) << op.type << " " << v;
-      });
+      // A weight-gradient GEMM finishing a parameter's gradient writes it in f32.
+      const DataType out =
+          op.attrs.GetString("out_dtype", "") == "f32" ? DataType::kFloat32 : DataType::kBFloat16;
+      op.ForEachOutput(
+          [&](const std::string& v) { EXPECT_EQ(DtypeOf(p, v), out) << op.type << " " << v; });
     }
     if (op.type == "c_softmax_cross_entropy" || op.type == "c_softmax_stats" || op.type == "mean") {
       op.ForEachOutput([&](const std::string& v) {

@@ -3,6 +3,8 @@
 // operands go to the tensor cores through cublasGemmEx with f32 accumulation; a sum over
 // batches accumulates in an f32 scratch and is rounded once, as on the CPU.
 
+#include <optional>
+
 #include "ops/defs/matmul_gemm.h"
 #include "ops/kernels/cuda/cuda_kernels.h"
 #include "ops/kernels/cuda/launchers.h"
@@ -25,18 +27,24 @@ Status RunGemm(const StridedGemm& g) {
 }
 
 // The plan only stores its pointers and counts its steps in elements: for 2-byte dtypes
-// the offsets are scaled here.
-Status RunGemmLow(const StridedGemm& g, DataType dtype) {
+// the offsets are scaled here. C is `out_dtype`: the operands' dtype, or f32 (the weight
+// gradient's f32 sums, out_dtype=f32), which a sum over batches accumulates into directly.
+Status RunGemmLow(const StridedGemm& g, DataType dtype, DataType out_dtype) {
   const void* a = g.a;
   const void* b = g.b;
   void* c = g.c;
   if (!g.accumulate)
-    return GemmEx(dtype, dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, 1, a, g.lda, b, g.ldb, 0, c,
-                  g.ldc, g.batch, g.a_step, g.b_step, g.c_step);
+    return GemmEx(dtype, out_dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, 1, a, g.lda, b, g.ldb, 0,
+                  c, g.ldc, g.batch, g.a_step, g.b_step, g.c_step);
   const int64_t elem = DataTypeSize(dtype);
   const int64_t count = g.m * g.ldc;
-  PW_ASSIGN_OR_RETURN(Scratch sum, Scratch::Make(count * int64_t{sizeof(float)}));
-  auto* acc = static_cast<float*>(sum.get());
+  const bool wide = out_dtype == DataType::kFloat32;
+  std::optional<Scratch> sum;  // the f32 sums of a 16-bit C
+  if (!wide) {
+    PW_ASSIGN_OR_RETURN(Scratch made, Scratch::Make(count * int64_t{sizeof(float)}));
+    sum.emplace(std::move(made));
+  }
+  auto* acc = static_cast<float*>(wide ? c : sum->get());
   const cudaStream_t stream = CurrentLaunch().stream;
   if (g.batch == 0)
     PW_RETURN_IF_ERROR(CudaCheck(cudaMemsetAsync(acc, 0, count * sizeof(float), stream), "zero"));
@@ -45,7 +53,7 @@ Status RunGemmLow(const StridedGemm& g, DataType dtype) {
                               static_cast<const char*>(a) + i * g.a_step * elem, g.lda,
                               static_cast<const char*>(b) + i * g.b_step * elem, g.ldb,
                               i > 0 ? 1.f : 0.f, acc, g.ldc));
-  LaunchNarrowFromF32(dtype == DataType::kBFloat16, acc, c, count, stream);
+  if (!wide) LaunchNarrowFromF32(dtype == DataType::kBFloat16, acc, c, count, stream);
   return OkStatus();
 }
 
@@ -57,7 +65,7 @@ Status Matmul(KernelContext& ctx) {
   bool ty = ctx.attrs().GetBool("trans_y");
   PW_ASSIGN_OR_RETURN(MatmulDims d, ComputeMatmulDims("matmul", x.shape(), y.shape(), tx, ty));
   StridedGemm g = MatmulGemm(d, tx, ty, x.f32(), y.f32(), out.f32());
-  return IsLowPrecision(x.dtype()) ? RunGemmLow(g, x.dtype()) : RunGemm(g);
+  return IsLowPrecision(x.dtype()) ? RunGemmLow(g, x.dtype(), out.dtype()) : RunGemm(g);
 }
 
 // dY = sum_b op(X_b)^T · G_b, or its transpose when trans_y.
@@ -68,7 +76,7 @@ Status MatmulWeightGrad(KernelContext& ctx) {
   bool tx = ctx.attrs().GetBool("trans_x");
   bool ty = ctx.attrs().GetBool("trans_y");
   StridedGemm p = MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), dy.f32());
-  return IsLowPrecision(x.dtype()) ? RunGemmLow(p, x.dtype()) : RunGemm(p);
+  return IsLowPrecision(x.dtype()) ? RunGemmLow(p, x.dtype(), dy.dtype()) : RunGemm(p);
 }
 
 }  // namespace
