@@ -451,7 +451,8 @@ void AddOptimizerCases(Maker& m, std::vector<KernelCase>& cases) {
 
 }  // namespace
 
-// bf16 and f16: casts, the tensor-core GEMMs (one with a sum over batches), a widened
+// bf16 and f16: casts, the tensor-core GEMMs (one with a sum over batches, also written in
+// f32), a widened
 // kernel, a low-precision fill and the max all-reduce. Results are compared in f32 within
 // a few steps of the low dtype (the GEMMs' summation order differs from the CPU's).
 void AddLowPrecisionCases(Maker& m, std::vector<KernelCase>& cases) {
@@ -484,7 +485,13 @@ void AddLowPrecisionCases(Maker& m, std::vector<KernelCase>& cases) {
     wg.op.SetAttr("trans_x", true);
     wg.inputs["x"] = low(m.Uniform({3, 16, 8}), dtype);
     wg.inputs["g"] = low(m.Uniform({3, 8, 12}), dtype);
+    // amp's weight gradient: the f32 sums of the 16-bit operands, unrounded.
+    KernelCase wide = wg;
+    wide.name = "matmul_weight_grad_" + name + "_f32_out";
+    wide.op.SetAttr("out_dtype", std::string("f32"));
+    wide.tolerance = 1e-4;
     cases.push_back(std::move(wg));
+    cases.push_back(std::move(wide));
     KernelCase ln{"layer_norm_" + name,
                   MakeOp("layer_norm", {{"X", {"x"}}, {"Scale", {"s"}}, {"Bias", {"b"}}},
                          {{"Y", {"y"}}, {"Mean", {"mean"}}, {"Rstd", {"rstd"}}}),

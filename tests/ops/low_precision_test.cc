@@ -306,6 +306,35 @@ TEST(LowPrecisionKernels, CastRoundsAndWidens) {
   EXPECT_EQ(F16ToFloat(env.Find("h")->data<uint16_t>()[1]), 1.0f + 0x1p-6f);
 }
 
+// out_dtype=f32 (amp's weight gradients): the f32 sums of the 16-bit operands, the values
+// the 16-bit result rounds; the same GEMM on f32 copies of the operands, bit for bit.
+TEST(LowPrecisionKernels, WeightGradInF32IsTheUnroundedSum) {
+  for (DataType low : {DataType::kBFloat16, DataType::kFloat16}) {
+    TensorEnv env;
+    env.Set("x", Narrow(RandomTensor({2, 8, 16}, 31), low));
+    env.Set("g", Narrow(RandomTensor({2, 8, 12}, 32), low));
+    env.Set("xf", Widen(*env.Find("x")));
+    env.Set("gf", Widen(*env.Find("g")));
+    auto grad = [](const char* x, const char* g, const char* out) {
+      return MakeOp("matmul_weight_grad", {{"X", {x}}, {GradVarName("Out"), {g}}},
+                    {{GradVarName("Y"), {out}}});
+    };
+    Op wide = grad("x", "g", "w32");
+    wide.SetAttr("out_dtype", std::string("f32"));
+    ASSERT_TRUE(RunOps({wide, grad("x", "g", "w16"), grad("xf", "gf", "ref")}, env).ok());
+    const Tensor& w32 = *env.Find("w32");
+    ASSERT_EQ(w32.dtype(), DataType::kFloat32);
+    EXPECT_EQ(env.Find("w16")->dtype(), low);
+    EXPECT_EQ(std::memcmp(w32.f32(), env.Find("ref")->f32(), 16 * 12 * sizeof(float)), 0);
+    const Tensor rounded = Widen(*env.Find("w16"));
+    EXPECT_EQ(std::memcmp(rounded.f32(), Widen(Narrow(w32, low)).f32(), 16 * 12 * sizeof(float)),
+              0);
+    int differ = 0;  // the rounding the f32 gradient skips
+    for (int i = 0; i < 16 * 12; ++i) differ += w32.f32()[i] != rounded.f32()[i];
+    EXPECT_GT(differ, 0);
+  }
+}
+
 TEST(LowPrecisionKernels, EmbeddingGathersLowRowsAndFillsLowValues) {
   TensorEnv env;
   Tensor w = Narrow(RandomTensor({5, 3}, 22), DataType::kBFloat16);
