@@ -118,7 +118,8 @@ TEST(OrderCommCosts, WithoutACostModelEveryCostIsAnOption) {
 
 // A GPT on 4 stages, one layer fewer on the first and last (which hold the embedding and
 // the LM head), its backward split into I and W: what schedule plans. Priced on an H100,
-// W is about two thirds of F, as the Zero Bubble paper measured on A100s.
+// W (with the executor's gradient accumulation) is 0.78 F, near the Zero Bubble paper's
+// A100 figures (0.50-0.74 F, its Table 9).
 Module SplitGpt() {
   models::GptConfig config;
   config.layers = 14;
@@ -185,7 +186,7 @@ TEST(ScheduleCosts, ZbAutoPlansWithTheCostModelsStagePrices) {
                                            .seconds);
 
   // Simulated with those costs, its plan is shorter than the one it makes with unit costs
-  // (no cost model): 139.6 against 153.3 ms, 9 % (W is 0.69 F, B 1.22 F here).
+  // (no cost model): 145.4 against 153.9 ms, 5.5 % (W is 0.78 F, B 1.22 F here).
   Module unit = unpriced;
   EXPECT_EQ(Schedule(unit, zb_auto + "}", nullptr).count("priced-F-us"), 0u);
   SimulationOptions sim;
@@ -194,7 +195,7 @@ TEST(ScheduleCosts, ZbAutoPlansWithTheCostModelsStagePrices) {
   StatusOr<TimedResult> with_prices = SimulateTimed(Planned(m), sim);
   StatusOr<TimedResult> with_units = SimulateTimed(Planned(unit), sim);
   ASSERT_TRUE(with_prices.ok() && with_units.ok());
-  EXPECT_LT(with_prices->makespan, 0.95 * with_units->makespan);
+  EXPECT_LT(with_prices->makespan, 0.97 * with_units->makespan);
 
   // A figure given replaces its price; the others stay the cost model's.
   Module given = unpriced;
