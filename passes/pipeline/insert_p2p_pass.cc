@@ -7,6 +7,7 @@
 #include "passes/pipeline/module_stages.h"
 #include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
+#include "passes/pipeline/stage_pricing.h"
 
 namespace pw {
 namespace {
@@ -19,7 +20,9 @@ class InsertP2PPass : public Pass {
            "skip connections; none between stages on one rank). order: naive (send after the "
            "producer, recv before the consumer), parity (Megatron's even/odd order, for "
            "blocking p2p), batched (one batch_isend_irecv per gap), torch (PyTorch's "
-           "_add_send_recv; with merge-bw, _add_send_recv(_merge_bw(...))).";
+           "_add_send_recv; with merge-bw, _add_send_recv(_merge_bw(...))). parity and batched "
+           "place each transfer where it happens in a run of the schedule, priced by the cost "
+           "model when one is attached (opt --device), else at unit costs.";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
@@ -30,6 +33,13 @@ class InsertP2PPass : public Pass {
     if (schedule.HasComms()) return false;  // already lowered
     PW_ASSIGN_OR_RETURN(pipeline::P2POrder p2p_order, pipeline::ParseP2POrder(order.value()));
     pipeline::P2POptions options{p2p_order, merge_backward.value()};
+    if (context.Find<cost::Estimator>() &&
+        (p2p_order == pipeline::P2POrder::kParity || p2p_order == pipeline::P2POrder::kBatched)) {
+      const ActionCosts unit;
+      PW_ASSIGN_OR_RETURN(options.costs,
+                          pipeline::PlanningCosts(module, stages, context, {}, name(), &unit));
+      context.AddStatistic("ordered-at-priced-costs");
+    }
     PW_ASSIGN_OR_RETURN(ActionSchedule lowered, pipeline::InsertP2P(schedule, options));
     pipeline::CheckOptions check;
     check.semantics = pipeline::DesignedSemantics(p2p_order);

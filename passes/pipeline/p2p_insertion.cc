@@ -202,11 +202,13 @@ int ParityOf(int sender, int receiver) {
   return even ? 2 : 3;
 }
 
-// Re-orders a naive lowering by the times of an eager run with unit costs. Every rank's
-// list is then sorted by one global key and every action's inputs have smaller keys, so
-// blocking p2p can always make progress: no deadlock under rendezvous semantics.
-StatusOr<ActionSchedule> OrderByTime(ActionSchedule naive, P2POrder order) {
+// Re-orders a naive lowering by the times of an eager run at `costs`. Every rank's list is
+// then sorted by one global key and every action's inputs have smaller keys, so blocking
+// p2p can always make progress: no deadlock under rendezvous semantics.
+StatusOr<ActionSchedule> OrderByTime(ActionSchedule naive, P2POrder order,
+                                     const ActionCosts& costs) {
   SimulationOptions options;
+  options.costs = costs;
   options.record_timeline = true;
   PW_ASSIGN_OR_RETURN(TimedResult run, SimulateTimed(naive, options));
   EdgeIndex edges(naive);
@@ -301,7 +303,7 @@ StatusOr<ActionSchedule> InsertP2P(const ActionSchedule& compute, const P2POptio
   });
   if (lowered) return AlreadyLowered();
   if (options.order == P2POrder::kNaive) return out;
-  return OrderByTime(std::move(out), options.order);
+  return OrderByTime(std::move(out), options.order, options.costs);
 }
 
 }  // namespace pw::pipeline

@@ -9,7 +9,8 @@
 //             stages first.
 //             Deadlock-free under eager (isend/irecv) semantics.
 //  * parity:  for blocking (rendezvous) p2p. Sends and recvs are placed in the order the
-//             transfers happen in an eager run of the schedule (unit costs), so that both
+//             transfers happen in an eager run of the schedule (at P2POptions::costs: unit
+//             costs unless the caller prices the stages), so that both
 //             ends of every transfer agree on its place; transfers at the same time go in
 //             Megatron's even/odd order (even ranks send to the next rank, receive from the
 //             previous, send to the previous, receive from the next; odd ranks receive from
@@ -45,6 +46,11 @@ struct P2POptions {
   // order=torch only: run PyTorch's `_merge_bw` first (drops idle cells and fuses an I
   // directly followed by its W into one B).
   bool merge_backward = false;
+  // order=parity and batched: the costs of the eager run whose transfer times order the
+  // sends and recvs. A schedule planned with other costs (zb-auto's W cheaper than F) runs
+  // its transfers in another order than unit costs give, and a batch that waits for a
+  // transfer due later holds the compute stream.
+  ActionCosts costs;
 };
 
 StatusOr<ActionSchedule> InsertP2P(const ActionSchedule& compute, const P2POptions& options);
