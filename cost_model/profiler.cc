@@ -72,21 +72,35 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
           .push_back(&op);
   }
   auto lookup = [&](const std::string& name) { return module.FindVar(name); };
-  for (const Program& p : module.programs()) {
-    auto local = [&](const std::string& name) { return module.FindVar(name, &p); };
-    for (const Op& op : p.ops()) {
-      Status s = AddDistinct(op, registry, local, seen, out);
-      if (!s.ok()) return s.WithContext(StrCat("program '", p.name(), "'"));
-    }
-  }
   std::set<std::string> grads =
       OptimizerGradients(optimizer_ops, other_ops, [&](const std::string& v) {
         const Var* decl = lookup(v);
         return decl && decl->persistable;
       });
+  // The ops as the executor runs them: a weight-gradient GEMM that adds into its gradient
+  // sum takes the sum as Acc, and a sum only such GEMMs finish has no separate add.
+  std::set<std::string> added;  // gradients the executor adds with its own op
+  for (const Program& p : module.programs()) {
+    auto local = [&](const std::string& name) { return module.FindVar(name, &p); };
+    for (size_t i = 0; i < p.ops().size(); ++i) {
+      const Op& op = p.ops()[i];
+      bool fused = false;
+      op.ForEachOutput([&](const std::string& v) {
+        if (!grads.count(v)) return;
+        const Var* decl = local(v);
+        if (decl && FusesGradAccumulation(p, i, *decl))
+          fused = true;
+        else
+          added.insert(v);
+      });
+      Status s = AddDistinct(fused ? WithAccumulator(op) : op, registry, local, seen, out);
+      if (!s.ok()) return s.WithContext(StrCat("program '", p.name(), "'"));
+    }
+  }
   for (const std::string& g : grads) {
-    PW_RETURN_IF_ERROR(
-        AddDistinct(AddedWorkOp(WorkKind::kAccumulate, g), registry, lookup, seen, out));
+    if (added.count(g))
+      PW_RETURN_IF_ERROR(
+          AddDistinct(AddedWorkOp(WorkKind::kAccumulate, g), registry, lookup, seen, out));
     PW_RETURN_IF_ERROR(
         AddDistinct(AddedWorkOp(WorkKind::kGradScale, g), registry, lookup, seen, out));
   }

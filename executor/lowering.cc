@@ -91,6 +91,15 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
   const Job& job = *seq_.jobs[item.job];
   switch (item.kind) {
     case WorkKind::kOp: {
+      if (item.accumulate_into >= 0) {  // the GEMM adds into the gradient sum itself
+        const Op& fused = out_->synthetic_ops.emplace_back(WithAccumulator(seq_.op(item)));
+        const std::string& grad = fused.outputs[0].vars[0];
+        ValueSlot* acc = slots_[item.accumulate_into];
+        FillKernel(instr, fused, item, [&](const std::string& v) {
+          return v == grad ? acc : slots_[seq_.SlotOf(item, v)];
+        });
+        break;
+      }
       auto resolve = [&](const std::string& v) { return slots_[seq_.SlotOf(item, v)]; };
       FillKernel(instr, seq_.op(item), item, resolve);
       if (const SeqSlot& block = seq_.slots[item.writes.front()]; block.view_of >= 0) {

@@ -454,7 +454,17 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
         PW_ASSIGN_OR_RETURN(int value, SlotFor(var, *name, table, program, vars));
         if (IsGrad(var)) {
           PW_ASSIGN_OR_RETURN(int acc, SlotFor(var, *name, kStepTable, program, vars));
-          attach(WorkKind::kAccumulate, value, {acc, value}, {acc});
+          if (const SeqSlot& v = seq_.slots[value];
+              v.decl && FusesGradAccumulation(program, o, *v.decl)) {
+            // The GEMM adds into the sum itself: it writes (and reads) the sum, not the
+            // micro-batch's value, which no item then holds.
+            WorkItem& gemm = seq_.items[id];
+            std::replace(gemm.writes.begin(), gemm.writes.end(), value, acc);
+            AppendDistinct(gemm.reads, acc);
+            gemm.accumulate_into = acc;
+          } else {
+            attach(WorkKind::kAccumulate, value, {acc, value}, {acc});
+          }
           auto final_write = final_write_.find(var);
           if (reduce_in_backward_ && !self_reduced_.count(*name) &&
               final_write != final_write_.end() &&
@@ -583,6 +593,31 @@ std::set<std::string> OptimizerGradients(
       if (written.count(v) && !is_persistable(v)) grads.insert(v);
     });
   return grads;
+}
+
+bool FusesGradAccumulation(const Program& program, size_t op_index, const Var& grad) {
+  const std::vector<Op>& ops = program.ops();
+  if (op_index >= ops.size()) return false;
+  const Op& op = ops[op_index];
+  if (op.type != "matmul_weight_grad" || grad.dtype != DataType::kFloat32 ||
+      op.outputs.size() != 1 || op.outputs[0].vars != std::vector<std::string>{grad.name} ||
+      op.FindInput("Acc"))
+    return false;
+  for (size_t i = op_index + 1; i < ops.size(); ++i) {  // the last to touch it
+    if (ops[i].role == OpRole::kOptimize) continue;     // reads the sum, not the value
+    bool touches = false;
+    auto is_grad = [&](const std::string& v) { touches |= v == grad.name; };
+    ops[i].ForEachInput(is_grad);
+    ops[i].ForEachOutput(is_grad);
+    if (touches) return false;
+  }
+  return true;
+}
+
+Op WithAccumulator(const Op& op) {
+  Op fused = op;
+  fused.SetInput("Acc", {op.outputs[0].vars[0]});
+  return fused;
 }
 
 Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale) {

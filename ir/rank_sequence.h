@@ -78,6 +78,10 @@ struct WorkItem {
   // The item whose events cover this one: itself for ops and transfers, its op for attached
   // work, -1 for step-level work (which the executor orders by itself).
   int carrier = -1;
+  // kOp: the gradient sum the op adds its result into itself (the weight-gradient GEMM's
+  // Acc, FusesGradAccumulation), in place of a kAccumulate after it; -1: none. Its writes
+  // and reads then hold that slot instead of the micro-batch's value.
+  int accumulate_into = -1;
   std::vector<int> reads, writes;  // distinct slots
   std::vector<int> feeds;          // fed slots read here for the first time
   std::vector<int> wait_events;    // SeqEvents waited on before it runs
@@ -133,6 +137,17 @@ StatusOr<RankSequence> BuildRankSequence(const Module& module, int rank,
 std::set<std::string> OptimizerGradients(
     const std::vector<const Op*>& optimizer_ops, const std::vector<const Op*>& other_ops,
     const std::function<bool(const std::string&)>& is_persistable);
+
+// Whether op `op_index` of `program`, which finishes a micro-batch's gradient `grad`, adds
+// it into the gradient sum itself instead of a separate kAccumulate: a weight-gradient GEMM
+// writing f32 (matmul_weight_grad with Acc: Megatron's gradient-accumulation fusion, one
+// pass over the gradient fewer per micro-batch) whose result nothing later in the program
+// reads or writes (the optimizer's ops read the sum). Same bits either way: the GEMM adds
+// its finished product to the sum.
+bool FusesGradAccumulation(const Program& program, size_t op_index, const Var& grad);
+// The op such a GEMM runs as: the program's op with the sum as Acc (named like the gradient,
+// whose slot it takes).
+Op WithAccumulator(const Op& op);
 
 // The op the executor runs for a piece of its own work: `add` (X = Y = Out = grad) for
 // kAccumulate, `c_allreduce_sum` over dp for kGradAllReduce, `scale` by `scale` otherwise.

@@ -119,6 +119,8 @@ class RankLowerer {
   std::map<const Op*, OpPrice> prices_;  // every job of a program runs the same ops
   // The executor's own ops, one per (kind, var): priced once, kept alive for the cache.
   std::map<std::pair<WorkKind, int>, Op> added_;
+  // The GEMMs that add into their gradient sums, by the program's op (WithAccumulator).
+  std::map<const Op*, Op> fused_;
   // (peer, backward, micro-batch, var) of the rank's transfers, each moved once.
   std::set<std::tuple<int, bool, int, int, bool>> transfers_;
 };
@@ -199,9 +201,14 @@ Status RankLowerer::Lower(int i) {
   const Program& program = seq_.program(item);
   switch (item.kind) {
     case WorkKind::kOp: {
-      const Op& op = seq_.op(item);
-      instr.name = op.type;
-      Status s = LowerOp(i, op, program, instr);
+      const Op* op = &seq_.op(item);
+      if (item.accumulate_into >= 0) {  // priced with the sum it reads as Acc
+        auto [it, inserted] = fused_.try_emplace(op);
+        if (inserted) it->second = WithAccumulator(*op);
+        op = &it->second;
+      }
+      instr.name = op->type;
+      Status s = LowerOp(i, *op, program, instr);
       if (!s.ok()) return s.WithContext(StrCat(seq_.Describe(i), " on rank ", rank_));
       break;
     }

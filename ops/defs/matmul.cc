@@ -144,7 +144,15 @@ Status InferMatmulWeightGrad(InferContext& ctx) {
   }
   int64_t n = g[r - 1];
   PW_ASSIGN_OR_RETURN(DataType out, WeightGradDtype(ctx, dtype));
-  ctx.SetOutput(GradVarName("Y"), {out, ty ? Shape{n, k} : Shape{k, n}});
+  const Shape dy = ty ? Shape{n, k} : Shape{k, n};
+  if (ctx.HasInput("Acc")) {
+    const TensorType& acc = ctx.Input("Acc");
+    if (out != DataType::kFloat32 || acc.dtype != DataType::kFloat32)
+      return InvalidArgument(ctx.op().type, ": Acc adds into an f32 gradient (",
+                             DataTypeName(acc.dtype), " Acc, ", DataTypeName(out), " Y@GRAD)");
+    if (acc.shape != dy) return Mismatch(ctx, "Acc", acc.shape, GradVarName("Y"), dy, "same shape");
+  }
+  ctx.SetOutput(GradVarName("Y"), {out, dy});
   return OkStatus();
 }
 
@@ -175,8 +183,10 @@ void RegisterMatmulOps(OpRegistry& registry) {
   registry.Register(OpDef{
       .type = "matmul_weight_grad",
       .summary = "Y@GRAD of matmul with a 2-D Y: flatten(op(X))^T · flatten(Out@GRAD); "
-                 "out_dtype=f32 writes the f32 sums of 16-bit operands",
-      .inputs = {{"X"}, {GradVarName("Out")}},
+                 "out_dtype=f32 writes the f32 sums of 16-bit operands; with Acc (f32), "
+                 "Y@GRAD = Acc + that product, the bits of a separate add (the executors' "
+                 "gradient accumulation fused into the GEMM)",
+      .inputs = {{"X"}, {GradVarName("Out")}, {"Acc", false, /*optional=*/true}},
       .outputs = {{GradVarName("Y")}},
       .attrs = {DefaultAttr("trans_x", false), DefaultAttr("trans_y", false),
                 DefaultAttr(kOutDtypeAttr, std::string())},

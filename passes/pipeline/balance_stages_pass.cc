@@ -77,14 +77,23 @@ class StageBalancer {
                                   "from (origin '", op.origin,
                                   "'): build the training program with append-backward");
       if (op.role != OpRole::kOptimize) {
-        PW_RETURN_IF_ERROR(AddSeconds(op, it->second));
-        // The executor adds every micro-batch's parameter gradient into its sum: work of
-        // the unit that makes the gradient (as the simulator counts it).
-        for (const Slot& slot : op.outputs)
-          for (const std::string& v : slot.vars)
-            if (const Var* param = program_.FindVar(ForwardVarName(v));
-                IsGradVarName(v) && param && param->is_parameter)
-              PW_RETURN_IF_ERROR(AddSeconds(AddedWorkOp(WorkKind::kAccumulate, v), it->second));
+        // The executor adds every micro-batch's parameter gradient into its sum, or the
+        // weight-gradient GEMM that makes it does: work of the unit that makes the gradient
+        // (as the simulator counts it).
+        std::vector<std::string> added;
+        bool fused = false;
+        op.ForEachOutput([&](const std::string& v) {
+          const Var* param = program_.FindVar(ForwardVarName(v));
+          if (!IsGradVarName(v) || !param || !param->is_parameter) return;
+          if (const Var* grad = program_.FindVar(v);
+              grad && FusesGradAccumulation(program_, i, *grad))
+            fused = true;
+          else
+            added.push_back(v);
+        });
+        PW_RETURN_IF_ERROR(AddSeconds(fused ? WithAccumulator(op) : op, it->second));
+        for (const std::string& v : added)
+          PW_RETURN_IF_ERROR(AddSeconds(AddedWorkOp(WorkKind::kAccumulate, v), it->second));
       }
       // split-program puts a communication op with the work before it on its stage: a stage
       // whose backward would start with one (the gradient all-reduce of a c_identity) must

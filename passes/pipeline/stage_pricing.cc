@@ -28,16 +28,25 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
       seconds += price->seconds;
       return OkStatus();
     };
-    for (const Op& op : program->ops()) {
-      PW_RETURN_IF_ERROR(add(op));
+    const std::vector<Op>& ops = program->ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
       // The executor adds each micro-batch's parameter gradient into its sum right after
-      // the op that makes it: work of that program (as the simulator counts it).
-      if (kind == kForwardKind) continue;
-      for (const Slot& slot : op.outputs)
-        for (const std::string& v : slot.vars)
-          if (const Var* param = lookup(ForwardVarName(v));
-              IsGradVarName(v) && param && param->is_parameter)
-            PW_RETURN_IF_ERROR(add(AddedWorkOp(WorkKind::kAccumulate, v)));
+      // the op that makes it, or that op (a weight-gradient GEMM) adds it itself: work of
+      // that program, as the simulator counts it.
+      std::vector<std::string> added;
+      bool fused = false;
+      if (kind != kForwardKind)
+        ops[i].ForEachOutput([&](const std::string& v) {
+          const Var* param = lookup(ForwardVarName(v));
+          if (!IsGradVarName(v) || !param || !param->is_parameter) return;
+          if (const Var* grad = lookup(v); grad && FusesGradAccumulation(*program, i, *grad))
+            fused = true;
+          else
+            added.push_back(v);
+        });
+      PW_RETURN_IF_ERROR(add(fused ? WithAccumulator(ops[i]) : ops[i]));
+      for (const std::string& v : added)
+        PW_RETURN_IF_ERROR(add(AddedWorkOp(WorkKind::kAccumulate, v)));
     }
     if (kind == kForwardKind) {
       f[stage] = seconds;

@@ -6,6 +6,7 @@
 // training agrees within f32 rounding; two runs of one dp plan agree bit for bit. Ranks
 // run as threads; tests/cli/data_parallel_cli_test.sh repeats this over Gloo processes.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -178,7 +179,8 @@ TEST(OverlapGradReduceTest, BitIdenticalToTheReductionBeforeTheOptimizer) {
 }
 
 // Where the reductions go: every gradient of the rank once, on dp_comm, after the last
-// accumulation of that gradient and before the optimizer job; none before the optimizer.
+// accumulation of that gradient (an add of the executor's, or a weight-gradient GEMM that
+// adds into the sum itself) and before the optimizer job; none before the optimizer.
 TEST(OverlapGradReduceTest, EachSumIsReducedAfterItsLastAccumulation) {
   auto m = WithPasses(Gpt({2, 1, 2}), "overlap-grad-reduce");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -186,10 +188,15 @@ TEST(OverlapGradReduceTest, EachSumIsReducedAfterItsLastAccumulation) {
     auto seq = BuildRankSequence(*m, rank);
     ASSERT_TRUE(seq.ok()) << seq.status().ToString();
     std::map<int, int> last_accumulate, reduce;  // slot -> item
-    int optimizer = -1;
+    int optimizer = -1, fused = 0, added = 0;
     for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
       const WorkItem& item = seq->items[i];
-      if (item.kind == WorkKind::kAccumulate) last_accumulate[item.writes.front()] = i;
+      if (item.kind == WorkKind::kAccumulate) last_accumulate[item.writes.front()] = i, ++added;
+      if (item.accumulate_into >= 0) {
+        EXPECT_EQ(seq->op(item).type, "matmul_weight_grad") << seq->Describe(i);
+        EXPECT_THAT(item.writes, ::testing::Contains(item.accumulate_into));
+        last_accumulate[item.accumulate_into] = i, ++fused;
+      }
       if (item.kind == WorkKind::kGradAllReduce) {
         EXPECT_EQ(item.stream, StreamType::kDpComm);
         EXPECT_TRUE(reduce.emplace(item.slot, i).second) << seq->Describe(i);
@@ -197,6 +204,8 @@ TEST(OverlapGradReduceTest, EachSumIsReducedAfterItsLastAccumulation) {
       if (optimizer < 0 && seq->jobs[item.job]->kind == JobKind::kOptimizer) optimizer = i;
     }
     ASSERT_GE(optimizer, 0);
+    EXPECT_GT(fused, 0) << "rank " << rank;  // the linear weights' GEMMs
+    EXPECT_GT(added, 0) << "rank " << rank;  // biases and norms
     EXPECT_EQ(reduce.size(), seq->grads.size()) << "rank " << rank;
     EXPECT_EQ(reduce.size(), last_accumulate.size());
     for (const auto& [slot, i] : reduce) {
@@ -305,6 +314,7 @@ TEST(DistributedOptimizerPassTest, ReduceScattersStartInTheBackwardWithOverlapGr
       const WorkItem& item = seq->items[i];
       EXPECT_NE(item.kind, WorkKind::kGradAllReduce) << seq->Describe(i);  // all sharded
       if (item.kind == WorkKind::kAccumulate) last_accumulate[item.writes.front()] = i;
+      if (item.accumulate_into >= 0) last_accumulate[item.accumulate_into] = i;
       const bool in_optimizer = seq->jobs[item.job]->kind == JobKind::kOptimizer;
       if (item.kind != WorkKind::kOp || !in_optimizer) continue;
       if (seq->op(item).type == "c_reduce_scatter_sum") {

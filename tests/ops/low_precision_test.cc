@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "ir/op_def.h"
 #include "ops/kernel.h"
@@ -333,6 +334,55 @@ TEST(LowPrecisionKernels, WeightGradInF32IsTheUnroundedSum) {
     for (int i = 0; i < 16 * 12; ++i) differ += w32.f32()[i] != rounded.f32()[i];
     EXPECT_GT(differ, 0);
   }
+}
+
+// With Acc (the executors' gradient sum), Y@GRAD = Acc + the f32 product, the bits of the
+// separate add it replaces, in place or not; only into an f32 gradient of Acc's shape.
+TEST(LowPrecisionKernels, WeightGradAddsItsFinishedProductToAcc) {
+  TensorEnv env;
+  env.Set("x", Narrow(RandomTensor({2, 8, 16}, 41), DataType::kBFloat16));
+  env.Set("g", Narrow(RandomTensor({2, 8, 12}, 42), DataType::kBFloat16));
+  env.Set("acc", RandomTensor({16, 12}, 43));
+  env.Set("in_place", *env.Find("acc"));
+  auto grad = [](const char* out, const char* acc) {
+    Op op = MakeOp("matmul_weight_grad", {{"X", {"x"}}, {GradVarName("Out"), {"g"}}},
+                   {{GradVarName("Y"), {out}}});
+    op.SetAttr("out_dtype", std::string("f32"));
+    if (acc) op.SetInput("Acc", {acc});
+    return op;
+  };
+  ASSERT_TRUE(RunOps({grad("p", nullptr),
+                      MakeOp("add", {{"X", {"acc"}}, {"Y", {"p"}}}, {{"Out", {"separate"}}}),
+                      grad("fused", "acc"), grad("in_place", "in_place")},
+                     env)
+                  .ok());
+  const size_t bytes = 16 * 12 * sizeof(float);
+  EXPECT_EQ(std::memcmp(env.Find("fused")->f32(), env.Find("separate")->f32(), bytes), 0);
+  EXPECT_EQ(std::memcmp(env.Find("in_place")->f32(), env.Find("separate")->f32(), bytes), 0);
+
+  const OpDef* def = ops::Registry().Find("matmul_weight_grad");
+  ASSERT_NE(def, nullptr);
+  auto infer = [&](const Op& op, DataType acc, Shape acc_shape) {
+    std::map<std::string, Var> vars;
+    for (const auto& [name, dtype, shape] : {std::tuple{"x", DataType::kBFloat16, Shape{2, 8, 16}},
+                                             std::tuple{"g", DataType::kBFloat16, Shape{2, 8, 12}},
+                                             std::tuple{"acc", acc, acc_shape}}) {
+      Var& v = vars[name];
+      v.name = name, v.dtype = dtype, v.shape = shape;
+    }
+    return InferOpTypes(*def, op, [&](const std::string& v) -> const Var* {
+      auto it = vars.find(v);
+      return it == vars.end() ? nullptr : &it->second;
+    });
+  };
+  EXPECT_TRUE(infer(grad("o", "acc"), DataType::kFloat32, {16, 12}).ok());
+  StatusOr<InferContext> narrow_acc = infer(grad("o", "acc"), DataType::kBFloat16, {16, 12});
+  ASSERT_FALSE(narrow_acc.ok());
+  EXPECT_THAT(narrow_acc.status().message(), HasSubstr("Acc adds into an f32 gradient"));
+  EXPECT_FALSE(infer(grad("o", "acc"), DataType::kFloat32, {12, 16}).ok());
+  Op low_out = grad("o", "acc");
+  low_out.attrs.Set("out_dtype", std::string());
+  EXPECT_FALSE(infer(low_out, DataType::kFloat32, {16, 12}).ok());
 }
 
 TEST(LowPrecisionKernels, EmbeddingGathersLowRowsAndFillsLowValues) {

@@ -98,8 +98,8 @@ TEST(BalanceStagesTest, EvensOutTheGpt67BOnTheH100) {
                                 "h100");
   ASSERT_TRUE(run.status.ok()) << run.status.ToString();
   std::vector<double> before = Stages(run, "before", 4), after = Stages(run, "after", 4);
-  // Whole layers leave the last stage (head, loss) about 10 % above the others.
-  EXPECT_GT(*std::max_element(before.begin(), before.end()), 1.08 * before[0]);
+  // Whole layers leave the last stage (head, loss) about 8 % above the others.
+  EXPECT_GT(*std::max_element(before.begin(), before.end()), 1.06 * before[0]);
   const double estimated_mean = std::accumulate(after.begin(), after.end(), 0.0) / 4;
   EXPECT_LT(*std::max_element(after.begin(), after.end()), 1.01 * estimated_mean);
   // The re-staged module, priced afresh, is balanced, and its slowest stage is faster than

@@ -27,14 +27,25 @@ Status Matmul(KernelContext& ctx) {
   return OkStatus();
 }
 
-// dY = sum_b op(X_b)^T · G_b, or its transpose when trans_y.
+// dY = sum_b op(X_b)^T · G_b, or its transpose when trans_y; with Acc, dY = Acc + that
+// sum, added after it is complete (the bits of the executor's separate accumulation).
 Status MatmulWeightGrad(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   const Tensor& g = *ctx.In(GradVarName("Out"));
   Tensor& dy = *ctx.Out(GradVarName("Y"));
+  const Tensor* acc = ctx.In("Acc");
   bool tx = ctx.attrs().GetBool("trans_x");
   bool ty = ctx.attrs().GetBool("trans_y");
-  RunGemm(MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), dy.f32()));
+  if (!acc) {
+    RunGemm(MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), dy.f32()));
+    return OkStatus();
+  }
+  Tensor sum(DataType::kFloat32, dy.shape());
+  RunGemm(MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), sum.f32()));
+  const float* a = acc->f32();  // may be dY itself
+  const float* p = sum.f32();
+  float* out = dy.f32();
+  for (int64_t i = 0; i < dy.numel(); ++i) out[i] = a[i] + p[i];
   return OkStatus();
 }
 

@@ -68,15 +68,38 @@ Status Matmul(KernelContext& ctx) {
   return IsLowPrecision(x.dtype()) ? RunGemmLow(g, x.dtype(), out.dtype()) : RunGemm(g);
 }
 
-// dY = sum_b op(X_b)^T · G_b, or its transpose when trans_y.
+// dY = sum_b op(X_b)^T · G_b, or its transpose when trans_y; with Acc (f32), dY = Acc +
+// that sum. One GEMM over the whole product (no sum over batches) adds Acc in cuBLAS's
+// epilogue (beta = 1: the f32 product plus Acc, rounded once, as a separate add rounds it);
+// a sum over batches is completed in a scratch first and then added.
 Status MatmulWeightGrad(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   const Tensor& g = *ctx.In(GradVarName("Out"));
   Tensor& dy = *ctx.Out(GradVarName("Y"));
+  const Tensor* acc = ctx.In("Acc");
   bool tx = ctx.attrs().GetBool("trans_x");
   bool ty = ctx.attrs().GetBool("trans_y");
   StridedGemm p = MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), dy.f32());
-  return IsLowPrecision(x.dtype()) ? RunGemmLow(p, x.dtype(), dy.dtype()) : RunGemm(p);
+  auto run = [&](const StridedGemm& gemm) {
+    return IsLowPrecision(x.dtype()) ? RunGemmLow(gemm, x.dtype(), dy.dtype()) : RunGemm(gemm);
+  };
+  if (!acc) return run(p);
+  const cudaStream_t stream = CurrentLaunch().stream;
+  const int64_t bytes = dy.numel() * int64_t{sizeof(float)};
+  if (!p.accumulate && p.batch == 1) {
+    if (acc->f32() != dy.f32())
+      PW_RETURN_IF_ERROR(CudaCheck(
+          cudaMemcpyAsync(dy.f32(), acc->f32(), bytes, cudaMemcpyDeviceToDevice, stream), "Acc"));
+    if (IsLowPrecision(x.dtype()))
+      return GemmEx(x.dtype(), DataType::kFloat32, p.trans_a, p.trans_b, p.m, p.n, p.k, 1, p.a,
+                    p.lda, p.b, p.ldb, 1, p.c, p.ldc);
+    return Gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1, p.a, p.lda, p.b, p.ldb, 1, p.c, p.ldc);
+  }
+  PW_ASSIGN_OR_RETURN(Scratch sum, Scratch::Make(bytes));
+  p.c = static_cast<float*>(sum.get());
+  PW_RETURN_IF_ERROR(run(p));
+  LaunchAdd(acc->f32(), p.c, dy.f32(), dy.numel(), stream);
+  return OkStatus();
 }
 
 }  // namespace
