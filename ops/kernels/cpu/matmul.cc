@@ -5,6 +5,8 @@
 
 #include "ops/defs/matmul_gemm.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/parallel_for.h"
+#include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
 namespace {
@@ -45,7 +47,8 @@ Status MatmulWeightGrad(KernelContext& ctx) {
   const float* a = acc->f32();  // may be dY itself
   const float* p = sum.f32();
   float* out = dy.f32();
-  for (int64_t i = 0; i < dy.numel(); ++i) out[i] = a[i] + p[i];
+  ParallelFor(dy.numel(), kCheapGrain,
+              [&](int64_t b, int64_t e) { AddF32(a + b, p + b, out + b, e - b); });
   return OkStatus();
 }
 
