@@ -255,7 +255,10 @@ void Engine::Finish(int i) {
     double at = now_;
     if (next.stream != in.stream || next.rank != in.rank) {
       at += dev_.event_latency();
-      if (NodeBusy(next.rank)) at += dev_.busy_wake_latency();
+      // Waking another rank's thread on a node whose cores all compute waits for a core;
+      // a stream of the same rank takes the core the finishing stream's thread releases
+      // (or still spins on its event: the executor spins before it blocks).
+      if (next.rank != in.rank && NodeBusy(next.rank)) at += dev_.busy_wake_latency();
     }
     earliest_[s] = std::max(earliest_[s], at);
     if (--pending_[s] == 0) Ready(s);

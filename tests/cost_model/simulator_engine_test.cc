@@ -177,23 +177,26 @@ TEST(SimulatorEngine, ACollectiveWaitsForItsStragglers) {
 }
 
 TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
-  // Rank 0: a 1 s op on the compute stream, then an op on mp_comm that waits for it;
-  // rank 1 keeps the node's only core busy for 3 s.
-  GraphBuilder b(2);
+  // Rank 0: a 1 s op on the compute stream, then an op on mp_comm that waits for it, and
+  // rank 1 an op that waits for it too; rank 2 keeps the node's only core busy for 3 s.
+  GraphBuilder b(3);
   int first = b.Compute(0, 1.0);
-  int waiter = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 1.0, {first});
-  b.Compute(1, 3.0);
+  int same_rank = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 1.0, {first});
+  int other_rank = b.Compute(1, 1.0, {first});
+  b.Compute(2, 3.0);
   DeviceSpec d = Cores(0);
   d.set_busy_wake_latency(0.25);
   auto free = Simulate(b.graph(), d);
-  EXPECT_NEAR(free->timeline[waiter].start, 1.0, 1e-9);  // no cores modelled: no wait
-  d.set_cores_per_node(2);
+  EXPECT_NEAR(free->timeline[other_rank].start, 1.0, 1e-9);  // no cores modelled: no wait
+  d.set_cores_per_node(3);
   auto idle = Simulate(b.graph(), d);
-  EXPECT_NEAR(idle->timeline[waiter].start, 1.0, 1e-9);  // a core is free: no wait
+  EXPECT_NEAR(idle->timeline[other_rank].start, 1.0, 1e-9);  // a core is free: no wait
   d.set_cores_per_node(1);
   auto busy = Simulate(b.graph(), d);
-  // Two threads on one core: the first op ends at 2 s, the waiter wakes 0.25 s later.
-  EXPECT_NEAR(busy->timeline[waiter].start, 2.25, 1e-9);
+  // Two threads on one core: the first op ends at 2 s. Another rank's thread wakes 0.25 s
+  // later; a stream of the same rank takes the core the first op's thread releases.
+  EXPECT_NEAR(busy->timeline[other_rank].start, 2.25, 1e-9);
+  EXPECT_NEAR(busy->timeline[same_rank].start, 2.0, 1e-9);
 }
 
 TEST(SimulatorEngine, ShortTransfersLateInALongStepFinish) {
