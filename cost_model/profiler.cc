@@ -83,17 +83,11 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
   for (const Program& p : module.programs()) {
     auto local = [&](const std::string& name) { return module.FindVar(name, &p); };
     for (size_t i = 0; i < p.ops().size(); ++i) {
-      const Op& op = p.ops()[i];
-      bool fused = false;
-      op.ForEachOutput([&](const std::string& v) {
-        if (!grads.count(v)) return;
-        const Var* decl = local(v);
-        if (decl && FusesGradAccumulation(p, i, *decl))
-          fused = true;
-        else
-          added.insert(v);
+      const ExecutedOp run = ExecutedForm(p, i, [&](const std::string& v) -> const Var* {
+        return grads.count(v) ? local(v) : nullptr;
       });
-      Status s = AddDistinct(fused ? WithAccumulator(op) : op, registry, local, seen, out);
+      added.insert(run.added.begin(), run.added.end());
+      Status s = AddDistinct(run.op, registry, local, seen, out);
       if (!s.ok()) return s.WithContext(StrCat("program '", p.name(), "'"));
     }
   }

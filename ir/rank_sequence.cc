@@ -620,6 +620,23 @@ Op WithAccumulator(const Op& op) {
   return fused;
 }
 
+ExecutedOp ExecutedForm(const Program& program, size_t op_index,
+                        const std::function<const Var*(const std::string&)>& summed) {
+  const Op& op = program.ops()[op_index];
+  ExecutedOp out;
+  bool fused = false;
+  op.ForEachOutput([&](const std::string& v) {
+    const Var* grad = summed(v);
+    if (!grad) return;
+    if (FusesGradAccumulation(program, op_index, *grad))
+      fused = true;
+    else
+      out.added.push_back(v);
+  });
+  out.op = fused ? WithAccumulator(op) : op;
+  return out;
+}
+
 Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale) {
   Op op;
   switch (kind) {

@@ -149,6 +149,18 @@ bool FusesGradAccumulation(const Program& program, size_t op_index, const Var& g
 // whose slot it takes).
 Op WithAccumulator(const Op& op);
 
+// What the executor runs for op `op_index` of `program` in a micro-batch's job, for the
+// passes and the profiler that price it: the op itself or its WithAccumulator form, and the
+// gradients it writes that the executor then adds into their sums with an op of its own
+// (AddedWorkOp kAccumulate). `summed` gives the declaration of a var that is a gradient the
+// executor sums, nullptr for any other.
+struct ExecutedOp {
+  Op op;
+  std::vector<std::string> added;
+};
+ExecutedOp ExecutedForm(const Program& program, size_t op_index,
+                        const std::function<const Var*(const std::string&)>& summed);
+
 // The op the executor runs for a piece of its own work: `add` (X = Y = Out = grad) for
 // kAccumulate, `c_allreduce_sum` over dp for kGradAllReduce, `scale` by `scale` otherwise.
 Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale = 1.0);

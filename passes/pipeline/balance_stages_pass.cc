@@ -80,19 +80,12 @@ class StageBalancer {
         // The executor adds every micro-batch's parameter gradient into its sum, or the
         // weight-gradient GEMM that makes it does: work of the unit that makes the gradient
         // (as the simulator counts it).
-        std::vector<std::string> added;
-        bool fused = false;
-        op.ForEachOutput([&](const std::string& v) {
+        const ExecutedOp run = ExecutedForm(program_, i, [&](const std::string& v) -> const Var* {
           const Var* param = program_.FindVar(ForwardVarName(v));
-          if (!IsGradVarName(v) || !param || !param->is_parameter) return;
-          if (const Var* grad = program_.FindVar(v);
-              grad && FusesGradAccumulation(program_, i, *grad))
-            fused = true;
-          else
-            added.push_back(v);
+          return IsGradVarName(v) && param && param->is_parameter ? program_.FindVar(v) : nullptr;
         });
-        PW_RETURN_IF_ERROR(AddSeconds(fused ? WithAccumulator(op) : op, it->second));
-        for (const std::string& v : added)
+        PW_RETURN_IF_ERROR(AddSeconds(run.op, it->second));
+        for (const std::string& v : run.added)
           PW_RETURN_IF_ERROR(AddSeconds(AddedWorkOp(WorkKind::kAccumulate, v), it->second));
       }
       // split-program puts a communication op with the work before it on its stage: a stage

@@ -34,10 +34,9 @@ class OrderCommPass : public Pass {
     pipeline::CommOrderOptions options;
     PW_ASSIGN_OR_RETURN(options.semantics, ParseCommSemantics(semantics.value()));
     // The cost model's stage costs, each F, B, W and comm given replacing its figure.
-    const pipeline::GivenStageCosts given{forward_cost.optional(), backward_cost.optional(),
-                                          weight_cost.optional(), comm_cost.optional()};
-    PW_ASSIGN_OR_RETURN(options.costs, pipeline::PlanningCosts(module, stages, context, given,
-                                                               name(), /*defaults=*/nullptr));
+    PW_ASSIGN_OR_RETURN(options.costs,
+                        pipeline::PlanningCosts(module, stages, context, costs.Given(), name(),
+                                                /*defaults=*/nullptr));
     options.max_evaluations = max_evaluations.value();
     PW_ASSIGN_OR_RETURN(pipeline::CommOrderResult result,
                         pipeline::SearchCommOrder(schedule, options));
@@ -59,14 +58,7 @@ class OrderCommPass : public Pass {
                                 "eager (isend/irecv)",
                                 "rendezvous",
                                 {"rendezvous", "eager"}};
-  // No defaults: the cost model prices what the user does not give.
-  Option<double> forward_cost{this, "F", "forward cost per stage (default: the cost model's)"};
-  Option<double> backward_cost{this, "B",
-                               "input-gradient cost per stage (default: the cost model's)"};
-  Option<double> weight_cost{this, "W",
-                             "weight-gradient cost per stage (default: the cost model's)"};
-  Option<double> comm_cost{this, "comm",
-                           "latency of a cross-rank edge (default: the cost model's)"};
+  pipeline::StageCostOptions costs{this, "", ""};
   Option<int> max_evaluations{this, "max-evals", "simulations the search may run", 5000};
 };
 

@@ -64,11 +64,9 @@ class SchedulePass : public Pass {
       // The kinds that plan by cost price the stages with the cost model when one is
       // attached (as the Zero Bubble paper's search plans with profiled F, B, W and comm),
       // else F = B = W = 1 and comm = 0; each figure given replaces its price.
-      const pipeline::GivenStageCosts given{forward_cost.optional(), backward_cost.optional(),
-                                            weight_cost.optional(), comm_cost.optional()};
       const ActionCosts unit;
-      PW_ASSIGN_OR_RETURN(spec.costs,
-                          pipeline::PlanningCosts(module, stages, context, given, name(), &unit));
+      PW_ASSIGN_OR_RETURN(spec.costs, pipeline::PlanningCosts(module, stages, context,
+                                                              costs.Given(), name(), &unit));
       if (context.Find<cost::Estimator>()) {
         context.AddStatistic("priced-F-us", static_cast<int64_t>(1e3 * spec.costs.forward + 0.5));
         context.AddStatistic("priced-B-us", static_cast<int64_t>(1e3 * spec.costs.backward + 0.5));
@@ -124,15 +122,7 @@ class SchedulePass : public Pass {
                            0.0};
   Option<double> w_mem{this, "w-mem", "memory a W releases, as a fraction of M_B", 0.5};
   Option<std::string> file{this, "file", "the PyTorch schedule CSV of kind=csv", ""};
-  // No defaults: the cost model prices what the user does not give (else 1, 1, 1, 0).
-  Option<double> forward_cost{
-      this, "F", "forward cost per stage (zb-h2, zb-auto; default: the cost model's, else 1)"};
-  Option<double> backward_cost{this, "B",
-                               "input-gradient cost per stage (default: the cost model's, else 1)"};
-  Option<double> weight_cost{this, "W",
-                             "weight-gradient cost per stage (default: the cost model's, else 1)"};
-  Option<double> comm_cost{this, "comm",
-                           "latency of a cross-rank edge (default: the cost model's, else 0)"};
+  pipeline::StageCostOptions costs{this, "1", "0"};  // zb-h2 and zb-auto plan with them
 };
 
 }  // namespace

@@ -28,24 +28,18 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
       seconds += price->seconds;
       return OkStatus();
     };
-    const std::vector<Op>& ops = program->ops();
-    for (size_t i = 0; i < ops.size(); ++i) {
-      // The executor adds each micro-batch's parameter gradient into its sum right after
-      // the op that makes it, or that op (a weight-gradient GEMM) adds it itself: work of
-      // that program, as the simulator counts it.
-      std::vector<std::string> added;
-      bool fused = false;
-      if (kind != kForwardKind)
-        ops[i].ForEachOutput([&](const std::string& v) {
-          const Var* param = lookup(ForwardVarName(v));
-          if (!IsGradVarName(v) || !param || !param->is_parameter) return;
-          if (const Var* grad = lookup(v); grad && FusesGradAccumulation(*program, i, *grad))
-            fused = true;
-          else
-            added.push_back(v);
-        });
-      PW_RETURN_IF_ERROR(add(fused ? WithAccumulator(ops[i]) : ops[i]));
-      for (const std::string& v : added)
+    // The executor adds each micro-batch's parameter gradient into its sum right after
+    // the op that makes it, or that op (a weight-gradient GEMM) adds it itself: work of
+    // that program, as the simulator counts it.
+    auto summed = [&](const std::string& v) -> const Var* {
+      const Var* param = lookup(ForwardVarName(v));
+      return kind != kForwardKind && IsGradVarName(v) && param && param->is_parameter ? lookup(v)
+                                                                                      : nullptr;
+    };
+    for (size_t i = 0; i < program->ops().size(); ++i) {
+      const ExecutedOp run = ExecutedForm(*program, i, summed);
+      PW_RETURN_IF_ERROR(add(run.op));
+      for (const std::string& v : run.added)
         PW_RETURN_IF_ERROR(add(AddedWorkOp(WorkKind::kAccumulate, v)));
     }
     if (kind == kForwardKind) {
@@ -89,6 +83,20 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
   }
   return costs;
 }
+
+namespace {
+std::string DefaultText(std::string_view otherwise) {
+  return StrCat("(default: the cost model's", otherwise.empty() ? "" : ", else ", otherwise, ")");
+}
+}  // namespace
+
+StageCostOptions::StageCostOptions(Pass* pass, std::string_view otherwise_compute,
+                                   std::string_view otherwise_comm)
+    : forward_(pass, "F", StrCat("forward cost per stage ", DefaultText(otherwise_compute))),
+      backward_(pass, "B",
+                StrCat("input-gradient cost per stage ", DefaultText(otherwise_compute))),
+      weight_(pass, "W", StrCat("weight-gradient cost per stage ", DefaultText(otherwise_compute))),
+      comm_(pass, "comm", StrCat("latency of a cross-rank edge ", DefaultText(otherwise_comm))) {}
 
 StatusOr<ActionCosts> PlanningCosts(const Module& module, const ModuleStages& stages,
                                     const PassContext& context, const GivenStageCosts& given,

@@ -9,7 +9,9 @@
 #include "cost_model/estimator.h"
 #include "ir/module.h"
 #include "ir/op_def.h"
+#include "passes/pass.h"
 #include "passes/pass_context.h"
+#include "passes/pass_option.h"
 #include "passes/pipeline/module_stages.h"
 #include "simulator/action_simulator.h"
 
@@ -25,6 +27,20 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
 // F, B, W and comm as the user gave them in a pass's options (F=, B=, W=, comm=).
 struct GivenStageCosts {
   std::optional<double> forward, backward, weight, comm;
+};
+
+// The F=, B=, W= and comm= options of a pass that plans by stage costs. They have no
+// defaults, so that the cost model prices what the user does not give; `otherwise` says in
+// each description what applies without one ("" when the pass needs them then).
+class StageCostOptions {
+ public:
+  StageCostOptions(Pass* pass, std::string_view otherwise_compute, std::string_view otherwise_comm);
+  GivenStageCosts Given() const {
+    return {forward_.optional(), backward_.optional(), weight_.optional(), comm_.optional()};
+  }
+
+ private:
+  Option<double> forward_, backward_, weight_, comm_;
 };
 
 // The costs a pass plans with: the cost model's (PriceStages) when the context has one,
