@@ -53,9 +53,11 @@
 #     without waiting for the global overflow check and gradient norm, so a rank starts the
 #     next step while others finish this one; pipeweave's plans check before the optimizer
 #     (amp's overflow all-reduce), and a step ends on every rank before the next starts.
-#   - Megatron's gradient-accumulation fusion (qi24, nemo-launcher): its weight-gradient GEMM
-#     adds into the f32 main gradient; pipeweave's amp casts each micro-batch's 16-bit weight
-#     gradient to f32 and adds it (two more passes over the gradients per micro-batch).
+#   - Gradient accumulation: pipeweave's weight-gradient GEMMs write f32 and add into the
+#     gradient sums themselves, as Megatron's gradient-accumulation fusion (qi24,
+#     nemo-launcher) does; Megatron-LM of 2021 (narayanan21) wrote a 16-bit weight gradient
+#     and added it into the f32 main gradient after the GEMM, a pass over the gradients per
+#     micro-batch that these plans do not make.
 #   - Loss scaling: fp16 rows use amp's dynamic scaling starting at the run's static scale
 #     (Megatron checks for overflow either way); the DeepSpeed pipeline engine of smith22 is
 #     planned as 1f1b.
