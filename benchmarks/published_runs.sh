@@ -17,8 +17,9 @@
 # PW_JOBS rows are simulated at a time (default: one per core; the largest plans hold
 # about 3 GB each). Work files go to out/published_runs.PID and are removed at exit;
 # PW_KEEP=1 keeps the directory with every row's `sim --format json` output.
-# About 4 minutes of CPU in all: the 1T row (512 micro-batches on 64 stages) and the
-# 175B rows of 1024 and 512 micro-batches take most of it.
+# About 8 minutes of CPU in all (4-5 minutes on 2 cores): the 1T row (512 micro-batches on
+# 64 stages) and the 175B rows of 1024 and 512 micro-batches take most of it; the 36 qi24 rows
+# take 40 s (PW_ROWS='^q24').
 #
 # Sources (the `source` column; the CSV names the table or section of each row and where
 # its figures were read):
