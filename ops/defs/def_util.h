@@ -56,6 +56,11 @@ OpCost ElementwiseCost(const InferContext& ctx, double flops_per_element,
 // zero-bubble schedules can defer it.
 void MarkWeightGrad(const GradContext& ctx, Op& op);
 
+// An op whose definition has this attribute can write its output in f32 from 16-bit
+// operands ("f32"; empty: the operands' dtype): amp sets it on the ops that finish a
+// parameter's gradient instead of casting their 16-bit result.
+inline constexpr const char* kOutDtypeAttr = "out_dtype";
+
 // Sequence parallelism (passes/sequence_parallel_pass.cc) runs a norm or a bias add on the
 // rank's shard of the sequence; its parameter's gradient must still sum over the whole
 // sequence in the unsharded order. Where the shard holds whole row groups
@@ -63,11 +68,6 @@ void MarkWeightGrad(const GradContext& ctx, Op& op);
 // are all-gathered and added in order (ShardPartialGroups, EmitShardPartials); elsewhere the
 // tensors are all-gathered along the sequence and one kernel sums the whole
 // (GatherSequence). These attributes say so; nranks 1 (the default) is off.
-// An op whose definition has this attribute can write its output in f32 from 16-bit
-// operands ("f32"; empty: the operands' dtype): amp sets it on the ops that finish a
-// parameter's gradient instead of casting their 16-bit result.
-inline constexpr const char* kOutDtypeAttr = "out_dtype";
-
 inline constexpr const char* kSeqParallelGroup = "seq_parallel_group";
 inline constexpr const char* kSeqParallelAxis = "seq_parallel_axis";
 inline constexpr const char* kSeqParallelNranks = "seq_parallel_nranks";
