@@ -12,9 +12,11 @@
 namespace pw::ops::cuda {
 namespace {
 
-Status RunGemm(const StridedGemm& g) {
+// `beta` scales what C holds before a GEMM without a sum over batches adds into it (1: C
+// += the product, in cuBLAS's epilogue); a sum over batches starts from zero.
+Status RunGemm(const StridedGemm& g, float beta = 0) {
   if (!g.accumulate)
-    return Gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1, g.a, g.lda, g.b, g.ldb, 0, g.c, g.ldc,
+    return Gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1, g.a, g.lda, g.b, g.ldb, beta, g.c, g.ldc,
                 g.batch, g.a_step, g.b_step, g.c_step);
   if (g.batch == 0)
     return CudaCheck(cudaMemsetAsync(g.c, 0, g.m * g.ldc * sizeof(float), CurrentLaunch().stream),
@@ -29,13 +31,14 @@ Status RunGemm(const StridedGemm& g) {
 // The plan only stores its pointers and counts its steps in elements: for 2-byte dtypes
 // the offsets are scaled here. C is `out_dtype`: the operands' dtype, or f32 (the weight
 // gradient's f32 sums, out_dtype=f32), which a sum over batches accumulates into directly.
-Status RunGemmLow(const StridedGemm& g, DataType dtype, DataType out_dtype) {
+// `beta` as RunGemm's.
+Status RunGemmLow(const StridedGemm& g, DataType dtype, DataType out_dtype, float beta = 0) {
   const void* a = g.a;
   const void* b = g.b;
   void* c = g.c;
   if (!g.accumulate)
-    return GemmEx(dtype, out_dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, 1, a, g.lda, b, g.ldb, 0,
-                  c, g.ldc, g.batch, g.a_step, g.b_step, g.c_step);
+    return GemmEx(dtype, out_dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, 1, a, g.lda, b, g.ldb,
+                  beta, c, g.ldc, g.batch, g.a_step, g.b_step, g.c_step);
   const int64_t elem = DataTypeSize(dtype);
   const int64_t count = g.m * g.ldc;
   const bool wide = out_dtype == DataType::kFloat32;
@@ -80,24 +83,22 @@ Status MatmulWeightGrad(KernelContext& ctx) {
   bool tx = ctx.attrs().GetBool("trans_x");
   bool ty = ctx.attrs().GetBool("trans_y");
   StridedGemm p = MatmulWeightGradGemm(x.shape(), g.dim(-1), tx, ty, x.f32(), g.f32(), dy.f32());
-  auto run = [&](const StridedGemm& gemm) {
-    return IsLowPrecision(x.dtype()) ? RunGemmLow(gemm, x.dtype(), dy.dtype()) : RunGemm(gemm);
+  auto run = [&](const StridedGemm& gemm, float beta) {
+    return IsLowPrecision(x.dtype()) ? RunGemmLow(gemm, x.dtype(), dy.dtype(), beta)
+                                     : RunGemm(gemm, beta);
   };
-  if (!acc) return run(p);
+  if (!acc) return run(p, 0);
   const cudaStream_t stream = CurrentLaunch().stream;
   const int64_t bytes = dy.numel() * int64_t{sizeof(float)};
   if (!p.accumulate && p.batch == 1) {
     if (acc->f32() != dy.f32())
       PW_RETURN_IF_ERROR(CudaCheck(
           cudaMemcpyAsync(dy.f32(), acc->f32(), bytes, cudaMemcpyDeviceToDevice, stream), "Acc"));
-    if (IsLowPrecision(x.dtype()))
-      return GemmEx(x.dtype(), DataType::kFloat32, p.trans_a, p.trans_b, p.m, p.n, p.k, 1, p.a,
-                    p.lda, p.b, p.ldb, 1, p.c, p.ldc);
-    return Gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1, p.a, p.lda, p.b, p.ldb, 1, p.c, p.ldc);
+    return run(p, 1);
   }
   PW_ASSIGN_OR_RETURN(Scratch sum, Scratch::Make(bytes));
   p.c = static_cast<float*>(sum.get());
-  PW_RETURN_IF_ERROR(run(p));
+  PW_RETURN_IF_ERROR(run(p, 0));
   LaunchAdd(acc->f32(), p.c, dy.f32(), dy.numel(), stream);
   return OkStatus();
 }
