@@ -133,6 +133,13 @@ class RankSequenceBuilder {
   std::unordered_map<int, std::pair<int, int>> hoist_;
   std::set<std::pair<int, int>> hoisted_;
   std::unordered_map<const Program*, ProgramVars> program_vars_;
+  // FusesGradAccumulation per (program, op), asked once, not for every micro-batch.
+  std::map<std::pair<const Program*, size_t>, bool> fuses_;
+  bool Fuses(const Program& program, size_t op, const Var& grad) {
+    auto [it, inserted] = fuses_.try_emplace({&program, op});
+    if (inserted) it->second = FusesGradAccumulation(program, op, grad);
+    return it->second;
+  }
   // Per table (kRankTable, kStepTable, then micro-batches), per var id: its slot or -1.
   std::vector<std::vector<int>> slot_of_;
   int VarId(const std::string& var);
@@ -454,8 +461,7 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
         PW_ASSIGN_OR_RETURN(int value, SlotFor(var, *name, table, program, vars));
         if (IsGrad(var)) {
           PW_ASSIGN_OR_RETURN(int acc, SlotFor(var, *name, kStepTable, program, vars));
-          if (const SeqSlot& v = seq_.slots[value];
-              v.decl && FusesGradAccumulation(program, o, *v.decl)) {
+          if (const SeqSlot& v = seq_.slots[value]; v.decl && Fuses(program, o, *v.decl)) {
             // The GEMM adds into the sum itself: it writes (and reads) the sum, not the
             // micro-batch's value, which no item then holds.
             WorkItem& gemm = seq_.items[id];
