@@ -643,6 +643,13 @@ ExecutedOp ExecutedForm(const Program& program, size_t op_index,
   return out;
 }
 
+const Var* ParamGradDecl(const std::string& var,
+                         const std::function<const Var*(const std::string&)>& lookup) {
+  if (!IsGradVarName(var)) return nullptr;
+  const Var* param = lookup(ForwardVarName(var));
+  return param && param->is_parameter ? lookup(var) : nullptr;
+}
+
 Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale) {
   Op op;
   switch (kind) {

@@ -160,6 +160,10 @@ struct ExecutedOp {
 };
 ExecutedOp ExecutedForm(const Program& program, size_t op_index,
                         const std::function<const Var*(const std::string&)>& summed);
+// A `summed` for ExecutedForm where every parameter's gradient is summed: the declaration
+// of `var` (found by `lookup`) when it is the gradient of a parameter, else nullptr.
+const Var* ParamGradDecl(const std::string& var,
+                         const std::function<const Var*(const std::string&)>& lookup);
 
 // The op the executor runs for a piece of its own work: `add` (X = Y = Out = grad) for
 // kAccumulate, `c_allreduce_sum` over dp for kGradAllReduce, `scale` by `scale` otherwise.

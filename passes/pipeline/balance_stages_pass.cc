@@ -80,10 +80,9 @@ class StageBalancer {
         // The executor adds every micro-batch's parameter gradient into its sum, or the
         // weight-gradient GEMM that makes it does: work of the unit that makes the gradient
         // (as the simulator counts it).
-        const ExecutedOp run = ExecutedForm(program_, i, [&](const std::string& v) -> const Var* {
-          const Var* param = program_.FindVar(ForwardVarName(v));
-          return IsGradVarName(v) && param && param->is_parameter ? program_.FindVar(v) : nullptr;
-        });
+        auto lookup = [&](const std::string& v) { return program_.FindVar(v); };
+        const ExecutedOp run = ExecutedForm(
+            program_, i, [&](const std::string& v) { return ParamGradDecl(v, lookup); });
         PW_RETURN_IF_ERROR(AddSeconds(run.op, it->second));
         for (const std::string& v : run.added)
           PW_RETURN_IF_ERROR(AddSeconds(AddedWorkOp(WorkKind::kAccumulate, v), it->second));

@@ -31,10 +31,8 @@ StatusOr<ActionCosts> PriceStages(const Module& module, const ModuleStages& stag
     // The executor adds each micro-batch's parameter gradient into its sum right after
     // the op that makes it, or that op (a weight-gradient GEMM) adds it itself: work of
     // that program, as the simulator counts it.
-    auto summed = [&](const std::string& v) -> const Var* {
-      const Var* param = lookup(ForwardVarName(v));
-      return kind != kForwardKind && IsGradVarName(v) && param && param->is_parameter ? lookup(v)
-                                                                                      : nullptr;
+    auto summed = [&](const std::string& v) {
+      return kind != kForwardKind ? ParamGradDecl(v, lookup) : nullptr;
     };
     for (size_t i = 0; i < program->ops().size(); ++i) {
       const ExecutedOp run = ExecutedForm(*program, i, summed);
