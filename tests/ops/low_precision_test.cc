@@ -383,6 +383,12 @@ TEST(LowPrecisionKernels, WeightGradAddsItsFinishedProductToAcc) {
   Op low_out = grad("o", "acc");
   low_out.attrs.Set("out_dtype", std::string());
   EXPECT_FALSE(infer(low_out, DataType::kFloat32, {16, 12}).ok());
+  Op narrow_out = grad("o", nullptr);
+  narrow_out.attrs.Set("out_dtype", std::string("bf16"));
+  StatusOr<InferContext> refused = infer(narrow_out, DataType::kFloat32, {16, 12});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("out_dtype 'bf16' is not f32"));
+  EXPECT_EQ(refused.status().message().find('\n'), std::string::npos);
 }
 
 TEST(LowPrecisionKernels, EmbeddingGathersLowRowsAndFillsLowValues) {
