@@ -21,12 +21,18 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
   }
   // A collective over one rank is the identity its kernel computes locally.
   if (price.group.size() > 1) {
-    // The whole buffer: an all-gather's output, a reduce-scatter's or all-reduce's input.
+    // The whole buffer: an all-gather's output, a reduce-scatter's or all-reduce's input
+    // (a coalesced all-reduce's: every X end to end).
     const bool gather = CollectiveKindOf(op.type) == CommKind::kAllGather;
-    const Var* x = lookup(gather ? op.Output("Out") : op.Input("X"));
     price.collective = true;
     price.comm_kind = CollectiveKindOf(op.type);
-    price.bytes = x ? static_cast<double>(x->num_bytes()) : 0;
+    if (gather) {
+      const Var* out = lookup(op.Output("Out"));
+      price.bytes = out ? static_cast<double>(out->num_bytes()) : 0;
+    } else if (const std::vector<std::string>* xs = op.FindInput("X")) {
+      for (const std::string& v : *xs)
+        if (const Var* x = lookup(v)) price.bytes += static_cast<double>(x->num_bytes());
+    }
     price.span = SpanOf(estimator.device(), price.group);
     // A shift sends one block to one member while it receives one: a pair's transfer.
     const int members =

@@ -79,16 +79,33 @@ std::vector<std::string> Interpreter::PersistentNames() const {
 Status Interpreter::ResetForStep() {
   for (ValueSlot& slot : plan_->slots) {
     if (!slot.persistent && slot.tensor.defined()) {
-      memory_.Free(slot.tensor.nbytes());
+      if (!slot.view) memory_.Free(slot.tensor.nbytes());
       slot.tensor = Tensor();
     }
     slot.pending.store(slot.uses_per_step, std::memory_order_relaxed);
   }
   for (auto& e : plan_->events) e->Reset();
   for (ValueSlot* acc : plan_->accumulators) {
-    if (acc->uses_per_step == 0) continue;
+    if (acc->uses_per_step == 0 || acc->view) continue;
     PW_ASSIGN_OR_RETURN(Tensor zeros, backend_.NewTensor(acc->dtype, acc->shape));
     acc->Bind(std::move(zeros), memory_);
+  }
+  // A bucket's sums: one allocation, held to the step's end (as the sums are, which the
+  // optimizer reads last).
+  memory_.Free(bucket_bytes_);
+  bucket_bytes_ = 0;
+  for (const std::vector<ValueSlot*>& bucket : plan_->accumulator_buckets) {
+    int64_t count = 0;
+    for (const ValueSlot* acc : bucket) count += NumElements(acc->shape);
+    const DataType dtype = bucket.front()->dtype;
+    PW_ASSIGN_OR_RETURN(Tensor zeros, backend_.NewTensor(dtype, {count}));
+    int64_t offset = 0;
+    for (ValueSlot* acc : bucket) {
+      acc->tensor = zeros.View(offset, acc->shape);
+      offset += NumElements(acc->shape) * DataTypeSize(dtype);
+    }
+    bucket_bytes_ += zeros.nbytes();
+    memory_.Allocate(zeros.nbytes());
   }
   plan_->losses.assign(plan_->losses.size(), std::numeric_limits<double>::quiet_NaN());
   memory_.ResetPeak();

@@ -84,6 +84,7 @@ class Interpreter {
   RankLayout layout_;
   Backend& backend_;
   MemoryTracker memory_;
+  int64_t bucket_bytes_ = 0;  // the dp buckets' allocations of this step
   std::unique_ptr<LoweredPlan> plan_;
   std::array<Stream*, kNumStreamTypes> streams_{};
   bool tracing_ = false;

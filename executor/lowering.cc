@@ -69,6 +69,13 @@ void Lowerer::MakeSlots() {
     slot.view = s.view_of >= 0;
     slots_.push_back(&slot);
   }
+  for (const std::vector<int>& bucket : seq_.grad_buckets) {
+    std::vector<ValueSlot*>& members = out_->accumulator_buckets.emplace_back();
+    for (int s : bucket) {
+      slots_[s]->view = true;  // the bucket's allocation holds its bytes
+      members.push_back(slots_[s]);
+    }
+  }
 }
 
 void Lowerer::FillKernel(Instr& instr, const Op& op, const WorkItem& item,
@@ -121,7 +128,12 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
       instr.outputs = {acc};
       break;
     }
-    case WorkKind::kGradAllReduce:
+    case WorkKind::kGradAllReduce: {  // one sum, or a bucket of them as one collective
+      const Op& op = out_->synthetic_ops.emplace_back(BucketAllReduceOp(BucketGrads(seq_, item)));
+      FillKernel(instr, op, item,
+                 [&](const std::string& v) { return slots_[seq_.SlotOf(item, v)]; });
+      break;
+    }
     case WorkKind::kGradScale: {
       const Op& op = out_->synthetic_ops.emplace_back(
           AddedWorkOp(item.kind, seq_.slots[item.slot].var, GradScale(seq_)));

@@ -44,7 +44,10 @@ struct LoweredPlan {
   std::deque<ValueSlot> slots;
   std::deque<Op> synthetic_ops;
   std::vector<std::unique_ptr<Event>> events;
-  std::vector<ValueSlot*> accumulators;          // gradient sums, zeroed every step
+  std::vector<ValueSlot*> accumulators;  // gradient sums, zeroed every step
+  // dp buckets of gradient sums (accumulators too): each bucket's sums are views, end to
+  // end in bucket order, of one zeroed allocation per step (RankSequence::grad_buckets).
+  std::vector<std::vector<ValueSlot*>> accumulator_buckets;
   std::map<std::string, ValueSlot*> persistent;  // parameters and optimizer state
   std::map<std::string, Var> persistent_decls;   // their declarations (initializers)
   std::vector<double> losses;                    // fetched per micro-batch

@@ -8,6 +8,11 @@
 
 namespace pw {
 
+// With the reduction in the backward, the sums travel in buckets: each complete sum joins
+// the open bucket, which is all-reduced as one collective (c_allreduce_coalesced) once it
+// holds at least this many bytes or the rank's last sum is complete. Absent or 0: every
+// sum alone. Chosen by overlap-grad-reduce{bucket-mb}.
+inline constexpr const char* kMetaGradBucketBytes = "grad_bucket_bytes";
 inline constexpr const char* kMetaGradReduce = "grad_reduce";
 inline constexpr const char* kGradReduceInBackward = "backward";
 

@@ -67,8 +67,11 @@ std::string RankSequence::Describe(int i) const {
     case WorkKind::kFetch:
       return StrCat("fetch of '", var, "'", mb);
     case WorkKind::kGradAllReduce:
-      return StrCat("c_allreduce_sum of gradient '", var, "' ",
-                    job.kind == JobKind::kOptimizer ? "before " : "after ", JobName(job));
+      return StrCat(item.writes.size() > 1 ? StrCat("c_allreduce_coalesced of a bucket of ",
+                                                    item.writes.size(), " gradients from '", var,
+                                                    "' to '", slots[item.writes.back()].var, "'")
+                                           : StrCat("c_allreduce_sum of gradient '", var, "'"),
+                    job.kind == JobKind::kOptimizer ? " before " : " after ", JobName(job));
     case WorkKind::kGradScale:
       return StrCat("scale of gradient '", var, "' before ", JobName(job));
   }
@@ -127,6 +130,15 @@ class RankSequenceBuilder {
   std::unordered_map<int, std::pair<int, int>> final_write_;
   std::set<std::string> reduced_early_;
   std::set<std::string> self_reduced_;  // AddSelfReducedGrads over the optimizer programs
+  // Buckets (kMetaGradBucketBytes): the complete sums not yet reduced, their bytes, and
+  // how many sums reduced in the backward are still to complete. A bucket goes out once it
+  // holds bucket_bytes_ (0: every sum alone) or the last sum is in.
+  int64_t bucket_bytes_ = 0;
+  std::vector<int> bucket_;
+  int64_t bucket_fill_ = 0;
+  int early_left_ = 0;
+  void AddToBucket(int acc, int job);
+  void FlushBucket(int job);
   // With the reduction in the backward: per gradient var id, the (optimizer job, op) of
   // the reduce-scatter its optimizer program starts with, issued after the gradient's last
   // accumulation instead of in the optimizer job.
@@ -340,6 +352,34 @@ Status RankSequenceBuilder::LowerGradFinalize(int j) {
   return OkStatus();
 }
 
+// A complete sum joins the open bucket; a full bucket (or the last sum) is all-reduced on
+// dp_comm at once, step-level work the executor orders after the sums' last writes (and
+// the optimizer's scales after it). Every dp replica of a pipeline rank runs the same
+// sequence, so their buckets match.
+void RankSequenceBuilder::AddToBucket(int acc, int job) {
+  const Var& decl = *seq_.slots[acc].decl;
+  if (!bucket_.empty() && decl.dtype != seq_.slots[bucket_.front()].decl->dtype)
+    FlushBucket(job);  // a bucket travels as one buffer of one dtype
+  bucket_.push_back(acc);
+  bucket_fill_ += decl.num_bytes();
+  --early_left_;
+  if (bucket_fill_ >= bucket_bytes_ || early_left_ <= 0) FlushBucket(job);
+}
+
+void RankSequenceBuilder::FlushBucket(int job) {
+  WorkItem reduce;
+  reduce.kind = WorkKind::kGradAllReduce;
+  reduce.stream = StreamType::kDpComm;
+  reduce.job = job;
+  reduce.slot = bucket_.front();
+  reduce.reads = bucket_;
+  reduce.writes = bucket_;
+  Add(std::move(reduce));
+  if (bucket_.size() > 1) seq_.grad_buckets.push_back(bucket_);
+  bucket_.clear();
+  bucket_fill_ = 0;
+}
+
 // A split{view}'s blocks lie one after another in its input (the verifier holds every dim
 // before the axis to 1).
 void RankSequenceBuilder::MarkViews(const WorkItem& split) {
@@ -475,16 +515,8 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
           if (reduce_in_backward_ && !self_reduced_.count(*name) &&
               final_write != final_write_.end() &&
               final_write->second == std::make_pair(j, static_cast<int>(o))) {
-            // The sum is complete: its all-reduce goes on dp_comm now, step-level work the
-            // executor orders after the accumulation (and the optimizer's scale after it).
-            WorkItem reduce;
-            reduce.kind = WorkKind::kGradAllReduce;
-            reduce.stream = StreamType::kDpComm;
-            reduce.job = j;
-            reduce.slot = acc;
-            reduce.reads = {acc};
-            reduce.writes = {acc};
-            Add(std::move(reduce));
+            // The sum is complete: its all-reduce goes on dp_comm with its bucket's.
+            AddToBucket(acc, j);
             reduced_early_.insert(*name);
           }
           auto hoist = final_write_.find(var) != final_write_.end() &&
@@ -573,6 +605,13 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
       if (!final_write_.count(var) || hoist_.count(var)) continue;
       hoist_[var] = {static_cast<int>(j), static_cast<int>(o)};
       hoisted_.insert({static_cast<int>(j), static_cast<int>(o)});
+    }
+  }
+  if (reduce_in_backward_) {
+    bucket_bytes_ = module_.metadata.GetInt(kMetaGradBucketBytes, 0);
+    for (const std::string& g : grads_) {
+      const int var = VarId(g);
+      early_left_ += final_write_.count(var) && !hoist_.count(var) && !self_reduced_.count(g);
     }
   }
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
@@ -671,6 +710,21 @@ Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale) {
       break;
   }
   return op;
+}
+
+Op BucketAllReduceOp(const std::vector<std::string>& grads) {
+  if (grads.size() == 1) return AddedWorkOp(WorkKind::kGradAllReduce, grads.front());
+  Op op;
+  op.type = "c_allreduce_coalesced";
+  op.role = OpRole::kCommunication;
+  op.SetInput("X", grads).SetOutput("Out", grads).SetAttr("group", std::string("dp"));
+  return op;
+}
+
+std::vector<std::string> BucketGrads(const RankSequence& seq, const WorkItem& item) {
+  std::vector<std::string> grads;
+  for (int s : item.writes) grads.push_back(seq.slots[s].var);
+  return grads;
 }
 
 double GradScale(const RankSequence& seq) {

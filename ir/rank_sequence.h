@@ -42,7 +42,7 @@ enum class WorkKind : uint8_t {
   kRecv,           // one var a recv job moves
   kAccumulate,     // gradient sum += the micro-batch's gradient (attached to an op)
   kFetch,          // the micro-batch's loss copied out (attached to an op)
-  kGradAllReduce,  // the gradient sum all-reduced over dp (step-level)
+  kGradAllReduce,  // gradient sums (one, or a bucket: its writes) all-reduced over dp (step-level)
   kGradScale,      // the gradient sum scaled by 1/(M·dp) (step-level)
 };
 
@@ -107,6 +107,10 @@ struct RankSequence {
   std::vector<SeqSlot> slots;
   std::vector<SeqEvent> events;
   std::vector<std::string> grads;  // gradients the optimizer reads, sorted
+  // The dp buckets of more than one gradient sum (their slots, in bucket order): the executor
+  // lays each bucket's sums end to end in one allocation, so that its all-reduce sums the
+  // bucket in place, with no packing copy.
+  std::vector<std::vector<int>> grad_buckets;
 
   const Op& op(const WorkItem& item) const { return programs[item.job]->ops()[item.op]; }
   const Program& program(const WorkItem& item) const { return *programs[item.job]; }
@@ -168,6 +172,10 @@ const Var* ParamGradDecl(const std::string& var,
 // The op the executor runs for a piece of its own work: `add` (X = Y = Out = grad) for
 // kAccumulate, `c_allreduce_sum` over dp for kGradAllReduce, `scale` by `scale` otherwise.
 Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale = 1.0);
+// The op a kGradAllReduce item runs for the gradient sums it holds (its writes; one, or a
+// bucket of several): c_allreduce_sum of one, c_allreduce_coalesced of a bucket.
+Op BucketAllReduceOp(const std::vector<std::string>& grads);
+std::vector<std::string> BucketGrads(const RankSequence& seq, const WorkItem& item);
 // The gradient sums' scale, 1/(M·dp), rounded to float as the kernel applies it.
 double GradScale(const RankSequence& seq);
 

@@ -145,17 +145,32 @@ namespace ops {
 void SetKernelThreads(int threads) { cpu::SetPoolThreads(std::max(1, threads)); }
 
 Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out, ReduceOp op) {
+  if (op == ReduceOp::kSum) return AllReduceSumOverGroup(ctx, out.dtype(), out.raw(), out.numel());
   if (!ctx.comm) return OkStatus();
   std::string group = ctx.attrs().GetString("group", kDefaultGroup);
-  Status s;
-  if (op == ReduceOp::kMax) {
-    s = ctx.comm->AllReduceMax(group, out.f32(), out.numel());
-  } else if (IsLowPrecision(out.dtype())) {
-    s = ctx.comm->AllReduceSumLowPrecision(group, out.dtype(), out.raw(), out.numel());
-  } else {
-    s = ctx.comm->AllReduceSum(group, out.f32(), out.numel());
-  }
+  Status s = ctx.comm->AllReduceMax(group, out.f32(), out.numel());
   return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
+}
+
+Status AllReduceSumOverGroup(const KernelContext& ctx, DataType dtype, void* data, int64_t count) {
+  if (!ctx.comm) return OkStatus();
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  Status s = IsLowPrecision(dtype)
+                 ? ctx.comm->AllReduceSumLowPrecision(group, dtype, data, count)
+                 : ctx.comm->AllReduceSum(group, static_cast<float*>(data), count);
+  return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
+}
+
+bool InPlaceEndToEnd(const KernelContext& ctx) {
+  const size_t n = ctx.InCount("X");
+  const char* end = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor* x = ctx.In("X", i);
+    const Tensor* out = ctx.Out("Out", i);
+    if (!x || !out || x->raw() != out->raw() || (end && x->raw() != end)) return false;
+    end = static_cast<const char*>(x->raw()) + x->nbytes();
+  }
+  return n > 0;
 }
 
 Status ReduceScatterOverGroup(const KernelContext& ctx, DataType dtype, void* data, int64_t count) {

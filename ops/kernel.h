@@ -91,6 +91,13 @@ void SetKernelThreads(int threads);
 // takes bf16 and f16 too); a null communicator is a group of one. An error names the op
 // and the group.
 Status AllReduceOverGroup(const KernelContext& ctx, Tensor& out, ReduceOp op = ReduceOp::kSum);
+// The sum of `count` elements of `dtype` at `data` (host or device memory, as the
+// communicator takes it), as AllReduceOverGroup sums a tensor: c_allreduce_coalesced's
+// packed bucket.
+Status AllReduceSumOverGroup(const KernelContext& ctx, DataType dtype, void* data, int64_t count);
+// Whether c_allreduce_coalesced's Out are its X and lie end to end in one allocation (the
+// executor lays a dp bucket's gradient sums out so): then the bucket is summed in place.
+bool InPlaceEndToEnd(const KernelContext& ctx);
 
 // c_reduce_scatter_sum's and c_all_gather's transfers on every backend, over the op's group
 // through ctx.comm, on a buffer laid out chunk by chunk in member order (the kernels move

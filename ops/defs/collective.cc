@@ -23,6 +23,27 @@ Status InferCollective(InferContext& ctx) {
   return OkStatus();
 }
 
+// One dtype for the whole bucket: the X travel as one buffer.
+Status InferCoalesced(InferContext& ctx) {
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  if (group.empty()) return InvalidArgument(ctx.op().type, ": group must not be empty");
+  const size_t n = ctx.InputCount("X");
+  const std::vector<std::string>* out = ctx.op().FindOutput("Out");
+  const size_t outs = out ? out->size() : 0;
+  if (n == 0 || n != outs)
+    return InvalidArgument(ctx.op().type, ": needs as many Out as X (at least one), got ", n,
+                           " X and ", outs, " Out");
+  const DataType dtype = ctx.Input("X", 0).dtype;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType& x = ctx.Input("X", i);
+    if (x.dtype != dtype)
+      return InvalidArgument(ctx.op().type, ": X[", i, "] is ", DataTypeName(x.dtype), ", X[0] ",
+                             DataTypeName(dtype), ": a bucket holds one dtype");
+    ctx.SetOutput("Out", x, i);
+  }
+  return FloatDtype(ctx, "X").status();
+}
+
 Status CIdentityGrad(GradContext& ctx) {
   const Op& fwd = ctx.forward();
   const std::string& x = fwd.Input("X");
@@ -198,6 +219,21 @@ void RegisterCollectiveOps(OpRegistry& registry) {
       .infer = InferCollective,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
       .grad = AllReduceGrad,
+  });
+  registry.Register(OpDef{
+      .type = "c_allreduce_coalesced",
+      .summary = "Out[i] = sum of X[i] over the ranks of group, for every i, as one collective "
+                 "on the X laid end to end (a data-parallel gradient bucket: in place when the "
+                 "X are one allocation, else packed and unpacked); each element summed in "
+                 "member order, the bits of c_allreduce_sum on each X[i] alone",
+      .inputs = {{"X", /*duplicable=*/true}},
+      .outputs = {{"Out", /*duplicable=*/true}},
+      .attrs = attrs,
+      .is_communication = true,
+      .collective = true,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferCoalesced,
+      .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
   });
   registry.Register(OpDef{
       .type = "c_allreduce_max",

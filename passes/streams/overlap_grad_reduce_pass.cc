@@ -1,15 +1,45 @@
 // overlap-grad-reduce: a data-parallel plan's gradient all-reduces start during the
-// backward. Each gradient sum is all-reduced over its dp group on the dp_comm stream as
-// soon as the rank has accumulated its last micro-batch, so the reductions of the later
-// layers run under the backward of the earlier ones instead of all after it. Nothing else
-// moves and the same all-reduce sums the same values: bit-identical training.
+// backward. Each gradient sum joins a bucket as soon as the rank has accumulated its last
+// micro-batch; a full bucket is all-reduced over the dp group on the dp_comm stream as one
+// collective, so the reductions of the later layers run under the backward of the earlier
+// ones instead of all after it. Small buckets start sooner; large ones pay the collective's
+// fixed latency fewer times: bucket-mb=auto prices each size with the simulator and keeps
+// the fastest. Nothing else moves and every element is summed in member order wherever it
+// lies in a bucket: bit-identical training.
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <vector>
 
 #include "ir/grad_reduce.h"
+#include "ir/rank_sequence.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+// Without a cost model: PyTorch DDP's default bucket_cap_mb.
+constexpr int64_t kDefaultBucketBytes = 25 * kMiB;
+// The sizes bucket-mb=auto prices (0: every sum alone).
+constexpr int64_t kCandidateMiB[] = {0, 1, 4, 16, 64, 256};
+
+// The bytes of the gradients of every parameter: no bucket of a rank holds more.
+int64_t AllGradientBytes(const Module& module) {
+  std::set<std::string> seen;
+  int64_t bytes = 0;
+  for (const Program& program : module.programs())
+    for (const Op& op : program.ops())
+      op.ForEachOutput([&](const std::string& v) {
+        const Var* grad =
+            ParamGradDecl(v, [&](const std::string& n) { return module.FindVar(n, &program); });
+        if (grad && seen.insert(v).second) bytes += grad->num_bytes();
+      });
+  return bytes;
+}
 
 class OverlapGradReducePass : public Pass {
  public:
@@ -18,8 +48,10 @@ class OverlapGradReducePass : public Pass {
     return "On a planned module with dp > 1: each gradient sum's all-reduce over dp runs on "
            "the dp_comm stream as soon as the rank has accumulated the gradient's last "
            "micro-batch (under the rest of the backward) instead of at the step's end before "
-           "the optimizer. The scale by 1/(micro-batches x dp) stays before the optimizer. "
-           "Bit-identical; changes nothing at dp 1.";
+           "the optimizer, in buckets of bucket-mb MiB (one collective each; 0: each sum "
+           "alone; auto: the size the simulator finds fastest with --device, else 25). The "
+           "scale by 1/(micro-batches x dp) stays before the optimizer. Bit-identical; "
+           "changes nothing at dp 1.";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
@@ -27,10 +59,61 @@ class OverlapGradReducePass : public Pass {
       return FailedPrecondition(
           "overlap-grad-reduce needs a plan: run it after split-program and schedule");
     if (module.mesh.dp < 2) return false;
-    if (module.metadata.GetString(kMetaGradReduce) == kGradReduceInBackward) return false;
-    module.metadata.Set(kMetaGradReduce, std::string(kGradReduceInBackward));
+    PW_ASSIGN_OR_RETURN(int64_t bucket, BucketBytes(module, context));
+    if (module.metadata.GetString(kMetaGradReduce) == kGradReduceInBackward &&
+        module.metadata.GetInt(kMetaGradBucketBytes, 0) == bucket)
+      return false;
+    Mark(module, bucket);
     context.AddStatistic("dp-reductions-in-backward");
+    context.AddStatistic("bucket-kib", bucket / 1024);
     return true;
+  }
+
+ private:
+  Option<std::string> bucket_mb{
+      this, "bucket-mb",
+      "MiB of gradient sums per all-reduce (a number >= 0; 0: each sum alone), or auto", "auto"};
+
+  static void Mark(Module& module, int64_t bucket) {
+    module.metadata.Set(kMetaGradReduce, std::string(kGradReduceInBackward));
+    module.metadata.Set(kMetaGradBucketBytes, bucket);
+  }
+
+  StatusOr<int64_t> BucketBytes(const Module& module, PassContext& context) {
+    if (bucket_mb.value() != "auto") {
+      char* end = nullptr;
+      const double mb = std::strtod(bucket_mb.value().c_str(), &end);
+      if (bucket_mb.value().empty() || *end != '\0' || !std::isfinite(mb) || mb < 0)
+        return InvalidArgument(
+            "overlap-grad-reduce: bucket-mb must be auto or a number of MiB "
+            ">= 0, got '",
+            bucket_mb.value(), "'");
+      return static_cast<int64_t>(std::llround(mb * static_cast<double>(kMiB)));
+    }
+    const cost::Simulator* simulator = context.Find<cost::Simulator>();
+    if (simulator == nullptr) return kDefaultBucketBytes;
+    // Each size priced on a copy; sizes past every gradient's bytes are one bucket alike.
+    const int64_t all = AllGradientBytes(module);
+    int64_t best = 0;
+    double best_time = 0;
+    for (int64_t mib : kCandidateMiB) {
+      const int64_t bytes = mib * kMiB;
+      Module trial = module;
+      Mark(trial, bytes);
+      StatusOr<cost::SimResult> result = simulator->Run(trial);
+      if (!result.ok())
+        return result.status().WithContext(
+            "overlap-grad-reduce{bucket-mb=auto} prices bucket sizes with the simulator (give "
+            "bucket-mb=N to choose without it)");
+      context.AddStatistic("bucket-sizes-priced");
+      // The first of equal times: the smallest size, whose first bucket starts soonest.
+      if (mib == 0 || result->step_time < best_time * (1 - 1e-9)) {
+        best = bytes;
+        best_time = result->step_time;
+      }
+      if (bytes >= all) break;
+    }
+    return best;
   }
 };
 

@@ -394,6 +394,14 @@ void AddMiscCases(Maker& m, std::vector<KernelCase>& cases) {
     c.inputs["x"] = m.Uniform({3, 8});
     cases.push_back(std::move(c));
   }
+  {  // a bucket over a group of one: packed into scratch and unpacked
+    KernelCase c{"c_allreduce_coalesced",
+                 MakeOp("c_allreduce_coalesced", {{"X", {"p", "q"}}}, {{"Out", {kOut, "o2"}}}),
+                 {}};
+    c.inputs["p"] = m.Uniform({3, 8});
+    c.inputs["q"] = m.Uniform({5});
+    cases.push_back(std::move(c));
+  }
   // Over a group of one (no communicator): the staging and the slice copies of an inner
   // axis, which the transfers use at any group size.
   for (const char* type : {"c_all_gather", "c_reduce_scatter_sum", "c_split"}) {

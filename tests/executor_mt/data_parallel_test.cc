@@ -9,11 +9,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
 #include "equivalence_util.h"
+#include "ir/grad_reduce.h"
 #include "ir/rank_sequence.h"
 #include "models/gpt.h"
 #include "models/llama.h"
@@ -154,14 +156,23 @@ INSTANTIATE_TEST_SUITE_P(Layouts, DataParallelTest,
                                            Layout{2, 1, 2}, Layout{2, 2, 2}),
                          [](const auto& info) { return ::testing::PrintToString(info.param); });
 
-// overlap-grad-reduce: each gradient's all-reduce right after its last micro-batch's
-// accumulation, on dp_comm, under the rest of the backward; the same sums, bit for bit,
-// with every cross-stream dependency ordered (strict events: no event the plan lacks).
-TEST(OverlapGradReduceTest, BitIdenticalToTheReductionBeforeTheOptimizer) {
+// overlap-grad-reduce: each gradient sum joins a bucket right after its last micro-batch's
+// accumulation; a full bucket is all-reduced on dp_comm, under the rest of the backward, as
+// one collective. The same sums, bit for bit, whatever the bucket size (each element summed
+// in member order wherever it lies in the bucket), with every cross-stream dependency
+// ordered (strict events: no event the plan lacks). Bucket sizes for the small GPT's ~400 KiB
+// of gradients per stage: 0 (each sum alone), 0.01 MiB (several buckets), the default
+// without a cost model (25 MiB: one bucket per rank).
+class OverlapGradReduceTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::string Pass() const { return StrCat("overlap-grad-reduce{bucket-mb=", GetParam(), "}"); }
+};
+
+TEST_P(OverlapGradReduceTest, BitIdenticalToTheReductionBeforeTheOptimizer) {
   const Layout l{2, 2, 2};
   // The same stream passes on both sides: the one difference is where the all-reduce runs.
   auto streams = WithPasses(Gpt(l), "assign-streams,insert-events");
-  auto overlapped = WithPasses(Gpt(l), "assign-streams,overlap-grad-reduce,insert-events");
+  auto overlapped = WithPasses(Gpt(l), StrCat("assign-streams,", Pass(), ",insert-events"));
   ASSERT_TRUE(streams.ok()) << streams.status().ToString();
   ASSERT_TRUE(overlapped.ok()) << overlapped.status().ToString();
   const Module& plain = *streams;
@@ -178,16 +189,21 @@ TEST(OverlapGradReduceTest, BitIdenticalToTheReductionBeforeTheOptimizer) {
                      ThreadRun{b->Losses(), b->PeakBytes(), b->params}, Match::kBitIdentical);
 }
 
-// Where the reductions go: every gradient of the rank once, on dp_comm, after the last
-// accumulation of that gradient (an add of the executor's, or a weight-gradient GEMM that
-// adds into the sum itself) and before the optimizer job; none before the optimizer.
-TEST(OverlapGradReduceTest, EachSumIsReducedAfterItsLastAccumulation) {
-  auto m = WithPasses(Gpt({2, 1, 2}), "overlap-grad-reduce");
+// Where the reductions go: every gradient of the rank in exactly one bucket, on dp_comm,
+// after the last accumulation of each of its sums (an add of the executor's, or a
+// weight-gradient GEMM that adds into the sum itself) and before the optimizer job; every
+// bucket but the last holds at least bucket-mb, and none would have been full without its
+// last sum.
+TEST_P(OverlapGradReduceTest, EachSumIsReducedInOneBucketAfterItsLastAccumulation) {
+  auto m = WithPasses(Gpt({2, 1, 2}), Pass());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const int64_t bucket = m->metadata.GetInt(kMetaGradBucketBytes, -1);
+  ASSERT_GE(bucket, 0);
   for (int rank : {0, 2}) {  // the two stages of replica 0
     auto seq = BuildRankSequence(*m, rank);
     ASSERT_TRUE(seq.ok()) << seq.status().ToString();
     std::map<int, int> last_accumulate, reduce;  // slot -> item
+    std::vector<int> buckets;
     int optimizer = -1, fused = 0, added = 0;
     for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
       const WorkItem& item = seq->items[i];
@@ -199,7 +215,9 @@ TEST(OverlapGradReduceTest, EachSumIsReducedAfterItsLastAccumulation) {
       }
       if (item.kind == WorkKind::kGradAllReduce) {
         EXPECT_EQ(item.stream, StreamType::kDpComm);
-        EXPECT_TRUE(reduce.emplace(item.slot, i).second) << seq->Describe(i);
+        EXPECT_EQ(item.reads, item.writes);
+        for (int s : item.writes) EXPECT_TRUE(reduce.emplace(s, i).second) << seq->Describe(i);
+        buckets.push_back(i);
       }
       if (optimizer < 0 && seq->jobs[item.job]->kind == JobKind::kOptimizer) optimizer = i;
     }
@@ -213,8 +231,27 @@ TEST(OverlapGradReduceTest, EachSumIsReducedAfterItsLastAccumulation) {
       EXPECT_GT(i, last_accumulate.at(slot)) << seq->Describe(i);
       EXPECT_LT(i, optimizer) << seq->Describe(i);
     }
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      const WorkItem& item = seq->items[buckets[b]];
+      int64_t bytes = 0;
+      for (int s : item.writes) bytes += seq->slots[s].decl->num_bytes();
+      const int64_t last = seq->slots[item.writes.back()].decl->num_bytes();
+      if (b + 1 < buckets.size()) EXPECT_GE(bytes, bucket) << seq->Describe(buckets[b]);
+      EXPECT_LT(bytes - last, std::max<int64_t>(bucket, 1)) << seq->Describe(buckets[b]);
+    }
+    if (bucket == 0) EXPECT_EQ(buckets.size(), seq->grads.size()) << "rank " << rank;
+    if (bucket >= (int64_t{1} << 20)) EXPECT_EQ(buckets.size(), 1u) << "rank " << rank;
+    if (std::string(GetParam()) == "0.01") EXPECT_GT(buckets.size(), 2u) << "rank " << rank;
+    if (std::string(GetParam()) == "0.01") EXPECT_LT(buckets.size(), seq->grads.size());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(BucketMb, OverlapGradReduceTest, ::testing::Values("0", "0.01", "auto"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '.', '_');
+                           return name;
+                         });
 
 // distributed-optimizer (ZeRO-1): the gradient sums reduce-scattered over dp, each dp rank
 // updating its rows of every parameter whose first dim divides by dp (and Adam's moments of

@@ -1,6 +1,6 @@
-// c_reduce_scatter_sum and c_all_gather on every CPU transport (the in-process hub, and the
-// TCP rings of the Gloo communicator), members as threads: a reduce-scatter then an
-// all-gather gives the bits of c_allreduce_sum of the same tensors, each element summed in
+// c_reduce_scatter_sum, c_all_gather and c_allreduce_coalesced on every CPU transport (the
+// in-process hub, and the TCP rings of the Gloo communicator), members as threads: a reduce-scatter
+// then an all-gather gives the bits of c_allreduce_sum of the same tensors, each element summed in
 // member order, for 2, 3 and 4 members, f32 and bf16, cut along the first or an inner axis.
 
 #include <gtest/gtest.h>
@@ -163,6 +163,66 @@ INSTANTIATE_TEST_SUITE_P(Transports, GatherScatter,
                                            Case{Transport::kGloo, 4, DataType::kFloat32},
                                            Case{Transport::kGloo, 4, DataType::kBFloat16}),
                          CaseName);
+
+// c_allreduce_coalesced (a dp bucket): each tensor gets the bits c_allreduce_sum gives it
+// alone, whether the bucket is packed (Out other tensors than X) or summed in place (X views,
+// end to end, of one allocation, as the executor lays a bucket out).
+TEST_P(GatherScatter, CoalescedAllReduceGivesEachTensorItsAllReduceBits) {
+  const Case c = GetParam();
+  const int n = c.members;
+  const std::vector<Shape> shapes = {{5, 7}, {3}, {2, 3, 11}};
+  std::vector<std::vector<Tensor>> xs(n);
+  for (int m = 0; m < n; ++m)
+    for (size_t i = 0; i < shapes.size(); ++i)
+      xs[m].push_back(Spread(shapes[i], m * 10 + static_cast<int>(i), c.dtype));
+  std::vector<std::vector<Tensor>> alone(n), packed(n), in_place(n);
+  auto results = OnMembers(c.transport, n, [&](int m, Communicator& comm) -> Status {
+    TensorEnv env;
+    std::vector<std::string> names, outs;
+    std::vector<Op> ops;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      names.push_back(StrCat("x", i));
+      outs.push_back(StrCat("y", i));
+      env.Set(names.back(), xs[m][i].Clone());
+      ops.push_back(CollectiveOp("c_allreduce_sum", names.back(), StrCat("ar", i), 0, n));
+      bytes += xs[m][i].nbytes();
+    }
+    Op coalesced = MakeOp("c_allreduce_coalesced", {{"X", names}}, {{"Out", outs}});
+    coalesced.SetAttr("group", std::string("mp"));
+    ops.push_back(coalesced);
+    PW_RETURN_IF_ERROR(RunOps(ops, env, &comm));
+    // In place: the same tensors as views of one allocation, X = Out.
+    Tensor whole = Tensor::Allocated(c.dtype, {bytes / DataTypeSize(c.dtype)}, false);
+    int64_t at = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      Tensor view = whole.View(at, shapes[i]);
+      std::memcpy(view.raw(), xs[m][i].raw(), static_cast<size_t>(view.nbytes()));
+      env.Set(StrCat("v", i), view);
+      at += view.nbytes();
+    }
+    std::vector<std::string> views = {"v0", "v1", "v2"};
+    Op summed = MakeOp("c_allreduce_coalesced", {{"X", views}}, {{"Out", views}});
+    summed.SetAttr("group", std::string("mp"));
+    PW_RETURN_IF_ERROR(RunOps({summed}, env, &comm));
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      alone[m].push_back(*env.Find(StrCat("ar", i)));
+      packed[m].push_back(*env.Find(outs[i]));
+      in_place[m].push_back(*env.Find(views[i]));
+    }
+    return OkStatus();
+  });
+  for (int m = 0; m < n; ++m) {
+    ASSERT_TRUE(results[m].ok()) << results[m].ToString();
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << "member " << m << ", tensor " << i);
+      EXPECT_TRUE(SameBytes(packed[m][i], alone[m][i]));
+      EXPECT_TRUE(SameBytes(in_place[m][i], alone[m][i]));
+      EXPECT_TRUE(SameBytes(alone[m][i], alone[0][i]));
+      EXPECT_FALSE(SameBytes(alone[m][i], xs[m][i]));  // summed at all
+    }
+  }
+}
 
 // c_split keeps each member's slice of a tensor every member holds whole; gathered, the
 // slices are that tensor.

@@ -66,7 +66,8 @@ Op Matmul(bool tx = false, bool ty = false) {
 
 TEST(OpsInfer, RegistryListsEveryOp) {
   std::istringstream words(
-      "adam add attention attention_grad bias_add bias_add_grad c_all_gather c_allreduce_max "
+      "adam add attention attention_grad bias_add bias_add_grad c_all_gather c_allreduce_coalesced "
+      "c_allreduce_max "
       "c_allreduce_sum c_embedding c_embedding_grad c_identity c_member_concat c_member_sum "
       "c_reduce_scatter_sum c_shift c_softmax_cross_entropy "
       "c_softmax_cross_entropy_grad c_softmax_stats c_split cast check_finite_and_unscale concat "
@@ -298,6 +299,25 @@ TEST(OpsInfer, FillConstantAndOptimizers) {
   EXPECT_EQ(sgd->inplace[0], (std::pair<std::string, std::string>{"ParamOut", "Param"}));
   EXPECT_EQ(ops::Registry().Find("adam")->inplace.size(), 5u);
   EXPECT_TRUE(ops::Registry().Find("c_allreduce_sum")->is_communication);
+}
+
+// A dp bucket: each Out takes its X's type; one dtype and as many Out as X, else one line.
+TEST(OpsInfer, CoalescedAllReduceKeepsEachTypeAndOneDtype) {
+  Op op;
+  op.type = "c_allreduce_coalesced";
+  op.SetInput("X", {"a", "b"}).SetOutput("Out", {"a", "b"});
+  op.SetAttr("group", std::string("dp"));
+  auto r = Infer(op, {{"a", F32({4, 3})}, {"b", F32({7})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out", 0), F32({4, 3}));
+  EXPECT_EQ(r.Out("Out", 1), F32({7}));
+  EXPECT_TRUE(ops::Registry().Find("c_allreduce_coalesced")->collective);
+  EXPECT_EQ(
+      Infer(op, {{"a", F32({4, 3})}, {"b", TensorType{DataType::kBFloat16, {7}}}}).status.message(),
+      "c_allreduce_coalesced: X[1] is bf16, X[0] f32: a bucket holds one dtype");
+  op.SetOutput("Out", {"a"});
+  EXPECT_THAT(Infer(op, {{"a", F32({4, 3})}, {"b", F32({7})}}).status.message(),
+              HasSubstr("needs as many Out as X (at least one), got 2 X and 1 Out"));
 }
 
 // Sequence parallelism's collectives: the gathered extent is nranks times the slice's, an

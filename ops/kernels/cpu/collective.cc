@@ -1,5 +1,5 @@
-// c_identity, c_allreduce_sum and c_allreduce_max; c_all_gather and c_reduce_scatter_sum;
-// c_shift, c_member_concat and c_member_sum (a collective matmul's pieces).
+// c_identity, c_allreduce_sum, c_allreduce_coalesced and c_allreduce_max; c_all_gather and
+// c_reduce_scatter_sum; c_shift, c_member_concat and c_member_sum (a collective matmul's pieces).
 // A null communicator is a group of one. A low-precision sum goes to the communicator as it
 // is (which sums in f32 and rounds once); a low-precision max runs widened.
 
@@ -28,6 +28,34 @@ Status CAllReduceMax(KernelContext& ctx) {
   Tensor& out = *ctx.Out("Out");
   CopyIfDistinct(*ctx.In("X"), out);
   return AllReduceOverGroup(ctx, out, ReduceOp::kMax);
+}
+
+// A bucket: the X laid end to end in one buffer, summed as one collective, laid back out.
+// The communicators sum each element in member order wherever it lies: the bits of one
+// c_allreduce_sum per X.
+Status CAllReduceCoalesced(KernelContext& ctx) {
+  const size_t n = ctx.InCount("X");
+  if (n == 1) return CAllReduceSum(ctx);
+  const DataType dtype = ctx.In("X")->dtype();
+  int64_t count = 0;
+  for (size_t i = 0; i < n; ++i) count += ctx.In("X", i)->numel();
+  if (ops::InPlaceEndToEnd(ctx))  // the executor's bucket: one allocation, summed in place
+    return ops::AllReduceSumOverGroup(ctx, dtype, ctx.Out("Out")->raw(), count);
+  Tensor packed = Tensor::Allocated(dtype, {count}, false);
+  char* at = static_cast<char*>(packed.raw());
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& x = *ctx.In("X", i);
+    std::memcpy(at, x.raw(), static_cast<size_t>(x.nbytes()));
+    at += x.nbytes();
+  }
+  PW_RETURN_IF_ERROR(ops::AllReduceSumOverGroup(ctx, dtype, packed.raw(), count));
+  at = static_cast<char*>(packed.raw());
+  for (size_t i = 0; i < n; ++i) {
+    Tensor& out = *ctx.Out("Out", i);
+    std::memcpy(out.raw(), at, static_cast<size_t>(out.nbytes()));
+    at += out.nbytes();
+  }
+  return OkStatus();
 }
 
 // The communicators move one contiguous chunk per member, so a tensor cut along an inner
@@ -144,6 +172,7 @@ Status CMemberSum(KernelContext& ctx) {
 void RegisterCollectiveKernels(KernelTable& table) {
   AddNative<CIdentity>(table, "c_identity");
   AddNative<CAllReduceSum>(table, "c_allreduce_sum");
+  AddNative<CAllReduceCoalesced>(table, "c_allreduce_coalesced");
   Add<CAllReduceMax>(table, "c_allreduce_max");
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");

@@ -1,5 +1,5 @@
-// c_identity, c_allreduce_sum and c_allreduce_max; c_all_gather and c_reduce_scatter_sum;
-// c_shift, c_member_concat and c_member_sum (a collective matmul's pieces).
+// c_identity, c_allreduce_sum, c_allreduce_coalesced and c_allreduce_max; c_all_gather and
+// c_reduce_scatter_sum; c_shift, c_member_concat and c_member_sum (a collective matmul's pieces).
 // The communicator (NCCL in the executor) queues the transfer on the same launch stream (a
 // bf16 or f16 sum natively); a null one is a group of one. A low-precision max runs widened.
 
@@ -24,6 +24,38 @@ Status CAllReduceMax(KernelContext& ctx) {
   Tensor& out = *ctx.Out("Out");
   PW_RETURN_IF_ERROR(CopyIfDistinct(*ctx.In("X"), out));
   return AllReduceOverGroup(ctx, out, ReduceOp::kMax);
+}
+
+// A bucket, as on the CPU: the X copied end to end into scratch, summed by one collective
+// (NCCL's member-order sum of every element wherever it lies), copied back out.
+Status CAllReduceCoalesced(KernelContext& ctx) {
+  const size_t n = ctx.InCount("X");
+  if (n == 1) return CAllReduceSum(ctx);
+  const DataType dtype = ctx.In("X")->dtype();
+  int64_t count = 0;
+  for (size_t i = 0; i < n; ++i) count += ctx.In("X", i)->numel();
+  if (ops::InPlaceEndToEnd(ctx))  // the executor's bucket: one allocation, summed in place
+    return ops::AllReduceSumOverGroup(ctx, dtype, ctx.Out("Out")->raw(), count);
+  if (count == 0) return OkStatus();
+  PW_ASSIGN_OR_RETURN(Scratch scratch, Scratch::Make(count * DataTypeSize(dtype)));
+  char* at = static_cast<char*>(scratch.get());
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& x = *ctx.In("X", i);
+    PW_RETURN_IF_ERROR(CudaCheck(cudaMemcpyAsync(at, x.raw(), static_cast<size_t>(x.nbytes()),
+                                                 cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+                                 "bucket pack"));
+    at += x.nbytes();
+  }
+  PW_RETURN_IF_ERROR(ops::AllReduceSumOverGroup(ctx, dtype, scratch.get(), count));
+  at = static_cast<char*>(scratch.get());
+  for (size_t i = 0; i < n; ++i) {
+    Tensor& out = *ctx.Out("Out", i);
+    PW_RETURN_IF_ERROR(CudaCheck(cudaMemcpyAsync(out.raw(), at, static_cast<size_t>(out.nbytes()),
+                                                 cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+                                 "bucket unpack"));
+    at += out.nbytes();
+  }
+  return OkStatus();
 }
 
 // As on the CPU: a tensor cut along an inner axis ([outer, members, slice]) travels as
@@ -153,6 +185,7 @@ Status CMemberSum(KernelContext& ctx) {
 void RegisterCollectiveKernels(KernelTable& table) {
   AddNative<CIdentity>(table, "c_identity");
   AddNative<CAllReduceSum>(table, "c_allreduce_sum");
+  AddNative<CAllReduceCoalesced>(table, "c_allreduce_coalesced");
   Add<CAllReduceMax>(table, "c_allreduce_max");
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
