@@ -5,7 +5,7 @@
 namespace pw::cost {
 
 CommKind CollectiveKindOf(const std::string& op_type) {
-  if (op_type == "c_all_gather") return CommKind::kAllGather;
+  if (op_type == "c_all_gather" || op_type == "c_sync_shards") return CommKind::kAllGather;
   if (op_type == "c_reduce_scatter_sum") return CommKind::kReduceScatter;
   if (op_type == "c_shift") return CommKind::kSendRecv;
   return CommKind::kAllReduce;

@@ -23,9 +23,9 @@ struct OpPrice {
   CommKind comm_kind = CommKind::kAllReduce;
 };
 
-// The kind of communication a collective op type does (c_all_gather, c_reduce_scatter_sum;
-// c_shift a send and receive between two members; every other collective is priced as an
-// all-reduce).
+// The kind of communication a collective op type does (c_all_gather and c_sync_shards,
+// c_reduce_scatter_sum; c_shift a send and receive between two members; every other
+// collective is priced as an all-reduce).
 CommKind CollectiveKindOf(const std::string& op_type);
 
 // `lookup` finds the op's vars (the program's, then the module's).

@@ -117,9 +117,12 @@ Status Executor::Assign(const std::string& name, const Tensor& value) {
 
 std::vector<std::string> Executor::PersistentNames() const { return interp_->PersistentNames(); }
 
+Status Executor::SyncParameters() { return interp_->SyncParameters(); }
+
 Status Executor::SaveCheckpoint(int64_t step) {
   if (checkpoint_.dir.empty())
     return FailedPrecondition("no checkpoint folder: set ExecutorOptions::checkpoint_dir");
+  PW_RETURN_IF_ERROR(interp_->SyncParameters());
   const Module& module = interp_->module();
   CheckpointManifest header =
       RunHeader(module, int64_t{num_micro_batches()} * module.mesh.dp, "fed", 0, "");

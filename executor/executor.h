@@ -81,12 +81,18 @@ class Executor {
   // Step, it makes that step cost what the later ones do. Returns its milliseconds.
   StatusOr<double> WarmUp();
 
-  // Parameters and optimizer state (this rank's shard), by var name.
+  // Parameters and optimizer state (this rank's shard), by var name. With
+  // overlap-param-gather a sharded parameter is whole only after SyncParameters.
   StatusOr<Tensor> Fetch(const std::string& name) const;
   Status Assign(const std::string& name, const Tensor& value);
   std::vector<std::string> PersistentNames() const;
+  // With overlap-param-gather: all-gathers the parameters the last step updated only this
+  // dp rank's rows of (they are gathered at the next step's start otherwise). Every rank
+  // calls it, between steps, before Fetch; SaveCheckpoint calls it itself.
+  Status SyncParameters();
 
-  // Writes this rank's persistable vars as the checkpoint of `step` (steps trained).
+  // Writes this rank's persistable vars as the checkpoint of `step` (steps trained). Every
+  // rank calls it (it may all-gather parameters: SyncParameters).
   Status SaveCheckpoint(int64_t step);
   // Sets this rank's persistable vars from a checkpoint folder, or from the latest complete
   // checkpoint in a folder of them, cutting each var for this plan; returns its step.

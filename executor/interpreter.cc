@@ -45,6 +45,13 @@ const Tensor* Interpreter::FindPersistent(const std::string& name) const {
 StatusOr<Tensor> Interpreter::PersistentOnHost(const std::string& name) const {
   const Tensor* t = FindPersistent(name);
   if (!t) return NotFound("rank ", rank_, " holds no persistable var '", name, "'");
+  if (parameters_stale_)
+    for (int i : plan_->param_gathers)
+      if (plan_->instrs[i].outputs.front()->name == name)
+        return FailedPrecondition(
+            "rank ", rank_, ": '", name,
+            "' holds only this dp rank's rows since the last step (overlap-param-gather "
+            "defers its all-gather to the next step): call SyncParameters on every rank first");
   return backend_.ToHost(*t);
 }
 
@@ -153,6 +160,7 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
   // Every queued wait names an event queued before it, so the streams always drain.
   Status synced = Synchronize();
   if (status.ok()) status = synced;
+  parameters_stale_ = !plan_->param_gathers.empty();
   if (!status.ok()) return status.WithContext(StrCat("rank ", rank_));
 
   StepStats stats;
@@ -163,8 +171,21 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
   return stats;
 }
 
+Status Interpreter::SyncParameters() {
+  if (!parameters_stale_) return OkStatus();
+  for (auto& e : plan_->events) e->Reset();
+  for (int i : plan_->param_gathers) {
+    const Instr& instr = plan_->instrs[i];
+    streams_[StreamIndex(instr.stream)]->Enqueue(&instr);
+  }
+  PW_RETURN_IF_ERROR(Synchronize().WithContext(StrCat("rank ", rank_, ": parameter all-gathers")));
+  parameters_stale_ = false;
+  return OkStatus();
+}
+
 StatusOr<double> Interpreter::WarmUp(const FeedFn& feed) {
   const auto start = std::chrono::steady_clock::now();
+  PW_RETURN_IF_ERROR(SyncParameters());
   std::vector<std::pair<std::string, Tensor>> saved;
   std::vector<ValueSlot*> unset;  // to unset again if the step sets them
   for (const auto& [name, slot] : plan_->persistent) {
@@ -177,6 +198,7 @@ StatusOr<double> Interpreter::WarmUp(const FeedFn& feed) {
   }
   PW_RETURN_IF_ERROR(RunStep(feed).status().WithContext("warm-up step"));
   for (auto& [name, value] : saved) PW_RETURN_IF_ERROR(SetPersistent(name, std::move(value)));
+  parameters_stale_ = false;  // whole again: the values from before the step
   for (ValueSlot* slot : unset) {
     if (!slot->tensor.defined()) continue;
     memory_.Free(slot->tensor.nbytes());

@@ -73,6 +73,14 @@ class Interpreter {
   Status SetPersistent(const std::string& name, Tensor value);
   std::vector<std::string> PersistentNames() const;
 
+  // With overlap-param-gather, the distributed optimizer's parameter all-gathers run at each
+  // step's start, so after a step each sharded parameter holds only this dp rank's updated
+  // rows (reading one is then an error). SyncParameters runs those all-gathers alone: every
+  // rank of the dp group calls it between steps, before parameters are read or saved. A
+  // no-op when no parameter is stale.
+  Status SyncParameters();
+  bool parameters_stale() const { return parameters_stale_; }
+
  private:
   Interpreter(Module module, int rank, Backend& backend)
       : module_(std::move(module)), rank_(rank), layout_(module_.mesh), backend_(backend) {}
@@ -85,6 +93,7 @@ class Interpreter {
   Backend& backend_;
   MemoryTracker memory_;
   int64_t bucket_bytes_ = 0;  // the dp buckets' allocations of this step
+  bool parameters_stale_ = false;
   std::unique_ptr<LoweredPlan> plan_;
   std::array<Stream*, kNumStreamTypes> streams_{};
   bool tracing_ = false;

@@ -109,7 +109,12 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
       }
       auto resolve = [&](const std::string& v) { return slots_[seq_.SlotOf(item, v)]; };
       FillKernel(instr, seq_.op(item), item, resolve);
-      if (const SeqSlot& block = seq_.slots[item.writes.front()]; block.view_of >= 0) {
+      // A split{view} binds its blocks to its input's bytes (an op that writes a block
+      // later, the distributed optimizer's update, writes through it).
+      const Op& op = seq_.op(item);
+      if (const SeqSlot& block = seq_.slots[item.writes.front()];
+          block.view_of >= 0 && (op.type == "split" || op.type == "c_split") &&
+          op.attrs.GetBool("view", false)) {
         instr.view_source = slots_[block.view_of];
         for (int s : item.writes) instr.view_offsets.push_back(seq_.slots[s].view_offset);
       }
@@ -132,6 +137,13 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
       const Op& op = out_->synthetic_ops.emplace_back(BucketAllReduceOp(BucketGrads(seq_, item)));
       FillKernel(instr, op, item,
                  [&](const std::string& v) { return slots_[seq_.SlotOf(item, v)]; });
+      break;
+    }
+    case WorkKind::kParamGather: {  // the last step's updated rows, at this step's start
+      const Op& op = out_->synthetic_ops.emplace_back(SyncShardsOp(seq_.op(item)));
+      ValueSlot* param = slots_[item.slot];
+      FillKernel(instr, op, item, [&](const std::string&) { return param; });
+      out_->param_gathers.push_back(i);
       break;
     }
     case WorkKind::kGradScale: {

@@ -48,6 +48,9 @@ struct LoweredPlan {
   // dp buckets of gradient sums (accumulators too): each bucket's sums are views, end to
   // end in bucket order, of one zeroed allocation per step (RankSequence::grad_buckets).
   std::vector<std::vector<ValueSlot*>> accumulator_buckets;
+  // The deferred parameter all-gathers (kParamGather), as indices into instrs: they run at
+  // every step's start, and alone to make the parameters whole between steps.
+  std::vector<int> param_gathers;
   std::map<std::string, ValueSlot*> persistent;  // parameters and optimizer state
   std::map<std::string, Var> persistent_decls;   // their declarations (initializers)
   std::vector<double> losses;                    // fetched per micro-batch

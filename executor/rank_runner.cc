@@ -101,6 +101,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     }
     if (CheckpointDue(options.checkpoint, step + 1, options.steps)) {
       auto begin = std::chrono::steady_clock::now();
+      PW_RETURN_IF_ERROR(interp->SyncParameters());
       PW_ASSIGN_OR_RETURN(
           report.checkpoint_bytes,
           SaveRank(options.checkpoint, header, step + 1, rank_vars,
@@ -109,6 +110,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     }
     if (options.on_step) options.on_step(report);
   }
+  PW_RETURN_IF_ERROR(interp->SyncParameters());
   std::map<std::string, Tensor> params;
   for (const std::string& name : interp->PersistentNames()) {
     if (!interp->FindPersistent(name)) continue;

@@ -16,4 +16,13 @@ inline constexpr const char* kMetaGradBucketBytes = "grad_bucket_bytes";
 inline constexpr const char* kMetaGradReduce = "grad_reduce";
 inline constexpr const char* kGradReduceInBackward = "backward";
 
+// With the distributed optimizer, each sharded parameter is all-gathered over dp right
+// after its update by default. overlap-param-gather records kParamGatherNextStep: the
+// all-gathers are issued at the start of the next step instead (c_sync_shards on dp_comm,
+// in the order the step first reads the parameters), so that they run under its forward
+// (Megatron's overlap_param_gather). Between steps a parameter then holds only this dp
+// rank's updated rows until the executor syncs it (before saving or reading parameters).
+inline constexpr const char* kMetaParamGather = "param_gather";
+inline constexpr const char* kParamGatherNextStep = "next_step";
+
 }  // namespace pw

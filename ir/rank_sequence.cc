@@ -74,6 +74,9 @@ std::string RankSequence::Describe(int i) const {
                     job.kind == JobKind::kOptimizer ? " before " : " after ", JobName(job));
     case WorkKind::kGradScale:
       return StrCat("scale of gradient '", var, "' before ", JobName(job));
+    case WorkKind::kParamGather:
+      return StrCat("c_sync_shards of parameter '", var, "' at the step's start (its update in ",
+                    JobName(job), ")");
   }
   return "?";
 }
@@ -137,6 +140,8 @@ class RankSequenceBuilder {
   std::vector<int> bucket_;
   int64_t bucket_fill_ = 0;
   int early_left_ = 0;
+  // kParamGatherNextStep: the optimizer programs' parameter all-gathers, issued first.
+  Status IssueDeferredGathers();
   void AddToBucket(int acc, int job);
   void FlushBucket(int job);
   // With the reduction in the backward: per gradient var id, the (optimizer job, op) of
@@ -348,6 +353,57 @@ Status RankSequenceBuilder::LowerGradFinalize(int j) {
       item.writes = {acc};
       Add(std::move(item));
     }
+  }
+  return OkStatus();
+}
+
+// A gather is deferred when it all-gathers a parameter over dp from that parameter's own
+// rows (a c_split{view} of it, which the update wrote in place) and nothing after it in the
+// program reads the parameter: the next step's start is the first to need the whole.
+Status RankSequenceBuilder::IssueDeferredGathers() {
+  std::map<std::string, std::pair<int, int>> deferred;  // param -> (optimizer job, op)
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
+    const std::vector<Op>& ops = seq_.programs[j]->ops();
+    std::map<std::string, std::string> own_rows;  // c_split{view} output -> its parameter
+    for (size_t o = 0; o < ops.size(); ++o) {
+      const Op& op = ops[o];
+      if (op.type == "c_split" && op.attrs.GetBool("view", false))
+        own_rows[op.Output("Out")] = op.Input("X");
+      if (op.type != "c_all_gather" || op.attrs.GetString("group") != "dp") continue;
+      const std::string& param = op.Output("Out");
+      auto rows = own_rows.find(op.Input("X"));
+      if (rows == own_rows.end() || rows->second != param) continue;
+      bool read_later = false;
+      for (size_t k = o + 1; k < ops.size(); ++k)
+        ops[k].ForEachInput([&](const std::string& v) { read_later = read_later || v == param; });
+      if (!read_later) deferred.emplace(param, std::make_pair(static_cast<int>(j), o));
+    }
+  }
+  // In the order the step first reads them: the first layers' parameters arrive first.
+  std::vector<std::string> order;
+  std::set<std::string> seen;
+  for (size_t j = 0; j < seq_.jobs.size(); ++j)
+    if (!IsP2pJob(seq_.jobs[j]->kind))
+      for (const Op& op : seq_.programs[j]->ops())
+        op.ForEachInput([&](const std::string& v) {
+          if (deferred.count(v) && seen.insert(v).second) order.push_back(v);
+        });
+  for (const auto& [param, at] : deferred)
+    if (seen.insert(param).second) order.push_back(param);
+  for (const std::string& param : order) {
+    const auto [j, o] = deferred.at(param);
+    PW_ASSIGN_OR_RETURN(int slot, SlotFor(param, kStepTable, *seq_.programs[j]));
+    WorkItem item;
+    item.kind = WorkKind::kParamGather;
+    item.stream = StreamType::kDpComm;
+    item.job = j;
+    item.op = o;
+    item.slot = slot;
+    item.reads = {slot};
+    item.writes = {slot};
+    Add(std::move(item));
+    hoisted_.insert({j, o});
   }
   return OkStatus();
 }
@@ -607,6 +663,8 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
       hoisted_.insert({static_cast<int>(j), static_cast<int>(o)});
     }
   }
+  if (module_.mesh.dp > 1 && module_.metadata.GetString(kMetaParamGather) == kParamGatherNextStep)
+    PW_RETURN_IF_ERROR(IssueDeferredGathers());
   if (reduce_in_backward_) {
     bucket_bytes_ = module_.metadata.GetInt(kMetaGradBucketBytes, 0);
     for (const std::string& g : grads_) {
@@ -709,6 +767,17 @@ Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale) {
       op.SetAttr("scale", scale).SetAttr("bias", 0.0);
       break;
   }
+  return op;
+}
+
+Op SyncShardsOp(const Op& gather) {
+  Op op;
+  op.type = "c_sync_shards";
+  op.role = OpRole::kCommunication;
+  const std::string& param = gather.Output("Out");
+  op.SetInput("X", {param}).SetOutput("Out", {param});
+  for (const char* attr : {"group", "axis", "nranks"})
+    if (const Attribute* a = gather.attrs.Find(attr)) op.SetAttr(attr, *a);
   return op;
 }
 

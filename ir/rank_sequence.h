@@ -14,7 +14,10 @@
 //     produces it;
 //   - before an optimizer job, step-level work on each gradient sum its program reads: an
 //     all-reduce over the dp group (when dp > 1 and the program has none of its own) and a
-//     scale by 1/(M·dp).
+//     scale by 1/(M·dp);
+//   - with kParamGatherNextStep (ir/grad_reduce.h), first of all: the distributed
+//     optimizer's parameter all-gathers, issued at the step's start instead of after the
+//     updates.
 //
 // Events: an op or a send/recv job records its events after its last item (an op's
 // attached work included, so that a wait on an op's event also covers the accumulation and
@@ -44,6 +47,9 @@ enum class WorkKind : uint8_t {
   kFetch,          // the micro-batch's loss copied out (attached to an op)
   kGradAllReduce,  // gradient sums (one, or a bucket: its writes) all-reduced over dp (step-level)
   kGradScale,      // the gradient sum scaled by 1/(M·dp) (step-level)
+  // A distributed optimizer's parameter all-gather deferred to the step's start
+  // (kParamGatherNextStep; step-level): its `op` is the optimizer program's c_all_gather.
+  kParamGather,
 };
 
 inline constexpr int kRankTable = -2;  // parameters, optimizer state, gradient sums
@@ -176,6 +182,9 @@ Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale = 1.0);
 // bucket of several): c_allreduce_sum of one, c_allreduce_coalesced of a bucket.
 Op BucketAllReduceOp(const std::vector<std::string>& grads);
 std::vector<std::string> BucketGrads(const RankSequence& seq, const WorkItem& item);
+// The op a kParamGather item runs: c_sync_shards of the parameter the optimizer program's
+// c_all_gather `gather` writes, over its group, axis and nranks.
+Op SyncShardsOp(const Op& gather);
 // The gradient sums' scale, 1/(M·dp), rounded to float as the kernel applies it.
 double GradScale(const RankSequence& seq);
 

@@ -27,25 +27,36 @@ class Accesses {
       return fn(Dependency{producer, item, slot});
     };
     for (int slot : in.reads) PW_RETURN_IF_ERROR(need(slots_[slot].writer, slot));
-    for (int slot : in.writes) {
-      const Access& a = slots_[slot];
-      PW_RETURN_IF_ERROR(need(a.writer, slot));
-      for (int r : a.readers) PW_RETURN_IF_ERROR(need(r, slot));
-    }
+    for (int written : in.writes)
+      for (int slot : {written, ParamUnder(written)}) {
+        if (slot < 0) continue;
+        const Access& a = slots_[slot];
+        PW_RETURN_IF_ERROR(need(a.writer, slot));
+        for (int r : a.readers) PW_RETURN_IF_ERROR(need(r, slot));
+      }
     return OkStatus();
   }
 
   void Update(int item) {
     const WorkItem& in = seq_.items[item];
     for (int slot : in.reads) slots_[slot].readers[StreamIndex(in.stream)] = item;
-    for (int slot : in.writes) {
-      Access& a = slots_[slot];
-      a.writer = item;
-      a.readers.fill(-1);
-    }
+    for (int written : in.writes)
+      for (int slot : {written, ParamUnder(written)}) {
+        if (slot < 0) continue;
+        Access& a = slots_[slot];
+        a.writer = item;
+        a.readers.fill(-1);
+      }
   }
 
  private:
+  // A write through a view of a parameter (the distributed optimizer's update of its own
+  // rows, in place) writes the parameter: ordered after its readers on other streams.
+  int ParamUnder(int slot) const {
+    const int source = seq_.slots[slot].view_of;
+    return source >= 0 && seq_.slots[source].persistable ? source : -1;
+  }
+
   const RankSequence& seq_;
   std::vector<Access> slots_;
 };

@@ -123,11 +123,13 @@ Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program
 }
 
 // A split{view}'s (or c_split{view}'s) blocks share X's bytes in the executor: neither X
-// nor a block may be written after it, or the other would change too.
+// nor a block may be written after it, or the other would change too (except as an
+// in-place shard update: IsInPlaceShardUpdate).
 Status CheckViewsUnwritten(const Program& program, size_t index) {
   const Op& op = program.ops()[index];
   if ((op.type != "split" && op.type != "c_split") || !op.attrs.GetBool("view", false))
     return OkStatus();
+  if (IsInPlaceShardUpdate(program, index)) return OkStatus();
   std::unordered_set<std::string> shared;
   op.ForEachInput([&](const std::string& v) { shared.insert(v); });
   op.ForEachOutput([&](const std::string& v) { shared.insert(v); });
@@ -339,6 +341,27 @@ Status VerifyModule(const Module& module, const OpRegistry& registry) {
   PW_RETURN_IF_ERROR(CheckModuleBytes(module));
 
   return VerifyPlan(module);
+}
+
+bool IsInPlaceShardUpdate(const Program& program, size_t index) {
+  const Op& split = program.ops()[index];
+  const Var* param = program.FindVar(split.Input("X"));
+  if (split.type != "c_split" || !param || !param->persistable) return false;
+  const std::string &whole = split.Input("X"), &rows = split.Output("Out");
+  bool gathered = false;
+  for (size_t k = index + 1; k < program.ops().size(); ++k) {
+    const Op& op = program.ops()[k];
+    bool touches_whole = false;
+    op.ForEachInput([&](const std::string& v) { touches_whole = touches_whole || v == whole; });
+    op.ForEachOutput([&](const std::string& v) { touches_whole = touches_whole || v == whole; });
+    if (!touches_whole) continue;
+    const bool gather = op.type == "c_all_gather" && op.Input("X") == rows &&
+                        op.Output("Out") == whole &&
+                        op.attrs.GetString("group") == split.attrs.GetString("group");
+    if (!gather || gathered) return false;
+    gathered = true;
+  }
+  return gathered;
 }
 
 }  // namespace pw

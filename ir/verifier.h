@@ -16,4 +16,11 @@ Status VerifyProgram(const Program& program, const OpRegistry& registry);
 // Every program of the module, the mesh, and the plan's references to programs.
 Status VerifyModule(const Module& module, const OpRegistry& registry);
 
+// Whether ops after the c_split{view} at `index` use it as the distributed optimizer does:
+// the slice of a parameter updated in place, then all-gathered back into the parameter over
+// the same group, with no other op touching the parameter after the split. Writing the
+// slice then writes the parameter's own rows, which the all-gather would put there anyway:
+// the same values as without the view, so the verifier allows it.
+bool IsInPlaceShardUpdate(const Program& program, size_t index);
+
 }  // namespace pw

@@ -1,8 +1,9 @@
 // distributed-optimizer: ZeRO-1 over the dp group. On a planned module with dp replicas, each
 // optimizer update of a parameter whose first dim divides by dp runs on this dp rank's shard
 // of it only: the gradient sum is reduce-scattered over dp (member i keeps rows i/dp of the
-// sum), scaled by 1/(micro-batches x dp), the parameter's shard cut out (c_split), the
-// update applied to the shard with optimizer state of the shard's shape (Adam's moments: 1/dp
+// sum), scaled by 1/(micro-batches x dp), the parameter's shard cut out (c_split: a view of
+// its own rows where nothing after the all-gather reads the parameter), the update applied
+// to the shard with optimizer state of the shard's shape (Adam's moments: 1/dp
 // of them per rank), and the updated shards all-gathered into the whole parameter. The
 // reduce-scatter sums every element in member order, as the all-reduce it replaces, and the
 // scale and the update are element-wise: training is bit-identical to the same plan without
@@ -14,6 +15,7 @@
 #include <set>
 
 #include "ir/grad_reduce.h"
+#include "ir/verifier.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 
@@ -120,7 +122,10 @@ class DistributedOptimizerPass : public Pass {
         mean.SetInput("X", {g_shard.name}).SetOutput("Out", {g_shard.name});
         mean.SetAttr("scale", scale).SetAttr("bias", 0.0);
         out.push_back(std::move(mean));
+        // A view of the parameter's own rows: the update writes them in place (what a
+        // deferred all-gather, overlap-param-gather, then sends from).
         out.push_back(Collective("c_split", param, p_shard.name, dp, op));
+        out.back().SetAttr("view", true);
         op.SetInput("Param", {p_shard.name}).SetOutput("ParamOut", {p_shard.name});
         op.SetInput("Grad", {g_shard.name});
         for (const std::string& slot : ElementStateSlots(op)) {
@@ -136,6 +141,16 @@ class DistributedOptimizerPass : public Pass {
         changed = true;
       }
       program.ops() = std::move(out);
+      // The view only where nothing after the all-gather reads the parameter (amp's cast of
+      // the updated parameter to its 16-bit copy does): elsewhere the slice is a copy.
+      for (size_t k = 0; k < program.ops().size(); ++k) {
+        Op& split = program.ops()[k];
+        if (split.type == "c_split" && split.attrs.GetBool("view", false) &&
+            !IsInPlaceShardUpdate(program, k)) {
+          split.SetAttr("view", false);
+          context.AddStatistic("updates-through-a-copy");
+        }
+      }
     }
     // The state's declarations, wherever a program declares it: the shard's shape, zeros
     // (each dp rank's rows of a sharded parameter's state start at zero alike).

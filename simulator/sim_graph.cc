@@ -119,7 +119,8 @@ class RankLowerer {
   std::map<const Op*, OpPrice> prices_;  // every job of a program runs the same ops
   // The executor's own ops, one per (kind, var): priced once, kept alive for the cache.
   std::map<std::pair<WorkKind, int>, Op> added_;
-  // The dp all-reduces, by the slots they hold (one sum or a bucket).
+  // The dp all-reduces, by the slots they hold (one sum or a bucket), and the deferred
+  // parameter all-gathers, by their parameter's slot.
   std::map<std::vector<int>, Op> buckets_;
   // The GEMMs that add into their gradient sums, by the program's op (WithAccumulator).
   std::map<const Op*, Op> fused_;
@@ -224,6 +225,13 @@ Status RankLowerer::Lower(int i) {
     case WorkKind::kGradAllReduce: {  // one sum, or a bucket priced as one collective
       auto [it, inserted] = buckets_.try_emplace(item.writes);
       if (inserted) it->second = BucketAllReduceOp(BucketGrads(seq_, item));
+      instr.name = it->second.type;
+      PW_RETURN_IF_ERROR(LowerOp(i, it->second, program, instr));
+      break;
+    }
+    case WorkKind::kParamGather: {  // priced as the all-gather it defers
+      auto [it, inserted] = buckets_.try_emplace(item.writes);
+      if (inserted) it->second = SyncShardsOp(seq_.op(item));
       instr.name = it->second.type;
       PW_RETURN_IF_ERROR(LowerOp(i, it->second, program, instr));
       break;

@@ -2,8 +2,10 @@
 // c_allreduce_sum (all-reduce forward, identity backward); c_allreduce_max, the shared
 // shift of a vocabulary-parallel softmax and the overflow flag of loss scaling; and the
 // halves of an all-reduce that sequence parallelism (and sharded optimizer state) use in
-// its place: c_all_gather and c_reduce_scatter_sum, each the other's gradient; and c_split,
-// a replicated tensor's slice (sequence-parallel position embeddings). And the pieces of a
+// its place: c_all_gather and c_reduce_scatter_sum, each the other's gradient; c_split,
+// a replicated tensor's slice (sequence-parallel position embeddings); c_sync_shards, the
+// all-gather of a tensor whose members each updated their own slice of it in place; and
+// c_allreduce_coalesced, a data-parallel bucket of sums. And the pieces of a
 // collective matmul (overlap-collective-matmul): c_shift, a transfer between the members of
 // a group at a fixed distance, and c_member_concat and c_member_sum, which put the blocks
 // the shifts brought in member order.
@@ -94,6 +96,12 @@ Status InferAllGather(InferContext& ctx) {
   TensorType out = ctx.Input("X");
   out.shape[cut.axis] *= cut.members;
   ctx.SetOutput("Out", out);
+  return OkStatus();
+}
+
+Status InferSyncShards(InferContext& ctx) {
+  PW_RETURN_IF_ERROR(CutOf(ctx, /*x_is_whole=*/true).status());
+  ctx.SetOutput("Out", ctx.Input("X"));
   return OkStatus();
 }
 
@@ -288,6 +296,25 @@ void RegisterCollectiveOps(OpRegistry& registry) {
             return ElementwiseCost(ctx, members > 1 ? members - 1 : 0);
           },
       .grad = [](GradContext& ctx) { return GatherScatterGrad(ctx, "c_all_gather"); },
+  });
+  registry.Register(OpDef{
+      .type = "c_sync_shards",
+      .summary = "Out = X with each member's slice along axis (member m: slice m of nranks) "
+                 "taken from that member: the all-gather of a tensor each member updated only "
+                 "its own slice of (the distributed optimizer's parameter all-gather, deferred "
+                 "to the next step's start by overlap-param-gather); the bits of c_all_gather "
+                 "of the slices",
+      .inputs = {{"X"}},
+      .outputs = {{"Out"}},
+      .attrs = cut_attrs,
+      .is_communication = true,
+      .collective = true,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferSyncShards,
+      .cost =
+          [](const InferContext& ctx) {
+            return OpCost{0, IoBytes(ctx)};
+          },
   });
   std::vector<AttrDef> split_attrs = cut_attrs;
   split_attrs.push_back(DefaultAttr("offset", int64_t{0}));

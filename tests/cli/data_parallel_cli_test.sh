@@ -51,19 +51,32 @@ plan_adam="$adam,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p"
 "$pw" opt "$work/dp2.pbtxt" -p "$plan_adam,distributed-optimizer,assign-streams,insert-events" \
   -o "$work/zero1.pb" --stats >"$work/zero1_stats.txt" 2>&1 || fail "opt distributed-optimizer"
 grep -q "updates-sharded" "$work/zero1_stats.txt" || fail "no update sharded: $(cat "$work/zero1_stats.txt")"
-for plan in adam zero1; do
+# The same with its reduce-scatters in the backward and its parameter all-gathers at the
+# next step's start (gradient buckets of 10 KiB for the all-reduces left).
+"$pw" opt "$work/dp2.pbtxt" -p "$plan_adam,distributed-optimizer,assign-streams,overlap-grad-reduce{bucket-mb=0.01},overlap-param-gather,insert-events" \
+  -o "$work/zero1pg.pb" --stats >"$work/zero1pg_stats.txt" 2>&1 || fail "opt overlap-param-gather"
+grep -q "param-gathers-deferred" "$work/zero1pg_stats.txt" ||
+  fail "no gather deferred: $(cat "$work/zero1pg_stats.txt")"
+for plan in adam zero1 zero1pg; do
   "$pw" run-parallel "$work/$plan.pb" --nproc 8 --steps 3 --threads 1 --global-batch 16 \
-    --report json --run-dir "$work/run_$plan" >"$work/$plan.json" 2>"$work/$plan.err" ||
+    --report json --run-dir "$work/run_$plan" --save-params "$work/params_$plan" \
+    >"$work/$plan.json" 2>"$work/$plan.err" ||
     fail "run-parallel ($plan) exited $?: $(tail -3 "$work/$plan.err")"
 done
-python3 - "$work/adam.json" "$work/zero1.json" <<'PY' || fail "distributed-optimizer: $(cat "$work/zero1.json")"
+python3 - "$work/adam.json" "$work/zero1.json" "$work/zero1pg.json" <<'PY' || fail "distributed-optimizer: $(cat "$work/zero1.json")"
 import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
+a, b, c = (json.load(open(p)) for p in sys.argv[1:4])
 assert a["losses"] == b["losses"], (a["losses"], b["losses"])
-print("distributed-optimizer over Gloo: losses bit-identical; peak bytes per rank",
-      b["peak_bytes"], "against", a["peak_bytes"])
+assert a["losses"] == c["losses"], (a["losses"], c["losses"])
+print("distributed-optimizer over Gloo: losses bit-identical (also with overlap-param-gather);"
+      " peak bytes per rank", b["peak_bytes"], "against", a["peak_bytes"])
 assert all(y < x for x, y in zip(a["peak_bytes"], b["peak_bytes"])), (a["peak_bytes"], b["peak_bytes"])
 PY
+# The deferred all-gathers are synced before the parameters are saved: every file equal.
+for f in $(cd "$work/params_zero1" && ls); do
+  cmp -s "$work/params_zero1/$f" "$work/params_zero1pg/$f" ||
+    fail "$f differs with overlap-param-gather"
+done
 # The reference at --global-batch 16 is the run at --micro-batches 8.
 "$pw" run "$work/ref.pb" --reference --steps 1 --global-batch 16 --report json >"$work/g.json" ||
   fail "run --reference --global-batch"

@@ -404,7 +404,7 @@ void AddMiscCases(Maker& m, std::vector<KernelCase>& cases) {
   }
   // Over a group of one (no communicator): the staging and the slice copies of an inner
   // axis, which the transfers use at any group size.
-  for (const char* type : {"c_all_gather", "c_reduce_scatter_sum", "c_split"}) {
+  for (const char* type : {"c_all_gather", "c_reduce_scatter_sum", "c_split", "c_sync_shards"}) {
     KernelCase c{type, MakeOp(type, {{"X", {"x"}}}, {{"Out", {kOut}}}), {}};
     c.op.SetAttr("axis", int64_t{1}).SetAttr("nranks", int64_t{1});
     c.inputs["x"] = m.Uniform({3, 4, 5});

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "equivalence_util.h"
 #include "ir/grad_reduce.h"
@@ -270,7 +272,8 @@ void PrintTo(const ZeroCase& c, std::ostream* out) {
        << (training.find("adam") != std::string::npos ? "_adam" : "_sgd")
        << (training.find("bf16") != std::string::npos ? "_bf16" : "")
        << (training.find("fp16") != std::string::npos ? "_fp16" : "")
-       << (*c.after ? "_overlap" : "");
+       << (std::string(c.after).find("overlap-grad-reduce") != std::string::npos ? "_overlap" : "")
+       << (std::string(c.after).find("overlap-param-gather") != std::string::npos ? "_gather" : "");
 }
 
 class DistributedOptimizerTest : public ::testing::TestWithParam<ZeroCase> {};
@@ -333,7 +336,16 @@ INSTANTIATE_TEST_SUITE_P(
                  "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1024}"},
         ZeroCase{{2, 2, 2},
                  "append-backward{optimizer=adam,lr=0.01}",
-                 ",assign-streams,overlap-grad-reduce,insert-events"}),
+                 ",assign-streams,overlap-grad-reduce,insert-events"},
+        // The all-gathers at the next step's start; the parameters synced after the last.
+        ZeroCase{{4, 1, 1}, "append-backward{optimizer=adam,lr=0.01}", ",overlap-param-gather"},
+        ZeroCase{{2, 2, 2},
+                 "append-backward{optimizer=adam,lr=0.01}",
+                 ",assign-streams,overlap-grad-reduce{bucket-mb=0.01},overlap-param-gather,"
+                 "insert-events"},
+        ZeroCase{{2, 1, 2},
+                 "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16}",
+                 ",assign-streams,overlap-param-gather,insert-events"}),
     [](const auto& info) { return ::testing::PrintToString(info.param); });
 
 // With overlap-grad-reduce after it, each reduce-scatter of the distributed optimizer is
@@ -373,6 +385,85 @@ TEST(DistributedOptimizerPassTest, ReduceScattersStartInTheBackwardWithOverlapGr
         EXPECT_LT(last_accumulate.at(item.reads.front()), i) << seq->Describe(i);
     }
   }
+}
+
+// overlap-param-gather: each sharded parameter's all-gather leaves the optimizer job for the
+// step's start, on dp_comm, first of all work, in the order the step first reads the
+// parameters; the optimizer job keeps its reduce-scatters, scales, views and updates.
+TEST(OverlapParamGatherTest, GathersOpenTheStepInFirstReadOrder) {
+  const Module m = Gpt({2, 1, 2}, "append-backward{optimizer=adam,lr=0.01}",
+                       ",distributed-optimizer,overlap-param-gather");
+  for (int rank : {0, 2}) {
+    auto seq = BuildRankSequence(m, rank);
+    ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+    std::vector<std::string> gathered, first_read;
+    std::set<std::string> seen;
+    int updates = 0;
+    for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
+      const WorkItem& item = seq->items[i];
+      if (item.kind == WorkKind::kParamGather) {
+        EXPECT_EQ(static_cast<size_t>(i), gathered.size()) << seq->Describe(i) << " not first";
+        EXPECT_EQ(item.stream, StreamType::kDpComm);
+        EXPECT_EQ(seq->op(item).type, "c_all_gather");
+        gathered.push_back(seq->slots[item.slot].var);
+        continue;
+      }
+      if (item.kind != WorkKind::kOp) continue;
+      const Op& op = seq->op(item);
+      EXPECT_NE(op.type, "c_all_gather") << seq->Describe(i) << " left in the optimizer job";
+      if (op.type == "adam") ++updates;
+      op.ForEachInput([&](const std::string& v) {
+        if (seq->slots[seq->SlotOf(item, v)].persistable && seen.insert(v).second)
+          first_read.push_back(v);
+      });
+    }
+    EXPECT_EQ(static_cast<int>(gathered.size()), updates) << "rank " << rank;
+    // The gathered parameters appear in the order the step first reads them.
+    std::vector<std::string> order;
+    for (const std::string& v : first_read)
+      if (std::find(gathered.begin(), gathered.end(), v) != gathered.end()) order.push_back(v);
+    EXPECT_EQ(order, gathered) << "rank " << rank;
+  }
+  auto early = WithPasses(Gpt({2, 1, 2}), "overlap-param-gather");
+  EXPECT_NE(early.status().message().find("run distributed-optimizer before it"), std::string::npos)
+      << early.status().ToString();
+}
+
+// Between steps the deferred parameters hold only this rank's rows: reading one is refused
+// in one line; the runner syncs them after the last step, and they are the plan's without
+// the pass bit for bit.
+TEST(OverlapParamGatherTest, StaleParametersAreRefusedUntilSynced) {
+  const Module plain =
+      Gpt({2, 1, 1}, "append-backward{optimizer=adam,lr=0.01}", ",distributed-optimizer");
+  const Module deferred = Gpt({2, 1, 1}, "append-backward{optimizer=adam,lr=0.01}",
+                              ",distributed-optimizer,overlap-param-gather");
+  auto a = Train(plain);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  RankRunOptions o;
+  o.steps = kSteps;
+  o.micro_batches = kGlobalMicroBatches / 2;
+  o.data.data_seed = kSeed;
+  std::mutex mu;
+  std::vector<Status> refused;
+  int stale = 0;
+  o.on_traced_step = [&](const Interpreter& interp) -> Status {  // after the last step
+    StatusOr<Tensor> read = interp.PersistentOnHost("wpe");
+    std::lock_guard<std::mutex> lock(mu);
+    stale += interp.parameters_stale();
+    refused.push_back(read.status());
+    return OkStatus();
+  };
+  auto b = RunLocalRanks(deferred, o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(stale, 2);
+  ASSERT_EQ(refused.size(), 2u);
+  for (const Status& s : refused)
+    EXPECT_NE(s.message().find("holds only this dp rank's rows since the last step"),
+              std::string::npos)
+        << s.ToString();
+  for (int rank = 0; rank < 2; ++rank)
+    for (const auto& [name, want] : a->params[rank])
+      EXPECT_TRUE(SameBits(b->params[rank].at(name), want)) << name << " on rank " << rank;
 }
 
 TEST(DistributedOptimizerPassTest, RefusesModulesItCannotShard) {

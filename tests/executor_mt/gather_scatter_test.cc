@@ -1,7 +1,8 @@
-// c_reduce_scatter_sum, c_all_gather and c_allreduce_coalesced on every CPU transport (the
-// in-process hub, and the TCP rings of the Gloo communicator), members as threads: a reduce-scatter
-// then an all-gather gives the bits of c_allreduce_sum of the same tensors, each element summed in
-// member order, for 2, 3 and 4 members, f32 and bf16, cut along the first or an inner axis.
+// c_reduce_scatter_sum, c_all_gather, c_sync_shards and c_allreduce_coalesced on every CPU
+// transport (the in-process hub, and the TCP rings of the Gloo communicator), members as
+// threads: a reduce-scatter then an all-gather gives the bits of c_allreduce_sum of the same
+// tensors, each element summed in member order, for 2, 3 and 4 members, f32 and bf16, cut
+// along the first or an inner axis.
 
 #include <gtest/gtest.h>
 
@@ -220,6 +221,35 @@ TEST_P(GatherScatter, CoalescedAllReduceGivesEachTensorItsAllReduceBits) {
       EXPECT_TRUE(SameBytes(in_place[m][i], alone[m][i]));
       EXPECT_TRUE(SameBytes(alone[m][i], alone[0][i]));
       EXPECT_FALSE(SameBytes(alone[m][i], xs[m][i]));  // summed at all
+    }
+  }
+}
+
+// c_sync_shards: each member holds the whole tensor but only its own slice is current (the
+// rest stale, different on every member); afterwards every member holds the slices of
+// their owners, the bits c_all_gather of the slices gives, cut along the first or an
+// inner axis.
+TEST_P(GatherScatter, SyncShardsGivesEveryMemberEachOwnersSlice) {
+  const Case c = GetParam();
+  const int n = c.members;
+  for (int axis : {0, 1}) {
+    const Shape shape = {axis == 0 ? int64_t{n} * 2 : 3, int64_t{n} * 5, 7};
+    std::vector<Tensor> synced(n), gathered(n);
+    auto results = OnMembers(c.transport, n, [&](int m, Communicator& comm) -> Status {
+      TensorEnv env;
+      env.Set("t", Spread(shape, 100 + m, c.dtype));  // stale everywhere but slice m
+      PW_RETURN_IF_ERROR(RunOps({CollectiveOp("c_split", "t", "mine", axis, n),
+                                 CollectiveOp("c_all_gather", "mine", "gathered", axis, n),
+                                 CollectiveOp("c_sync_shards", "t", "t", axis, n)},
+                                env, &comm));
+      synced[m] = *env.Find("t");
+      gathered[m] = *env.Find("gathered");
+      return OkStatus();
+    });
+    for (int m = 0; m < n; ++m) {
+      ASSERT_TRUE(results[m].ok()) << results[m].ToString();
+      EXPECT_TRUE(SameBytes(synced[m], gathered[m])) << "member " << m << ", axis " << axis;
+      EXPECT_TRUE(SameBytes(synced[m], synced[0])) << "member " << m << ", axis " << axis;
     }
   }
 }

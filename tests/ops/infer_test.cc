@@ -70,7 +70,8 @@ TEST(OpsInfer, RegistryListsEveryOp) {
       "c_allreduce_max "
       "c_allreduce_sum c_embedding c_embedding_grad c_identity c_member_concat c_member_sum "
       "c_reduce_scatter_sum c_shift c_softmax_cross_entropy "
-      "c_softmax_cross_entropy_grad c_softmax_stats c_split cast check_finite_and_unscale concat "
+      "c_softmax_cross_entropy_grad c_softmax_stats c_split c_sync_shards cast "
+      "check_finite_and_unscale concat "
       "dropout dropout_grad embedding embedding_grad "
       "fill_constant gelu gelu_grad gqa_attention gqa_attention_grad "
       "layer_norm layer_norm_grad layer_norm_param_grad matmul matmul_weight_grad "
@@ -353,6 +354,13 @@ TEST(OpsInfer, AllGatherAndReduceScatterCutAlongTheirAxis) {
   scatter.SetAttr("axis", int64_t{3});
   EXPECT_THAT(Infer(scatter, {{"x", F32({2, 3, 8})}}).status.message(),
               HasSubstr("axis 3 is outside its 3 dims"));
+  Op sync = gather;  // the whole tensor in and out, cut in nranks slices along axis
+  sync.type = "c_sync_shards";
+  r = Infer(sync, {{"x", F32({2, 12, 5})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out"), F32({2, 12, 5}));
+  EXPECT_THAT(Infer(sync, {{"x", F32({2, 10, 5})}}).status.message(),
+              HasSubstr("extent 10 along axis 1 is not a multiple of the 4 members"));
   gather.SetAttr("nranks", int64_t{0});
   EXPECT_THAT(Infer(gather, {{"x", F32({2, 3, 8})}}).status.message(),
               HasSubstr("nranks must be at least 1"));

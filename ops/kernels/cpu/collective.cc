@@ -1,5 +1,6 @@
-// c_identity, c_allreduce_sum, c_allreduce_coalesced and c_allreduce_max; c_all_gather and
-// c_reduce_scatter_sum; c_shift, c_member_concat and c_member_sum (a collective matmul's pieces).
+// c_identity, c_allreduce_sum, c_allreduce_coalesced and c_allreduce_max; c_all_gather,
+// c_reduce_scatter_sum and c_sync_shards; c_shift, c_member_concat and c_member_sum (a
+// collective matmul's pieces).
 // A null communicator is a group of one. A low-precision sum goes to the communicator as it
 // is (which sums in f32 and rounds once); a low-precision max runs widened.
 
@@ -79,12 +80,29 @@ Status CAllGather(KernelContext& ctx) {
   const int64_t chunk = s.outer * s.slice * elem;
   // One outer row: Out is already laid out chunk by chunk.
   Tensor staging = s.outer == 1 ? out : Tensor::Allocated(x.dtype(), out.shape(), false);
-  std::memcpy(static_cast<char*>(staging.raw()) + ctx.GroupRank() * chunk, x.raw(),
-              static_cast<size_t>(chunk));
+  char* mine = static_cast<char*>(staging.raw()) + ctx.GroupRank() * chunk;
+  if (mine != x.raw()) std::memcpy(mine, x.raw(), static_cast<size_t>(chunk));  // X may be it
   PW_RETURN_IF_ERROR(ops::AllGatherOverGroup(ctx, staging.raw(), staging.nbytes()));
   if (s.outer != 1)
     Rearrange(s, elem, static_cast<const char*>(staging.raw()), static_cast<char*>(out.raw()),
               /*to_chunks=*/false);
+  return OkStatus();
+}
+
+// In place over Out (X copied in first): this member's slice is already where the
+// transfer's layout wants it when the cut is along the outermost dims.
+Status CSyncShards(KernelContext& ctx) {
+  Tensor& out = *ctx.Out("Out");
+  CopyIfDistinct(*ctx.In("X"), out);
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, out.shape()));
+  if (s.outer == 1) return ops::AllGatherOverGroup(ctx, out.raw(), out.nbytes());
+  const int64_t elem = DataTypeSize(out.dtype());
+  Tensor staging = Tensor::Allocated(out.dtype(), out.shape(), false);
+  Rearrange(s, elem, static_cast<const char*>(out.raw()), static_cast<char*>(staging.raw()),
+            /*to_chunks=*/true);
+  PW_RETURN_IF_ERROR(ops::AllGatherOverGroup(ctx, staging.raw(), staging.nbytes()));
+  Rearrange(s, elem, static_cast<const char*>(staging.raw()), static_cast<char*>(out.raw()),
+            /*to_chunks=*/false);
   return OkStatus();
 }
 
@@ -176,6 +194,7 @@ void RegisterCollectiveKernels(KernelTable& table) {
   Add<CAllReduceMax>(table, "c_allreduce_max");
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
+  AddNative<CSyncShards>(table, "c_sync_shards");
   AddNative<CSplit>(table, "c_split");
   AddNative<CShift>(table, "c_shift");
   AddNative<CMemberConcat>(table, "c_member_concat");

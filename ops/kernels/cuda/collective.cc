@@ -1,5 +1,6 @@
-// c_identity, c_allreduce_sum, c_allreduce_coalesced and c_allreduce_max; c_all_gather and
-// c_reduce_scatter_sum; c_shift, c_member_concat and c_member_sum (a collective matmul's pieces).
+// c_identity, c_allreduce_sum, c_allreduce_coalesced and c_allreduce_max; c_all_gather,
+// c_reduce_scatter_sum and c_sync_shards; c_shift, c_member_concat and c_member_sum (a
+// collective matmul's pieces).
 // The communicator (NCCL in the executor) queues the transfer on the same launch stream (a
 // bf16 or f16 sum natively); a null one is a group of one. A low-precision max runs widened.
 
@@ -91,12 +92,30 @@ Status CAllGather(KernelContext& ctx) {
     scratch.emplace(std::move(made));
     staging = static_cast<char*>(scratch->get());
   }
-  PW_RETURN_IF_ERROR(CudaCheck(
-      cudaMemcpyAsync(staging + ctx.GroupRank() * chunk, x.raw(), static_cast<size_t>(chunk),
-                      cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
-      "own slice"));
+  if (staging + ctx.GroupRank() * chunk != x.raw())  // X may be that slice of Out already
+    PW_RETURN_IF_ERROR(CudaCheck(
+        cudaMemcpyAsync(staging + ctx.GroupRank() * chunk, x.raw(), static_cast<size_t>(chunk),
+                        cudaMemcpyDeviceToDevice, CurrentLaunch().stream),
+        "own slice"));
   PW_RETURN_IF_ERROR(ops::AllGatherOverGroup(ctx, staging, out.nbytes()));
   if (s.outer == 1) return OkStatus();
+  return Rearrange(s, elem, staging, static_cast<char*>(out.raw()), /*to_chunks=*/false);
+}
+
+// In place over Out (X copied in first), through scratch when the cut is not along the
+// outermost dims.
+Status CSyncShards(KernelContext& ctx) {
+  Tensor& out = *ctx.Out("Out");
+  PW_RETURN_IF_ERROR(CopyIfDistinct(*ctx.In("X"), out));
+  PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, out.shape()));
+  if (out.nbytes() == 0) return OkStatus();
+  if (s.outer == 1) return ops::AllGatherOverGroup(ctx, out.raw(), out.nbytes());
+  const int64_t elem = DataTypeSize(out.dtype());
+  PW_ASSIGN_OR_RETURN(Scratch scratch, Scratch::Make(out.nbytes()));
+  char* staging = static_cast<char*>(scratch.get());
+  PW_RETURN_IF_ERROR(
+      Rearrange(s, elem, static_cast<const char*>(out.raw()), staging, /*to_chunks=*/true));
+  PW_RETURN_IF_ERROR(ops::AllGatherOverGroup(ctx, staging, out.nbytes()));
   return Rearrange(s, elem, staging, static_cast<char*>(out.raw()), /*to_chunks=*/false);
 }
 
@@ -189,6 +208,7 @@ void RegisterCollectiveKernels(KernelTable& table) {
   Add<CAllReduceMax>(table, "c_allreduce_max");
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
+  AddNative<CSyncShards>(table, "c_sync_shards");
   AddNative<CSplit>(table, "c_split");
   AddNative<CShift>(table, "c_shift");
   AddNative<CMemberConcat>(table, "c_member_concat");
