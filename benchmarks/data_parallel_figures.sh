@@ -8,11 +8,15 @@
 #      communication of the worst rank, for
 #        plain      the dp all-reduce at the step's end, every collective on compute
 #        streams    assign-streams,insert-events (collectives on their own streams)
-#        overlap    assign-streams,overlap-grad-reduce,insert-events (each gradient's
-#                   all-reduce as soon as its last micro-batch is accumulated)
+#        overlap    assign-streams,overlap-grad-reduce,insert-events (gradient buckets
+#                   all-reduced as soon as complete, the bucket size the simulator's pick)
 #        zero1      distributed-optimizer,assign-streams,insert-events (when registered)
 #        zero1+ov   the same with overlap-grad-reduce: each reduce-scatter issued as soon as
 #                   its gradient's last micro-batch is accumulated
+#        zero1+pg   zero1+ov with overlap-param-gather: the bf16 copies gathered (each rank
+#                   casts its own rows; the f32 masters only when parameters are synced),
+#                   at the next step's start or after the update, whichever the simulator
+#                   finds faster
 #      then the same at dp 16 x pp 2 x mp 1, whose dp groups span two nodes (the
 #      all-reduce priced at the spec's inter-node bandwidth, 50 GB/s per H100).
 #   2. measured on this machine's CPU (when distributed-optimizer is registered): the small
@@ -56,7 +60,8 @@ for mesh in "4 4 2" "16 2 1"; do
   if ((zero1)); then
     plans[zero1]="$base,distributed-optimizer,assign-streams,insert-events"
     plans[zero1+ov]="$base,distributed-optimizer,assign-streams,overlap-grad-reduce,insert-events"
-    labels+=(zero1 zero1+ov)
+    plans[zero1+pg]="$base,distributed-optimizer,assign-streams,overlap-grad-reduce,overlap-param-gather,insert-events"
+    labels+=(zero1 zero1+ov zero1+pg)
   fi
   for label in "${labels[@]}"; do
     "$pw" sim "$out/gpt67_dp$dp.pb" --device h100 --pipeline "${plans[$label]}" --format json \

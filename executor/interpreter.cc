@@ -45,9 +45,14 @@ const Tensor* Interpreter::FindPersistent(const std::string& name) const {
 StatusOr<Tensor> Interpreter::PersistentOnHost(const std::string& name) const {
   const Tensor* t = FindPersistent(name);
   if (!t) return NotFound("rank ", rank_, " holds no persistable var '", name, "'");
-  if (parameters_stale_)
+  auto deferred = [&] {
     for (int i : plan_->param_gathers)
-      if (plan_->instrs[i].outputs.front()->name == name)
+      if (plan_->instrs[i].outputs.front()->name == name) return true;
+    for (const Instr& instr : plan_->sync_gathers)
+      if (instr.outputs.front()->name == name) return true;
+    return false;
+  };
+  if (parameters_stale_ && deferred())
         return FailedPrecondition(
             "rank ", rank_, ": '", name,
             "' holds only this dp rank's rows since the last step (overlap-param-gather "
@@ -160,7 +165,7 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
   // Every queued wait names an event queued before it, so the streams always drain.
   Status synced = Synchronize();
   if (status.ok()) status = synced;
-  parameters_stale_ = !plan_->param_gathers.empty();
+  parameters_stale_ = !plan_->param_gathers.empty() || !plan_->sync_gathers.empty();
   if (!status.ok()) return status.WithContext(StrCat("rank ", rank_));
 
   StepStats stats;
@@ -178,6 +183,8 @@ Status Interpreter::SyncParameters() {
     const Instr& instr = plan_->instrs[i];
     streams_[StreamIndex(instr.stream)]->Enqueue(&instr);
   }
+  for (const Instr& instr : plan_->sync_gathers)
+    streams_[StreamIndex(instr.stream)]->Enqueue(&instr);
   PW_RETURN_IF_ERROR(Synchronize().WithContext(StrCat("rank ", rank_, ": parameter all-gathers")));
   parameters_stale_ = false;
   return OkStatus();

@@ -236,7 +236,28 @@ StatusOr<std::unique_ptr<LoweredPlan>> Lowerer::Run() {
   hooks.cover = [this](const Dependency& dep) { return Cover(dep); };
   PW_RETURN_IF_ERROR(order.Walk(hooks));
 
+  for (const auto& [job, op] : seq_.sync_gathers) {
+    // Outside any step: the parameter's slot, on dp_comm, with no events.
+    const Op& gather = seq_.programs[job]->ops()[op];
+    const Op& sync = out_->synthetic_ops.emplace_back(SyncShardsOp(gather));
+    WorkItem item;
+    item.job = job;
+    item.slot = seq_.SlotOf(item, gather.Output("Out"));
+    if (item.slot < 0) return NotFound("no slot for parameter '", gather.Output("Out"), "'");
+    item.writes = {item.slot};
+    Instr& instr = out_->sync_gathers.emplace_back();
+    ValueSlot* param = slots_[item.slot];
+    FillKernel(instr, sync, item, [&](const std::string&) { return param; });
+    instr.stream = StreamType::kDpComm;
+    instr.where = StrCat("c_sync_shards of parameter '", param->name, "' (between steps)");
+    instr.uses = {param};
+    instr.memory = &memory_;
+  }
   for (Instr& instr : out_->instrs) {
+    out_->streams.insert(instr.stream);
+    PW_RETURN_IF_ERROR(backend_.Prepare(instr));
+  }
+  for (Instr& instr : out_->sync_gathers) {
     out_->streams.insert(instr.stream);
     PW_RETURN_IF_ERROR(backend_.Prepare(instr));
   }

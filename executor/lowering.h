@@ -51,6 +51,9 @@ struct LoweredPlan {
   // The deferred parameter all-gathers (kParamGather), as indices into instrs: they run at
   // every step's start, and alone to make the parameters whole between steps.
   std::vector<int> param_gathers;
+  // The deferred all-gathers of parameters no step reads whole (RankSequence::sync_gathers):
+  // run only to make the parameters whole between steps.
+  std::deque<Instr> sync_gathers;
   std::map<std::string, ValueSlot*> persistent;  // parameters and optimizer state
   std::map<std::string, Var> persistent_decls;   // their declarations (initializers)
   std::vector<double> losses;                    // fetched per micro-batch

@@ -17,12 +17,15 @@ inline constexpr const char* kMetaGradReduce = "grad_reduce";
 inline constexpr const char* kGradReduceInBackward = "backward";
 
 // With the distributed optimizer, each sharded parameter is all-gathered over dp right
-// after its update by default. overlap-param-gather records kParamGatherNextStep: the
-// all-gathers are issued at the start of the next step instead (c_sync_shards on dp_comm,
-// in the order the step first reads the parameters), so that they run under its forward
-// (Megatron's overlap_param_gather). Between steps a parameter then holds only this dp
-// rank's updated rows until the executor syncs it (before saving or reading parameters).
+// after its update by default. overlap-param-gather records kMetaParamGather: the
+// all-gathers of parameters no job of the step reads whole (amp's f32 masters: the update
+// reads only this rank's rows) then wait until the parameters are synced between steps
+// (the executor's SyncParameters, before saving or reading them); the others run right
+// after their update (kParamGatherAfterUpdate) or at the start of the next step
+// (kParamGatherNextStep: c_sync_shards on dp_comm, in the order the step first reads the
+// parameters, under its forward: Megatron's overlap_param_gather).
 inline constexpr const char* kMetaParamGather = "param_gather";
 inline constexpr const char* kParamGatherNextStep = "next_step";
+inline constexpr const char* kParamGatherAfterUpdate = "after_update";
 
 }  // namespace pw

@@ -140,8 +140,9 @@ class RankSequenceBuilder {
   std::vector<int> bucket_;
   int64_t bucket_fill_ = 0;
   int early_left_ = 0;
-  // kParamGatherNextStep: the optimizer programs' parameter all-gathers, issued first.
-  Status IssueDeferredGathers();
+  // kMetaParamGather: the optimizer programs' parameter all-gathers that wait for a sync
+  // between steps, and with `next_step` those issued first in the step.
+  Status IssueDeferredGathers(bool next_step);
   void AddToBucket(int acc, int job);
   void FlushBucket(int job);
   // With the reduction in the backward: per gradient var id, the (optimizer job, op) of
@@ -357,10 +358,11 @@ Status RankSequenceBuilder::LowerGradFinalize(int j) {
   return OkStatus();
 }
 
-// A gather is deferred when it all-gathers a parameter over dp from that parameter's own
-// rows (a c_split{view} of it, which the update wrote in place) and nothing after it in the
-// program reads the parameter: the next step's start is the first to need the whole.
-Status RankSequenceBuilder::IssueDeferredGathers() {
+// A gather can wait when it all-gathers a parameter over dp from that parameter's own rows
+// (a c_split{view} of it, which the update wrote in place) and nothing after it in the
+// program reads the parameter: the next step's start is the first to need the whole, or
+// no step at all.
+Status RankSequenceBuilder::IssueDeferredGathers(bool next_step) {
   std::map<std::string, std::pair<int, int>> deferred;  // param -> (optimizer job, op)
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
     if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
@@ -380,18 +382,23 @@ Status RankSequenceBuilder::IssueDeferredGathers() {
       if (!read_later) deferred.emplace(param, std::make_pair(static_cast<int>(j), o));
     }
   }
-  // In the order the step first reads them: the first layers' parameters arrive first.
+  // In the order the step's forward and backward first read them: the first layers'
+  // parameters arrive first. A parameter none of them reads (amp's f32 master, of which
+  // the update reads only this rank's rows) waits until the parameters are synced.
   std::vector<std::string> order;
   std::set<std::string> seen;
   for (size_t j = 0; j < seq_.jobs.size(); ++j)
-    if (!IsP2pJob(seq_.jobs[j]->kind))
+    if (!IsP2pJob(seq_.jobs[j]->kind) && seq_.jobs[j]->kind != JobKind::kOptimizer)
       for (const Op& op : seq_.programs[j]->ops())
         op.ForEachInput([&](const std::string& v) {
           if (deferred.count(v) && seen.insert(v).second) order.push_back(v);
         });
-  for (const auto& [param, at] : deferred)
-    if (seen.insert(param).second) order.push_back(param);
-  for (const std::string& param : order) {
+  for (const auto& [param, at] : deferred) {
+    if (seen.count(param)) continue;
+    seq_.sync_gathers.push_back({at.first, at.second});
+    hoisted_.insert(at);
+  }
+  for (const std::string& param : next_step ? order : std::vector<std::string>{}) {
     const auto [j, o] = deferred.at(param);
     PW_ASSIGN_OR_RETURN(int slot, SlotFor(param, kStepTable, *seq_.programs[j]));
     WorkItem item;
@@ -663,8 +670,9 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
       hoisted_.insert({static_cast<int>(j), static_cast<int>(o)});
     }
   }
-  if (module_.mesh.dp > 1 && module_.metadata.GetString(kMetaParamGather) == kParamGatherNextStep)
-    PW_RETURN_IF_ERROR(IssueDeferredGathers());
+  if (const std::string at = module_.metadata.GetString(kMetaParamGather);
+      module_.mesh.dp > 1 && (at == kParamGatherNextStep || at == kParamGatherAfterUpdate))
+    PW_RETURN_IF_ERROR(IssueDeferredGathers(at == kParamGatherNextStep));
   if (reduce_in_backward_) {
     bucket_bytes_ = module_.metadata.GetInt(kMetaGradBucketBytes, 0);
     for (const std::string& g : grads_) {

@@ -117,6 +117,10 @@ struct RankSequence {
   // lays each bucket's sums end to end in one allocation, so that its all-reduce sums the
   // bucket in place, with no packing copy.
   std::vector<std::vector<int>> grad_buckets;
+  // With kMetaParamGather: the deferred parameter all-gathers no job of the step waits
+  // for, as (optimizer job, op of its c_all_gather): run only when the parameters are
+  // synced between steps (the executor's SyncParameters), never within a step.
+  std::vector<std::pair<int, int>> sync_gathers;
 
   const Op& op(const WorkItem& item) const { return programs[item.job]->ops()[item.op]; }
   const Program& program(const WorkItem& item) const { return *programs[item.job]; }
