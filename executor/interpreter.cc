@@ -53,10 +53,10 @@ StatusOr<Tensor> Interpreter::PersistentOnHost(const std::string& name) const {
     return false;
   };
   if (parameters_stale_ && deferred())
-        return FailedPrecondition(
-            "rank ", rank_, ": '", name,
-            "' holds only this dp rank's rows since the last step (overlap-param-gather "
-            "defers its all-gather to the next step): call SyncParameters on every rank first");
+    return FailedPrecondition(
+        "rank ", rank_, ": '", name,
+        "' holds only this dp rank's rows since the last step (overlap-param-gather "
+        "defers its all-gather to the next step): call SyncParameters on every rank first");
   return backend_.ToHost(*t);
 }
 

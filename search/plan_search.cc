@@ -363,6 +363,15 @@ StatusOr<TuneResult> Search::Run() {
     if (module_.mesh.dp > 1 && Registered({"distributed-optimizer"})) {
       const size_t plain_tails = tails.size();
       for (size_t t = 0; t < plain_tails; ++t) tails.push_back(",distributed-optimizer" + tails[t]);
+      // And with its parameter all-gathers placed where they hide best (bf16 copies under
+      // amp), behind each tail that reduces during the backward.
+      const std::string early = "overlap-grad-reduce";
+      if (Registered({"overlap-param-gather"}))
+        for (size_t t = 0; t < plain_tails; ++t)
+          if (size_t at = tails[t].find(early); at != std::string::npos)
+            tails.push_back(
+                ",distributed-optimizer" +
+                std::string(tails[t]).insert(at + early.size(), ",overlap-param-gather"));
     }
     // Sequence parallelism (activations divided by mp between the linears) on the fastest
     // kind found only: every tail again behind sequence-parallel.

@@ -131,7 +131,8 @@ class OverlapParamGatherPass : public Pass {
   }
 
  private:
-  Option<std::string> at{this, "at",
+  Option<std::string> at{this,
+                         "at",
                          "where the gathers of parameters the step reads run: next-step (its "
                          "start, under the forward), update (right after their update), or "
                          "auto (the faster in the simulator with --device, else next-step)",
@@ -153,7 +154,8 @@ class OverlapParamGatherPass : public Pass {
         return result.status().WithContext(
             "overlap-param-gather{at=auto} prices both placements with the simulator (give "
             "at=next-step or at=update to choose without it)");
-      if (best.empty() || result->step_time < best_time) best = where, best_time = result->step_time;
+      if (best.empty() || result->step_time < best_time)
+        best = where, best_time = result->step_time;
     }
     return best;
   }
