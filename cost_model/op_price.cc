@@ -6,7 +6,8 @@ namespace pw::cost {
 
 CommKind CollectiveKindOf(const std::string& op_type) {
   if (op_type == "c_all_gather" || op_type == "c_sync_shards") return CommKind::kAllGather;
-  if (op_type == "c_reduce_scatter_sum") return CommKind::kReduceScatter;
+  if (op_type == "c_reduce_scatter_sum" || op_type == "c_reduce_scatter_coalesced")
+    return CommKind::kReduceScatter;
   if (op_type == "c_shift") return CommKind::kSendRecv;
   return CommKind::kAllReduce;
 }
@@ -40,6 +41,12 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
     price.seconds =
         estimator.comm().Time(price.comm_kind, price.bytes, members, price.span).seconds;
     price.path = EstimatePath::kComm;
+    // A reduce-scatter bucket is packed into the transfer's layout and unpacked: local copies.
+    if (const std::vector<std::string>* xs = op.FindInput("X");
+        op.type == "c_reduce_scatter_coalesced" && xs && xs->size() > 1) {
+      PW_ASSIGN_OR_RETURN(OpSignature sig, SignatureOf(op, registry, lookup));
+      price.seconds += estimator.OpTime(sig).seconds;
+    }
     return price;
   }
   PW_ASSIGN_OR_RETURN(OpSignature sig, SignatureOf(op, registry, lookup));

@@ -10,6 +10,7 @@
 
 #include "cost_model/wake_latency.h"
 #include "ir/p2p_vars.h"
+#include "ir/rank_layout.h"
 #include "ir/rank_sequence.h"
 #include "ir/thread_cpu_clock.h"
 #include "ops/kernel.h"
@@ -80,9 +81,16 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
   // The ops as the executor runs them: a weight-gradient GEMM that adds into its gradient
   // sum takes the sum as Acc, and a sum only such GEMMs finish has no separate add.
   std::set<std::string> added;  // gradients the executor adds with its own op
+  const RankLayout layout(module.mesh);
   for (const Program& p : module.programs()) {
     auto local = [&](const std::string& name) { return module.FindVar(name, &p); };
     for (size_t i = 0; i < p.ops().size(); ++i) {
+      // A collective over more than one rank is priced by the communication model (measured
+      // in a run with --comm), not as an op: alone it has no group to run over.
+      const Op& op = p.ops()[i];
+      if (const OpDef* def = registry.Find(op.type);
+          def && def->collective && layout.Group(op.attrs.GetString("group", "mp"), 0).size() > 1)
+        continue;
       const ExecutedOp run = ExecutedForm(p, i, [&](const std::string& v) -> const Var* {
         return grads.count(v) ? local(v) : nullptr;
       });

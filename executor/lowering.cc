@@ -139,6 +139,12 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
                  [&](const std::string& v) { return slots_[seq_.SlotOf(item, v)]; });
       break;
     }
+    case WorkKind::kGradReduceScatter: {  // a bucket of the distributed optimizer's
+      const Op& op = out_->synthetic_ops.emplace_back(CoalescedReduceScatterOp(seq_, item));
+      FillKernel(instr, op, item,
+                 [&](const std::string& v) { return slots_[seq_.SlotOf(item, v)]; });
+      break;
+    }
     case WorkKind::kParamGather: {  // the last step's updated rows, at this step's start
       const Op& op = out_->synthetic_ops.emplace_back(SyncShardsOp(seq_.op(item)));
       ValueSlot* param = slots_[item.slot];

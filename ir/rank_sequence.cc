@@ -74,6 +74,10 @@ std::string RankSequence::Describe(int i) const {
                     job.kind == JobKind::kOptimizer ? " before " : " after ", JobName(job));
     case WorkKind::kGradScale:
       return StrCat("scale of gradient '", var, "' before ", JobName(job));
+    case WorkKind::kGradReduceScatter:
+      return StrCat("c_reduce_scatter_coalesced of a bucket of ", item.coalesced.size(),
+                    " gradients from '", var, "' to '", slots[item.reads.back()].var, "' for ",
+                    JobName(job));
     case WorkKind::kParamGather:
       return StrCat("c_sync_shards of parameter '", var, "' at the step's start (its update in ",
                     JobName(job), ")");
@@ -144,6 +148,12 @@ class RankSequenceBuilder {
   // between steps, and with `next_step` those issued first in the step.
   Status IssueDeferredGathers(bool next_step);
   void AddToBucket(int acc, int job);
+  // The distributed optimizer's reduce-scatters (hoist_), bucketed alike: (job, op) of each.
+  Status AddToScatterBucket(std::pair<int, int> scatter);
+  Status FlushScatterBucket();
+  std::vector<std::pair<int, int>> scatter_bucket_;
+  int64_t scatter_fill_ = 0;
+  int scatters_left_ = 0;
   void FlushBucket(int job);
   // With the reduction in the backward: per gradient var id, the (optimizer job, op) of
   // the reduce-scatter its optimizer program starts with, issued after the gradient's last
@@ -415,6 +425,56 @@ Status RankSequenceBuilder::IssueDeferredGathers(bool next_step) {
   return OkStatus();
 }
 
+// A reduce-scatter whose gradient is complete joins the open bucket when it cuts like the
+// bucket's (group, axis, nranks, dtype); a full bucket, or the last, goes out as one
+// collective. A bucket of one is the program's op itself.
+Status RankSequenceBuilder::AddToScatterBucket(std::pair<int, int> scatter) {
+  const auto& [j, o] = scatter;
+  const Op& op = seq_.programs[j]->ops()[o];
+  PW_ASSIGN_OR_RETURN(int grad, SlotFor(op.Input("X"), kStepTable, *seq_.programs[j]));
+  const Var& decl = *seq_.slots[grad].decl;
+  if (!scatter_bucket_.empty()) {
+    const auto& [fj, fo] = scatter_bucket_.front();
+    const Op& first = seq_.programs[fj]->ops()[fo];
+    const Var* first_grad = module_.FindVar(first.Input("X"), seq_.programs[fj]);
+    if (fj != j || first.attrs != op.attrs || !first_grad || first_grad->dtype != decl.dtype)
+      PW_RETURN_IF_ERROR(FlushScatterBucket());
+  }
+  scatter_bucket_.push_back(scatter);
+  scatter_fill_ += decl.num_bytes();
+  --scatters_left_;
+  if (scatter_fill_ >= bucket_bytes_ || scatters_left_ <= 0) return FlushScatterBucket();
+  return OkStatus();
+}
+
+Status RankSequenceBuilder::FlushScatterBucket() {
+  std::vector<std::pair<int, int>> bucket;
+  bucket.swap(scatter_bucket_);
+  scatter_fill_ = 0;
+  if (bucket.size() == 1) return LowerProgramJob(bucket.front().first, bucket.front().second);
+  const int j = bucket.front().first;
+  const Program& program = *seq_.programs[j];
+  const Op& first = program.ops()[bucket.front().second];
+  StatusOr<StreamType> stream = ParseStreamType(first.stream);
+  if (!stream.ok()) return stream.status();
+  WorkItem item;
+  item.kind = WorkKind::kGradReduceScatter;
+  item.stream = *stream;
+  item.job = j;
+  item.op = bucket.front().second;
+  for (const auto& [jj, o] : bucket) {
+    const Op& op = program.ops()[o];
+    PW_ASSIGN_OR_RETURN(int grad, SlotFor(op.Input("X"), kStepTable, program));
+    PW_ASSIGN_OR_RETURN(int shard, SlotFor(op.Output("Out"), kStepTable, program));
+    item.coalesced.push_back(o);
+    AppendDistinct(item.reads, grad);
+    AppendDistinct(item.writes, shard);
+  }
+  item.slot = item.reads.front();
+  Add(std::move(item));
+  return OkStatus();
+}
+
 // A complete sum joins the open bucket; a full bucket (or the last sum) is all-reduced on
 // dp_comm at once, step-level work the executor orders after the sums' last writes (and
 // the optimizer's scales after it). Every dp replica of a pipeline rank runs the same
@@ -586,8 +646,7 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
                                final_write_.at(var) == std::make_pair(j, static_cast<int>(o))
                            ? hoist_.find(var)
                            : hoist_.end();
-          if (hoist != hoist_.end())
-            PW_RETURN_IF_ERROR(LowerProgramJob(hoist->second.first, hoist->second.second));
+          if (hoist != hoist_.end()) PW_RETURN_IF_ERROR(AddToScatterBucket(hoist->second));
         }
         if (*name == options_.loss) attach(WorkKind::kFetch, value, {value}, {});
       }
@@ -675,6 +734,7 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
     PW_RETURN_IF_ERROR(IssueDeferredGathers(at == kParamGatherNextStep));
   if (reduce_in_backward_) {
     bucket_bytes_ = module_.metadata.GetInt(kMetaGradBucketBytes, 0);
+    scatters_left_ = static_cast<int>(hoist_.size());
     for (const std::string& g : grads_) {
       const int var = VarId(g);
       early_left_ += final_write_.count(var) && !hoist_.count(var) && !self_reduced_.count(g);
@@ -775,6 +835,22 @@ Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale) {
       op.SetAttr("scale", scale).SetAttr("bias", 0.0);
       break;
   }
+  return op;
+}
+
+Op CoalescedReduceScatterOp(const RankSequence& seq, const WorkItem& item) {
+  const Program& program = seq.program(item);
+  const Op& first = program.ops()[item.coalesced.front()];
+  Op op;
+  op.type = "c_reduce_scatter_coalesced";
+  op.role = OpRole::kCommunication;
+  std::vector<std::string> in, out;
+  for (int o : item.coalesced) {
+    in.push_back(program.ops()[o].Input("X"));
+    out.push_back(program.ops()[o].Output("Out"));
+  }
+  op.SetInput("X", in).SetOutput("Out", out);
+  op.attrs = first.attrs;
   return op;
 }
 

@@ -50,6 +50,10 @@ enum class WorkKind : uint8_t {
   // A distributed optimizer's parameter all-gather deferred to the step's start
   // (kParamGatherNextStep; step-level): its `op` is the optimizer program's c_all_gather.
   kParamGather,
+  // A bucket of the distributed optimizer's reduce-scatters issued in the backward as one
+  // collective (c_reduce_scatter_coalesced; step-level): its `coalesced` ops of the
+  // optimizer program, in bucket order.
+  kGradReduceScatter,
 };
 
 inline constexpr int kRankTable = -2;  // parameters, optimizer state, gradient sums
@@ -88,6 +92,7 @@ struct WorkItem {
   // Acc, FusesGradAccumulation), in place of a kAccumulate after it; -1: none. Its writes
   // and reads then hold that slot instead of the micro-batch's value.
   int accumulate_into = -1;
+  std::vector<int> coalesced;      // kGradReduceScatter: the c_reduce_scatter_sum ops
   std::vector<int> reads, writes;  // distinct slots
   std::vector<int> feeds;          // fed slots read here for the first time
   std::vector<int> wait_events;    // SeqEvents waited on before it runs
@@ -186,6 +191,9 @@ Op AddedWorkOp(WorkKind kind, const std::string& grad, double scale = 1.0);
 // bucket of several): c_allreduce_sum of one, c_allreduce_coalesced of a bucket.
 Op BucketAllReduceOp(const std::vector<std::string>& grads);
 std::vector<std::string> BucketGrads(const RankSequence& seq, const WorkItem& item);
+// The op a kGradReduceScatter item runs: c_reduce_scatter_coalesced of its ops' X into their
+// Out, over the first one's group, axis and nranks.
+Op CoalescedReduceScatterOp(const RankSequence& seq, const WorkItem& item);
 // The op a kParamGather item runs: c_sync_shards of the parameter the optimizer program's
 // c_all_gather `gather` writes, over its group, axis and nranks.
 Op SyncShardsOp(const Op& gather);

@@ -229,6 +229,13 @@ Status RankLowerer::Lower(int i) {
       PW_RETURN_IF_ERROR(LowerOp(i, it->second, program, instr));
       break;
     }
+    case WorkKind::kGradReduceScatter: {  // a bucket priced as one collective and its packing
+      auto [it, inserted] = buckets_.try_emplace(item.reads);
+      if (inserted) it->second = CoalescedReduceScatterOp(seq_, item);
+      instr.name = it->second.type;
+      PW_RETURN_IF_ERROR(LowerOp(i, it->second, program, instr));
+      break;
+    }
     case WorkKind::kParamGather: {  // priced as the all-gather it defers
       auto [it, inserted] = buckets_.try_emplace(item.writes);
       if (inserted) it->second = SyncShardsOp(seq_.op(item));

@@ -5,7 +5,7 @@
 // its place: c_all_gather and c_reduce_scatter_sum, each the other's gradient; c_split,
 // a replicated tensor's slice (sequence-parallel position embeddings); c_sync_shards, the
 // all-gather of a tensor whose members each updated their own slice of it in place; and
-// c_allreduce_coalesced, a data-parallel bucket of sums. And the pieces of a
+// c_allreduce_coalesced and c_reduce_scatter_coalesced, data-parallel buckets. And the pieces of a
 // collective matmul (overlap-collective-matmul): c_shift, a transfer between the members of
 // a group at a fixed distance, and c_member_concat and c_member_sum, which put the blocks
 // the shifts brought in member order.
@@ -96,6 +96,28 @@ Status InferAllGather(InferContext& ctx) {
   TensorType out = ctx.Input("X");
   out.shape[cut.axis] *= cut.members;
   ctx.SetOutput("Out", out);
+  return OkStatus();
+}
+
+Status InferReduceScatterCoalesced(InferContext& ctx) {
+  const size_t n = ctx.InputCount("X");
+  const std::vector<std::string>* out = ctx.op().FindOutput("Out");
+  if (n == 0 || !out || out->size() != n)
+    return InvalidArgument(ctx.op().type, ": needs as many Out as X (at least one), got ", n,
+                           " X and ", out ? out->size() : 0, " Out");
+  const DataType dtype = ctx.Input("X", 0).dtype;
+  PW_ASSIGN_OR_RETURN(Cut cut, CutOf(ctx, /*x_is_whole=*/false));
+  for (size_t i = 0; i < n; ++i) {
+    TensorType x = ctx.Input("X", i);
+    if (x.dtype != dtype)
+      return InvalidArgument(ctx.op().type, ": X[", i, "] is ", DataTypeName(x.dtype), ", X[0] ",
+                             DataTypeName(dtype), ": a bucket holds one dtype");
+    if (cut.axis >= static_cast<int>(x.shape.size()) || x.shape[cut.axis] % cut.members != 0)
+      return InvalidArgument(ctx.op().type, ": X[", i, "] ", ShapeToString(x.shape),
+                             " does not cut in ", cut.members, " slices along axis ", cut.axis);
+    x.shape[cut.axis] /= cut.members;
+    ctx.SetOutput("Out", x, i);
+  }
   return OkStatus();
 }
 
@@ -314,6 +336,25 @@ void RegisterCollectiveOps(OpRegistry& registry) {
       .cost =
           [](const InferContext& ctx) {
             return OpCost{0, IoBytes(ctx)};
+          },
+  });
+  registry.Register(OpDef{
+      .type = "c_reduce_scatter_coalesced",
+      .summary = "Out[i] = this member's slice along axis of the sum of X[i] over the group, "
+                 "for every i, as one collective (a distributed optimizer's gradient bucket: "
+                 "the X packed member by member, then one reduce-scatter); the bits of "
+                 "c_reduce_scatter_sum on each X[i] alone",
+      .inputs = {{"X", /*duplicable=*/true}},
+      .outputs = {{"Out", /*duplicable=*/true}},
+      .attrs = cut_attrs,
+      .is_communication = true,
+      .collective = true,
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferReduceScatterCoalesced,
+      // The local part: X packed into the transfer's layout, this member's slices copied out.
+      .cost =
+          [](const InferContext& ctx) {
+            return OpCost{0, 2 * IoBytes(ctx)};
           },
   });
   std::vector<AttrDef> split_attrs = cut_attrs;

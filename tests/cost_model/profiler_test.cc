@@ -70,6 +70,28 @@ TEST(Profiler, FindsEachDistinctSignatureOnceWithTheExecutorsWork) {
   EXPECT_DOUBLE_EQ((*ops)[0].sig.flops, 2.0 * 4 * 16 * 16);
 }
 
+// A collective over more than one rank (the distributed optimizer's reduce-scatter over dp 2)
+// is priced by the communication model, not timed as an op: alone it has no group to run
+// over. Over a group of one it is an op like any other.
+TEST(Profiler, LeavesCollectivesOverSeveralRanksToTheCommunicationModel) {
+  for (int dp : {1, 2}) {
+    Program p("main");
+    for (Var v : {V("g", {8, 4}), V("s", {8 / dp, 4})}) p.AddVar(v);
+    Op scatter;
+    scatter.type = "c_reduce_scatter_sum";
+    scatter.SetInput("X", {"g"}).SetOutput("Out", {"s"});
+    scatter.SetAttr("group", std::string("dp")).SetAttr("axis", int64_t{0});
+    scatter.SetAttr("nranks", int64_t{dp});
+    p.AddOp(scatter);
+    Module m;
+    m.mesh.dp = dp;
+    m.AddProgram(std::move(p));
+    auto ops = DistinctOps(m, ops::Registry());
+    ASSERT_TRUE(ops.ok()) << ops.status().message();
+    EXPECT_EQ(ops->size(), dp == 1 ? 1u : 0u) << "dp " << dp;
+  }
+}
+
 TEST(Profiler, MeasuresEverySignature) {
   auto ops = DistinctOps(SmallModule(), ops::Registry());
   ASSERT_TRUE(ops.ok()) << ops.status().message();

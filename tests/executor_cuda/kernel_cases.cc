@@ -402,6 +402,15 @@ void AddMiscCases(Maker& m, std::vector<KernelCase>& cases) {
     c.inputs["q"] = m.Uniform({5});
     cases.push_back(std::move(c));
   }
+  {  // a reduce-scatter bucket over a group of one: packed and unpacked
+    KernelCase c{"c_reduce_scatter_coalesced",
+                 MakeOp("c_reduce_scatter_coalesced", {{"X", {"p", "q"}}}, {{"Out", {kOut, "o2"}}}),
+                 {}};
+    c.op.SetAttr("axis", int64_t{1}).SetAttr("nranks", int64_t{1});
+    c.inputs["p"] = m.Uniform({3, 4, 5});
+    c.inputs["q"] = m.Uniform({2, 6});
+    cases.push_back(std::move(c));
+  }
   // Over a group of one (no communicator): the staging and the slice copies of an inner
   // axis, which the transfers use at any group size.
   for (const char* type : {"c_all_gather", "c_reduce_scatter_sum", "c_split", "c_sync_shards"}) {

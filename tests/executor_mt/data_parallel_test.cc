@@ -349,43 +349,67 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return ::testing::PrintToString(info.param); });
 
 // With overlap-grad-reduce after it, each reduce-scatter of the distributed optimizer is
-// issued after its gradient's last accumulation, before the optimizer job; the rest of the
-// optimizer program (scale, c_split, update, all-gather) stays in the optimizer job.
-TEST(DistributedOptimizerPassTest, ReduceScattersStartInTheBackwardWithOverlapGradReduce) {
-  const Module m = Gpt({2, 1, 2}, "append-backward{optimizer=adam,lr=0.01}",
-                       ",distributed-optimizer,overlap-grad-reduce");
+// issued in the backward once its gradient's last accumulation is done, in buckets of
+// bucket-mb (one c_reduce_scatter_coalesced each; a bucket of one is the program's op), before
+// the optimizer job; the rest of the optimizer program (scale, c_split, update, all-gather)
+// stays in the optimizer job.
+class ReduceScatterBucketTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ReduceScatterBucketTest, ReduceScattersStartInTheBackwardWithOverlapGradReduce) {
+  const Module m =
+      Gpt({2, 1, 2}, "append-backward{optimizer=adam,lr=0.01}",
+          StrCat(",distributed-optimizer,overlap-grad-reduce{bucket-mb=", GetParam(), "}"));
+  const int64_t bucket = m.metadata.GetInt(kMetaGradBucketBytes, -1);
   for (int rank : {0, 2}) {
     auto seq = BuildRankSequence(m, rank);
     ASSERT_TRUE(seq.ok()) << seq.status().ToString();
-    std::map<int, int> last_accumulate;  // slot -> item
-    int optimizer = -1, scattered = 0;
+    std::map<int, int> last_accumulate, scattered;  // gradient slot -> item
+    int optimizer = -1, buckets = 0;
     for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
       const WorkItem& item = seq->items[i];
       EXPECT_NE(item.kind, WorkKind::kGradAllReduce) << seq->Describe(i);  // all sharded
       if (item.kind == WorkKind::kAccumulate) last_accumulate[item.writes.front()] = i;
       if (item.accumulate_into >= 0) last_accumulate[item.accumulate_into] = i;
       const bool in_optimizer = seq->jobs[item.job]->kind == JobKind::kOptimizer;
-      if (item.kind != WorkKind::kOp || !in_optimizer) continue;
-      if (seq->op(item).type == "c_reduce_scatter_sum") {
-        const int grad = item.reads.front();
-        ASSERT_TRUE(last_accumulate.count(grad)) << seq->Describe(i);
-        EXPECT_EQ(last_accumulate.at(grad), i - 1) << seq->Describe(i);
-        EXPECT_LT(optimizer, 0) << seq->Describe(i) << " after the optimizer began";
-        ++scattered;
-      } else if (optimizer < 0) {
+      std::vector<int> grads;
+      if (item.kind == WorkKind::kGradReduceScatter) {
+        EXPECT_GT(item.coalesced.size(), 1u) << seq->Describe(i);
+        EXPECT_EQ(item.reads.size(), item.coalesced.size());
+        int64_t bytes = 0;
+        for (int g : item.reads) bytes += seq->slots[g].decl->num_bytes();
+        EXPECT_LT(bytes - seq->slots[item.reads.back()].decl->num_bytes(), bucket)
+            << seq->Describe(i) << " was full before its last gradient";
+        grads = item.reads;
+        ++buckets;
+      } else if (item.kind == WorkKind::kOp && in_optimizer &&
+                 seq->op(item).type == "c_reduce_scatter_sum") {
+        grads = {item.reads.front()};
+      } else if (item.kind == WorkKind::kOp && in_optimizer && optimizer < 0) {
         optimizer = i;
       }
+      for (int g : grads) {
+        ASSERT_TRUE(last_accumulate.count(g)) << seq->Describe(i);
+        EXPECT_LT(last_accumulate.at(g), i) << seq->Describe(i);
+        EXPECT_LT(optimizer, 0) << seq->Describe(i) << " after the optimizer began";
+        EXPECT_TRUE(scattered.emplace(g, i).second) << seq->Describe(i) << " twice";
+      }
     }
-    EXPECT_GT(scattered, 0);
-    EXPECT_EQ(scattered, static_cast<int>(seq->grads.size()));
+    EXPECT_EQ(scattered.size(), seq->grads.size());
     // No accumulation of a gradient after its reduce-scatter.
-    for (int i = 0; i < static_cast<int>(seq->items.size()); ++i) {
-      const WorkItem& item = seq->items[i];
-      if (item.kind == WorkKind::kOp && seq->op(item).type == "c_reduce_scatter_sum")
-        EXPECT_LT(last_accumulate.at(item.reads.front()), i) << seq->Describe(i);
-    }
+    for (const auto& [g, i] : scattered) EXPECT_LT(last_accumulate.at(g), i);
+    if (bucket == 0)
+      EXPECT_EQ(buckets, 0) << "rank " << rank;  // each alone
+    else
+      EXPECT_GT(buckets, 0) << "rank " << rank;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(BucketMb, ReduceScatterBucketTest, ::testing::Values("0", "0.01", "auto"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '.', '_');
+                           return name;
+                         });
 
 // overlap-param-gather: each sharded parameter's all-gather leaves the optimizer job for the
 // step's start, on dp_comm, first of all work, in the order the step first reads the

@@ -1,8 +1,8 @@
-// c_reduce_scatter_sum, c_all_gather, c_sync_shards and c_allreduce_coalesced on every CPU
-// transport (the in-process hub, and the TCP rings of the Gloo communicator), members as
-// threads: a reduce-scatter then an all-gather gives the bits of c_allreduce_sum of the same
-// tensors, each element summed in member order, for 2, 3 and 4 members, f32 and bf16, cut
-// along the first or an inner axis.
+// c_reduce_scatter_sum, c_all_gather, c_sync_shards and the coalesced all-reduce and
+// reduce-scatter on every CPU transport (the in-process hub, and the TCP rings of the Gloo
+// communicator), members as threads: a reduce-scatter then an all-gather gives the bits of
+// c_allreduce_sum of the same tensors, each element summed in member order, for 2, 3 and 4 members,
+// f32 and bf16, cut along the first or an inner axis.
 
 #include <gtest/gtest.h>
 
@@ -221,6 +221,46 @@ TEST_P(GatherScatter, CoalescedAllReduceGivesEachTensorItsAllReduceBits) {
       EXPECT_TRUE(SameBytes(in_place[m][i], alone[m][i]));
       EXPECT_TRUE(SameBytes(alone[m][i], alone[0][i]));
       EXPECT_FALSE(SameBytes(alone[m][i], xs[m][i]));  // summed at all
+    }
+  }
+}
+
+// c_reduce_scatter_coalesced (a distributed optimizer's bucket): each Out gets the bits
+// c_reduce_scatter_sum gives its X alone, cut along the first or an inner axis.
+TEST_P(GatherScatter, CoalescedReduceScatterGivesEachTensorItsSliceBits) {
+  const Case c = GetParam();
+  const int n = c.members;
+  for (int axis : {0, 1}) {
+    const std::vector<Shape> shapes = {{int64_t{n} * 2, int64_t{n} * 3, 5},
+                                       {int64_t{n}, int64_t{n} * 2, 1},
+                                       {int64_t{n} * 3, int64_t{n}, 4}};
+    std::vector<std::vector<Tensor>> alone(n), coalesced(n);
+    auto results = OnMembers(c.transport, n, [&](int m, Communicator& comm) -> Status {
+      TensorEnv env;
+      std::vector<Op> ops;
+      std::vector<std::string> xs, outs;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        xs.push_back(StrCat("x", i));
+        outs.push_back(StrCat("y", i));
+        env.Set(xs.back(), Spread(shapes[i], m * 10 + static_cast<int>(i), c.dtype));
+        ops.push_back(CollectiveOp("c_reduce_scatter_sum", xs.back(), StrCat("rs", i), axis, n));
+      }
+      Op bucket = MakeOp("c_reduce_scatter_coalesced", {{"X", xs}}, {{"Out", outs}});
+      bucket.SetAttr("group", std::string("mp")).SetAttr("axis", int64_t{axis});
+      bucket.SetAttr("nranks", int64_t{n});
+      ops.push_back(bucket);
+      PW_RETURN_IF_ERROR(RunOps(ops, env, &comm));
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        alone[m].push_back(*env.Find(StrCat("rs", i)));
+        coalesced[m].push_back(*env.Find(outs[i]));
+      }
+      return OkStatus();
+    });
+    for (int m = 0; m < n; ++m) {
+      ASSERT_TRUE(results[m].ok()) << results[m].ToString();
+      for (size_t i = 0; i < shapes.size(); ++i)
+        EXPECT_TRUE(SameBytes(coalesced[m][i], alone[m][i]))
+            << "member " << m << ", tensor " << i << ", axis " << axis;
     }
   }
 }

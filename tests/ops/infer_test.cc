@@ -69,7 +69,7 @@ TEST(OpsInfer, RegistryListsEveryOp) {
       "adam add attention attention_grad bias_add bias_add_grad c_all_gather c_allreduce_coalesced "
       "c_allreduce_max "
       "c_allreduce_sum c_embedding c_embedding_grad c_identity c_member_concat c_member_sum "
-      "c_reduce_scatter_sum c_shift c_softmax_cross_entropy "
+      "c_reduce_scatter_coalesced c_reduce_scatter_sum c_shift c_softmax_cross_entropy "
       "c_softmax_cross_entropy_grad c_softmax_stats c_split c_sync_shards cast "
       "check_finite_and_unscale concat "
       "dropout dropout_grad embedding embedding_grad "
@@ -354,6 +354,15 @@ TEST(OpsInfer, AllGatherAndReduceScatterCutAlongTheirAxis) {
   scatter.SetAttr("axis", int64_t{3});
   EXPECT_THAT(Infer(scatter, {{"x", F32({2, 3, 8})}}).status.message(),
               HasSubstr("axis 3 is outside its 3 dims"));
+  Op bucket = gather;  // each X cut like c_reduce_scatter_sum's, one dtype
+  bucket.type = "c_reduce_scatter_coalesced";
+  bucket.SetInput("X", {"x", "z"}).SetOutput("Out", {"out", "out2"});
+  r = Infer(bucket, {{"x", F32({2, 12, 5})}, {"z", F32({3, 4})}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.Out("Out", 0), F32({2, 3, 5}));
+  EXPECT_EQ(r.Out("Out", 1), F32({3, 1}));
+  EXPECT_THAT(Infer(bucket, {{"x", F32({2, 12, 5})}, {"z", F32({3, 6})}}).status.message(),
+              HasSubstr("X[1] [3, 6] does not cut in 4 slices along axis 1"));
   Op sync = gather;  // the whole tensor in and out, cut in nranks slices along axis
   sync.type = "c_sync_shards";
   r = Infer(sync, {{"x", F32({2, 12, 5})}});

@@ -1,8 +1,8 @@
 // c_identity, c_allreduce_sum, c_allreduce_coalesced and c_allreduce_max; c_all_gather,
-// c_reduce_scatter_sum and c_sync_shards; c_shift, c_member_concat and c_member_sum (a
-// collective matmul's pieces).
-// A null communicator is a group of one. A low-precision sum goes to the communicator as it
-// is (which sums in f32 and rounds once); a low-precision max runs widened.
+// c_reduce_scatter_sum, c_reduce_scatter_coalesced and c_sync_shards; c_shift, c_member_concat and
+// c_member_sum (a collective matmul's pieces). A null communicator is a group of one. A
+// low-precision sum goes to the communicator as it is (which sums in f32 and rounds once); a
+// low-precision max runs widened.
 
 #include <cstring>
 #include <vector>
@@ -125,6 +125,43 @@ Status CReduceScatterSum(KernelContext& ctx) {
   return OkStatus();
 }
 
+// A bucket: the X packed member by member (member m's chunk holds its slice of X[0], then
+// of X[1], ...), one reduce-scatter, this member's chunk copied out slice by slice. Every
+// element is summed in member order: the bits of c_reduce_scatter_sum on each X alone.
+Status CReduceScatterCoalesced(KernelContext& ctx) {
+  const size_t n = ctx.InCount("X");
+  const DataType dtype = ctx.In("X")->dtype();
+  const int64_t elem = DataTypeSize(dtype);
+  std::vector<ops::AxisSlices> cuts;
+  std::vector<int64_t> offsets;  // of each X's slice in a member's chunk, bytes
+  int64_t chunk = 0;
+  for (size_t i = 0; i < n; ++i) {
+    PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, ctx.In("X", i)->shape()));
+    cuts.push_back(s);
+    offsets.push_back(chunk);
+    chunk += s.outer * s.slice * elem;
+  }
+  const int members = cuts.front().members;
+  Tensor staging = Tensor::Allocated(dtype, {chunk / elem * members}, false);
+  char* packed = static_cast<char*>(staging.raw());
+  for (size_t i = 0; i < n; ++i) {
+    const ops::AxisSlices& s = cuts[i];
+    const int64_t row = s.slice * elem;
+    const char* x = static_cast<const char*>(ctx.In("X", i)->raw());
+    for (int m = 0; m < members; ++m)
+      for (int64_t o = 0; o < s.outer; ++o)
+        std::memcpy(packed + m * chunk + offsets[i] + o * row, x + (o * members + m) * row,
+                    static_cast<size_t>(row));
+  }
+  PW_RETURN_IF_ERROR(ops::ReduceScatterOverGroup(ctx, dtype, packed, staging.numel()));
+  const char* mine = packed + ctx.GroupRank() * chunk;
+  for (size_t i = 0; i < n; ++i) {
+    Tensor& out = *ctx.Out("Out", i);
+    std::memcpy(out.raw(), mine + offsets[i], static_cast<size_t>(out.nbytes()));
+  }
+  return OkStatus();
+}
+
 Status CSplit(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   Tensor& out = *ctx.Out("Out");
@@ -194,6 +231,7 @@ void RegisterCollectiveKernels(KernelTable& table) {
   Add<CAllReduceMax>(table, "c_allreduce_max");
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
+  AddNative<CReduceScatterCoalesced>(table, "c_reduce_scatter_coalesced");
   AddNative<CSyncShards>(table, "c_sync_shards");
   AddNative<CSplit>(table, "c_split");
   AddNative<CShift>(table, "c_shift");

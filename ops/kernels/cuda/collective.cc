@@ -1,10 +1,11 @@
 // c_identity, c_allreduce_sum, c_allreduce_coalesced and c_allreduce_max; c_all_gather,
-// c_reduce_scatter_sum and c_sync_shards; c_shift, c_member_concat and c_member_sum (a
-// collective matmul's pieces).
-// The communicator (NCCL in the executor) queues the transfer on the same launch stream (a
-// bf16 or f16 sum natively); a null one is a group of one. A low-precision max runs widened.
+// c_reduce_scatter_sum, c_reduce_scatter_coalesced and c_sync_shards; c_shift, c_member_concat and
+// c_member_sum (a collective matmul's pieces). The communicator (NCCL in the executor) queues the
+// transfer on the same launch stream (a bf16 or f16 sum natively); a null one is a group of one. A
+// low-precision max runs widened.
 
 #include <optional>
+#include <vector>
 
 #include "ops/kernels/cuda/cuda_kernels.h"
 #include "ops/kernels/cuda/member_order_reduce.h"
@@ -100,6 +101,49 @@ Status CAllGather(KernelContext& ctx) {
   PW_RETURN_IF_ERROR(ops::AllGatherOverGroup(ctx, staging, out.nbytes()));
   if (s.outer == 1) return OkStatus();
   return Rearrange(s, elem, staging, static_cast<char*>(out.raw()), /*to_chunks=*/false);
+}
+
+// As on the CPU: the X packed member by member into scratch (one pitched copy per X and
+// member), one reduce-scatter, this member's chunk copied out.
+Status CReduceScatterCoalesced(KernelContext& ctx) {
+  const size_t n = ctx.InCount("X");
+  const DataType dtype = ctx.In("X")->dtype();
+  const int64_t elem = DataTypeSize(dtype);
+  std::vector<ops::AxisSlices> cuts;
+  std::vector<int64_t> offsets;
+  int64_t chunk = 0;
+  for (size_t i = 0; i < n; ++i) {
+    PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, ctx.In("X", i)->shape()));
+    cuts.push_back(s);
+    offsets.push_back(chunk);
+    chunk += s.outer * s.slice * elem;
+  }
+  if (chunk == 0) return OkStatus();
+  const int members = cuts.front().members;
+  PW_ASSIGN_OR_RETURN(Scratch scratch, Scratch::Make(chunk * members));
+  char* packed = static_cast<char*>(scratch.get());
+  const cudaStream_t stream = CurrentLaunch().stream;
+  for (size_t i = 0; i < n; ++i) {
+    const ops::AxisSlices& s = cuts[i];
+    const size_t row = static_cast<size_t>(s.slice * elem);
+    if (row == 0 || s.outer == 0) continue;
+    const char* x = static_cast<const char*>(ctx.In("X", i)->raw());
+    for (int m = 0; m < members; ++m)
+      PW_RETURN_IF_ERROR(CudaCheck(
+          cudaMemcpy2DAsync(packed + m * chunk + offsets[i], row, x + m * row, row * members, row,
+                            static_cast<size_t>(s.outer), cudaMemcpyDeviceToDevice, stream),
+          "bucket pack"));
+  }
+  PW_RETURN_IF_ERROR(ops::ReduceScatterOverGroup(ctx, dtype, packed, chunk / elem * members));
+  const char* mine = packed + ctx.GroupRank() * chunk;
+  for (size_t i = 0; i < n; ++i) {
+    Tensor& out = *ctx.Out("Out", i);
+    PW_RETURN_IF_ERROR(
+        CudaCheck(cudaMemcpyAsync(out.raw(), mine + offsets[i], static_cast<size_t>(out.nbytes()),
+                                  cudaMemcpyDeviceToDevice, stream),
+                  "bucket unpack"));
+  }
+  return OkStatus();
 }
 
 // In place over Out (X copied in first), through scratch when the cut is not along the
@@ -208,6 +252,7 @@ void RegisterCollectiveKernels(KernelTable& table) {
   Add<CAllReduceMax>(table, "c_allreduce_max");
   AddNative<CAllGather>(table, "c_all_gather");
   AddNative<CReduceScatterSum>(table, "c_reduce_scatter_sum");
+  AddNative<CReduceScatterCoalesced>(table, "c_reduce_scatter_coalesced");
   AddNative<CSyncShards>(table, "c_sync_shards");
   AddNative<CSplit>(table, "c_split");
   AddNative<CShift>(table, "c_shift");
