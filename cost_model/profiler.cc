@@ -86,10 +86,12 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
     auto local = [&](const std::string& name) { return module.FindVar(name, &p); };
     for (size_t i = 0; i < p.ops().size(); ++i) {
       // A collective over more than one rank is priced by the communication model (measured
-      // in a run with --comm), not as an op: alone it has no group to run over.
+      // in a run with --comm), not as an op; a group member's slice (c_split) by the
+      // roofline: alone, neither has its group to run over.
       const Op& op = p.ops()[i];
       if (const OpDef* def = registry.Find(op.type);
-          def && def->collective && layout.Group(op.attrs.GetString("group", "mp"), 0).size() > 1)
+          def && (def->collective || op.attrs.Has("nranks")) &&
+          layout.Group(op.attrs.GetString("group", "mp"), 0).size() > 1)
         continue;
       const ExecutedOp run = ExecutedForm(p, i, [&](const std::string& v) -> const Var* {
         return grads.count(v) ? local(v) : nullptr;

@@ -71,8 +71,9 @@ TEST(Profiler, FindsEachDistinctSignatureOnceWithTheExecutorsWork) {
 }
 
 // A collective over more than one rank (the distributed optimizer's reduce-scatter over dp 2)
-// is priced by the communication model, not timed as an op: alone it has no group to run
-// over. Over a group of one it is an op like any other.
+// is priced by the communication model, and a member's slice (c_split) by the roofline, not
+// timed as ops: alone they have no group to run over. Over a group of one they are ops like
+// any other.
 TEST(Profiler, LeavesCollectivesOverSeveralRanksToTheCommunicationModel) {
   for (int dp : {1, 2}) {
     Program p("main");
@@ -83,12 +84,17 @@ TEST(Profiler, LeavesCollectivesOverSeveralRanksToTheCommunicationModel) {
     scatter.SetAttr("group", std::string("dp")).SetAttr("axis", int64_t{0});
     scatter.SetAttr("nranks", int64_t{dp});
     p.AddOp(scatter);
+    Op split;  // this member's rows of a tensor every member holds
+    split.type = "c_split";
+    split.SetInput("X", {"g"}).SetOutput("Out", {"s"});
+    split.attrs = scatter.attrs;
+    p.AddOp(split);
     Module m;
     m.mesh.dp = dp;
     m.AddProgram(std::move(p));
     auto ops = DistinctOps(m, ops::Registry());
     ASSERT_TRUE(ops.ok()) << ops.status().message();
-    EXPECT_EQ(ops->size(), dp == 1 ? 1u : 0u) << "dp " << dp;
+    EXPECT_EQ(ops->size(), dp == 1 ? 2u : 0u) << "dp " << dp;
   }
 }
 
