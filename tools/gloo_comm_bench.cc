@@ -52,7 +52,9 @@ std::string Fmt(double t) {
 
 // What the rank's communications did once measuring started, as report lines:
 //   a STREAM GROUP SEQ BYTES ARRIVED DONE   an all-reduce (SEQ counts the stream's
-//                                           all-reduces over GROUP from the first step)
+//                                           all-reduces over GROUP from the first step);
+//                                           g and x the same for an all-gather and a
+//                                           reduce-scatter (BYTES: the whole buffer)
 //   s PEER TAG BYTES POSTED                 a send
 //   r PEER TAG BYTES POSTED DONE            a recv
 class Recorder {
@@ -78,19 +80,36 @@ class TimedComm final : public StreamComm {
       : inner_(std::move(inner)), stream_(stream), recorder_(recorder) {}
 
   Status AllReduceSum(std::string_view group, float* data, int64_t count) override {
-    const int64_t seq = sequence_[std::string(group)]++;
-    const double arrived = Now();
-    Status s = inner_->AllReduceSum(group, data, count);
-    const double done = Now();
-    if (recorder_.measuring())
-      recorder_.Add(StrCat("a ", StreamTypeName(stream_), " ", group, " ", seq, " ", count * 4, " ",
-                           Fmt(arrived), " ", Fmt(done)));
-    return s;
+    return Timed('a', group, count * 4, [&] { return inner_->AllReduceSum(group, data, count); });
+  }
+  Status AllReduceSumLowPrecision(std::string_view group, DataType dtype, void* data,
+                                  int64_t count) override {
+    return Timed('a', group, count * DataTypeSize(dtype), [&] {
+      return inner_->AllReduceSumLowPrecision(group, dtype, data, count);
+    });
+  }
+  Status ReduceScatterSum(std::string_view group, float* data, int64_t count) override {
+    return Timed('x', group, count * 4,
+                 [&] { return inner_->ReduceScatterSum(group, data, count); });
+  }
+  Status ReduceScatterSumLowPrecision(std::string_view group, DataType dtype, void* data,
+                                      int64_t count) override {
+    return Timed('x', group, count * DataTypeSize(dtype), [&] {
+      return inner_->ReduceScatterSumLowPrecision(group, dtype, data, count);
+    });
+  }
+  Status AllGather(std::string_view group, void* data, int64_t bytes) override {
+    return Timed('g', group, bytes, [&] { return inner_->AllGather(group, data, bytes); });
+  }
+  Status Shift(std::string_view group, int offset, const void* send, void* recv,
+               int64_t bytes) override {
+    return inner_->Shift(group, offset, send, recv, bytes);
   }
   Status AllReduceMax(std::string_view group, float* data, int64_t count) override {
     return inner_->AllReduceMax(group, data, count);
   }
   int GroupRank(std::string_view group) const override { return inner_->GroupRank(group); }
+  int GroupSize(std::string_view group) const override { return inner_->GroupSize(group); }
   Status Send(int peer, uint64_t tag, const Tensor& tensor) override {
     const double posted = Now();
     Status s = inner_->Send(peer, tag, tensor);
@@ -118,6 +137,19 @@ class TimedComm final : public StreamComm {
   Status Connect() override { return inner_->Connect(); }
 
  private:
+  // Runs a collective of `kind` ('a', 'g', 'x') over `group`, recording it once measuring.
+  template <typename Fn>
+  Status Timed(char kind, std::string_view group, int64_t bytes, Fn run) {
+    const int64_t seq = sequence_[StrCat(std::string(1, kind), group)]++;
+    const double arrived = Now();
+    Status s = run();
+    const double done = Now();
+    if (recorder_.measuring())
+      recorder_.Add(StrCat(std::string(1, kind), " ", StreamTypeName(stream_), " ", group, " ",
+                           seq, " ", bytes, " ", Fmt(arrived), " ", Fmt(done)));
+    return s;
+  }
+
   std::unique_ptr<StreamComm> inner_;
   StreamType stream_;
   Recorder& recorder_;
@@ -235,9 +267,9 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
     const int n = mesh.world_size();
     cost::CommRunResult out;
     out.ranks = n;
-    // (stream, group kind, the group's first rank, seq) -> rank -> what it saw.
-    std::map<std::tuple<std::string, std::string, int, int64_t>, std::map<int, AllReduceSeen>>
-        allreduces;
+    // (kind, stream, group kind, the group's first rank, seq) -> rank -> what it saw.
+    std::map<std::tuple<char, std::string, std::string, int, int64_t>, std::map<int, AllReduceSeen>>
+        collectives;
     // (sender, receiver, tag) -> posted times and size.
     std::map<std::tuple<int, int, uint64_t>, double> sends;
     std::map<std::tuple<int, int, uint64_t>, std::tuple<int64_t, double, double>> recvs;
@@ -247,14 +279,14 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
         std::istringstream in(line);
         std::string what;
         in >> what;
-        if (what == "a") {
+        if (what == "a" || what == "g" || what == "x") {
           std::string stream, group;
           int64_t seq = 0;
           AllReduceSeen seen;
           if (!(in >> stream >> group >> seq >> seen.bytes >> seen.arrived >> seen.done)) continue;
           std::vector<int> members = layout.Group(group, r);
           if (members.empty()) continue;
-          allreduces[{stream, group, members.front(), seq}][r] = seen;
+          collectives[{what[0], stream, group, members.front(), seq}][r] = seen;
         } else if (what == "s") {
           int peer = 0;
           uint64_t tag = 0;
@@ -279,8 +311,8 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
         }
       }
     if (reported < n) return Internal("the measuring run: a rank reported nothing");
-    for (const auto& [key, seen] : allreduces) {
-      const std::vector<int> members = layout.Group(std::get<1>(key), std::get<2>(key));
+    for (const auto& [key, seen] : collectives) {
+      const std::vector<int> members = layout.Group(std::get<2>(key), std::get<3>(key));
       if (seen.size() != members.size()) continue;  // a member's op fell in its first step
       double last = 0, mean = 0, done = 0;
       for (const auto& [rank, s] : seen) {
@@ -289,7 +321,10 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
         done += s.done / seen.size();
       }
       cost::MeasuredComm m;
-      m.kind = cost::CommKind::kAllReduce;
+      const char kind = std::get<0>(key);
+      m.kind = kind == 'g'   ? cost::CommKind::kAllGather
+               : kind == 'x' ? cost::CommKind::kReduceScatter
+                             : cost::CommKind::kAllReduce;
       m.group_size = static_cast<int>(members.size());
       m.bytes = seen.begin()->second.bytes;
       m.seconds = std::max(0.0, done - last);
