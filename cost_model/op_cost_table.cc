@@ -32,8 +32,10 @@ Status CheckEntry(const OpCostEntry& e, int index) {
 }
 
 Status CheckComm(const CommFit& f) {
-  if (f.kind() != "all_reduce" && f.kind() != "send_recv")
-    return InvalidArgument("comm fit has unknown kind '", f.kind(), "' (all_reduce, send_recv)");
+  if (f.kind() != "all_reduce" && f.kind() != "send_recv" && f.kind() != "all_gather" &&
+      f.kind() != "reduce_scatter")
+    return InvalidArgument("comm fit has unknown kind '", f.kind(),
+                           "' (all_reduce, send_recv, all_gather, reduce_scatter)");
   if (f.busy_cores() < 0)
     return InvalidArgument("comm fit ", f.kind(), ": busy_cores must be >= 0");
   if (f.group_size() < 2)

@@ -104,6 +104,18 @@ TEST(OpCostTable, RejectsNegativeAndMissingCostsNamingTheEntry) {
   proto = SampleTable().proto();
   proto.mutable_comm(0)->set_alpha(std::nan(""));
   EXPECT_FALSE(OpCostTable::FromProto(proto).ok());
+
+  // The halves of an all-reduce are measured kinds of their own; other names are refused.
+  for (const char* kind : {"all_gather", "reduce_scatter"}) {
+    proto = SampleTable().proto();
+    proto.mutable_comm(0)->set_kind(kind);
+    EXPECT_TRUE(OpCostTable::FromProto(proto).ok()) << kind;
+  }
+  proto.mutable_comm(0)->set_kind("broadcast");
+  StatusOr<OpCostTable> unknown = OpCostTable::FromProto(proto);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown kind 'broadcast'"), std::string::npos)
+      << unknown.status().message();
 }
 
 TEST(OpCostTable, MalformedFilesGiveOneLineErrors) {
