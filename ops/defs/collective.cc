@@ -25,10 +25,9 @@ Status InferCollective(InferContext& ctx) {
   return OkStatus();
 }
 
-// One dtype for the whole bucket: the X travel as one buffer.
-Status InferCoalesced(InferContext& ctx) {
-  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
-  if (group.empty()) return InvalidArgument(ctx.op().type, ": group must not be empty");
+// A bucket's tensors: as many Out as X (at least one), all of one dtype (the X travel as
+// one buffer). Returns how many.
+StatusOr<size_t> BucketOf(InferContext& ctx) {
   const size_t n = ctx.InputCount("X");
   const std::vector<std::string>* out = ctx.op().FindOutput("Out");
   const size_t outs = out ? out->size() : 0;
@@ -36,13 +35,19 @@ Status InferCoalesced(InferContext& ctx) {
     return InvalidArgument(ctx.op().type, ": needs as many Out as X (at least one), got ", n,
                            " X and ", outs, " Out");
   const DataType dtype = ctx.Input("X", 0).dtype;
-  for (size_t i = 0; i < n; ++i) {
-    const TensorType& x = ctx.Input("X", i);
-    if (x.dtype != dtype)
-      return InvalidArgument(ctx.op().type, ": X[", i, "] is ", DataTypeName(x.dtype), ", X[0] ",
-                             DataTypeName(dtype), ": a bucket holds one dtype");
-    ctx.SetOutput("Out", x, i);
-  }
+  for (size_t i = 0; i < n; ++i)
+    if (ctx.Input("X", i).dtype != dtype)
+      return InvalidArgument(ctx.op().type, ": X[", i, "] is ",
+                             DataTypeName(ctx.Input("X", i).dtype), ", X[0] ", DataTypeName(dtype),
+                             ": a bucket holds one dtype");
+  return n;
+}
+
+Status InferCoalesced(InferContext& ctx) {
+  std::string group = ctx.attrs().GetString("group", kDefaultGroup);
+  if (group.empty()) return InvalidArgument(ctx.op().type, ": group must not be empty");
+  PW_ASSIGN_OR_RETURN(const size_t n, BucketOf(ctx));
+  for (size_t i = 0; i < n; ++i) ctx.SetOutput("Out", ctx.Input("X", i), i);
   return FloatDtype(ctx, "X").status();
 }
 
@@ -100,18 +105,10 @@ Status InferAllGather(InferContext& ctx) {
 }
 
 Status InferReduceScatterCoalesced(InferContext& ctx) {
-  const size_t n = ctx.InputCount("X");
-  const std::vector<std::string>* out = ctx.op().FindOutput("Out");
-  if (n == 0 || !out || out->size() != n)
-    return InvalidArgument(ctx.op().type, ": needs as many Out as X (at least one), got ", n,
-                           " X and ", out ? out->size() : 0, " Out");
-  const DataType dtype = ctx.Input("X", 0).dtype;
+  PW_ASSIGN_OR_RETURN(const size_t n, BucketOf(ctx));
   PW_ASSIGN_OR_RETURN(Cut cut, CutOf(ctx, /*x_is_whole=*/false));
   for (size_t i = 0; i < n; ++i) {
     TensorType x = ctx.Input("X", i);
-    if (x.dtype != dtype)
-      return InvalidArgument(ctx.op().type, ": X[", i, "] is ", DataTypeName(x.dtype), ", X[0] ",
-                             DataTypeName(dtype), ": a bucket holds one dtype");
     if (cut.axis >= static_cast<int>(x.shape.size()) || x.shape[cut.axis] % cut.members != 0)
       return InvalidArgument(ctx.op().type, ": X[", i, "] ", ShapeToString(x.shape),
                              " does not cut in ", cut.members, " slices along axis ", cut.axis);
