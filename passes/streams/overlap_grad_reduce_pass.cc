@@ -80,14 +80,14 @@ class OverlapGradReducePass : public Pass {
   }
 
   StatusOr<int64_t> BucketBytes(const Module& module, PassContext& context) {
-    if (bucket_mb.value() != "auto") {
+    const std::string text = bucket_mb.value();
+    if (text != "auto") {
       char* end = nullptr;
-      const double mb = std::strtod(bucket_mb.value().c_str(), &end);
-      if (bucket_mb.value().empty() || *end != '\0' || !std::isfinite(mb) || mb < 0)
+      const double mb = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !std::isfinite(mb) || mb < 0)
         return InvalidArgument(
-            "overlap-grad-reduce: bucket-mb must be auto or a number of MiB "
-            ">= 0, got '",
-            bucket_mb.value(), "'");
+            "overlap-grad-reduce: bucket-mb must be auto or a number of MiB >= 0, got '", text,
+            "'");
       return static_cast<int64_t>(std::llround(mb * static_cast<double>(kMiB)));
     }
     const cost::Simulator* simulator = context.Find<cost::Simulator>();
