@@ -44,7 +44,11 @@ StatusOr<std::shared_ptr<cost::Estimator>> MakeEstimator(const std::string& devi
 }
 
 void AttachCostModel(std::shared_ptr<cost::Estimator> estimator, PassContext& context) {
-  context.Attach(std::make_shared<cost::Simulator>(estimator, ops::Registry()));
+  // Passes price step times: no per-instruction timeline, so the simulator folds identical
+  // dp replicas into one (a 1024-rank plan simulates as its 64 distinct ranks).
+  cost::SimOptions options;
+  options.record_timeline = false;
+  context.Attach(std::make_shared<cost::Simulator>(estimator, ops::Registry(), options));
   context.Attach(std::move(estimator));
 }
 
