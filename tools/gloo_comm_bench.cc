@@ -84,9 +84,8 @@ class TimedComm final : public StreamComm {
   }
   Status AllReduceSumLowPrecision(std::string_view group, DataType dtype, void* data,
                                   int64_t count) override {
-    return Timed('a', group, count * DataTypeSize(dtype), [&] {
-      return inner_->AllReduceSumLowPrecision(group, dtype, data, count);
-    });
+    return Timed('a', group, count * DataTypeSize(dtype),
+                 [&] { return inner_->AllReduceSumLowPrecision(group, dtype, data, count); });
   }
   Status ReduceScatterSum(std::string_view group, float* data, int64_t count) override {
     return Timed('x', group, count * 4,
@@ -94,9 +93,8 @@ class TimedComm final : public StreamComm {
   }
   Status ReduceScatterSumLowPrecision(std::string_view group, DataType dtype, void* data,
                                       int64_t count) override {
-    return Timed('x', group, count * DataTypeSize(dtype), [&] {
-      return inner_->ReduceScatterSumLowPrecision(group, dtype, data, count);
-    });
+    return Timed('x', group, count * DataTypeSize(dtype),
+                 [&] { return inner_->ReduceScatterSumLowPrecision(group, dtype, data, count); });
   }
   Status AllGather(std::string_view group, void* data, int64_t bytes) override {
     return Timed('g', group, bytes, [&] { return inner_->AllGather(group, data, bytes); });
@@ -145,8 +143,8 @@ class TimedComm final : public StreamComm {
     Status s = run();
     const double done = Now();
     if (recorder_.measuring())
-      recorder_.Add(StrCat(std::string(1, kind), " ", StreamTypeName(stream_), " ", group, " ",
-                           seq, " ", bytes, " ", Fmt(arrived), " ", Fmt(done)));
+      recorder_.Add(StrCat(std::string(1, kind), " ", StreamTypeName(stream_), " ", group, " ", seq,
+                           " ", bytes, " ", Fmt(arrived), " ", Fmt(done)));
     return s;
   }
 
