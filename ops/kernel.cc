@@ -161,6 +161,20 @@ Status AllReduceSumOverGroup(const KernelContext& ctx, DataType dtype, void* dat
   return s.ok() ? s : s.WithContext(StrCat(ctx.op.type, " over group '", group, "'"));
 }
 
+StatusOr<BucketSlices> SlicesOfBucket(const KernelContext& ctx) {
+  BucketSlices b;
+  const size_t n = ctx.InCount("X");
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& x = *ctx.In("X", i);
+    PW_ASSIGN_OR_RETURN(AxisSlices s, SlicesOf(ctx, x.shape()));
+    b.cuts.push_back(s);
+    b.offsets.push_back(b.chunk);
+    b.chunk += s.outer * s.slice * DataTypeSize(x.dtype());
+    b.members = s.members;
+  }
+  return b;
+}
+
 bool InPlaceEndToEnd(const KernelContext& ctx) {
   const size_t n = ctx.InCount("X");
   const char* end = nullptr;

@@ -122,6 +122,16 @@ struct AxisSlices {
 // The slices of `whole` (the gathered / unscattered tensor) for the op's attrs; an error
 // names the op when the attrs and the communicator's group disagree.
 StatusOr<AxisSlices> SlicesOf(const KernelContext& ctx, const Shape& whole);
+// A reduce-scatter bucket (c_reduce_scatter_coalesced) in the transfer's layout: member m's
+// chunk holds its slice of X[0], then of X[1], ...; `offsets` (bytes) place each X's slice
+// in a chunk of `chunk` bytes.
+struct BucketSlices {
+  std::vector<AxisSlices> cuts;  // per X
+  std::vector<int64_t> offsets;  // per X
+  int64_t chunk = 0;
+  int members = 1;
+};
+StatusOr<BucketSlices> SlicesOfBucket(const KernelContext& ctx);
 }  // namespace ops
 
 }  // namespace pw

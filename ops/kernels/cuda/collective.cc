@@ -109,17 +109,12 @@ Status CReduceScatterCoalesced(KernelContext& ctx) {
   const size_t n = ctx.InCount("X");
   const DataType dtype = ctx.In("X")->dtype();
   const int64_t elem = DataTypeSize(dtype);
-  std::vector<ops::AxisSlices> cuts;
-  std::vector<int64_t> offsets;
-  int64_t chunk = 0;
-  for (size_t i = 0; i < n; ++i) {
-    PW_ASSIGN_OR_RETURN(ops::AxisSlices s, ops::SlicesOf(ctx, ctx.In("X", i)->shape()));
-    cuts.push_back(s);
-    offsets.push_back(chunk);
-    chunk += s.outer * s.slice * elem;
-  }
+  PW_ASSIGN_OR_RETURN(const ops::BucketSlices bucket, ops::SlicesOfBucket(ctx));
+  const std::vector<ops::AxisSlices>& cuts = bucket.cuts;
+  const std::vector<int64_t>& offsets = bucket.offsets;
+  const int64_t chunk = bucket.chunk;
+  const int members = bucket.members;
   if (chunk == 0) return OkStatus();
-  const int members = cuts.front().members;
   PW_ASSIGN_OR_RETURN(Scratch scratch, Scratch::Make(chunk * members));
   char* packed = static_cast<char*>(scratch.get());
   const cudaStream_t stream = CurrentLaunch().stream;
