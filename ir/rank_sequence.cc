@@ -1,6 +1,7 @@
 #include "ir/rank_sequence.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -8,6 +9,7 @@
 #include "ir/grad_reduce.h"
 #include "ir/p2p_vars.h"
 #include "ir/rank_layout.h"
+#include "ir/verifier.h"
 
 namespace pw {
 namespace {
@@ -369,27 +371,22 @@ Status RankSequenceBuilder::LowerGradFinalize(int j) {
 }
 
 // A gather can wait when it all-gathers a parameter over dp from that parameter's own rows
-// (a c_split{view} of it, which the update wrote in place) and nothing after it in the
-// program reads the parameter: the next step's start is the first to need the whole, or
-// no step at all.
+// (a c_split{view} of it, which the update wrote in place) and nothing after the split
+// touches the parameter (InPlaceShardGather): the next step's start is the first to need
+// the whole, or no step at all.
 Status RankSequenceBuilder::IssueDeferredGathers(bool next_step) {
   std::map<std::string, std::pair<int, int>> deferred;  // param -> (optimizer job, op)
   for (size_t j = 0; j < seq_.jobs.size(); ++j) {
     if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
-    const std::vector<Op>& ops = seq_.programs[j]->ops();
-    std::map<std::string, std::string> own_rows;  // c_split{view} output -> its parameter
-    for (size_t o = 0; o < ops.size(); ++o) {
-      const Op& op = ops[o];
-      if (op.type == "c_split" && op.attrs.GetBool("view", false))
-        own_rows[op.Output("Out")] = op.Input("X");
-      if (op.type != "c_all_gather" || op.attrs.GetString("group") != "dp") continue;
-      const std::string& param = op.Output("Out");
-      auto rows = own_rows.find(op.Input("X"));
-      if (rows == own_rows.end() || rows->second != param) continue;
-      bool read_later = false;
-      for (size_t k = o + 1; k < ops.size(); ++k)
-        ops[k].ForEachInput([&](const std::string& v) { read_later = read_later || v == param; });
-      if (!read_later) deferred.emplace(param, std::make_pair(static_cast<int>(j), o));
+    const Program& program = *seq_.programs[j];
+    for (size_t o = 0; o < program.ops().size(); ++o) {
+      const Op& split = program.ops()[o];
+      if (split.type != "c_split" || !split.attrs.GetBool("view", false) ||
+          split.attrs.GetString("group") != "dp")
+        continue;
+      if (std::optional<size_t> gather = InPlaceShardGather(program, o))
+        deferred.emplace(split.Input("X"),
+                         std::make_pair(static_cast<int>(j), static_cast<int>(*gather)));
     }
   }
   // In the order the step's forward and backward first read them: the first layers'

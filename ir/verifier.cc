@@ -124,12 +124,12 @@ Status CheckInferredTypes(const Op& op, const OpDef& def, const Program& program
 
 // A split{view}'s (or c_split{view}'s) blocks share X's bytes in the executor: neither X
 // nor a block may be written after it, or the other would change too (except as an
-// in-place shard update: IsInPlaceShardUpdate).
+// in-place shard update: InPlaceShardGather).
 Status CheckViewsUnwritten(const Program& program, size_t index) {
   const Op& op = program.ops()[index];
   if ((op.type != "split" && op.type != "c_split") || !op.attrs.GetBool("view", false))
     return OkStatus();
-  if (IsInPlaceShardUpdate(program, index)) return OkStatus();
+  if (InPlaceShardGather(program, index)) return OkStatus();
   std::unordered_set<std::string> shared;
   op.ForEachInput([&](const std::string& v) { shared.insert(v); });
   op.ForEachOutput([&](const std::string& v) { shared.insert(v); });
@@ -343,12 +343,12 @@ Status VerifyModule(const Module& module, const OpRegistry& registry) {
   return VerifyPlan(module);
 }
 
-bool IsInPlaceShardUpdate(const Program& program, size_t index) {
+std::optional<size_t> InPlaceShardGather(const Program& program, size_t index) {
   const Op& split = program.ops()[index];
   const Var* param = program.FindVar(split.Input("X"));
-  if (split.type != "c_split" || !param || !param->persistable) return false;
+  if (split.type != "c_split" || !param || !param->persistable) return std::nullopt;
   const std::string &whole = split.Input("X"), &rows = split.Output("Out");
-  bool gathered = false;
+  std::optional<size_t> gathered;
   for (size_t k = index + 1; k < program.ops().size(); ++k) {
     const Op& op = program.ops()[k];
     bool touches_whole = false;
@@ -358,8 +358,8 @@ bool IsInPlaceShardUpdate(const Program& program, size_t index) {
     const bool gather = op.type == "c_all_gather" && op.Input("X") == rows &&
                         op.Output("Out") == whole &&
                         op.attrs.GetString("group") == split.attrs.GetString("group");
-    if (!gather || gathered) return false;
-    gathered = true;
+    if (!gather || gathered) return std::nullopt;
+    gathered = k;
   }
   return gathered;
 }

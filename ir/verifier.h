@@ -6,6 +6,9 @@
 // required ones, wrong attribute type); use of an undeclared var; use before definition;
 // output shape or dtype that disagrees with shape inference; dependency cycles.
 
+#include <cstddef>
+#include <optional>
+
 #include "ir/module.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
@@ -20,7 +23,8 @@ Status VerifyModule(const Module& module, const OpRegistry& registry);
 // the slice of a parameter updated in place, then all-gathered back into the parameter over
 // the same group, with no other op touching the parameter after the split. Writing the
 // slice then writes the parameter's own rows, which the all-gather would put there anyway:
-// the same values as without the view, so the verifier allows it.
-bool IsInPlaceShardUpdate(const Program& program, size_t index);
+// the same values as without the view, so the verifier allows it. Returns the index of that
+// all-gather, or nothing.
+std::optional<size_t> InPlaceShardGather(const Program& program, size_t index);
 
 }  // namespace pw

@@ -146,7 +146,7 @@ class DistributedOptimizerPass : public Pass {
       for (size_t k = 0; k < program.ops().size(); ++k) {
         Op& split = program.ops()[k];
         if (split.type == "c_split" && split.attrs.GetBool("view", false) &&
-            !IsInPlaceShardUpdate(program, k)) {
+            !InPlaceShardGather(program, k)) {
           split.SetAttr("view", false);
           context.AddStatistic("updates-through-a-copy");
         }

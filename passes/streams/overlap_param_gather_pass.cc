@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/grad_reduce.h"
+#include "ir/verifier.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 #include "simulator/simulator.h"
@@ -71,7 +72,8 @@ StatusOr<int> GatherLowPrecisionCopies(Program& program) {
 }
 
 // Of the optimizer programs' parameter all-gathers over dp: how many there are, and how
-// many gather from a view of the parameter's own rows (the ones that can wait).
+// many gather from a view of the parameter's own rows (InPlaceShardGather: the ones that
+// can wait).
 struct Gathers {
   int all = 0, deferrable = 0;
 };
@@ -79,10 +81,11 @@ Gathers CountGathers(const Module& module) {
   Gathers n;
   for (const Program& program : module.programs()) {
     if (program.info().kind != "optimizer") continue;
-    for (const Op& op : program.ops()) {
+    for (size_t o = 0; o < program.ops().size(); ++o) {
+      const Op& op = program.ops()[o];
       if (op.type == "c_all_gather" && op.attrs.GetString("group") == "dp") ++n.all;
       if (op.type == "c_split" && op.attrs.GetBool("view", false) &&
-          op.attrs.GetString("group") == "dp")
+          op.attrs.GetString("group") == "dp" && InPlaceShardGather(program, o))
         ++n.deferrable;
     }
   }
