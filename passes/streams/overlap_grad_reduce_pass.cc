@@ -7,7 +7,6 @@
 // the fastest. Nothing else moves and every element is summed in member order wherever it
 // lies in a bucket: bit-identical training.
 
-#include <algorithm>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "ir/rank_sequence.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
+#include "passes/streams/fastest_variant.h"
 #include "simulator/simulator.h"
 
 namespace pw {
@@ -92,28 +92,22 @@ class OverlapGradReducePass : public Pass {
     }
     const cost::Simulator* simulator = context.Find<cost::Simulator>();
     if (simulator == nullptr) return kDefaultBucketBytes;
-    // Each size priced on a copy; sizes past every gradient's bytes are one bucket alike.
+    // Sizes past every gradient's bytes are one bucket alike: the first of them ends the list.
     const int64_t all = AllGradientBytes(module);
-    int64_t best = 0;
-    double best_time = 0;
+    std::vector<int64_t> sizes;
     for (int64_t mib : kCandidateMiB) {
-      const int64_t bytes = mib * kMiB;
-      Module trial = module;
-      Mark(trial, bytes);
-      StatusOr<cost::SimResult> result = simulator->Run(trial);
-      if (!result.ok())
-        return result.status().WithContext(
-            "overlap-grad-reduce{bucket-mb=auto} prices bucket sizes with the simulator (give "
-            "bucket-mb=N to choose without it)");
-      context.AddStatistic("bucket-sizes-priced");
-      // The first of equal times: the smallest size, whose first bucket starts soonest.
-      if (mib == 0 || result->step_time < best_time * (1 - 1e-9)) {
-        best = bytes;
-        best_time = result->step_time;
-      }
-      if (bytes >= all) break;
+      sizes.push_back(mib * kMiB);
+      if (sizes.back() >= all) break;
     }
-    return best;
+    // Of equal times the first: the smallest size, whose first bucket starts soonest.
+    StatusOr<size_t> best = FastestVariant(module, *simulator, sizes.size(),
+                                           [&](Module& trial, size_t i) { Mark(trial, sizes[i]); });
+    if (!best.ok())
+      return best.status().WithContext(
+          "overlap-grad-reduce{bucket-mb=auto} prices bucket sizes with the simulator (give "
+          "bucket-mb=N to choose without it)");
+    context.AddStatistic("bucket-sizes-priced", static_cast<int64_t>(sizes.size()));
+    return sizes[*best];
   }
 };
 

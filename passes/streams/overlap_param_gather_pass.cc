@@ -16,6 +16,7 @@
 #include "ir/verifier.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
+#include "passes/streams/fastest_variant.h"
 #include "simulator/simulator.h"
 
 namespace pw {
@@ -147,20 +148,15 @@ class OverlapParamGatherPass : public Pass {
     if (at.value() == "update") return std::string(kParamGatherAfterUpdate);
     const cost::Simulator* simulator = context.Find<cost::Simulator>();
     if (simulator == nullptr) return std::string(kParamGatherNextStep);
-    std::string best;
-    double best_time = 0;
-    for (const char* where : {kParamGatherNextStep, kParamGatherAfterUpdate}) {
-      Module trial = module;
-      trial.metadata.Set(kMetaParamGather, std::string(where));
-      StatusOr<cost::SimResult> result = simulator->Run(trial);
-      if (!result.ok())
-        return result.status().WithContext(
-            "overlap-param-gather{at=auto} prices both placements with the simulator (give "
-            "at=next-step or at=update to choose without it)");
-      if (best.empty() || result->step_time < best_time)
-        best = where, best_time = result->step_time;
-    }
-    return best;
+    const char* places[] = {kParamGatherNextStep, kParamGatherAfterUpdate};
+    StatusOr<size_t> best = FastestVariant(module, *simulator, 2, [&](Module& trial, size_t i) {
+      trial.metadata.Set(kMetaParamGather, std::string(places[i]));
+    });
+    if (!best.ok())
+      return best.status().WithContext(
+          "overlap-param-gather{at=auto} prices both placements with the simulator (give "
+          "at=next-step or at=update to choose without it)");
+    return std::string(places[*best]);
   }
 };
 
