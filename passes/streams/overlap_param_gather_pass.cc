@@ -111,12 +111,13 @@ class OverlapParamGatherPass : public Pass {
           "overlap-param-gather needs a plan: run it after split-program, schedule and "
           "distributed-optimizer");
     if (module.mesh.dp < 2) return false;
-    if (module.metadata.GetString(kMetaParamGather) == kParamGatherNextStep) return false;
+    int rewritten = 0;  // none on a second run: the casts read the rows already
     for (Program& program : module.programs()) {
       if (program.info().kind != "optimizer") continue;
-      PW_ASSIGN_OR_RETURN(int rewritten, GatherLowPrecisionCopies(program));
-      context.AddStatistic("low-precision-copies-gathered", rewritten);
+      PW_ASSIGN_OR_RETURN(int n, GatherLowPrecisionCopies(program));
+      rewritten += n;
     }
+    context.AddStatistic("low-precision-copies-gathered", rewritten);
     const Gathers gathers = CountGathers(module);
     if (gathers.all == 0)
       return FailedPrecondition(
@@ -127,6 +128,7 @@ class OverlapParamGatherPass : public Pass {
     context.AddStatistic("param-gathers-kept", gathers.all - gathers.deferrable);
     if (gathers.deferrable == 0) return false;
     PW_ASSIGN_OR_RETURN(const std::string where, Placement(module, context));
+    if (rewritten == 0 && module.metadata.GetString(kMetaParamGather) == where) return false;
     module.metadata.Set(kMetaParamGather, where);
     context.AddStatistic("param-gathers-deferred", gathers.deferrable);
     context.AddStatistic(where == kParamGatherNextStep ? "gathers-at-next-step"

@@ -453,6 +453,22 @@ TEST(OverlapParamGatherTest, GathersOpenTheStepInFirstReadOrder) {
       << early.status().ToString();
 }
 
+// A second run of the pass with the same placement changes nothing (under amp too, where
+// the first run rewrote what is gathered); another placement only moves the gathers.
+TEST(OverlapParamGatherTest, ASecondRunChangesNothing) {
+  const std::string training = "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16}";
+  for (const char* at : {"next-step", "update"}) {
+    const std::string pass = StrCat(",overlap-param-gather{at=", at, "}");
+    const Module once = Gpt({2, 1, 2}, training, ",distributed-optimizer" + pass);
+    const Module twice = Gpt({2, 1, 2}, training, ",distributed-optimizer" + pass + pass);
+    EXPECT_TRUE(once == twice) << at;
+  }
+  const Module next = Gpt({2, 1, 2}, training,
+                          ",distributed-optimizer,overlap-param-gather{at=next-step},"
+                          "overlap-param-gather{at=update}");
+  EXPECT_EQ(next.metadata.GetString(kMetaParamGather), kParamGatherAfterUpdate);
+}
+
 // Between steps the deferred parameters hold only this rank's rows: reading one is refused
 // in one line; the runner syncs them after the last step, and they are the plan's without
 // the pass bit for bit.
