@@ -86,8 +86,9 @@ StatusOr<std::vector<CostedOp>> DistinctOps(const Module& module, const OpRegist
     auto local = [&](const std::string& name) { return module.FindVar(name, &p); };
     for (size_t i = 0; i < p.ops().size(); ++i) {
       // A collective over more than one rank is priced by the communication model (measured
-      // in a run with --comm), not as an op; a group member's slice (c_split) by the
-      // roofline: alone, neither has its group to run over.
+      // in a run with --comm), not as an op; a local op cut by its group's size (c_split,
+      // c_member_concat, c_member_sum: attr nranks) by the roofline: alone, neither has its
+      // group to run over (their kernels refuse a group that disagrees with nranks).
       const Op& op = p.ops()[i];
       if (const OpDef* def = registry.Find(op.type);
           def && (def->collective || op.attrs.Has("nranks")) &&
