@@ -4,7 +4,9 @@
 // has no B beside an F, consecutive forwards F(i), F(i+1) (warm-up) and consecutive
 // backwards (cool-down) whose inputs are made on the rank itself (the first stage's
 // forwards, the last stage's backwards: elsewhere the second input arrives a job later
-// and would hold the first back). A pair becomes one fused OVERLAP_F_B action; groups the plan
+// and would hold the first back). Consecutive forwards of a later stage are paired too
+// where the action-level simulator finds the plan no slower with the pair (the rank's
+// warm-up has slack for the wait). A pair becomes one fused OVERLAP_F_B action; groups the plan
 // already has (dualpipe-v's) stay as they are. The send/recv actions are placed again
 // around the fused actions (recvs of both parts before, sends after; insert-p2p's naive
 // order) and the result is checked deadlock-free under eager p2p.
@@ -35,6 +37,7 @@ struct FusedPairs {
   ActionSchedule schedule;                         // with send/recv actions
   int steady = 0;                                  // B, F pairs
   int warmup = 0;                                  // F, F pairs
+  int late_forward_pairs = 0;                      // of them, of a later stage's forwards
   int cooldown = 0;                                // B, B pairs
   int existing = 0;                                // fused groups the plan had
   int shift = 0;                                   // c

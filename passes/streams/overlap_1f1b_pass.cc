@@ -53,6 +53,14 @@ namespace {
 
 constexpr const char* kSupported[] = {"1f1b", "eager-1f1b", "interleaved-1f1b", "dualpipe-v"};
 
+// Whether a forward's input is made on its own rank (the data, or the stage before placed
+// on the same rank).
+bool ForwardInputOnRank(const Plan& plan, const Job& forward) {
+  const int before = forward.stage - 1;
+  return before < 0 || before >= static_cast<int>(plan.stage_to_rank.size()) ||
+         plan.stage_to_rank[before] == plan.stage_to_rank[forward.stage];
+}
+
 // One side of a fused job: its job and the programs it runs, in order (a split B: its I,
 // then its W).
 struct Part {
@@ -119,6 +127,10 @@ class Overlap1F1BPass : public Pass {
                                        PassContext& context);
   StatusOr<Decision> Decide(const Module& module, const Part& first, const Part& second,
                             PassContext& context);
+  StatusOr<std::pair<Decision, double>> Cut(const Module& module, const Part& first,
+                                            const Part& second, const std::vector<ChainOp>& a,
+                                            const std::vector<ChainOp>& b,
+                                            const InterleaveOptions& options, PassContext& context);
   StatusOr<double> Simulate(const Module& module, const std::vector<Job>& jobs,
                             const std::vector<SegmentRange>& segments, PassContext& context);
   std::vector<Job> Interleaved(const Module& module, const Part& first, const Part& second,
@@ -402,8 +414,38 @@ StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& fir
       first.runs.size() == second.runs.size() &&
       std::equal(first.runs.begin(), first.runs.end(), second.runs.begin(),
                  [](const Job* x, const Job* y) { return x->program == y->program; });
-  // Two jobs alike (warm-up F, F or cool-down B, B): the earlier leads.
-  options.lead_first = options.same_program;
+  std::vector<Job> one_then_other;
+  for (const Part* part : {&first, &second})
+    for (const Job* run : part->runs) one_then_other.push_back(*run);
+  PW_ASSIGN_OR_RETURN(double apart_time, Simulate(module, one_then_other, {}, context));
+
+  // Two jobs alike (warm-up F, F or cool-down B, B): the earlier leads, running whenever
+  // it can, so that the job the pipeline waits for is held back least. Forwards of a later
+  // stage were paired only where the rank has slack (fused_pairs.h): there the lead and the
+  // follower reaching their collectives together, to queue on one link, costs more than the
+  // lead's delay, so the even interleaving (either job runs when it can start first) is
+  // tried too and kept where the simulator finds the pair shorter.
+  const bool late_forwards = options.same_program && first.job->kind == JobKind::kForward &&
+                             !ForwardInputOnRank(module.plan, *first.job);
+  Decision best;
+  double best_time = 0;
+  for (const bool lead_first : {true, false}) {
+    if (!lead_first && !late_forwards) break;
+    options.lead_first = options.same_program && lead_first;
+    PW_ASSIGN_OR_RETURN(auto cut, Cut(module, first, second, a, b, options, context));
+    if (best.runs.empty() || cut.second < best_time * (1 - 1e-9)) {
+      best = std::move(cut.first);
+      best_time = cut.second;
+    }
+  }
+  best.interleave = best_time < apart_time * (1 - 1e-9);
+  return best;
+}
+
+// One interleaving of the pair's chains as segments, and the pair's simulated time.
+StatusOr<std::pair<Decision, double>> Overlap1F1BPass::Cut(
+    const Module& module, const Part& first, const Part& second, const std::vector<ChainOp>& a,
+    const std::vector<ChainOp>& b, const InterleaveOptions& options, PassContext& context) {
   Interleaving fused = Interleave(a, b, options);
   Decision d;
 
@@ -428,13 +470,8 @@ StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& fir
   for (const SegmentRun& r : d.runs)
     d.segments.push_back({parts[r.chain]->runs[r.program]->program, r.begin, r.end});
   std::vector<Job> together = Interleaved(module, first, second, d);
-  std::vector<Job> one_then_other;
-  for (const Part* part : {&first, &second})
-    for (const Job* run : part->runs) one_then_other.push_back(*run);
   PW_ASSIGN_OR_RETURN(double fused_time, Simulate(module, together, d.segments, context));
-  PW_ASSIGN_OR_RETURN(double apart_time, Simulate(module, one_then_other, {}, context));
-  d.interleave = fused_time < apart_time * (1 - 1e-9);
-  return d;
+  return std::pair<Decision, double>{std::move(d), fused_time};
 }
 
 StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
@@ -474,6 +511,7 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   module.plan.num_micro_batches = micro_batches;
   context.AddStatistic("pairs-steady", fused->steady);
   context.AddStatistic("pairs-warmup", fused->warmup);
+  context.AddStatistic("pairs-warmup-later-stages", fused->late_forward_pairs);
   context.AddStatistic("pairs-cooldown", fused->cooldown);
   context.AddStatistic("pairs-dualpipe", fused->existing);
   context.AddStatistic("forwards-earlier", fused->shift);

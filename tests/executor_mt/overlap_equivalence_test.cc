@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cost_model/device_spec.h"
 #include "cost_model/estimator.h"
 #include "equivalence_util.h"
@@ -46,12 +48,13 @@ struct Case {
   // model cuts forwards into row blocks (split-ops=auto) as it does at full size.
   double slower = 1;
   const char* after_backward = "";  // passes between append-backward and split-program
+  int pp = 2;
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.kind << " dp=" << c.dp; }
 
 Module PlannedGpt(const Case& c) {
-  models::GptConfig g = SmallGptConfig(2, 2, c.vpp, c.placement);
+  models::GptConfig g = SmallGptConfig(2, c.pp, c.vpp, c.placement);
   g.seq = c.seq;
   g.micro_batch_size = c.micro_batch_size;
   auto built = models::BuildGpt(g);
@@ -140,6 +143,18 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
     };
     EXPECT_GT(count(*overlapped, views), 0);
   }
+  // Beyond two stages, warm-up forwards of a later stage run fused in pairs too.
+  if (pairs && GetParam().pp > 2) {
+    int later_stage_forward_pairs = 0;
+    for (const RankPlan& rank : overlapped->plan.ranks)
+      for (const Job& job : rank.jobs)
+        later_stage_forward_pairs +=
+            job.kind == JobKind::kOverlapFB &&
+            std::all_of(job.sub_jobs.begin(), job.sub_jobs.end(), [](const Job& sub) {
+              return sub.kind == JobKind::kForward && sub.stage > 0;
+            });
+    EXPECT_GT(later_stage_forward_pairs, 0);
+  }
   if (pairs && GetParam().slower > 1)  // the row-split variants some forwards run
     EXPECT_GT(count(*overlapped, [](const Program& p) { return !p.info().variant_of.empty(); }), 0);
 
@@ -185,29 +200,31 @@ INSTANTIATE_TEST_SUITE_P(Schedules, OverlapEquivalenceTest,
 
 // overlap-1f1b: fused, interleaved jobs train bit-identically too, with forced row splits
 // as well.
-INSTANTIATE_TEST_SUITE_P(Overlap1F1B, OverlapEquivalenceTest,
-                         ::testing::Values(Case{"1f1b", 1, false, kLoop, 1, k1F1B},
-                                           Case{"eager-1f1b", 1, false, kLoop, 1, k1F1B},
-                                           Case{"interleaved-1f1b", 2, false, kLoop, 1, k1F1B},
-                                           Case{"dualpipe-v", 2, true, kV, 1, k1F1B},
-                                           Case{"1f1b", 1, false, kLoop, 2, k1F1B},
-                                           Case{"1f1b", 1, false, kLoop, 1, k1F1BSplitAll, 64},
-                                           Case{"interleaved-1f1b", 2, false, kLoop, 2,
-                                                k1F1BSplitAll, 64},
-                                           // Row blocks as views of the matmul's input.
-                                           Case{"1f1b", 1, false, kLoop, 1, k1F1BSplitAll, 128, 1},
-                                           // Warm-up forwards on row-split variants.
-                                           Case{"1f1b", 1, false, kLoop, 1, k1F1B, 128, 1, 1e4}),
-                         [](const auto& info) {
-                           std::string name =
-                               StrCat(info.param.kind, "_dp", info.param.dp,
-                                      info.param.overlap == k1F1BSplitAll ? "_split_all" : "",
-                                      info.param.micro_batch_size == 1 ? "_views" : "",
-                                      info.param.slower > 1 ? "_variants" : "");
-                           for (char& ch : name)
-                             if (ch == '-') ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Overlap1F1B, OverlapEquivalenceTest,
+    ::testing::Values(Case{"1f1b", 1, false, kLoop, 1, k1F1B},
+                      Case{"eager-1f1b", 1, false, kLoop, 1, k1F1B},
+                      Case{"interleaved-1f1b", 2, false, kLoop, 1, k1F1B},
+                      Case{"dualpipe-v", 2, true, kV, 1, k1F1B},
+                      Case{"1f1b", 1, false, kLoop, 2, k1F1B},
+                      Case{"1f1b", 1, false, kLoop, 1, k1F1BSplitAll, 64},
+                      Case{"interleaved-1f1b", 2, false, kLoop, 2, k1F1BSplitAll, 64},
+                      // Row blocks as views of the matmul's input.
+                      Case{"1f1b", 1, false, kLoop, 1, k1F1BSplitAll, 128, 1},
+                      // Warm-up forwards on row-split variants.
+                      Case{"1f1b", 1, false, kLoop, 1, k1F1B, 128, 1, 1e4},
+                      // Later stages' warm-up forwards in pairs.
+                      Case{"1f1b", 1, false, kLoop, 1, k1F1B, 16, 2, 1, "", 4}),
+    [](const auto& info) {
+      std::string name = StrCat(info.param.kind, "_dp", info.param.dp,
+                                info.param.pp != 2 ? StrCat("_pp", info.param.pp) : "",
+                                info.param.overlap == k1F1BSplitAll ? "_split_all" : "",
+                                info.param.micro_batch_size == 1 ? "_views" : "",
+                                info.param.slower > 1 ? "_variants" : "");
+      for (char& ch : name)
+        if (ch == '-') ch = '_';
+      return name;
+    });
 
 // overlap-row-split: plans whose jobs run alone, their forwards and (split backward) input
 // gradients cut into row blocks; forced, and by the cost model on a slowed H100.

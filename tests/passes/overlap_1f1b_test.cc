@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -17,6 +18,7 @@
 #include "passes/streams/interleave.h"
 #include "passes/streams/program_segments.h"
 #include "passes/streams/row_split.h"
+#include "simulator/simulator.h"
 #include "tests/ops/op_runner.h"
 #include "tests/small_gpt.h"
 
@@ -529,6 +531,43 @@ TEST(OverlapRowSplitTest, CutsForwardsAndInputGradientsOfPlansWhoseJobsRunAloneO
       "overlap-row-split");
   ASSERT_FALSE(streams.status.ok());
   EXPECT_NE(streams.status.message().find("run assign-streams before it"), std::string::npos);
+}
+
+// Beyond two stages a later stage's warm-up forwards get their inputs one after the other;
+// where the rank has slack the pass pairs them too, and the simulated step is no longer
+// than with no warm-up pairs at all.
+TEST(Overlap1F1BTest, PairsALaterStagesWarmUpForwardsWhereTheStepIsNoLonger) {
+  auto step_of = [](const std::string& overlap, PassRun& run) {
+    auto built = models::BuildGpt(SmallGptConfig(2, 4));
+    EXPECT_TRUE(built.ok());
+    Module m = std::move(built).value();
+    run = RunWithCostModel(m, StrCat("append-backward{optimizer=adam},split-program,"
+                                     "schedule{kind=1f1b,micro-batches=8},insert-p2p,"
+                                     "assign-streams,overlap-column-parallel-backward,",
+                                     overlap, ",insert-events"));
+    EXPECT_TRUE(run.status.ok()) << run.status.ToString();
+    int later_stage_pairs = 0;
+    for (const RankPlan& rank : m.plan.ranks)
+      for (const Job& job : rank.jobs)
+        later_stage_pairs +=
+            job.kind == JobKind::kOverlapFB &&
+            std::all_of(job.sub_jobs.begin(), job.sub_jobs.end(), [](const Job& sub) {
+              return sub.kind == JobKind::kForward && sub.stage > 0;
+            });
+    EXPECT_EQ(later_stage_pairs, run.stats["pairs-warmup-later-stages"]);
+    auto estimator = MakeEstimator("h100", "");
+    EXPECT_TRUE(estimator.ok());
+    StatusOr<cost::SimResult> sim = cost::Simulator(*estimator, ops::Registry()).Run(m);
+    EXPECT_TRUE(sim.ok()) << sim.status().ToString();
+    return sim.ok() ? sim->step_time : 0.0;
+  };
+  PassRun paired, unpaired;
+  const double with_pairs = step_of("overlap-1f1b", paired);
+  const double without = step_of("overlap-1f1b{warmup-cooldown=false}", unpaired);
+  EXPECT_GT(paired.stats["pairs-warmup-later-stages"], 0);
+  EXPECT_GT(paired.stats["pairs-warmup"], paired.stats["pairs-warmup-later-stages"]);
+  EXPECT_EQ(unpaired.stats["pairs-warmup"], 0);
+  EXPECT_LE(with_pairs, without * (1 + 1e-9));
 }
 
 TEST(Overlap1F1BTest, InterleavesDualPipesOwnFusedJobs) {
