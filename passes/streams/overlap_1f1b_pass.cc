@@ -4,7 +4,8 @@
 // the other's compute.
 //
 //   1. Pairs (fused_pairs.h): B(i) with the F(j) after it in the steady phase, F(i) with
-//      F(i+1) in the warm-up and B with B in the cool-down; dualpipe-v's own fused jobs.
+//      F(i+1) in the warm-up (on later stages where the action-level simulator finds the
+//      plan no slower) and B with B in the cool-down; dualpipe-v's own fused jobs.
 //      Sends and recvs are placed again around the fused jobs and the plan is checked
 //      deadlock-free.
 //   2. Cuts (interleave.h): for each kind of pair, the two jobs' ops are priced with the
@@ -98,7 +99,8 @@ class Overlap1F1BPass : public Pass {
   std::string_view name() const override { return "overlap-1f1b"; }
   std::string_view description() const override {
     return "1F1B backward-forward overlap: on every rank, B(i) and the F(j) after it (and, "
-           "in the warm-up and cool-down, F with F and B with B) become one fused job whose "
+           "in the warm-up and cool-down, F with F and B with B; a later stage's warm-up "
+           "forwards where the plan is no slower for it) become one fused job whose "
            "programs are cut into segments that alternate on the compute stream, so that "
            "each job's tensor-parallel all-reduces run under the other's compute. Cuts come "
            "from the cost model (needs opt --device, and --costs for measured ops) and are "
