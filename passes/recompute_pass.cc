@@ -59,8 +59,25 @@ int64_t LayerOf(const Op& op) {
   return digits && i < name.size() && name[i] == '.' ? n : -1;
 }
 
-// The fused attention ops (multi-head and grouped-query): what policy=selective recomputes.
-bool IsAttentionCore(const Op& op) { return op.type == "attention" || op.type == "gqa_attention"; }
+// What policy=selective recomputes of the attention: the fused attention ops (multi-head and
+// grouped-query) or, in attention built one op per step, the ops that make a per-head
+// [batch, heads, seq, seq] activation (the scores, the probabilities, their dropout), as
+// Megatron's selective recomputation runs the core again from the kept q, k and v.
+bool IsAttentionCore(const Op& op, const Program& program, int64_t seq) {
+  if (op.type == "attention" || op.type == "gqa_attention") return true;
+  // Layout ops make q, k and v [B, heads, S, d] from the QKV projection: kept, also where
+  // the head size equals the sequence.
+  if (seq <= 1 || op.type == "reshape" || op.type == "transpose" || op.type == "split")
+    return false;
+  bool squares = false;
+  op.ForEachOutput([&](const std::string& v) {
+    const Var* var = program.FindVar(v);
+    if (var == nullptr || var->shape.size() != 4) return;
+    const size_t n = var->shape.size();
+    squares |= var->shape[n - 1] == seq && var->shape[n - 2] == seq;
+  });
+  return squares;
+}
 
 // Sequence parallelism's all-gathers before the column-parallel linears: run again in the
 // backward (Megatron's), so the layer holds the rank's sequence shard, not the gathered
@@ -105,6 +122,7 @@ std::map<int64_t, int> LayerStages(const Module& module) {
 StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>& level_of) {
   Program& program = module.main_program();
   std::vector<Op>& ops = program.ops();
+  const int64_t seq = module.metadata.GetInt("seq", 0);
   const size_t backward_begin =
       static_cast<size_t>(std::find_if(ops.begin(), ops.end(), IsBackwardSide) - ops.begin());
 
@@ -154,7 +172,7 @@ StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>&
         all_boundary = all_boundary && boundary(v);
       });
       if (!reads_activation || !any_output || all_boundary) return false;
-      return level == Level::kFull || IsAttentionCore(op) || IsSequenceGather(op);
+      return level == Level::kFull || IsAttentionCore(op, program, seq) || IsSequenceGather(op);
     };
     // Needed: candidates whose outputs the backward reads, and the candidates of this
     // layer those read (full recomputation rebuilds the chain from the checkpoint).

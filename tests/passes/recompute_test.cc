@@ -106,6 +106,45 @@ TEST(RecomputePassTest, SelectiveRunsOnlyTheAttentionCoreAgain) {
       EXPECT_TRUE(Recomputed(op.Input("Probs"))) << op.Input("Probs");
 }
 
+// Attention built one op per step (as 2020-22 frameworks ran it): selective recomputation
+// runs again the ops that make the per-head [B, heads, S, S] scores, probabilities and their
+// dropout, from the kept q, k and v (Megatron's selective recomputation), and nothing else;
+// an activation whose last two dims only happen to equal the sequence (ffn = seq) is kept.
+TEST(RecomputePassTest, SelectiveRunsTheUnfusedAttentionCoreAgain) {
+  models::GptConfig c = SmallGptConfig();
+  c.unfused_attention = true;
+  c.dropout = 0.1;
+  c.ffn = c.seq;               // fc1's output [B, S, ffn] ends in two dims equal to the sequence
+  c.hidden = c.heads * c.seq;  // q, k and v [B, heads, S, d] with the head size d = S
+  auto built = models::BuildGpt(c);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  Module m = std::move(built).value();
+  PassManager pm;
+  ASSERT_TRUE(pm.AddPipeline("append-backward,recompute{policy=selective}").ok());
+  ASSERT_TRUE(pm.Run(m).ok());
+  std::map<std::string, int> by_type;
+  for (const Op* clone : Clones(m)) {
+    ++by_type[clone->type];
+    const Var* out = m.main_program().FindVar(clone->outputs[0].vars[0]);
+    ASSERT_NE(out, nullptr);
+    ASSERT_EQ(out->shape.size(), 4u) << clone->type;
+    EXPECT_NE(clone->type, "reshape");
+    EXPECT_EQ(out->shape[2], c.seq);
+    EXPECT_EQ(out->shape[3], c.seq);
+  }
+  const int layers = static_cast<int>(c.layers);
+  // The scaled q is [B, heads, S, d = S] too: its scale runs again from the kept q.
+  EXPECT_EQ(by_type,
+            (std::map<std::string, int>{
+                {"dropout", layers}, {"matmul", layers}, {"scale", layers}, {"softmax", layers}}));
+  int grads_on_recomputed = 0;
+  for (const Op& op : m.main_program().ops())
+    if (op.type == "softmax_grad") {
+      op.ForEachInput([&](const std::string& v) { grads_on_recomputed += Recomputed(v); });
+    }
+  EXPECT_EQ(grads_on_recomputed, layers);
+}
+
 TEST(RecomputePassTest, WeightCopiesOfAmpAreNotRecomputed) {
   auto m = Gpt("append-backward{optimizer=adam},amp{dtype=bf16},recompute", 2, 2);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
