@@ -32,6 +32,11 @@
 #   nemo-launcher  NVIDIA NeMo Megatron launcher README, section 7.1.2, "Training
 #                  Performance Results" (github.com/NVIDIA/NeMo-Megatron-Launcher, 2022-09),
 #                  with the launcher's GPT-3 5B and 175B training configs of that commit.
+#   korthikanti22  V. Korthikanti et al., "Reducing Activation Recomputation in Large
+#                  Transformer Models", arXiv:2205.05198 (MLSys 2023), Tables 3 and 5 and
+#                  Section 6.3: 22B to 1T GPTs on 8-512 A100s, full recomputation against
+#                  sequence parallelism with selective recomputation (the recomputation
+#                  ratios), and the 530B model on 8 data-parallel replicas.
 #   qi24           P. Qi, X. Wan, G. Huang, M. Lin, "Zero Bubble Pipeline Parallelism",
 #                  ICLR 2024, arXiv:2401.10241, Table 4 (1F1B, ZB-1p and ZB-2p on 8-32
 #                  A100s, pure pipeline parallelism), the setup from its Table 3 and the
@@ -46,7 +51,9 @@
 # (distributed-optimizer: reduce-scatter, a shard's update, all-gather of the f32 master
 # weights, twice the bytes of a bf16 gather); `sp` (nemo-launcher 175B) plans
 # sequence-parallel, whose norm and bias gradients pipeweave computes exactly (all-gathers in
-# the backward that Megatron's partial sums do without).
+# the backward that Megatron's partial sums do without); `tp-bwd-overlap` (korthikanti22,
+# Section 6.2: the tensor-parallel communication of the backward overlapped with the weight
+# gradients' computation) plans overlap-column-parallel-backward.
 # What pipeweave cannot express yet, and how each row is approximated:
 #   - Megatron's scatter/gather of the activations sent between pipeline stages (the
 #     interleaved rows of narayanan21): every tp rank sends the whole activation.
@@ -139,7 +146,10 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   passes+=",$split,schedule{$schedule,micro-batches=$((gbs / (dp * mbs)))}"
   passes+=",insert-p2p{order=batched}"
   [[ ";$features;" == *";zero1;"* ]] && passes+=",distributed-optimizer"
-  [[ ";$features;" == *";grad-overlap;"* ]] && passes+=",assign-streams,overlap-grad-reduce,insert-events"
+  streams=""
+  [[ ";$features;" == *";tp-bwd-overlap;"* ]] && streams+=",overlap-column-parallel-backward"
+  [[ ";$features;" == *";grad-overlap;"* ]] && streams+=",overlap-grad-reduce"
+  [[ -n "$streams" ]] && passes+=",assign-streams$streams,insert-events"
   F[$id,passes]=$passes
   F[$id,stage_layers]=""
   if [[ ";$features;" == *";thin-ends;"* ]]; then  # one layer fewer on the first and last
