@@ -66,6 +66,9 @@
 #     nemo-launcher) does; Megatron-LM of 2021 (narayanan21) wrote a 16-bit weight gradient
 #     and added it into the f32 main gradient after the GEMM, a pass over the gradients per
 #     micro-batch that these plans do not make.
+#   - Recomputation replays every forward op of a layer (recompute{replay=whole}), as these
+#     frameworks' torch.utils.checkpoint does; pipeweave's own plans rerun only what the
+#     backward reads (a row-parallel matmul whose output no backward op reads is not rerun).
 #   - Loss scaling: fp16 rows use amp's dynamic scaling starting at the run's static scale
 #     (Megatron checks for overflow either way); the DeepSpeed pipeline engine of smith22 is
 #     planned as 1f1b.
@@ -135,7 +138,7 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   [[ "$grad_ar" == low && $dp -gt 1 ]] && amp+=",grad-allreduce=low"
   passes="append-backward{optimizer=adam},amp{$amp}"
   [[ ";$features;" == *";sp;"* ]] && passes="sequence-parallel,$passes"
-  [[ "$recompute" != none ]] && passes+=",recompute{policy=$recompute}"
+  [[ "$recompute" != none ]] && passes+=",recompute{policy=$recompute,replay=whole}"
   split="split-program"
   [[ "$kind" == zb-* ]] && split="split-program{split-backward=true}"
   schedule="kind=$kind"

@@ -63,19 +63,22 @@ int64_t LayerOf(const Op& op) {
 // grouped-query) or, in attention built one op per step, the ops that make a per-head
 // [batch, heads, seq, seq] activation (the scores, the probabilities, their dropout), as
 // Megatron's selective recomputation runs the core again from the kept q, k and v.
-bool IsAttentionCore(const Op& op, const Program& program, int64_t seq) {
+// With `reading`, also the ops that read such an activation (the probabilities times v),
+// which a whole replay runs again as well.
+bool IsAttentionCore(const Op& op, const Program& program, int64_t seq, bool reading) {
   if (op.type == "attention" || op.type == "gqa_attention") return true;
   // Layout ops make q, k and v [B, heads, S, d] from the QKV projection: kept, also where
   // the head size equals the sequence.
   if (seq <= 1 || op.type == "reshape" || op.type == "transpose" || op.type == "split")
     return false;
   bool squares = false;
-  op.ForEachOutput([&](const std::string& v) {
+  auto square = [&](const std::string& v) {
     const Var* var = program.FindVar(v);
     if (var == nullptr || var->shape.size() != 4) return;
-    const size_t n = var->shape.size();
-    squares |= var->shape[n - 1] == seq && var->shape[n - 2] == seq;
-  });
+    squares |= var->shape[3] == seq && var->shape[2] == seq;
+  };
+  op.ForEachOutput(square);
+  if (reading) op.ForEachInput(square);
   return squares;
 }
 
@@ -118,8 +121,17 @@ std::map<int64_t, int> LayerStages(const Module& module) {
   return stages;
 }
 
+// How much of a layer is run again. kNeeded: the ops whose outputs the backward reads and
+// the ops of the layer that make their inputs (what the backward needs, nothing more).
+// kWhole: every op of the layer's forward (of its attention core, when selective), as
+// torch.utils.checkpoint replays a layer's forward function: how Megatron-LM and most
+// frameworks recompute, which plans that reproduce their runs must price.
+enum class Replay { kNeeded, kWhole };
+
 // Recomputes every layer at the level `level_of` gives it.
-StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>& level_of) {
+StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>& level_of,
+                            Replay replay) {
+  const bool whole = replay == Replay::kWhole;
   Program& program = module.main_program();
   std::vector<Op>& ops = program.ops();
   const int64_t seq = module.metadata.GetInt("seq", 0);
@@ -172,7 +184,8 @@ StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>&
         all_boundary = all_boundary && boundary(v);
       });
       if (!reads_activation || !any_output || all_boundary) return false;
-      return level == Level::kFull || IsAttentionCore(op, program, seq) || IsSequenceGather(op);
+      return level == Level::kFull || IsAttentionCore(op, program, seq, whole) ||
+             IsSequenceGather(op);
     };
     // Needed: candidates whose outputs the backward reads, and the candidates of this
     // layer those read (full recomputation rebuilds the chain from the checkpoint).
@@ -180,7 +193,7 @@ StatusOr<Rewritten> Rewrite(Module& module, const std::function<Level(int64_t)>&
     std::vector<size_t> work;
     for (size_t i : members) {
       if (!candidate(i)) continue;
-      bool read = false;
+      bool read = whole;
       ops[i].ForEachOutput([&](const std::string& v) { read |= read_backward.count(v) > 0; });
       if (read && needed.insert(i).second) work.push_back(i);
     }
@@ -266,9 +279,14 @@ class RecomputePass : public Pass {
            "and split-program. policy=full keeps each transformer layer's input and runs the "
            "layer's forward again right before its backward (Megatron's full recomputation); "
            "policy=selective recomputes only the attention core (the attention or gqa_attention "
-           "op: scores, "
-           "softmax, times V), whose activations grow with seq^2, and sequence parallelism's "
-           "all-gathers (the layer then holds its sequence shard), and keeps the rest; "
+           "op, or in attention built one op per step the ops that make the per-head "
+           "[B, heads, S, S] scores, probabilities and their dropout), whose activations grow "
+           "with seq^2, and sequence parallelism's all-gathers (the layer then holds its "
+           "sequence shard), and keeps the rest; replay=needed (default) runs again only what "
+           "the backward reads and what makes it (a row-parallel matmul whose output no "
+           "backward op reads is not rerun), replay=whole every op of the layer (or of its "
+           "attention core) as torch.utils.checkpoint does, to price runs of frameworks that "
+           "recompute that way; "
            "policy=auto chooses per layer so that every rank fits mem-limit GiB (0: the "
            "device's memory), planning with the schedule it is given and the cost model "
            "(--device): selective everywhere first, then whole layers, only on the stages "
@@ -283,6 +301,13 @@ class RecomputePass : public Pass {
 
   Option<std::string> policy{
       this, "policy", "what is recomputed", "full", {"full", "selective", "auto", "layers"}};
+  Option<std::string> replay{this,
+                             "replay",
+                             "what of a recomputed layer runs again: needed (what the backward "
+                             "reads and what makes it) or whole (every forward op, as "
+                             "torch.utils.checkpoint replays a layer: Megatron-LM's runs)",
+                             "needed",
+                             {"needed", "whole"}};
   Option<std::string> layer_levels{this, "levels",
                                    "policy=layers: one letter per layer in order, n (none), s "
                                    "(selective) or f (full), e.g. ffsn",
@@ -321,10 +346,13 @@ class RecomputePass : public Pass {
       const Level level = policy.value() == "full" ? Level::kFull : Level::kSelective;
       for (const auto& [layer, stage] : LayerStages(module)) levels[layer] = level;
     }
-    PW_ASSIGN_OR_RETURN(Rewritten done, Rewrite(module, [&](int64_t layer) {
-                          auto it = levels.find(layer);
-                          return it == levels.end() ? Level::kNone : it->second;
-                        }));
+    PW_ASSIGN_OR_RETURN(Rewritten done, Rewrite(
+                                            module,
+                                            [&](int64_t layer) {
+                                              auto it = levels.find(layer);
+                                              return it == levels.end() ? Level::kNone : it->second;
+                                            },
+                                            Replayed()));
     if (done.ops == 0) return false;
     double released = 0;
     for (const auto& [layer, bytes] : done.released_bytes) released += bytes;
@@ -345,6 +373,8 @@ class RecomputePass : public Pass {
   }
 
  private:
+  Replay Replayed() const { return replay.value() == "whole" ? Replay::kWhole : Replay::kNeeded; }
+
   // policy=layers: levels' letter i for the module's layer i.
   StatusOr<std::map<int64_t, Level>> GivenLevels(const Module& module) const {
     const std::map<int64_t, int> stage_of = LayerStages(module);
@@ -387,7 +417,8 @@ class RecomputePass : public Pass {
     std::map<Level, std::map<int64_t, double>> saved;
     for (Level level : {Level::kSelective, Level::kFull}) {
       Module trial = module;
-      PW_ASSIGN_OR_RETURN(Rewritten r, Rewrite(trial, [&](int64_t) { return level; }));
+      PW_ASSIGN_OR_RETURN(Rewritten r, Rewrite(
+                                           trial, [&](int64_t) { return level; }, Replayed()));
       saved[level] = r.released_bytes;
     }
     std::map<int64_t, Level> levels;
@@ -395,7 +426,9 @@ class RecomputePass : public Pass {
     const RankLayout layout(module.mesh);
     for (int round = 0;; ++round) {
       Module trial = module;
-      PW_RETURN_IF_ERROR(Rewrite(trial, [&](int64_t layer) { return levels[layer]; }).status());
+      PW_RETURN_IF_ERROR(Rewrite(
+                             trial, [&](int64_t layer) { return levels[layer]; }, Replayed())
+                             .status());
       PassManager pm;
       PW_RETURN_IF_ERROR(pm.AddPipeline(plan.substr(1)));
       PW_RETURN_IF_ERROR(pm.Run(trial).status().WithContext("recompute{policy=auto} planning"));

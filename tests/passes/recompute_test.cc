@@ -92,6 +92,42 @@ TEST(RecomputePassTest, FullRunsEachLayersChainAgainBeforeItsBackward) {
   }
 }
 
+// replay=whole runs every forward op of the layer again, as torch.utils.checkpoint replays a
+// layer (Megatron-LM's full recomputation): also fc2's matmul, all-reduce and bias, whose
+// outputs no backward op reads; still not the layer's output (the next layer's checkpoint).
+// Selective: the probabilities times v too. Each clone's outputs are new vars.
+TEST(RecomputePassTest, WholeReplayRunsEveryForwardOpOfTheLayerAgain) {
+  auto needed = Gpt("append-backward,recompute{policy=full}", 2);
+  auto whole = Gpt("append-backward,recompute{policy=full,replay=whole}", 2);
+  ASSERT_TRUE(needed.ok() && whole.ok());
+  std::set<std::string> recomputed;
+  for (const Op* c : Clones(*whole))
+    c->ForEachOutput([&](const std::string& v) { recomputed.insert(v); });
+  EXPECT_EQ(Clones(*whole).size(), Clones(*needed).size() + 4u * 3);  // fc2 matmul, AR, bias
+  EXPECT_TRUE(recomputed.count("layer2.fc2.matmul@RECOMPUTE"));
+  EXPECT_FALSE(recomputed.count("layer2.residual2@RECOMPUTE"));
+
+  models::GptConfig c = SmallGptConfig();
+  c.unfused_attention = true;
+  c.seq = 32;
+  for (const char* replay : {"needed", "whole"}) {
+    auto built = models::BuildGpt(c);
+    ASSERT_TRUE(built.ok());
+    Module m = std::move(built).value();
+    PassManager pm;
+    ASSERT_TRUE(
+        pm.AddPipeline(StrCat("append-backward,recompute{policy=selective,replay=", replay, "}"))
+            .ok());
+    ASSERT_TRUE(pm.Run(m).ok());
+    int context_matmuls = 0;
+    for (const Op* clone : Clones(m))
+      context_matmuls += clone->outputs[0].vars[0].find("attn.context") != std::string::npos;
+    EXPECT_EQ(context_matmuls, std::string(replay) == "whole" ? 4 : 0) << replay;
+  }
+  auto bad = Gpt("append-backward,recompute{policy=full,replay=some}");
+  EXPECT_FALSE(bad.ok());
+}
+
 TEST(RecomputePassTest, SelectiveRunsOnlyTheAttentionCoreAgain) {
   auto m = Gpt("append-backward,recompute{policy=selective}");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
