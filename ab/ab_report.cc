@@ -77,7 +77,26 @@ void SimJson(std::string& out, const SimFigures& f, const SimFigures* ratio_of) 
     peaks.push_back(value(f.peak_bytes[k], k < a.peak_bytes.size() ? a.peak_bytes[k] : 0));
   Array(out, peaks);
   Number(out, "max_peak_bytes", value(f.max_peak_bytes, a.max_peak_bytes));
-  if (!ratio_of) Bool(out, "fits", f.fits);
+  if (!ratio_of) {
+    Bool(out, "fits", f.fits);
+    // Per rank, in rank order: exposed_comm_ms by class and busy_ms_by_stream.
+    Key(out, "ranks");
+    out += "[";
+    for (size_t r = 0; r < f.rank_exposed_ms.size(); ++r) {
+      out += r ? ", {" : "{";
+      Key(out, "exposed_comm_ms");
+      out += "{";
+      for (cost::CommClass c : kClasses)
+        Number(out, cost::CommClassName(c), f.rank_exposed_ms[r][Index(c)]);
+      out += "}";
+      Key(out, "busy_ms_by_stream");
+      out += "{";
+      for (StreamType s : kAllStreamTypes)
+        Number(out, StreamTypeName(s), f.rank_busy_ms[r][StreamIndex(s)]);
+      out += "}}";
+    }
+    out += "]";
+  }
   out += "}";
 }
 

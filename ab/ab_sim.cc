@@ -19,6 +19,10 @@ SimFigures FiguresOf(const cost::SimResult& result) {
   double worst_exposed = -1;
   for (const cost::RankResult& r : result.ranks) {
     f.peak_bytes.push_back(r.peak_bytes);
+    auto& exposed = f.rank_exposed_ms.emplace_back();
+    for (int c = 0; c < cost::kNumCommClasses; ++c) exposed[c] = r.exposed_by_class[c] * 1e3;
+    auto& busy = f.rank_busy_ms.emplace_back();
+    for (int s = 0; s < kNumStreamTypes; ++s) busy[s] = r.busy[s] * 1e3;
     f.max_peak_bytes = std::max(f.max_peak_bytes, r.peak_bytes);
     if (r.exposed_comm > worst_exposed) {
       worst_exposed = r.exposed_comm;

@@ -28,6 +28,10 @@ struct SimFigures {
   std::vector<int64_t> peak_bytes;  // per rank
   int64_t max_peak_bytes = 0;
   int worst_exposed_rank = 0;  // the rank with the most exposed communication
+  // Per rank (in rank order): exposed communication by class and busy time by stream, so
+  // that a share of one rank (exposed over busy) can be read without mixing ranks.
+  std::vector<std::array<double, cost::kNumCommClasses>> rank_exposed_ms;
+  std::vector<std::array<double, kNumStreamTypes>> rank_busy_ms;
   bool fits = true;            // every rank fits the device's memory (simulator/memory_fit.h)
   std::string memory_summary;  // MemoryFit::Summary()
 };

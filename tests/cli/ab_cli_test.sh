@@ -29,6 +29,19 @@ if [[ $mode == sim ]]; then
   done
   has "$f" '"ratio": {"step_time_ms": 1, "bubble_rate": 1, "exposed_comm_ms": {"total": 1, '
   has "$f" '"peak_bytes": [1, 1, 1, 1], "max_peak_bytes": 1}'
+  # Each plan's figures per rank: four ranks, each with its exposed and busy times.
+  python3 - "$f" <<'PY' || fail "per-rank figures missing or malformed in $f"
+import json, sys
+sim = json.load(open(sys.argv[1]))["sim"]
+for side in ("a", "b"):
+    ranks = sim[side]["ranks"]
+    assert len(ranks) == 4, len(ranks)
+    for r in ranks:
+        assert r["busy_ms_by_stream"]["compute"] > 0 and "mp_forward" in r["exposed_comm_ms"]
+    worst = max(r["busy_ms_by_stream"]["compute"] for r in ranks)
+    assert abs(worst - sim[side]["busy_ms_by_stream"]["compute"]) < 1e-9 * max(1, worst)
+assert "ranks" not in sim["ratio"]
+PY
   grep -qF '"run"' "$f" && fail "a --sim report has a run object"
   [[ $(grep -c '<svg' "$work/same.svg") == 3 ]] || fail "the SVG does not nest two drawings"
 
