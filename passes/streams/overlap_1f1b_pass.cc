@@ -79,6 +79,7 @@ struct SegmentRun {
 
 struct Decision {
   bool interleave = false;  // the simulator found the fused job faster than back to back
+  bool even = false;        // two jobs alike cut evenly, not lead-first
   std::vector<SegmentRun> runs;
   std::vector<SegmentRange> segments;  // the programs the runs name, per run
 };
@@ -433,6 +434,7 @@ StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& fir
     if (best.runs.empty() || cut.second < best_time * (1 - 1e-9)) {
       best = std::move(cut.first);
       best_time = cut.second;
+      best.even = options.same_program && !lead_first;
     }
   }
   best.interleave = best_time < apart_time * (1 - 1e-9);
@@ -520,7 +522,7 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
 
   // The cuts of every kind of pair; then the jobs.
   std::vector<SegmentRange> segments;
-  int interleaved = 0, apart = 0;
+  int interleaved = 0, apart = 0, evenly = 0;
   std::vector<std::tuple<Job*, Part, Part>> fused_jobs;
   for (RankPlan& rank : module.plan.ranks)
     for (Job& job : rank.jobs) {
@@ -559,11 +561,13 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
       continue;  // the two parts run back to back, as the fused job lists them
     }
     ++interleaved;
+    evenly += d.even;
     job->sub_jobs = Interleaved(module, first, second, d);
   }
   PW_RETURN_IF_ERROR(AddSegmentPrograms(module, segments));
   context.AddStatistic("pairs-interleaved", interleaved);
   context.AddStatistic("pairs-back-to-back", apart);
+  context.AddStatistic("pairs-cut-evenly", evenly);
   int programs = 0;
   for (const Program& p : module.programs()) programs += p.info().segment_of.empty() ? 0 : 1;
   context.AddStatistic("segment-programs", programs);
