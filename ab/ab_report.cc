@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "viz/chrome_trace.h"
 
@@ -51,6 +52,25 @@ void Array(std::string& out, const std::vector<T>& values) {
   out += "]";
 }
 
+// `"exposed_comm_ms": {["total": ..., ]<each class>: ...}`, each class's value from `of`.
+template <typename Of>
+void ExposedJson(std::string& out, std::optional<double> total, Of of) {
+  Key(out, "exposed_comm_ms");
+  out += "{";
+  if (total) Number(out, "total", *total);
+  for (cost::CommClass c : kClasses) Number(out, cost::CommClassName(c), of(Index(c)));
+  out += "}";
+}
+
+// `"busy_ms_by_stream": {<each stream type>: ...}`, each value from `of`.
+template <typename Of>
+void BusyJson(std::string& out, Of of) {
+  Key(out, "busy_ms_by_stream");
+  out += "{";
+  for (StreamType s : kAllStreamTypes) Number(out, StreamTypeName(s), of(StreamIndex(s)));
+  out += "}";
+}
+
 // The figures of one plan, or (with `ratio_of`) B/A of each against it.
 void SimJson(std::string& out, const SimFigures& f, const SimFigures* ratio_of) {
   auto value = [&](double b, double a) { return ratio_of ? Ratio(a, b) : b; };
@@ -58,19 +78,9 @@ void SimJson(std::string& out, const SimFigures& f, const SimFigures* ratio_of) 
   out += "{";
   Number(out, "step_time_ms", value(f.step_ms, a.step_ms));
   Number(out, "bubble_rate", value(f.bubble_rate, a.bubble_rate));
-  Key(out, "exposed_comm_ms");
-  out += "{";
-  Number(out, "total", value(f.exposed_comm_ms, a.exposed_comm_ms));
-  for (cost::CommClass c : kClasses)
-    Number(out, cost::CommClassName(c),
-           value(f.exposed_ms_by_class[Index(c)], a.exposed_ms_by_class[Index(c)]));
-  out += "}";
-  Key(out, "busy_ms_by_stream");
-  out += "{";
-  for (StreamType s : kAllStreamTypes)
-    Number(out, StreamTypeName(s),
-           value(f.busy_ms_by_stream[StreamIndex(s)], a.busy_ms_by_stream[StreamIndex(s)]));
-  out += "}";
+  ExposedJson(out, value(f.exposed_comm_ms, a.exposed_comm_ms),
+              [&](int c) { return value(f.exposed_ms_by_class[c], a.exposed_ms_by_class[c]); });
+  BusyJson(out, [&](int s) { return value(f.busy_ms_by_stream[s], a.busy_ms_by_stream[s]); });
   Key(out, "peak_bytes");
   std::vector<double> peaks;
   for (size_t k = 0; k < f.peak_bytes.size(); ++k)
@@ -84,16 +94,9 @@ void SimJson(std::string& out, const SimFigures& f, const SimFigures* ratio_of) 
     out += "[";
     for (size_t r = 0; r < f.rank_exposed_ms.size(); ++r) {
       out += r ? ", {" : "{";
-      Key(out, "exposed_comm_ms");
-      out += "{";
-      for (cost::CommClass c : kClasses)
-        Number(out, cost::CommClassName(c), f.rank_exposed_ms[r][Index(c)]);
+      ExposedJson(out, std::nullopt, [&](int c) { return f.rank_exposed_ms[r][c]; });
+      BusyJson(out, [&](int s) { return f.rank_busy_ms[r][s]; });
       out += "}";
-      Key(out, "busy_ms_by_stream");
-      out += "{";
-      for (StreamType s : kAllStreamTypes)
-        Number(out, StreamTypeName(s), f.rank_busy_ms[r][StreamIndex(s)]);
-      out += "}}";
     }
     out += "]";
   }

@@ -346,13 +346,11 @@ class RecomputePass : public Pass {
       const Level level = policy.value() == "full" ? Level::kFull : Level::kSelective;
       for (const auto& [layer, stage] : LayerStages(module)) levels[layer] = level;
     }
-    PW_ASSIGN_OR_RETURN(Rewritten done, Rewrite(
-                                            module,
-                                            [&](int64_t layer) {
-                                              auto it = levels.find(layer);
-                                              return it == levels.end() ? Level::kNone : it->second;
-                                            },
-                                            Replayed()));
+    auto level_of = [&](int64_t layer) {
+      auto it = levels.find(layer);
+      return it == levels.end() ? Level::kNone : it->second;
+    };
+    PW_ASSIGN_OR_RETURN(Rewritten done, Rewrite(module, level_of, Replayed()));
     if (done.ops == 0) return false;
     double released = 0;
     for (const auto& [layer, bytes] : done.released_bytes) released += bytes;
@@ -417,8 +415,8 @@ class RecomputePass : public Pass {
     std::map<Level, std::map<int64_t, double>> saved;
     for (Level level : {Level::kSelective, Level::kFull}) {
       Module trial = module;
-      PW_ASSIGN_OR_RETURN(Rewritten r, Rewrite(
-                                           trial, [&](int64_t) { return level; }, Replayed()));
+      auto all_at = [&](int64_t) { return level; };
+      PW_ASSIGN_OR_RETURN(Rewritten r, Rewrite(trial, all_at, Replayed()));
       saved[level] = r.released_bytes;
     }
     std::map<int64_t, Level> levels;
@@ -426,9 +424,8 @@ class RecomputePass : public Pass {
     const RankLayout layout(module.mesh);
     for (int round = 0;; ++round) {
       Module trial = module;
-      PW_RETURN_IF_ERROR(Rewrite(
-                             trial, [&](int64_t layer) { return levels[layer]; }, Replayed())
-                             .status());
+      auto level_of = [&](int64_t layer) { return levels[layer]; };
+      PW_RETURN_IF_ERROR(Rewrite(trial, level_of, Replayed()).status());
       PassManager pm;
       PW_RETURN_IF_ERROR(pm.AddPipeline(plan.substr(1)));
       PW_RETURN_IF_ERROR(pm.Run(trial).status().WithContext("recompute{policy=auto} planning"));

@@ -106,14 +106,14 @@ StatusOr<double> Makespan(const ActionSchedule& schedule, const ActionCosts& cos
 // for its second input. Where the rank has slack (its warm-up forwards run ahead of the
 // first backward it can start) that wait costs nothing, and the pair hides each part's
 // collectives under the other's compute. Each such pair is kept, rank by rank in list
-// order, where the action-level simulator finds the plan no slower with it.
-StatusOr<double> PairLateForwards(ActionSchedule& compute, const ActionCosts& costs,
-                                  double makespan, int& pairs) {
+// order, where the action-level simulator finds the plan no slower with it; `fused` then
+// takes the placed schedule and its makespan.
+Status PairLateForwards(ActionSchedule& compute, const ActionCosts& costs, FusedPairs& fused) {
   for (int r = 0; r < compute.num_ranks(); ++r) {
     for (size_t k = 0; k + 1 < compute.ranks[r].size(); ++k) {
       const std::vector<Action>& rank = compute.ranks[r];
       if (!Pairable(rank[k], rank[k + 1], ActionType::kForward, ActionType::kForward)) continue;
-      if (!compute.CanAddGroup()) return makespan;
+      if (!compute.CanAddGroup()) return OkStatus();
       ActionSchedule tried = compute;
       Action parts[2] = {rank[k], rank[k + 1]};
       std::vector<Action>& tried_rank = tried.ranks[r];
@@ -122,13 +122,15 @@ StatusOr<double> PairLateForwards(ActionSchedule& compute, const ActionCosts& co
       StatusOr<ActionSchedule> placed = pipeline::InsertP2P(tried, {pipeline::P2POrder::kNaive});
       if (!placed.ok()) continue;
       StatusOr<double> after = Makespan(*placed, costs);
-      if (!after.ok() || *after > makespan * (1 + 1e-9)) continue;
+      if (!after.ok() || *after > fused.makespan_after * (1 + 1e-9)) continue;
       compute = std::move(tried);
-      makespan = *after;
-      ++pairs;
+      fused.schedule = std::move(placed).value();
+      fused.makespan_after = *after;
+      ++fused.warmup;
+      ++fused.late_forward_pairs;
     }
   }
-  return makespan;
+  return OkStatus();
 }
 
 StatusOr<FusedPairs> Fuse(const ActionSchedule& compute_only, const FusePairsOptions& options,
@@ -150,17 +152,8 @@ StatusOr<FusedPairs> Fuse(const ActionSchedule& compute_only, const FusePairsOpt
       for (const Action& a : rank) result.existing += IsFused(a.type) ? 1 : 0;
   PW_ASSIGN_OR_RETURN(result.schedule, pipeline::InsertP2P(compute, {pipeline::P2POrder::kNaive}));
   PW_ASSIGN_OR_RETURN(result.makespan_after, Makespan(result.schedule, options.costs));
-  if (options.warmup_cooldown && !has_groups) {
-    const int before = result.warmup;
-    PW_ASSIGN_OR_RETURN(
-        result.makespan_after,
-        PairLateForwards(compute, options.costs, result.makespan_after, result.warmup));
-    result.late_forward_pairs = result.warmup - before;
-    if (result.late_forward_pairs > 0) {
-      PW_ASSIGN_OR_RETURN(result.schedule,
-                          pipeline::InsertP2P(compute, {pipeline::P2POrder::kNaive}));
-    }
-  }
+  if (options.warmup_cooldown && !has_groups)
+    PW_RETURN_IF_ERROR(PairLateForwards(compute, options.costs, result));
   return result;
 }
 

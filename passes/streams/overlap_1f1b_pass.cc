@@ -80,6 +80,7 @@ struct SegmentRun {
 struct Decision {
   bool interleave = false;  // the simulator found the fused job faster than back to back
   bool even = false;        // two jobs alike cut evenly, not lead-first
+  double seconds = 0;       // the fused job, simulated
   std::vector<SegmentRun> runs;
   std::vector<SegmentRange> segments;  // the programs the runs name, per run
 };
@@ -122,10 +123,9 @@ class Overlap1F1BPass : public Pass {
                                        PassContext& context);
   StatusOr<Decision> Decide(const Module& module, const Part& first, const Part& second,
                             bool lead_must_finish_first, PassContext& context);
-  StatusOr<std::pair<Decision, double>> Cut(const Module& module, const Part& first,
-                                            const Part& second, const std::vector<ChainOp>& a,
-                                            const std::vector<ChainOp>& b,
-                                            const InterleaveOptions& options, PassContext& context);
+  StatusOr<Decision> Cut(const Module& module, const Part& first, const Part& second,
+                         const std::vector<ChainOp>& a, const std::vector<ChainOp>& b,
+                         const InterleaveOptions& options, PassContext& context);
   StatusOr<double> Simulate(const Module& module, const std::vector<Job>& jobs,
                             const std::vector<SegmentRange>& segments, PassContext& context);
   std::vector<Job> Interleaved(const Module& module, const Part& first, const Part& second,
@@ -426,25 +426,24 @@ StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& fir
   // the pair shorter.
   const bool even_allowed = options.same_program && !lead_must_finish_first;
   Decision best;
-  double best_time = 0;
   for (const bool lead_first : {true, false}) {
     if (!lead_first && !even_allowed) break;
     options.lead_first = options.same_program && lead_first;
-    PW_ASSIGN_OR_RETURN(auto cut, Cut(module, first, second, a, b, options, context));
-    if (best.runs.empty() || cut.second < best_time * (1 - 1e-9)) {
-      best = std::move(cut.first);
-      best_time = cut.second;
+    PW_ASSIGN_OR_RETURN(Decision cut, Cut(module, first, second, a, b, options, context));
+    if (best.runs.empty() || cut.seconds < best.seconds * (1 - 1e-9)) {
+      best = std::move(cut);
       best.even = options.same_program && !lead_first;
     }
   }
-  best.interleave = best_time < apart_time * (1 - 1e-9);
+  best.interleave = best.seconds < apart_time * (1 - 1e-9);
   return best;
 }
 
-// One interleaving of the pair's chains as segments, and the pair's simulated time.
-StatusOr<std::pair<Decision, double>> Overlap1F1BPass::Cut(
-    const Module& module, const Part& first, const Part& second, const std::vector<ChainOp>& a,
-    const std::vector<ChainOp>& b, const InterleaveOptions& options, PassContext& context) {
+// One interleaving of the pair's chains as segments, with the pair's simulated time.
+StatusOr<Decision> Overlap1F1BPass::Cut(const Module& module, const Part& first, const Part& second,
+                                        const std::vector<ChainOp>& a,
+                                        const std::vector<ChainOp>& b,
+                                        const InterleaveOptions& options, PassContext& context) {
   Interleaving fused = Interleave(a, b, options);
   Decision d;
 
@@ -469,8 +468,8 @@ StatusOr<std::pair<Decision, double>> Overlap1F1BPass::Cut(
   for (const SegmentRun& r : d.runs)
     d.segments.push_back({parts[r.chain]->runs[r.program]->program, r.begin, r.end});
   std::vector<Job> together = Interleaved(module, first, second, d);
-  PW_ASSIGN_OR_RETURN(double fused_time, Simulate(module, together, d.segments, context));
-  return std::pair<Decision, double>{std::move(d), fused_time};
+  PW_ASSIGN_OR_RETURN(d.seconds, Simulate(module, together, d.segments, context));
+  return d;
 }
 
 StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
