@@ -18,6 +18,7 @@
 
 #include "hwy/targets.h"
 #include "hwy/tests/hwy_gtest.h"
+#include "ops/kernels/cpu/math_module.h"
 #include "ops/low_precision.h"
 
 namespace pw::ops::cpu {
@@ -319,6 +320,81 @@ TEST_P(VectorMath, GeluAccuracyAgainstLibm) {
   EXPECT_LT(abs_err, 4 * libm_abs_err + 1e-6);
   EXPECT_LT(rel_err, 2e-6);
   EXPECT_LT(grad_abs_err, 2e-6);
+}
+
+// The ordered GEMM (ordered_gemm.h): every element is one running f32 sum over k in
+// ascending order (each product added by one multiply-add, fused where the target has FMA),
+// scaled by alpha and beta once, so C cut anywhere by rows or columns gives the uncut
+// product's bits; shapes with edges in every panel and block, K over several slices.
+TEST_P(VectorMath, OrderedGemmIsOneSumInAscendingKWhereverCIsCut) {
+  const auto gemm = CpuMath().ordered_sgemm;
+  struct Shape {
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+    float beta;
+  };
+  const Shape shapes[] = {{false, false, 77, 530, 600, 0.f},  {false, true, 150, 45, 257, 0.25f},
+                          {true, false, 13, 1100, 31, 0.25f}, {true, true, 200, 70, 513, 0.f},
+                          {false, false, 1, 1, 1, 0.f},       {false, true, 6, 17, 256, 0.25f}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << s.m << "x" << s.n << "x" << s.k << " trans " << s.trans_a
+                                      << s.trans_b << " beta " << s.beta);
+    const int64_t pad = 3;
+    const int64_t lda = (s.trans_a ? s.m : s.k) + pad, ldb = (s.trans_b ? s.k : s.n) + pad;
+    const int64_t ldc = s.n + pad;
+    const std::vector<float> a = Random((s.trans_a ? s.k : s.m) * lda, -1, 1, 3);
+    const std::vector<float> b = Random((s.trans_b ? s.n : s.k) * ldb, -1, 1, 4);
+    const std::vector<float> c0 = Random(s.m * ldc, -1, 1, 5);
+    auto at = [&](int64_t i, int64_t p) { return s.trans_a ? a[p * lda + i] : a[i * lda + p]; };
+    auto bt = [&](int64_t p, int64_t j) { return s.trans_b ? b[j * ldb + p] : b[p * ldb + j]; };
+    const float alpha = 0.5f;
+    std::vector<float> whole = c0;
+    gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, s.beta,
+         whole.data(), ldc);
+    // The order: the scalar sum, fused or not as the target's multiply-add is.
+    int fused = -1;
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        float sum_fused = 0, sum_plain = 0;
+        for (int64_t p = 0; p < s.k; ++p) {
+          sum_fused = std::fma(at(i, p), bt(p, j), sum_fused);
+          sum_plain = at(i, p) * bt(p, j) + sum_plain;
+        }
+        const float c = c0[i * ldc + j];
+        const float want_fused =
+            s.beta == 0 ? alpha * sum_fused : std::fma(alpha, sum_fused, s.beta * c);
+        const float want_plain = s.beta == 0 ? alpha * sum_plain : alpha * sum_plain + s.beta * c;
+        const float got = whole[i * ldc + j];
+        if (fused < 0 && !SameBits(want_fused, want_plain))
+          fused = SameBits(got, want_fused) ? 1 : 0;
+        ASSERT_TRUE(SameBits(got, fused == 0 ? want_plain : want_fused))
+            << "(" << i << ", " << j << "): " << got << " against " << want_fused << " fused, "
+            << want_plain << " not";
+      }
+    // Cuts: every piece computed alone gives the whole's bits.
+    for (int64_t cut : {int64_t{1}, int64_t{7}, s.n / 2, s.n - 1}) {
+      if (cut <= 0 || cut >= s.n) continue;
+      std::vector<float> pieces = c0;
+      gemm(s.trans_a, s.trans_b, s.m, cut, s.k, alpha, a.data(), lda, b.data(), ldb, s.beta,
+           pieces.data(), ldc);
+      gemm(s.trans_a, s.trans_b, s.m, s.n - cut, s.k, alpha, a.data(), lda,
+           s.trans_b ? b.data() + cut * ldb : b.data() + cut, ldb, s.beta, pieces.data() + cut,
+           ldc);
+      EXPECT_EQ(std::memcmp(pieces.data(), whole.data(), pieces.size() * sizeof(float)), 0)
+          << "columns cut at " << cut;
+    }
+    for (int64_t cut : {int64_t{1}, int64_t{5}, s.m / 2, s.m - 1}) {
+      if (cut <= 0 || cut >= s.m) continue;
+      std::vector<float> pieces = c0;
+      gemm(s.trans_a, s.trans_b, cut, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, s.beta,
+           pieces.data(), ldc);
+      gemm(s.trans_a, s.trans_b, s.m - cut, s.n, s.k, alpha,
+           s.trans_a ? a.data() + cut : a.data() + cut * lda, lda, b.data(), ldb, s.beta,
+           pieces.data() + cut * ldc, ldc);
+      EXPECT_EQ(std::memcmp(pieces.data(), whole.data(), pieces.size() * sizeof(float)), 0)
+          << "rows cut at " << cut;
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The CPU GEMM: oneDNN's sgemm (its JIT kernels for the machine's instruction set), cut
-// across the kernel threads by this process's own pool rather than by oneDNN.
+// The CPU GEMM: oneDNN's sgemm (its JIT kernels for the machine's instruction set) on
+// AVX-512 machines, the ordered GEMM (ordered_gemm.h) elsewhere (math_module_entry.cc says
+// why), cut across the kernel threads by this process's own pool rather than by oneDNN.
 //
 // Why oneDNN: on the GPT's shapes its single-thread sgemm runs 6-16 % faster than OpenBLAS's
 // on 7 of 8 (1 % slower on the last), and cut across 2 threads 9-32 % faster on the 7 large

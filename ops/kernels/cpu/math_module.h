@@ -8,11 +8,12 @@
 #include <cstdint>
 
 #include "ir/status.h"
+#include "ops/kernels/cpu/ordered_gemm.h"
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
 
-// One entry per function of vector_math.h, with the same signature, and oneDNN's sgemm.
+// One entry per function of vector_math.h, with the same signature, and the GEMMs.
 struct CpuMathModule {
   decltype(&GeluF32) gelu;
   decltype(&GeluGradF32) gelu_grad;
@@ -38,10 +39,12 @@ struct CpuMathModule {
   decltype(&WidenBf16ToF32) widen_bf16;
   decltype(&NarrowF32ToBf16) narrow_bf16;
   decltype(&VectorTargetName) target_name;
-  // C = alpha·op(A)·op(B) + beta·C on the calling thread alone (oneDNN's sgemm, row-major).
-  void (*sgemm)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                int64_t ldc);
+  // C = alpha·op(A)·op(B) + beta·C on the calling thread alone, row-major: the GEMM the
+  // kernels run (oneDNN's sgemm or the ordered one, as gemm_name says) and the ordered one
+  // (ordered_gemm.h) whatever the choice.
+  decltype(&OrderedSgemm) sgemm;
+  decltype(&OrderedSgemm) ordered_sgemm;
+  const char* (*gemm_name)();
 };
 
 // Opens the module once (later calls return the same result) or says why it cannot.

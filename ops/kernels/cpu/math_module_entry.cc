@@ -1,10 +1,12 @@
 // The CPU math module's entry (built into libpipeweave_cpu_math.so only, beside
-// vector_math.cc): the table of math_module.h, and oneDNN's sgemm for one thread.
+// vector_math.cc and ordered_gemm.cc): the table of math_module.h, and oneDNN's sgemm for
+// one thread.
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "ops/kernels/cpu/math_module.h"
 
@@ -38,6 +40,36 @@ void OneDnnSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
   }
 }
 
+// oneDNN's sgemm computes each element of C by the same sum in the same order whatever
+// cut of C it is given on the AVX-512 machines this project's tests have run on
+// (tests/ops/parallel_kernels_test.cc, the row-split and collective-matmul equivalence
+// tests). With AVX2 alone (seen on an AMD EPYC, oneDNN 2.6) it does not: it blocks K by a
+// size it picks from m and n (K > 384 here) and computes edge rows by other kernels as n
+// changes, so a cut changes bits. There the ordered GEMM runs. PW_CPU_GEMM=onednn or
+// ordered chooses by hand (benchmarks compare the two).
+bool UseOneDnn() {
+  static const bool use = [] {
+    const bool avx512 = __builtin_cpu_supports("avx512f") != 0;
+    const char* choice = std::getenv("PW_CPU_GEMM");
+    if (choice == nullptr || *choice == '\0') return avx512;
+    if (std::strcmp(choice, "onednn") == 0) return true;
+    if (std::strcmp(choice, "ordered") == 0) return false;
+    std::fprintf(stderr, "pipeweave: PW_CPU_GEMM='%s' is neither onednn nor ordered; using %s\n",
+                 choice, avx512 ? "onednn" : "ordered");
+    return avx512;
+  }();
+  return use;
+}
+
+void ChosenSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  (UseOneDnn() ? OneDnnSgemm : OrderedSgemm)(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
+                                             c, ldc);
+}
+
+const char* GemmName() { return UseOneDnn() ? "onednn" : "ordered"; }
+
 constexpr CpuMathModule kModule = {
     .gelu = &GeluF32,
     .gelu_grad = &GeluGradF32,
@@ -63,7 +95,9 @@ constexpr CpuMathModule kModule = {
     .widen_bf16 = &WidenBf16ToF32,
     .narrow_bf16 = &NarrowF32ToBf16,
     .target_name = &VectorTargetName,
-    .sgemm = &OneDnnSgemm,
+    .sgemm = &ChosenSgemm,
+    .ordered_sgemm = &OrderedSgemm,
+    .gemm_name = &GemmName,
 };
 
 }  // namespace
