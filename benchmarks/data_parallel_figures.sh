@@ -21,7 +21,9 @@
 #      all-reduce priced at the spec's inter-node bandwidth, 50 GB/s per H100).
 #   2. measured on this machine's CPU (when distributed-optimizer is registered): the small
 #      GPT at dp 2 x pp 2 with Adam, peak bytes per rank of the executor's allocator with and
-#      without the pass, and whether the losses agree bit for bit.
+#      without the pass, and whether the losses agree bit for bit; then under amp (bf16)
+#      ZeRO-1 with and without overlap-param-gather, with which each rank holds only its rows
+#      of the f32 master weights between syncs.
 #
 #   benchmarks/data_parallel_figures.sh [MICRO_BATCHES (16)]
 #
@@ -76,18 +78,22 @@ if ((zero1)); then
   "$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --seq 16 --vocab 128 --micro-batch-size 2 \
     --dp 2 --pp 2 -o "$out/small.pbtxt" >/dev/null
   small="append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p"
-  for label in plain zero1; do
-    pipeline=$small
-    [[ $label == zero1 ]] && pipeline="$small,distributed-optimizer"
-    "$pw" run-parallel "$out/small.pbtxt" --nproc 4 --steps 3 --threads 1 --pipeline "$pipeline" \
-      --report json >"$out/small_$label.json"
+  amp="append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p,distributed-optimizer,assign-streams"
+  declare -A small_plans=([plain]="$small" [zero1]="$small,distributed-optimizer"
+    [amp_zero1]="$amp,insert-events" [amp_zero1+pg]="$amp,overlap-param-gather,insert-events")
+  for label in plain zero1 amp_zero1 amp_zero1+pg; do
+    "$pw" run-parallel "$out/small.pbtxt" --nproc 4 --steps 3 --threads 1 \
+      --pipeline "${small_plans[$label]}" --report json >"$out/small_$label.json"
   done
-  python3 - "$out/small_plain.json" "$out/small_zero1.json" <<'PY'
+  python3 - "$out" <<'PY'
 import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-for label, r in (("plain", a), ("zero1", b)):
-    print(f"  {label:<6} peak bytes per rank {r['peak_bytes']}")
-print(f"  zero1 / plain per rank: {[round(y / x, 3) for x, y in zip(a['peak_bytes'], b['peak_bytes'])]}")
-print(f"  losses bit-identical: {a['losses'] == b['losses']}")
+runs = {l: json.load(open(f"{sys.argv[1]}/small_{l}.json")) for l in ("plain", "zero1", "amp_zero1", "amp_zero1+pg")}
+for label, r in runs.items():
+    print(f"  {label:<13} peak bytes per rank {r['peak_bytes']}")
+for a, b, what in (("plain", "zero1", "f32: ZeRO-1 against the plain dp plan"),
+                   ("amp_zero1", "amp_zero1+pg", "bf16: f32 masters held as each rank's rows (overlap-param-gather) against whole")):
+    x, y = runs[a], runs[b]
+    print(f"  {what}: {b} / {a} per rank {[round(q / p, 3) for p, q in zip(x['peak_bytes'], y['peak_bytes'])]}, "
+          f"losses bit-identical: {x['losses'] == y['losses']}")
 PY
 fi

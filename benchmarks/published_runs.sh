@@ -47,9 +47,11 @@
 # build-model --dp; `grad-overlap` (PyTorch DDP in the pp = 1 rows of narayanan21, NeMo's
 # distributed optimizer) starts each gradient's dp reduction during the backward
 # (overlap-grad-reduce; the other rows reduce after the last backward, as Megatron's "local"
-# DDP did); `zero1` (smith22, nemo-launcher) plans the distributed optimizer
-# (distributed-optimizer: reduce-scatter, a shard's update, all-gather of the f32 master
-# weights, twice the bytes of a bf16 gather); `sp` (nemo-launcher 175B) plans
+# DDP did); `zero1` (smith22, nemo-launcher) plans the distributed optimizer as DeepSpeed's
+# ZeRO-1 and Megatron's distributed optimizer ran it (distributed-optimizer, then
+# overlap-param-gather{at=update}: reduce-scatter, a shard's update, the 16-bit copy's rows
+# cast and all-gathered right after; each rank holds only its rows of the f32 master
+# weights); `sp` (nemo-launcher 175B) plans
 # sequence-parallel, whose norm and bias gradients pipeweave computes exactly (all-gathers in
 # the backward that Megatron's partial sums do without); `tp-bwd-overlap` (korthikanti22,
 # Section 6.2: the tensor-parallel communication of the backward overlapped with the weight
@@ -152,6 +154,9 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   streams=""
   [[ ";$features;" == *";tp-bwd-overlap;"* ]] && streams+=",overlap-column-parallel-backward"
   [[ ";$features;" == *";grad-overlap;"* ]] && streams+=",overlap-grad-reduce"
+  # fp16 loss scaling's updates stay whole (distributed-optimizer shards none): no gather.
+  [[ ";$features;" == *";zero1;"* && $precision != fp16 ]] &&
+    streams+=",overlap-param-gather{at=update}"
   [[ -n "$streams" ]] && passes+=",assign-streams$streams,insert-events"
   F[$id,passes]=$passes
   F[$id,stage_layers]=""

@@ -72,8 +72,10 @@ struct Instr {
   mutable Times times;
 
   void BindViews() const {
+    // A parameter held in shards holds only the rows its split cuts out.
+    const int64_t held = view_source->HoldsRows() ? view_source->held_offset : 0;
     for (size_t k = 0; k < outputs.size(); ++k)
-      outputs[k]->tensor = view_source->tensor.View(view_offsets[k], outputs[k]->shape);
+      outputs[k]->tensor = view_source->tensor.View(view_offsets[k] - held, outputs[k]->shape);
   }
 
   void ReleaseUses() const {

@@ -1,6 +1,7 @@
 #include "executor/interpreter.h"
 
 #include <chrono>
+#include <cstring>
 #include <limits>
 
 #include "executor/initializer.h"
@@ -120,7 +121,37 @@ Status Interpreter::ResetForStep() {
     memory_.Allocate(zeros.nbytes());
   }
   plan_->losses.assign(plan_->losses.size(), std::numeric_limits<double>::quiet_NaN());
+  PW_RETURN_IF_ERROR(HoldOwnRows());
   memory_.ResetPeak();
+  return OkStatus();
+}
+
+// Through the host, so that any backend can: whole again only at a sync (a checkpoint, the
+// end of training), cut again at the next step's start.
+Status Interpreter::HoldOwnRows() {
+  for (ValueSlot* slot : plan_->held_in_rows) {
+    if (!slot->tensor.defined() || slot->HoldsRows()) continue;
+    PW_ASSIGN_OR_RETURN(Tensor whole, backend_.ToHost(slot->tensor));
+    PW_ASSIGN_OR_RETURN(Tensor rows,
+                        backend_.FromHost(whole.View(slot->held_offset, slot->held_shape).Clone()));
+    memory_.Free(slot->tensor.nbytes());
+    slot->Bind(std::move(rows), memory_);
+    parameters_stale_ = true;  // the others' rows are gone until the sync
+  }
+  return OkStatus();
+}
+
+Status Interpreter::WidenToWhole() {
+  for (ValueSlot* slot : plan_->held_in_rows) {
+    if (!slot->HoldsRows()) continue;
+    PW_ASSIGN_OR_RETURN(Tensor rows, backend_.ToHost(slot->tensor));
+    Tensor whole = Tensor::Allocated(slot->dtype, slot->shape, /*zeroed=*/true);
+    std::memcpy(static_cast<char*>(whole.raw()) + slot->held_offset, rows.raw(),
+                static_cast<size_t>(rows.nbytes()));
+    PW_ASSIGN_OR_RETURN(Tensor stored, backend_.FromHost(std::move(whole)));
+    memory_.Free(slot->tensor.nbytes());
+    slot->Bind(std::move(stored), memory_);
+  }
   return OkStatus();
 }
 
@@ -178,6 +209,7 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
 
 Status Interpreter::SyncParameters() {
   if (!parameters_stale_) return OkStatus();
+  PW_RETURN_IF_ERROR(WidenToWhole());
   for (auto& e : plan_->events) e->Reset();
   for (int i : plan_->param_gathers) {
     const Instr& instr = plan_->instrs[i];

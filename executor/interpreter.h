@@ -77,7 +77,9 @@ class Interpreter {
   // step's start, so after a step each sharded parameter holds only this dp rank's updated
   // rows (reading one is then an error). SyncParameters runs those all-gathers alone: every
   // rank of the dp group calls it between steps, before parameters are read or saved. A
-  // no-op when no parameter is stale.
+  // no-op when no parameter is stale. Parameters no step reads whole (amp's f32 masters)
+  // are held as this rank's rows alone from a step's start until the sync, as a
+  // distributed optimizer shards its master weights: FindPersistent gives those rows then.
   Status SyncParameters();
   bool parameters_stale() const { return parameters_stale_; }
 
@@ -86,6 +88,10 @@ class Interpreter {
       : module_(std::move(module)), rank_(rank), layout_(module_.mesh), backend_(backend) {}
   Status Synchronize();
   Status ResetForStep();
+  // The parameters held in shards (LoweredPlan::held_in_rows): cut to their own rows
+  // before a step, made whole again (own rows in place, the others' gathered) by a sync.
+  Status HoldOwnRows();
+  Status WidenToWhole();
 
   Module module_;
   int rank_;

@@ -67,6 +67,11 @@ void Lowerer::MakeSlots() {
     }
     if (s.accumulator) out_->accumulators.push_back(&slot);
     slot.view = s.view_of >= 0;
+    if (s.held_as >= 0) {
+      slot.held_offset = seq_.slots[s.held_as].view_offset;
+      slot.held_shape = seq_.slots[s.held_as].decl->shape;
+      out_->held_in_rows.push_back(&slot);
+    }
     slots_.push_back(&slot);
   }
   for (const std::vector<int>& bucket : seq_.grad_buckets) {

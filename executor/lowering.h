@@ -56,6 +56,7 @@ struct LoweredPlan {
   std::deque<Instr> sync_gathers;
   std::map<std::string, ValueSlot*> persistent;  // parameters and optimizer state
   std::map<std::string, Var> persistent_decls;   // their declarations (initializers)
+  std::vector<ValueSlot*> held_in_rows;          // parameters held in shards between syncs
   std::vector<double> losses;                    // fetched per micro-batch
   bool computes_loss = false;
   std::set<StreamType> streams;  // in use

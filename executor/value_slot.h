@@ -26,10 +26,18 @@ struct ValueSlot {
   bool persistent = false;  // parameters and optimizer state: never freed
   bool view = false;        // a block of another slot's tensor (split{view}): no bytes of its own
   int uses_per_step = 0;    // instructions that use the slot in one step
+  // A parameter held in shards between syncs (SeqSlot::held_as): where its own rows lie in
+  // the whole tensor (bytes) and their shape. -1: always held whole.
+  int64_t held_offset = -1;
+  Shape held_shape;
 
   Tensor tensor;                // empty while the value does not exist
   std::atomic<int> pending{0};  // uses left in the current step
 
+  // Whether it holds only its own rows now (between a step and the next sync).
+  bool HoldsRows() const {
+    return held_offset >= 0 && tensor.defined() && tensor.shape() == held_shape;
+  }
   // Gives the slot a fresh tensor of its declared type, zero-filled unless whoever writes
   // it writes every element.
   Tensor& Allocate(MemoryTracker& memory, bool zeroed = true) {

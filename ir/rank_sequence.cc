@@ -1,6 +1,7 @@
 #include "ir/rank_sequence.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -149,6 +150,9 @@ class RankSequenceBuilder {
   // kMetaParamGather: the optimizer programs' parameter all-gathers that wait for a sync
   // between steps, and with `next_step` those issued first in the step.
   Status IssueDeferredGathers(bool next_step);
+  // Marks the parameters of sync_gathers that nothing but their split and gather touches
+  // as held in shards (SeqSlot::held_as).
+  Status MarkShardHeldParameters();
   void AddToBucket(int acc, int job);
   // The distributed optimizer's reduce-scatters (hoist_), bucketed alike: (job, op) of each.
   Status AddToScatterBucket(std::pair<int, int> scatter);
@@ -741,7 +745,50 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
     const int jj = static_cast<int>(j);
     PW_RETURN_IF_ERROR(IsP2pJob(seq_.jobs[j]->kind) ? LowerP2pJob(jj) : LowerProgramJob(jj));
   }
+  PW_RETURN_IF_ERROR(MarkShardHeldParameters());
   return std::move(seq_);
+}
+
+// A sync-gathered parameter is held in shards when, of every op the rank runs, only its
+// own-rows split and its gather touch it: then no step needs the other members' rows.
+Status RankSequenceBuilder::MarkShardHeldParameters() {
+  struct Touches {
+    std::string rows;  // the split's output, which the gather reads
+    const Program* optimizer = nullptr;
+    int count = 0;
+    bool split = false;
+  };
+  std::map<std::string, Touches> params;
+  for (const auto& [j, o] : seq_.sync_gathers) {
+    const Op& gather = seq_.programs[j]->ops()[o];
+    params[gather.Output("Out")] = {gather.Input("X"), seq_.programs[j]};
+  }
+  if (params.empty()) return OkStatus();
+  std::set<const Program*> seen;
+  for (size_t k = 0; k < seq_.jobs.size(); ++k) {
+    const Program* program = seq_.programs[k];
+    if (IsP2pJob(seq_.jobs[k]->kind) || !seen.insert(program).second) continue;
+    for (const Op& op : program->ops()) {
+      std::set<Touches*> touched;
+      auto touch = [&](const std::string& v) {
+        auto it = params.find(v);
+        if (it != params.end()) touched.insert(&it->second);
+      };
+      op.ForEachInput(touch);
+      op.ForEachOutput(touch);
+      for (Touches* t : touched) {
+        ++t->count;
+        t->split |= program == t->optimizer && op.type == "c_split" && op.Output("Out") == t->rows;
+      }
+    }
+  }
+  for (const auto& [param, t] : params) {
+    if (t.count != 2 || !t.split) continue;
+    PW_ASSIGN_OR_RETURN(const int whole, SlotFor(param, kStepTable, *t.optimizer));
+    PW_ASSIGN_OR_RETURN(const int shard, SlotFor(t.rows, kStepTable, *t.optimizer));
+    if (seq_.slots[shard].view_of == whole) seq_.slots[whole].held_as = shard;
+  }
+  return OkStatus();
 }
 
 StatusOr<RankSequence> BuildRankSequence(const Module& module, int rank,

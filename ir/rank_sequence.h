@@ -70,6 +70,11 @@ struct SeqSlot {
   // from `view_offset` bytes on.
   int view_of = -1;
   int64_t view_offset = 0;
+  // A parameter that only a sync between steps reads whole (RankSequence::sync_gathers:
+  // amp's f32 master under overlap-param-gather): between syncs it holds only the bytes of
+  // slot `held_as`, the c_split{view} of its own rows that the update writes, as a
+  // distributed optimizer shards its master weights. -1: held whole.
+  int held_as = -1;
 };
 
 struct SeqEvent {

@@ -279,7 +279,10 @@ Status RankLowerer::Run() {
   for (const SeqSlot& s : seq_.slots) {
     SimSlot slot;
     slot.rank = rank_;
-    slot.bytes = s.view_of >= 0 ? 0 : s.decl->num_bytes();  // a view's bytes are its source's
+    // A view's bytes are its source's; a parameter held in shards holds its own rows'.
+    slot.bytes = s.view_of >= 0   ? 0
+                 : s.held_as >= 0 ? seq_.slots[s.held_as].decl->num_bytes()
+                                  : s.decl->num_bytes();
     slot.persistent = s.persistable || s.accumulator;
     t_.slots.push_back(slot);
   }

@@ -101,7 +101,8 @@ class OverlapParamGatherPass : public Pass {
            "the start of the next step (on dp_comm, in the order the step first reads the "
            "parameters, under the forward) or right after its update (at=...); under amp the "
            "16-bit copies are gathered (each rank casts its own rows) and the f32 masters "
-           "only when the parameters are synced. Bit-identical; between steps the executor "
+           "only when the parameters are synced, each rank holding only its rows of them "
+           "until then (1/dp of their bytes). Bit-identical; between steps the executor "
            "syncs the parameters before saving or returning them. Changes nothing at dp 1.";
   }
 
