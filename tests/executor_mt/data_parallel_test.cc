@@ -414,6 +414,15 @@ INSTANTIATE_TEST_SUITE_P(BucketMb, ReduceScatterBucketTest, ::testing::Values("0
                            return name;
                          });
 
+// Train()'s run of a two-replica plan, for tests that look at the ranks between steps.
+RankRunOptions TwoReplicaRun() {
+  RankRunOptions o;
+  o.steps = kSteps;
+  o.micro_batches = kGlobalMicroBatches / 2;
+  o.data.data_seed = kSeed;
+  return o;
+}
+
 // overlap-param-gather: each sharded parameter's all-gather leaves the optimizer job for the
 // step's start, on dp_comm, first of all work, in the order the step first reads the
 // parameters; the optimizer job keeps its reduce-scatters, scales, views and updates.
@@ -482,10 +491,7 @@ TEST(OverlapParamGatherTest, StaleParametersAreRefusedUntilSynced) {
                               ",distributed-optimizer,overlap-param-gather");
   auto a = Train(plain);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
-  RankRunOptions o;
-  o.steps = kSteps;
-  o.micro_batches = kGlobalMicroBatches / 2;
-  o.data.data_seed = kSeed;
+  RankRunOptions o = TwoReplicaRun();
   std::mutex mu;
   std::vector<Status> refused;
   int stale = 0;
@@ -546,10 +552,7 @@ TEST(OverlapParamGatherTest, AmpMasterWeightsAreHeldInShardsBetweenSyncs) {
 
   auto a = Train(whole);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
-  RankRunOptions o;
-  o.steps = kSteps;
-  o.micro_batches = kGlobalMicroBatches / 2;
-  o.data.data_seed = kSeed;
+  RankRunOptions o = TwoReplicaRun();
   std::mutex mu;
   std::vector<std::map<std::string, Tensor>> rows(4);  // after the last step, before the sync
   o.on_traced_step = [&](const Interpreter& interp) -> Status {
