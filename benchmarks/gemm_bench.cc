@@ -37,6 +37,10 @@ const Shape kShapes[] = {
     {true, false, 512, 2048, 512},   // fc1 weight gradient
     {true, false, 2048, 512, 512},   // fc2 weight gradient
     {false, true, 128, 128, 64},     // attention scores, one head
+    // cost_model_accuracy.sh's large GPT: 32 tokens per micro-batch.
+    {false, false, 32, 2048, 512},  // fc1 forward
+    {false, true, 32, 512, 2048},   // fc1 input gradient
+    {true, false, 512, 2048, 32},   // fc1 weight gradient
 };
 
 struct Operands {

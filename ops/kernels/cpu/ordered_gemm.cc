@@ -4,11 +4,12 @@
 // Blocked as BLIS and GotoBLAS block a GEMM: C in column blocks of kBlockCols, K in slices
 // of kDepth, A's rows in blocks of kBlockRows; each slice of A and B is packed into panels
 // (kRows rows of A, two vectors' width of B, zero-padded at the edges) that a
-// register-tiled kernel reads in order. What is particular: each element of C keeps one
-// running sum in the column block's f32 accumulators across the K slices (stored and loaded back,
-// which is exact), every product is added to it by one fused multiply-add in ascending k, and alpha
-// and beta apply once at the end. Nothing about the order depends on m, n, the block an element
-// falls in or where a caller cut C, so a cut never changes a bit.
+// register-tiled kernel reads in order (with few rows of C, B's rows are read where they
+// lie). What is particular: each element of C keeps one running f32 sum across the K slices
+// (stored between slices and loaded back, which is exact), every product is added to it by
+// one multiply-add in ascending k, and alpha and beta apply once, after the last slice.
+// Nothing about the order depends on m, n, the block or panel an element falls in or where
+// a caller cut C, so a cut never changes a bit.
 
 #include "ops/kernels/cpu/ordered_gemm.h"
 
@@ -36,6 +37,7 @@ constexpr int64_t kDepth = 256;      // a K slice
 constexpr int64_t kBlockRows = 72;   // rows of a C block (a multiple of kRows)
 constexpr int64_t kBlockCols = 512;  // columns of a C block (a multiple of any panel width)
 constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+constexpr int64_t kDirectRows = 96;  // up to this many rows of C, B is read unpacked
 
 int64_t RoundUp(int64_t x, int64_t unit) { return (x + unit - 1) / unit * unit; }
 
@@ -86,6 +88,16 @@ void PackB(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t depth, i
       }
       continue;
     }
+    if (valid == width) {  // two vectors a row, inline: a call per row would cost as much
+      const D d;
+      const size_t lanes = hn::Lanes(d);
+      for (int64_t p = 0; p < depth; ++p) {
+        const float* src = b + (p0 + p) * ldb + first;
+        hn::Store(hn::LoadU(d, src), d, dst + p * width);
+        hn::Store(hn::LoadU(d, src + lanes), d, dst + p * width + lanes);
+      }
+      continue;
+    }
     for (int64_t p = 0; p < depth; ++p) {
       float* row = dst + p * width;
       std::memcpy(row, b + (p0 + p) * ldb + first, static_cast<size_t>(valid) * sizeof(float));
@@ -94,20 +106,22 @@ void PackB(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t depth, i
   }
 }
 
-// acc[kRows x 2 vectors] (row stride `stride`) += A panel x B panel over `depth`, one
-// fused multiply-add per product in ascending k.
-void Tile(const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, int64_t depth,
-          float* HWY_RESTRICT acc, int64_t stride) {
+// out[kRows x 2 vectors] (row stride `stride`) = in (the running sums so far, row stride
+// `in_stride`; null: zeros) + A panel x B's two vectors a k (`b_stride` apart: a packed
+// panel's width, or B's own rows) over `depth`, one multiply-add per product in ascending k.
+void Tile(const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, int64_t b_stride,
+          int64_t depth, const float* in, int64_t in_stride, float* out, int64_t stride) {
   const D d;
   const size_t lanes = hn::Lanes(d);
-  V c00 = hn::Load(d, acc), c01 = hn::Load(d, acc + lanes);
-  V c10 = hn::Load(d, acc + stride), c11 = hn::Load(d, acc + stride + lanes);
-  V c20 = hn::Load(d, acc + 2 * stride), c21 = hn::Load(d, acc + 2 * stride + lanes);
-  V c30 = hn::Load(d, acc + 3 * stride), c31 = hn::Load(d, acc + 3 * stride + lanes);
-  V c40 = hn::Load(d, acc + 4 * stride), c41 = hn::Load(d, acc + 4 * stride + lanes);
-  V c50 = hn::Load(d, acc + 5 * stride), c51 = hn::Load(d, acc + 5 * stride + lanes);
-  for (int64_t p = 0; p < depth; ++p, ap += kRows, bp += 2 * lanes) {
-    const V b0 = hn::Load(d, bp), b1 = hn::Load(d, bp + lanes);
+  auto start = [&](int64_t row, size_t half) {
+    return in ? hn::Load(d, in + row * in_stride + half * lanes) : hn::Zero(d);
+  };
+  V c00 = start(0, 0), c01 = start(0, 1), c10 = start(1, 0), c11 = start(1, 1);
+  V c20 = start(2, 0), c21 = start(2, 1), c30 = start(3, 0), c31 = start(3, 1);
+  V c40 = start(4, 0), c41 = start(4, 1), c50 = start(5, 0), c51 = start(5, 1);
+  float* acc = out;
+  for (int64_t p = 0; p < depth; ++p, ap += kRows, bp += b_stride) {
+    const V b0 = hn::LoadU(d, bp), b1 = hn::LoadU(d, bp + lanes);
     V a = hn::Set(d, ap[0]);
     c00 = hn::MulAdd(a, b0, c00), c01 = hn::MulAdd(a, b1, c01);
     a = hn::Set(d, ap[1]);
@@ -156,26 +170,49 @@ void OrderedGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
   thread_local Scratch scratch;
   const D d;
   const int64_t width = 2 * static_cast<int64_t>(hn::Lanes(d));
+  HWY_ALIGN float last[kRows * 2 * kMaxLanes];  // a tile's sums after its last K slice
   for (int64_t j0 = 0; j0 < n; j0 += kBlockCols) {
     const int64_t cols = std::min(kBlockCols, n - j0), stride = RoundUp(cols, width);
-    const size_t count = static_cast<size_t>(RoundUp(m, kRows) * stride);
-    float* acc = scratch.Accumulators(count);
-    std::fill(acc, acc + count, 0.f);
+    // Running sums between K slices; a product of one slice needs none.
+    float* acc = k > kDepth ? scratch.Accumulators(static_cast<size_t>(RoundUp(m, kRows) * stride))
+                            : nullptr;
     for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
       const int64_t depth = std::min(kDepth, k - p0);
-      PackB(trans_b, b, ldb, p0, depth, j0, cols, width, scratch.b.get());
+      const bool first = p0 == 0, final = p0 + depth >= k;
+      // A few rows of C use each element of B too few times to pay for packing it: their
+      // tiles read B's rows where they lie (all but a last, narrower panel).
+      const int64_t direct = !trans_b && m <= kDirectRows ? cols / width * width : 0;
+      PackB(trans_b, b, ldb, p0, depth, j0 + direct, cols - direct, width, scratch.b.get());
       for (int64_t i0 = 0; i0 < m; i0 += kBlockRows) {
         const int64_t rows = std::min(kBlockRows, m - i0);
         PackA(trans_a, a, lda, i0, rows, p0, depth, scratch.a.get());
-        // A B panel stays in L1 while the block's A panels pass under it.
-        for (int64_t jp = 0; jp * width < cols; ++jp)
-          for (int64_t ip = 0; ip * kRows < rows; ++ip)
-            Tile(scratch.a.get() + ip * depth * kRows, scratch.b.get() + jp * depth * width, depth,
-                 acc + (i0 + ip * kRows) * stride + jp * width, stride);
+        // Many rows: an A panel stays in L1 while the block's B panels pass under it, and
+        // C's rows are written along their length. A few: each B panel stays in L1 while
+        // the few A panels pass under it.
+        const int64_t row_panels = (rows + kRows - 1) / kRows,
+                      col_panels = (cols + width - 1) / width;
+        const bool b_outer = direct > 0;
+        for (int64_t t = 0; t < row_panels * col_panels; ++t) {
+          const int64_t ip = b_outer ? t % row_panels : t / col_panels;
+          const int64_t jp = b_outer ? t / row_panels : t % col_panels;
+          const int64_t row = i0 + ip * kRows, col = jp * width;
+          float* sums = acc ? acc + row * stride + col : nullptr;
+          const float* ap = scratch.a.get() + ip * depth * kRows;
+          const bool packed = col >= direct;
+          const float* bp = packed ? scratch.b.get() + (col - direct) / width * depth * width
+                                   : b + p0 * ldb + j0 + col;
+          const int64_t b_stride = packed ? width : ldb;
+          if (!final) {
+            Tile(ap, bp, b_stride, depth, first ? nullptr : sums, stride, sums, stride);
+            continue;
+          }
+          Tile(ap, bp, b_stride, depth, first ? nullptr : sums, stride, last, width);
+          for (int64_t r = 0; r < std::min(kRows, m - row); ++r)
+            FinishRow(last + r * width, alpha, beta, c + (row + r) * ldc + j0 + col,
+                      std::min(width, cols - col));
+        }
       }
     }
-    for (int64_t r = 0; r < m; ++r)
-      FinishRow(acc + r * stride, alpha, beta, c + r * ldc + j0, cols);
   }
 }
 
