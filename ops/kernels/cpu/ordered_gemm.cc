@@ -109,8 +109,26 @@ void PackB(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t depth, i
 // out[kRows x 2 vectors] (row stride `stride`) = in (the running sums so far, row stride
 // `in_stride`; null: zeros) + A panel x B's two vectors a k (`b_stride` apart: a packed
 // panel's width, or B's own rows) over `depth`, one multiply-add per product in ascending k.
+// Where a whole tile's sums go after the last K slice: C = alpha · sum + beta · C.
+struct Finish {
+  float* c;
+  int64_t ldc;
+  float alpha, beta;
+};
+
+// C = alpha · sum + beta · C (beta 0: C is not read), as FinishRow computes it.
+void FinishVector(V sum, const Finish& f, float* dst) {
+  const D d;
+  const V scaled = hn::Mul(hn::Set(d, f.alpha), sum);
+  hn::StoreU(f.beta == 0.f ? scaled
+                           : hn::MulAdd(hn::Set(d, f.alpha), sum,
+                                        hn::Mul(hn::Set(d, f.beta), hn::LoadU(d, dst))),
+             d, dst);
+}
+
 void Tile(const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, int64_t b_stride,
-          int64_t depth, const float* in, int64_t in_stride, float* out, int64_t stride) {
+          int64_t depth, const float* in, int64_t in_stride, float* out, int64_t stride,
+          const Finish* finish = nullptr) {
   const D d;
   const size_t lanes = hn::Lanes(d);
   auto start = [&](int64_t row, size_t half) {
@@ -134,6 +152,17 @@ void Tile(const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, int64_t b_
     c40 = hn::MulAdd(a, b0, c40), c41 = hn::MulAdd(a, b1, c41);
     a = hn::Set(d, ap[5]);
     c50 = hn::MulAdd(a, b0, c50), c51 = hn::MulAdd(a, b1, c51);
+  }
+  if (finish) {  // a whole tile after its last slice: straight into C
+    const int64_t ldc = finish->ldc;
+    float* c = finish->c;
+    FinishVector(c00, *finish, c), FinishVector(c01, *finish, c + lanes);
+    FinishVector(c10, *finish, c + ldc), FinishVector(c11, *finish, c + ldc + lanes);
+    FinishVector(c20, *finish, c + 2 * ldc), FinishVector(c21, *finish, c + 2 * ldc + lanes);
+    FinishVector(c30, *finish, c + 3 * ldc), FinishVector(c31, *finish, c + 3 * ldc + lanes);
+    FinishVector(c40, *finish, c + 4 * ldc), FinishVector(c41, *finish, c + 4 * ldc + lanes);
+    FinishVector(c50, *finish, c + 5 * ldc), FinishVector(c51, *finish, c + 5 * ldc + lanes);
+    return;
   }
   hn::Store(c00, d, acc), hn::Store(c01, d, acc + lanes);
   hn::Store(c10, d, acc + stride), hn::Store(c11, d, acc + stride + lanes);
@@ -204,6 +233,11 @@ void OrderedGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
           const int64_t b_stride = packed ? width : ldb;
           if (!final) {
             Tile(ap, bp, b_stride, depth, first ? nullptr : sums, stride, sums, stride);
+            continue;
+          }
+          if (row + kRows <= m && col + width <= cols) {
+            const Finish into{c + row * ldc + j0 + col, ldc, alpha, beta};
+            Tile(ap, bp, b_stride, depth, first ? nullptr : sums, stride, nullptr, 0, &into);
             continue;
           }
           Tile(ap, bp, b_stride, depth, first ? nullptr : sums, stride, last, width);
