@@ -15,6 +15,7 @@
 
 #include "ops/kernel.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/kernels/cpu/math_module.h"
 #ifdef PW_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -56,11 +57,12 @@ struct Operands {
   std::vector<float> a, b, c;
 };
 
-void Label(benchmark::State& state, const Shape& s) {
+void Label(benchmark::State& state, const Shape& s, const std::string& gemm = "") {
   state.counters["GFLOPS"] =
       benchmark::Counter(2.0 * s.m * s.n * s.k, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string(s.trans_a ? "T" : "N") + (s.trans_b ? "T " : "N ") +
-                 std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+                 std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                 (gemm.empty() ? "" : " " + gemm));
 }
 
 #ifdef PW_HAVE_OPENBLAS
@@ -89,7 +91,7 @@ void BM_OpsGemm(benchmark::State& state) {
     benchmark::DoNotOptimize(o.c.data());
   }
   SetKernelThreads(1);
-  Label(state, o.s);
+  Label(state, o.s, CpuMath().gemm_name());  // which GEMM ran: onednn or ordered
 }
 BENCHMARK(BM_OpsGemm)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kShapes) - 1, 1), {1, 2}})

@@ -106,9 +106,6 @@ void PackB(bool trans, const float* b, int64_t ldb, int64_t p0, int64_t depth, i
   }
 }
 
-// out[kRows x 2 vectors] (row stride `stride`) = in (the running sums so far, row stride
-// `in_stride`; null: zeros) + A panel x B's two vectors a k (`b_stride` apart: a packed
-// panel's width, or B's own rows) over `depth`, one multiply-add per product in ascending k.
 // Where a whole tile's sums go after the last K slice: C = alpha · sum + beta · C.
 struct Finish {
   float* c;
@@ -116,16 +113,19 @@ struct Finish {
   float alpha, beta;
 };
 
-// C = alpha · sum + beta · C (beta 0: C is not read), as FinishRow computes it.
+// *dst = alpha · sum + beta · *dst (beta 0: dst is not read): every finished element of C.
 void FinishVector(V sum, const Finish& f, float* dst) {
   const D d;
-  const V scaled = hn::Mul(hn::Set(d, f.alpha), sum);
-  hn::StoreU(f.beta == 0.f ? scaled
-                           : hn::MulAdd(hn::Set(d, f.alpha), sum,
-                                        hn::Mul(hn::Set(d, f.beta), hn::LoadU(d, dst))),
+  const V alpha = hn::Set(d, f.alpha);
+  hn::StoreU(f.beta == 0.f ? hn::Mul(alpha, sum)
+                           : hn::MulAdd(alpha, sum, hn::Mul(hn::Set(d, f.beta), hn::LoadU(d, dst))),
              d, dst);
 }
 
+// out[kRows x 2 vectors] (row stride `stride`) = in (the running sums so far, row stride
+// `in_stride`; null: zeros) + A panel x B's two vectors a k (`b_stride` apart: a packed
+// panel's width, or B's own rows) over `depth`, one multiply-add per product in ascending k.
+// With `finish`, the sums go into C instead of `out`.
 void Tile(const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, int64_t b_stride,
           int64_t depth, const float* in, int64_t in_stride, float* out, int64_t stride,
           const Finish* finish = nullptr) {
@@ -137,7 +137,6 @@ void Tile(const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, int64_t b_
   V c00 = start(0, 0), c01 = start(0, 1), c10 = start(1, 0), c11 = start(1, 1);
   V c20 = start(2, 0), c21 = start(2, 1), c30 = start(3, 0), c31 = start(3, 1);
   V c40 = start(4, 0), c41 = start(4, 1), c50 = start(5, 0), c51 = start(5, 1);
-  float* acc = out;
   for (int64_t p = 0; p < depth; ++p, ap += kRows, bp += b_stride) {
     const V b0 = hn::LoadU(d, bp), b1 = hn::LoadU(d, bp + lanes);
     V a = hn::Set(d, ap[0]);
@@ -164,33 +163,28 @@ void Tile(const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, int64_t b_
     FinishVector(c50, *finish, c + 5 * ldc), FinishVector(c51, *finish, c + 5 * ldc + lanes);
     return;
   }
-  hn::Store(c00, d, acc), hn::Store(c01, d, acc + lanes);
-  hn::Store(c10, d, acc + stride), hn::Store(c11, d, acc + stride + lanes);
-  hn::Store(c20, d, acc + 2 * stride), hn::Store(c21, d, acc + 2 * stride + lanes);
-  hn::Store(c30, d, acc + 3 * stride), hn::Store(c31, d, acc + 3 * stride + lanes);
-  hn::Store(c40, d, acc + 4 * stride), hn::Store(c41, d, acc + 4 * stride + lanes);
-  hn::Store(c50, d, acc + 5 * stride), hn::Store(c51, d, acc + 5 * stride + lanes);
+  hn::Store(c00, d, out), hn::Store(c01, d, out + lanes);
+  hn::Store(c10, d, out + stride), hn::Store(c11, d, out + stride + lanes);
+  hn::Store(c20, d, out + 2 * stride), hn::Store(c21, d, out + 2 * stride + lanes);
+  hn::Store(c30, d, out + 3 * stride), hn::Store(c31, d, out + 3 * stride + lanes);
+  hn::Store(c40, d, out + 4 * stride), hn::Store(c41, d, out + 4 * stride + lanes);
+  hn::Store(c50, d, out + 5 * stride), hn::Store(c51, d, out + 5 * stride + lanes);
 }
 
-// c[0, n) = alpha · acc + beta · c (beta 0: c is not read), the row's tail through padded
-// copies so that every element goes through the same instructions.
-void FinishRow(const float* acc, float alpha, float beta, float* c, int64_t n) {
+// A row of an edge tile: f.c[0, n) finished from sums[0, n), the tail through padded copies
+// so that every element goes through FinishVector as a whole tile's do.
+void FinishRow(const float* sums, const Finish& f, int64_t n) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const V va = hn::Set(d, alpha), vb = hn::Set(d, beta);
-  auto finish = [&](const float* in, float* out) {
-    const V sum = hn::LoadU(d, in);
-    hn::StoreU(beta == 0.f ? hn::Mul(va, sum) : hn::MulAdd(va, sum, hn::Mul(vb, hn::LoadU(d, out))),
-               d, out);
-  };
   int64_t j = 0;
-  for (; j + lanes <= n; j += lanes) finish(acc + j, c + j);
+  for (; j + lanes <= n; j += lanes) FinishVector(hn::LoadU(d, sums + j), f, f.c + j);
   if (j == n) return;
   HWY_ALIGN float in[kMaxLanes] = {}, out[kMaxLanes] = {};
-  std::memcpy(in, acc + j, static_cast<size_t>(n - j) * sizeof(float));
-  if (beta != 0.f) std::memcpy(out, c + j, static_cast<size_t>(n - j) * sizeof(float));
-  finish(in, out);
-  std::memcpy(c + j, out, static_cast<size_t>(n - j) * sizeof(float));
+  const size_t bytes = static_cast<size_t>(n - j) * sizeof(float);
+  std::memcpy(in, sums + j, bytes);
+  if (f.beta != 0.f) std::memcpy(out, f.c + j, bytes);
+  FinishVector(hn::Load(d, in), f, out);
+  std::memcpy(f.c + j, out, bytes);
 }
 
 void OrderedGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -242,7 +236,7 @@ void OrderedGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
           }
           Tile(ap, bp, b_stride, depth, first ? nullptr : sums, stride, last, width);
           for (int64_t r = 0; r < std::min(kRows, m - row); ++r)
-            FinishRow(last + r * width, alpha, beta, c + (row + r) * ldc + j0 + col,
+            FinishRow(last + r * width, Finish{c + (row + r) * ldc + j0 + col, ldc, alpha, beta},
                       std::min(width, cols - col));
         }
       }
