@@ -46,6 +46,7 @@
 #include "passes/streams/program_segments.h"
 #include "passes/streams/row_split.h"
 #include "passes/streams/row_split_choice.h"
+#include "passes/streams/sequence_chunks.h"
 #include "simulator/action_simulator.h"
 #include "simulator/simulator.h"
 
@@ -103,9 +104,12 @@ class Overlap1F1BPass : public Pass {
            "and residual adds after it) into row blocks (views of its inputs where they are "
            "contiguous) so each block's all-reduce runs under the next block's work "
            "(bit-identical at any group size: every transport sums in member order), "
-           "in a variant of the forward program "
+           "and sequence parallelism's all-gathers and reduce-scatters, with the matmuls "
+           "beside them, into chunks of every member's rows (each chunk's collective under "
+           "the next chunk's matmul), in a variant of the forward program "
            "(<name>.rows) that only forwards with no backward beside them run; all cuts every "
-           "eligible matmul of every program, off none. Forward "
+           "eligible matmul of every program (and a forward's sequence collectives) in two, "
+           "off none. Forward "
            "collectives move to mp_fwd_comm. A fused pair starts once both inputs are there, so "
            "1f1b ranks run forwards up to c*(ranks-1-r) slots earlier (rank r) where the pairs "
            "need that slack: statistics peak-in-flight-before/after say the memory it costs, "
@@ -181,20 +185,29 @@ Status Overlap1F1BPass::CheckModule(const Module& module, PassContext& context) 
   return OkStatus();
 }
 
-// Row splits (row_split.h). auto: in a variant of each forward program (`<name>.rows`),
-// a matmul read only by a two-rank all-reduce is cut so that the all-reduce of each block
-// runs under the next block's matmul, in the number of blocks the cost model finds fastest
-// (BestBlocks). Only forwards with no backward beside them run the variant (UseVariants):
-// there nothing else hides the all-reduce, and it then shows only its last block; beside a
-// backward the plain forward is hidden already and the cuts would only cost. all: every
-// eligible matmul of every program in two, with its all-reduce where it can (tests).
+// Row splits (row_split.h) and sequence chunks (sequence_chunks.h). auto: in a variant of
+// each forward program (`<name>.rows`), a matmul read only by an all-reduce is cut so that
+// the all-reduce of each block runs under the next block's matmul, and sequence
+// parallelism's all-gathers and reduce-scatters are cut in chunks with their matmuls, in
+// the numbers of blocks the cost model finds fastest. Only forwards with no backward beside
+// them run the variant (UseVariants): there nothing else hides the collectives, and they
+// then show only one block; beside a backward the plain forward is hidden already and the
+// cuts would only cost. all: every eligible matmul of every program in two, with its
+// all-reduce where it can, and every eligible sequence collective of a forward in two
+// chunks (tests).
 RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
   variants_.clear();
   RowSplitCounts counts;
   if (split_ops.value() == "off") return counts;
   if (split_ops.value() == "all") {
-    for (Program& program : module.programs())
+    for (Program& program : module.programs()) {
+      // Chunks first: a row split cuts every matmul, those of the chunks' matmuls too.
+      const SequenceChunkCounts chunked =
+          ChunkSequenceCollectives(module, program, /*all=*/true, context);
       counts += SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, context);
+      counts.sequence_gathers += chunked.gathers;
+      counts.sequence_scatters += chunked.scatters;
+    }
     return counts;
   }
   std::vector<Program> variants;
@@ -205,10 +218,14 @@ RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
     variant.set_name(program.name() + ".rows");
     if (module.FindProgram(variant.name())) continue;
     variant.info().variant_of = program.name();
+    const SequenceChunkCounts chunked =
+        ChunkSequenceCollectives(module, variant, /*all=*/false, context);
     const RowSplitCounts cut =
         SplitRowParallelMatmuls(module, variant, RowSplitMode::kForward, context);
-    if (cut.matmuls == 0) continue;
+    if (cut.matmuls == 0 && chunked.gathers + chunked.scatters == 0) continue;
     counts += cut;
+    counts.sequence_gathers += chunked.gathers;
+    counts.sequence_scatters += chunked.scatters;
     variants_[program.name()] = variant.name();
     variants.push_back(std::move(variant));
   }
@@ -493,6 +510,8 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   const RowSplitCounts split = SplitOps(module, context);
   context.AddStatistic("ops-split", split.matmuls);
   context.AddStatistic("wide-all-reduces-cut", split.wide_all_reduces);
+  context.AddStatistic("sequence-gathers-chunked", split.sequence_gathers);
+  context.AddStatistic("sequence-scatters-chunked", split.sequence_scatters);
 
   // Pairs, and the plan around them.
   PW_ASSIGN_OR_RETURN(ActionSchedule schedule, PlanToActionSchedule(module.plan));

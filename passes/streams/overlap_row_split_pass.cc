@@ -5,13 +5,19 @@
 // block's all-reduce runs under the next block's work (row_split.h: bit-identical). The
 // number of blocks comes from the cost model (row_split_choice.h), in forward programs
 // and in split backwards' input-gradient programs (a full backward's all-reduces already
-// run under its weight gradient: overlap-column-parallel-backward).
+// run under its weight gradient: overlap-column-parallel-backward). With sequence
+// parallelism, a forward's all-gathers and reduce-scatters are cut in chunks with their
+// matmuls instead (sequence_chunks.h).
+
+#include <optional>
 
 #include "cost_model/estimator.h"
 #include "ir/stream_type.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 #include "passes/streams/row_split_choice.h"
+#include "passes/streams/sequence_chunks.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 namespace {
@@ -24,9 +30,11 @@ class OverlapRowSplitPass : public Pass {
            "tensor-parallel all-reduce nothing else hides into row blocks, with the "
            "bias and residual adds after it, so that each block's all-reduce runs under the "
            "next block's work (bit-identical at any group size: every transport sums in member "
-           "order), in the number of blocks the cost model finds "
-           "fastest (needs opt --device, and --costs for measured ops); split-ops=all cuts "
-           "every eligible matmul of every program in two (tests). For plans whose jobs run "
+           "order), and a forward's sequence-parallel all-gathers and reduce-scatters, with "
+           "their matmuls, into chunks of every member's rows, in the numbers of blocks the "
+           "cost model finds fastest (needs opt --device, and --costs for measured ops); "
+           "split-ops=all cuts every eligible matmul of every program (and every sequence "
+           "collective of a forward) in two (tests). For plans whose jobs run "
            "alone (zero-bubble kinds, fthenb, 1f1b); overlap-1f1b makes its own cuts for the "
            "forwards it does not pair. Run after assign-streams and before insert-events.";
   }
@@ -49,15 +57,54 @@ class OverlapRowSplitPass : public Pass {
     }
     const RowSplitMode mode =
         split_ops.value() == "all" ? RowSplitMode::kAll : RowSplitMode::kForwardBackwardInput;
+    const bool all = mode == RowSplitMode::kAll;
+    // Chunks are kept only where the simulated step is shorter with them (their copies and
+    // smaller GEMMs cost compute the chain model cannot weigh against the rest of the plan).
+    std::optional<Module> unchunked;
+    if (!all && !module.plan.empty()) unchunked = module;
     RowSplitCounts counts;
-    for (Program& program : module.programs())
+    SequenceChunkCounts chunked;
+    for (Program& program : module.programs()) {
+      // Chunks first: a row split cuts every matmul, those of the chunks' matmuls too.
+      const SequenceChunkCounts c = ChunkSequenceCollectives(module, program, all, context);
+      chunked.gathers += c.gathers;
+      chunked.scatters += c.scatters;
       counts += SplitRowParallelMatmuls(module, program, mode, context);
+    }
+    if (unchunked && chunked.gathers + chunked.scatters > 0) {
+      RowSplitCounts alone;
+      for (Program& program : unchunked->programs())
+        alone += SplitRowParallelMatmuls(*unchunked, program, mode, context);
+      StatusOr<double> with = SimulatedStep(module, context);
+      StatusOr<double> without = SimulatedStep(*unchunked, context);
+      if (with.ok() && without.ok() && *with >= *without * 0.999) {
+        module = std::move(*unchunked);
+        counts = alone;
+        context.AddStatistic("chunks-undone-step-not-shorter", chunked.gathers + chunked.scatters);
+        chunked = {};
+      }
+    }
     context.AddStatistic("matmuls-split", counts.matmuls);
     context.AddStatistic("wide-all-reduces-cut", counts.wide_all_reduces);
-    return counts.matmuls > 0;
+    context.AddStatistic("sequence-gathers-chunked", chunked.gathers);
+    context.AddStatistic("sequence-scatters-chunked", chunked.scatters);
+    return counts.matmuls + chunked.gathers + chunked.scatters > 0;
   }
 
  private:
+  // The module's simulated step, with the pipeline's simulator or one over its estimator.
+  static StatusOr<double> SimulatedStep(const Module& module, PassContext& context) {
+    if (const cost::Simulator* simulator = context.Find<cost::Simulator>()) {
+      PW_ASSIGN_OR_RETURN(cost::SimResult result, simulator->Run(module));
+      return result.step_time;
+    }
+    cost::Simulator own(std::shared_ptr<const cost::Estimator>(context.Find<cost::Estimator>(),
+                                                               [](const cost::Estimator*) {}),
+                        context.ops());
+    PW_ASSIGN_OR_RETURN(cost::SimResult result, own.Run(module));
+    return result.step_time;
+  }
+
   Option<std::string> split_ops{this,
                                 "split-ops",
                                 "auto (where the cost model finds it pays) or all (every "

@@ -22,9 +22,13 @@ enum class RowSplitMode {
 struct RowSplitCounts {
   int matmuls = 0;           // matmuls cut into row blocks
   int wide_all_reduces = 0;  // of them, with an all-reduce of more than two ranks (exact too)
+  int sequence_gathers = 0;  // sequence parallelism's all-gathers cut in chunks (sequence_chunks.h)
+  int sequence_scatters = 0;  // and reduce-scatters
   RowSplitCounts& operator+=(const RowSplitCounts& other) {
     matmuls += other.matmuls;
     wide_all_reduces += other.wide_all_reduces;
+    sequence_gathers += other.sequence_gathers;
+    sequence_scatters += other.sequence_scatters;
     return *this;
   }
 };

@@ -128,6 +128,52 @@ INSTANTIATE_TEST_SUITE_P(Layouts, CollectiveMatmul,
                                            Case{2, 2, false, "1f1b", true},
                                            Case{4, 1, false, "1f1b", false, 1, 256}));
 
+// Sequence chunks (passes/streams/sequence_chunks.h, through overlap-1f1b{split-ops=all}):
+// every forward's all-gathers and reduce-scatters cut in two chunks of every member's rows
+// with their matmuls, and the rows put back in sequence order, train to the bit like the
+// plan without overlap-1f1b. Batch 1: the slices are views; batch 4: copies.
+StatusOr<Module> PlannedWithChunks(const Case& c, bool chunked, int64_t* gathers,
+                                   int64_t* scatters) {
+  PW_ASSIGN_OR_RETURN(Module m, models::BuildGpt(Config(c)));
+  std::string pipeline = "sequence-parallel,append-backward{optimizer=adam,lr=0.01}";
+  if (c.bf16) pipeline += ",amp{dtype=bf16}";
+  pipeline += StrCat(",split-program,schedule{kind=", c.kind, ",micro-batches=", kMicroBatches,
+                     "},insert-p2p,assign-streams");
+  if (chunked) pipeline += ",overlap-1f1b{split-ops=all}";
+  pipeline += ",insert-events";
+  PassContext context(ops::Registry());
+  PW_RETURN_IF_ERROR(RunOnH100(m, pipeline, context));
+  for (const PassStatistics& s : context.statistics())
+    for (const auto& [name, value] : s.counters) {
+      if (name == "sequence-gathers-chunked") *gathers = value;
+      if (name == "sequence-scatters-chunked") *scatters = value;
+    }
+  return m;
+}
+
+class SequenceChunks : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SequenceChunks, TrainBitIdenticallyToTheWholeCollectives) {
+  ops::SetKernelThreads(1);
+  const Case c = GetParam();
+  int64_t gathers = 0, scatters = 0;
+  auto plain = PlannedWithChunks(c, false, &gathers, &scatters);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  auto chunked = PlannedWithChunks(c, true, &gathers, &scatters);
+  ASSERT_TRUE(chunked.ok()) << chunked.status().ToString();
+  // At least the QKV gather (FC1's too where its 256 / mp columns reach 64, and the
+  // head's) and the projection and FC2 scatters of every layer.
+  const int layers = Config(c).layers;
+  EXPECT_GE(gathers, c.mp == 8 ? layers : 2 * layers);
+  EXPECT_EQ(scatters, 2 * layers);
+  ExpectTrainsLike(*plain, *chunked);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, SequenceChunks,
+                         ::testing::Values(Case{2, 2}, Case{4, 1, true}, Case{8},
+                                           Case{4, 2, false, "1f1b", false, 1, 256},
+                                           Case{2, 2, true, "interleaved-1f1b"}));
+
 // defer-weight-grads moves weight-gradient work under the collectives that follow it: the
 // same training, to the bit, as the plan without it (with and without sequence parallelism,
 // f32 and bf16, and behind overlap-1f1b).

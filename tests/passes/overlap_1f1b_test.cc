@@ -574,6 +574,47 @@ TEST(Overlap1F1BTest, PairsALaterStagesWarmUpForwardsWhereTheStepIsNoLonger) {
   EXPECT_LE(paired.stats["pairs-cut-evenly"], paired.stats["pairs-warmup"] - 1);
 }
 
+// A GPT-3 175B layer's shape at mp 8 with sequence parallelism, bf16 on the H100 spec: the
+// forwards that run alone (warm-up and cool-down) gather and reduce-scatter 2048 tokens x
+// 12288 around matmuls of 2048 rows. Their variant cuts those collectives in chunks of every
+// member's rows (sequence_chunks.h), and the plan gets no slower for it.
+TEST(Overlap1F1BTest, ChunksSequenceParallelCollectivesOfForwardsThatRunAlone) {
+  auto step_of = [](const std::string& overlap, PassRun& run) {
+    models::GptConfig c;
+    c.layers = 2;
+    c.hidden = 12288;
+    c.heads = 96;
+    c.ffn = 49152;
+    c.seq = 2048;
+    c.vocab = 51200;
+    c.micro_batch_size = 1;
+    c.mp = 8;
+    c.pp = 2;
+    auto built = models::BuildGpt(c);
+    EXPECT_TRUE(built.ok());
+    Module m = std::move(built).value();
+    run = RunWithCostModel(m, StrCat("sequence-parallel,append-backward{optimizer=adam},"
+                                     "amp{dtype=bf16},split-program,"
+                                     "schedule{kind=1f1b,micro-batches=8},insert-p2p,"
+                                     "assign-streams,overlap-column-parallel-backward,",
+                                     overlap, ",insert-events"));
+    EXPECT_TRUE(run.status.ok()) << run.status.ToString();
+    auto estimator = MakeEstimator("h100", "");
+    EXPECT_TRUE(estimator.ok());
+    StatusOr<cost::SimResult> sim = cost::Simulator(*estimator, ops::Registry()).Run(m);
+    EXPECT_TRUE(sim.ok()) << sim.status().ToString();
+    return sim.ok() ? sim->step_time : 0.0;
+  };
+  PassRun chunked, whole;
+  const double with_chunks = step_of("overlap-1f1b", chunked);
+  const double without = step_of("overlap-1f1b{split-ops=off}", whole);
+  EXPECT_GT(chunked.stats["sequence-scatters-chunked"], 0);
+  EXPECT_GT(chunked.stats["sequence-gathers-chunked"], 0);
+  EXPECT_GT(chunked.stats["jobs-on-row-split-variants"], 0);
+  EXPECT_EQ(whole.stats["sequence-scatters-chunked"], 0);
+  EXPECT_LT(with_chunks, without);
+}
+
 TEST(Overlap1F1BTest, InterleavesDualPipesOwnFusedJobs) {
   Module m = Planned("dualpipe-v", 2, true, models::ChunkPlacement::kV);
   PassRun run = RunWithCostModel(m, "overlap-1f1b,insert-events");
