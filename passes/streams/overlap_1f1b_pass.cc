@@ -82,6 +82,7 @@ struct Decision {
   bool interleave = false;  // the simulator found the fused job faster than back to back
   bool even = false;        // two jobs alike cut evenly, not lead-first
   double seconds = 0;       // the fused job, simulated
+  double apart = 0;         // its two jobs back to back, simulated
   std::vector<SegmentRun> runs;
   std::vector<SegmentRange> segments;  // the programs the runs name, per run
 };
@@ -109,7 +110,8 @@ class Overlap1F1BPass : public Pass {
            "the next chunk's matmul), in a variant of the forward program "
            "(<name>.rows) that only forwards with no backward beside them run; all cuts every "
            "eligible matmul of every program (and a forward's sequence collectives) in two, "
-           "off none. Forward "
+           "off none. A B/F pair's edges (the backward's first all-gather, the forward's last "
+           "reduce-scatter) run in chunks where the pair simulates shorter. Forward "
            "collectives move to mp_fwd_comm. A fused pair starts once both inputs are there, so "
            "1f1b ranks run forwards up to c*(ranks-1-r) slots earlier (rank r) where the pairs "
            "need that slack: statistics peak-in-flight-before/after say the memory it costs, "
@@ -153,7 +155,10 @@ class Overlap1F1BPass : public Pass {
       "held) when the fused plan needs that slack to be no slower",
       2};
   std::map<PairKey, Decision> decisions_;
-  std::map<std::string, std::string> variants_;         // forward program -> its row-split variant
+  std::map<std::string, std::string> variants_;  // forward program -> its row-split variant
+  // A pair's edges: a backward's first all-gather (`.head`) and a forward's last
+  // reduce-scatter (`.tail`) cut in chunks (sequence_chunks.h), where a B/F pair is shorter.
+  std::map<std::string, std::string> edge_variants_;    // program -> its edge variant
   std::map<std::string, std::vector<ChainOp>> chains_;  // per program
 };
 
@@ -192,18 +197,24 @@ Status Overlap1F1BPass::CheckModule(const Module& module, PassContext& context) 
 // the numbers of blocks the cost model finds fastest. Only forwards with no backward beside
 // them run the variant (UseVariants): there nothing else hides the collectives, and they
 // then show only one block; beside a backward the plain forward is hidden already and the
-// cuts would only cost. all: every eligible matmul of every program in two, with its
-// all-reduce where it can, and every eligible sequence collective of a forward in two
-// chunks (tests).
+// cuts would only cost. Besides, each forward's last reduce-scatter and each backward's
+// first all-gather in chunks, as edge variants (`.tail`, `.head`) that a B/F pair runs where
+// it is shorter with them (the pair's first and last collectives have no compute of the pair
+// to hide under). all: every eligible matmul of every program in two, with its all-reduce
+// where it can, every eligible sequence collective of a forward and the first all-gather of
+// a backward in two chunks (tests).
 RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
   variants_.clear();
+  edge_variants_.clear();
   RowSplitCounts counts;
   if (split_ops.value() == "off") return counts;
   if (split_ops.value() == "all") {
     for (Program& program : module.programs()) {
-      // Chunks first: a row split cuts every matmul, those of the chunks' matmuls too.
-      const SequenceChunkCounts chunked =
-          ChunkSequenceCollectives(module, program, /*all=*/true, context);
+      // Chunks first: a row split cuts every matmul, those of the chunks' matmuls too. A
+      // backward's first all-gather as its edge variant would be.
+      const SequenceChunkCounts chunked = ChunkSequenceCollectives(
+          module, program, /*all=*/true, context,
+          program.info().kind == "forward" ? ChunkScope::kEvery : ChunkScope::kFirstGather);
       counts += SplitRowParallelMatmuls(module, program, RowSplitMode::kAll, context);
       counts.sequence_gathers += chunked.gathers;
       counts.sequence_scatters += chunked.scatters;
@@ -227,6 +238,22 @@ RowSplitCounts Overlap1F1BPass::SplitOps(Module& module, PassContext& context) {
     counts.sequence_gathers += chunked.gathers;
     counts.sequence_scatters += chunked.scatters;
     variants_[program.name()] = variant.name();
+    variants.push_back(std::move(variant));
+  }
+  for (const Program& program : module.programs()) {
+    const ProgramInfo& info = program.info();
+    if (!info.segment_of.empty() || !info.variant_of.empty()) continue;
+    const bool forward = info.kind == "forward";
+    if (!forward && info.kind != "backward") continue;
+    Program variant = program;
+    variant.set_name(program.name() + (forward ? ".tail" : ".head"));
+    if (module.FindProgram(variant.name())) continue;
+    variant.info().variant_of = program.name();
+    const SequenceChunkCounts chunked =
+        ChunkSequenceCollectives(module, variant, /*all=*/false, context,
+                                 forward ? ChunkScope::kLastScatter : ChunkScope::kFirstGather);
+    if (chunked.gathers + chunked.scatters == 0) continue;
+    edge_variants_[program.name()] = variant.name();
     variants.push_back(std::move(variant));
   }
   for (Program& p : variants) module.AddProgram(std::move(p));  // moves the programs
@@ -453,6 +480,7 @@ StatusOr<Decision> Overlap1F1BPass::Decide(const Module& module, const Part& fir
     }
   }
   best.interleave = best.seconds < apart_time * (1 - 1e-9);
+  best.apart = apart_time;
   return best;
 }
 
@@ -540,7 +568,7 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
 
   // The cuts of every kind of pair; then the jobs.
   std::vector<SegmentRange> segments;
-  int interleaved = 0, apart = 0, evenly = 0;
+  int interleaved = 0, apart = 0, evenly = 0, edge_jobs = 0;
   std::vector<std::tuple<Job*, Part, Part>> fused_jobs;
   for (RankPlan& rank : module.plan.ranks)
     for (Job& job : rank.jobs) {
@@ -553,7 +581,9 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
       if (a_backward == b_backward && b.job->micro_batch < a.job->micro_batch) std::swap(a, b);
       fused_jobs.push_back({&job, a, b});
     }
-  for (auto& [job, first, second] : fused_jobs) {
+  // The decision for a kind of pair, made once.
+  auto decision = [&](const Job& job, const Part& first,
+                      const Part& second) -> StatusOr<std::pair<PairKey, const Decision*>> {
     PairKey key;
     for (const Part* part : {&first, &second}) {
       for (const Job* run : part->runs) key.push_back(run->program);
@@ -568,24 +598,57 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
     auto it = decisions_.find(key);
     if (it == decisions_.end()) {
       StatusOr<Decision> d = Decide(module, first, second, lead_must_finish_first, context);
-      if (!d.ok()) return d.status().WithContext(StrCat("overlap-1f1b, pair ", JobName(*job)));
+      if (!d.ok()) return d.status().WithContext(StrCat("overlap-1f1b, pair ", JobName(job)));
       it = decisions_.emplace(key, std::move(d).value()).first;
-      if (it->second.interleave)
-        segments.insert(segments.end(), it->second.segments.begin(), it->second.segments.end());
     }
-    const Decision& d = it->second;
+    return std::pair<PairKey, const Decision*>{key, &it->second};
+  };
+  auto pair_seconds = [](const Decision& d) { return d.interleave ? d.seconds : d.apart; };
+  std::set<PairKey> used;
+  std::set<std::string> edges_used;
+  for (auto& [job, first, second] : fused_jobs) {
+    PW_ASSIGN_OR_RETURN(auto chosen, decision(*job, first, second));
+    // A B/F pair's edges: each part's program may run its edge variant (the backward's first
+    // all-gather, the forward's last reduce-scatter in chunks), kept where the pair then
+    // simulates shorter.
+    for (const Part* part : {&first, &second}) {
+      if (first.job->kind == second.job->kind || part->runs.size() != 1) break;
+      Job* run = const_cast<Job*>(part->runs.front());
+      auto edge = edge_variants_.find(run->program);
+      if (edge == edge_variants_.end()) continue;
+      const std::string plain = run->program;
+      run->program = edge->second;
+      PW_ASSIGN_OR_RETURN(auto tried, decision(*job, first, second));
+      if (pair_seconds(*tried.second) < pair_seconds(*chosen.second) * (1 - 1e-9)) {
+        chosen = tried;
+        edges_used.insert(edge->second);
+        ++edge_jobs;
+      } else {
+        run->program = plain;
+      }
+    }
+    const Decision& d = *chosen.second;
     if (!d.interleave) {
       ++apart;
       continue;  // the two parts run back to back, as the fused job lists them
     }
+    if (used.insert(chosen.first).second)
+      segments.insert(segments.end(), d.segments.begin(), d.segments.end());
     ++interleaved;
     evenly += d.even;
     job->sub_jobs = Interleaved(module, first, second, d);
   }
+  // Edge variants no pair runs are dropped.
+  std::erase_if(module.programs(), [&](const Program& p) {
+    for (const auto& [plain, edge] : edge_variants_)
+      if (p.name() == edge) return edges_used.count(edge) == 0;
+    return false;
+  });
   PW_RETURN_IF_ERROR(AddSegmentPrograms(module, segments));
   context.AddStatistic("pairs-interleaved", interleaved);
   context.AddStatistic("pairs-back-to-back", apart);
   context.AddStatistic("pairs-cut-evenly", evenly);
+  context.AddStatistic("paired-jobs-on-edge-variants", edge_jobs);
   int programs = 0;
   for (const Program& p : module.programs()) programs += p.info().segment_of.empty() ? 0 : 1;
   context.AddStatistic("segment-programs", programs);

@@ -126,13 +126,26 @@ class Chunker {
         estimator_(context.Find<cost::Estimator>()),
         rank_(PricingRank(module, program)) {}
 
-  SequenceChunkCounts Run() {
+  SequenceChunkCounts Run(ChunkScope scope) {
     SequenceChunkCounts counts;
-    for (int i = 0; i < static_cast<int>(program_.ops().size()); ++i) {
+    auto sequence = [&](int i, const char* type) {
       const Op& op = program_.ops()[i];
-      if (op.attrs.GetString("group", "mp") != "mp") continue;
-      if (op.type == "c_all_gather") counts.gathers += ChunkGather(i);
-      if (op.type == "c_reduce_scatter_sum") counts.scatters += ChunkScatter(i);
+      return op.type == type && op.attrs.GetString("group", "mp") == "mp";
+    };
+    const int n = static_cast<int>(program_.ops().size());
+    if (scope == ChunkScope::kFirstGather) {
+      for (int i = 0; i < n; ++i)
+        if (sequence(i, "c_all_gather")) return {ChunkGather(i) ? 1 : 0, 0};
+      return counts;
+    }
+    if (scope == ChunkScope::kLastScatter) {
+      for (int i = n; i-- > 0;)
+        if (sequence(i, "c_reduce_scatter_sum")) return {0, ChunkScatter(i) ? 1 : 0};
+      return counts;
+    }
+    for (int i = 0; i < static_cast<int>(program_.ops().size()); ++i) {
+      if (sequence(i, "c_all_gather")) counts.gathers += ChunkGather(i);
+      if (sequence(i, "c_reduce_scatter_sum")) counts.scatters += ChunkScatter(i);
     }
     return counts;
   }
@@ -414,10 +427,12 @@ class Chunker {
 }  // namespace
 
 SequenceChunkCounts ChunkSequenceCollectives(const Module& module, Program& program, bool all,
-                                             PassContext& context) {
-  if (program.info().kind != "forward") return {};
+                                             PassContext& context, ChunkScope scope) {
+  const std::string& kind = program.info().kind;
+  const bool backward = kind == "backward" || kind == "backward_input";
+  if (kind != "forward" && !(backward && scope == ChunkScope::kFirstGather)) return {};
   if (!all && !context.Find<cost::Estimator>()) return {};
-  return Chunker(module, program, all, context).Run();
+  return Chunker(module, program, all, context).Run(scope);
 }
 
 }  // namespace pw

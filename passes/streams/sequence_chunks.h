@@ -28,16 +28,22 @@
 
 namespace pw {
 
+// Which of a program's sequence collectives to cut: every eligible one (of a forward), or
+// only the one at a job's edge: its first all-gather (of a forward or a backward: nothing of
+// the job runs before it) or its last reduce-scatter (of a forward: nothing runs after it).
+enum class ChunkScope { kEvery, kFirstGather, kLastScatter };
+
 struct SequenceChunkCounts {
   int gathers = 0;   // all-gathers cut with the matmuls they feed
   int scatters = 0;  // reduce-scatters cut with the matmul that feeds them
 };
 
-// Cuts the sequence-parallel collectives of forward program `program` (of `module`, whose
-// mesh prices them with the cost model in `context`) into the number of chunks that
-// finishes soonest, where that beats the whole collective; with `all`, every eligible
-// one into two (tests).
+// Cuts the sequence-parallel collectives of `program` in `scope` (of `module`, whose mesh
+// prices them with the cost model in `context`) into the number of chunks that finishes
+// soonest, where that beats the whole collective; with `all`, every eligible one into two
+// (tests).
 SequenceChunkCounts ChunkSequenceCollectives(const Module& module, Program& program, bool all,
-                                             PassContext& context);
+                                             PassContext& context,
+                                             ChunkScope scope = ChunkScope::kEvery);
 
 }  // namespace pw
