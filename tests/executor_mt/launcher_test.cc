@@ -570,6 +570,45 @@ TEST_F(LauncherTest, CollectiveMatmulOverGlooTrainsTheSequenceParallelPlansBits)
   ExpectSameParamBytes(plain_params, cm_params, 4);
 }
 
+// Sequence chunks over Gloo processes (overlap-row-split{split-ops=all} on a sequence-
+// parallel GPT at mp 4): each forward all-gather and reduce-scatter cut in two chunks of
+// every member's rows with its matmuls, the rows put back in sequence order; the same bits
+// as the whole collectives.
+TEST_F(LauncherTest, SequenceChunksOverGlooTrainTheSequenceParallelPlansBits) {
+  const std::string path = (dir_ / "gpt_seq128_mp4.pb").string();
+  Finished built =
+      RunTool({"build-model", "gpt", "--layers", "2",   "--hidden",           "256", "--heads", "8",
+               "--seq",       "128", "--vocab",  "128", "--micro-batch-size", "2",   "--mp",    "4",
+               "--seed",      "1",   "-o",       path},
+              dir_, "build");
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const std::string plain =
+      "sequence-parallel,append-backward{optimizer=adam},split-program,"
+      "schedule{kind=fthenb,micro-batches=2},insert-p2p,assign-streams";
+  const std::string chunked_plan = (dir_ / "chunked.pb").string();
+  Finished opt =
+      RunTool({"opt", path, "-p", plain + ",overlap-row-split{split-ops=all},insert-events",
+               "--stats", "--device", "h100", "-o", chunked_plan},
+              dir_, "opt");
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  EXPECT_THAT(opt.out + opt.err, ::testing::ContainsRegex("sequence-scatters-chunked +[1-9]"));
+  EXPECT_THAT(opt.out + opt.err, ::testing::ContainsRegex("sequence-gathers-chunked +[1-9]"));
+  const fs::path plain_params = dir_ / "sp_params", chunked_params = dir_ / "chunked_params";
+  Finished a =
+      RunTool({"run-parallel", path, "--nproc", "4", "--steps", "2", "--report", "json",
+               "--pipeline", plain + ",insert-events", "--save-params", plain_params.string()},
+              dir_, "sp");
+  Finished b = RunTool({"run-parallel", chunked_plan, "--nproc", "4", "--steps", "2", "--report",
+                        "json", "--strict-events", "--save-params", chunked_params.string()},
+                       dir_, "chunked");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  std::vector<double> want = JsonLosses(a.out), got = JsonLosses(b.out);
+  ASSERT_EQ(got.size(), 2u) << b.out;
+  EXPECT_EQ(got, want);
+  ExpectSameParamBytes(plain_params, chunked_params, 4);
+}
+
 // The amp module `training` makes of the small GPT, trained `steps` steps by the reference
 // runner (with `extra` flags) and as mp x pp 2 plans (1f1b, 8 micro-batches) on rank
 // processes over Gloo. pp = 2 keeps every reduction's order, so its losses are bit-identical
