@@ -26,4 +26,8 @@ StatusOr<std::shared_ptr<cost::Estimator>> MakeEstimator(const std::string& devi
 // candidate rewrite (context.Find<cost::Estimator>(), context.Find<cost::Simulator>()).
 void AttachCostModel(std::shared_ptr<cost::Estimator> estimator, PassContext& context);
 
+// The module's simulated step, in seconds: with the context's simulator, else one over its
+// estimator (a pass that keeps a rewrite only where the step gets shorter).
+StatusOr<double> SimulatedStep(const Module& module, PassContext& context);
+
 }  // namespace pw

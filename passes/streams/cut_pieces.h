@@ -3,6 +3,7 @@
 // the ops they add (blocks, splits, joins, transfers) run where the cut op ran, and the
 // vars they declare get names the program does not have yet.
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -31,6 +32,45 @@ inline std::string FreshName(const Program& program, const std::string& base,
   std::string name = base + suffix;
   for (int n = 1; program.HasVar(name); ++n) name = StrCat(base, suffix, ".", n);
   return name;
+}
+
+// Declares a piece of `of`: named from it, `extent` along `axis`, neither persistable nor a
+// parameter. Returns its name.
+inline std::string DeclarePiece(Program& program, const Var& of, const std::string& suffix,
+                                int axis, int64_t extent) {
+  Var v = of;
+  v.name = FreshName(program, of.name, suffix);
+  v.shape[axis] = extent;
+  v.init = {};
+  v.persistable = false;
+  v.is_parameter = false;
+  program.AddVar(v);
+  return v.name;
+}
+
+// OpLike, and the same origin: a cut-up backward op's pieces belong to the same forward op.
+inline Op PieceOf(const Op& from, std::string type) {
+  Op op = OpLike(from, std::move(type));
+  op.origin = from.origin;
+  return op;
+}
+
+inline bool ReadsVar(const Op& op, const std::string& var) {
+  bool reads = false;
+  op.ForEachInput([&](const std::string& v) { reads = reads || v == var; });
+  return reads;
+}
+
+inline bool WritesVar(const Op& op, const std::string& var) {
+  bool writes = false;
+  op.ForEachOutput([&](const std::string& v) { writes = writes || v == var; });
+  return writes;
+}
+
+// Whether `var` is one of the program's outputs (another program reads it).
+inline bool ExportedVar(const Program& program, const std::string& var) {
+  const auto& out = program.info().outputs;
+  return std::find(out.begin(), out.end(), var) != out.end();
 }
 
 }  // namespace pw

@@ -25,52 +25,15 @@
 #include "cost_model/estimator.h"
 #include "cost_model/op_price.h"
 #include "ir/rank_layout.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 #include "passes/streams/cut_pieces.h"
 #include "passes/streams/row_split.h"
 #include "passes/streams/row_split_choice.h"
-#include "simulator/simulator.h"
 
 namespace pw {
 namespace {
-
-// Declares a var like `of`, named from it, with extent `extent` along `axis`.
-std::string DeclareLike(Program& program, const Var& of, const std::string& suffix, int axis,
-                        int64_t extent) {
-  Var v = of;
-  v.name = FreshName(program, of.name, suffix);
-  v.shape[axis] = extent;
-  v.init = {};
-  v.persistable = false;
-  v.is_parameter = false;
-  program.AddVar(v);
-  return v.name;
-}
-
-// Also the gradient's origin: a cut-up backward op's pieces belong to the same forward op.
-Op Like(const Op& from, std::string type) {
-  Op op = OpLike(from, std::move(type));
-  op.origin = from.origin;
-  return op;
-}
-
-bool Reads(const Op& op, const std::string& var) {
-  bool reads = false;
-  op.ForEachInput([&](const std::string& v) { reads = reads || v == var; });
-  return reads;
-}
-
-bool Writes(const Op& op, const std::string& var) {
-  bool writes = false;
-  op.ForEachOutput([&](const std::string& v) { writes = writes || v == var; });
-  return writes;
-}
-
-bool Exported(const Program& program, const std::string& var) {
-  const auto& out = program.info().outputs;
-  return std::find(out.begin(), out.end(), var) != out.end();
-}
 
 // The collective's cut: its group, member count and axis.
 struct Cut {
@@ -203,20 +166,6 @@ class OverlapCollectiveMatmulPass : public Pass {
  private:
   enum class Decision { kNotApplicable, kKept, kDone };
 
-  // The module's simulated step, in seconds, with the pipeline's simulator (or one over its
-  // estimator).
-  static StatusOr<double> SimulatedStep(const Module& module, PassContext& context) {
-    if (const cost::Simulator* simulator = context.Find<cost::Simulator>()) {
-      PW_ASSIGN_OR_RETURN(cost::SimResult result, simulator->Run(module));
-      return result.step_time;
-    }
-    cost::Simulator own(std::shared_ptr<const cost::Estimator>(context.Find<cost::Estimator>(),
-                                                               [](const cost::Estimator*) {}),
-                        context.ops());
-    PW_ASSIGN_OR_RETURN(cost::SimResult result, own.Run(module));
-    return result.step_time;
-  }
-
   // The price of `op` on the program's pricing rank; none when it cannot be priced.
   static cost::OpPrice Price(const Module& module, const Program& program, const Op& op,
                              const cost::Estimator& estimator, const OpRegistry& registry) {
@@ -277,11 +226,11 @@ class OverlapCollectiveMatmulPass : public Pass {
     // matrices defined before the first reader, where the blocks' products go).
     int first_reader = -1;
     std::vector<int> matmuls;
-    bool others = Exported(program, g);
+    bool others = ExportedVar(program, g);
     std::vector<Op>& ops = program.ops();
     for (int i = at + 1; i < static_cast<int>(ops.size()); ++i) {
-      if (Writes(ops[i], g) || Writes(ops[i], x)) return Decision::kNotApplicable;
-      if (!Reads(ops[i], g)) continue;
+      if (WritesVar(ops[i], g) || WritesVar(ops[i], x)) return Decision::kNotApplicable;
+      if (!ReadsVar(ops[i], g)) continue;
       if (first_reader < 0) first_reader = i;
       if (MultipliesRowBlocks(program, module, ops[i], g, cut) &&
           DefinedBefore(program, ops[i].Input("Y"), first_reader))
@@ -310,8 +259,8 @@ class OverlapCollectiveMatmulPass : public Pass {
     std::vector<Op> shifts;
     for (int k = 1; k < n; ++k) {
       const Var xs = *program.FindVar(x);
-      blocks.push_back(DeclareLike(program, xs, StrCat("@SHIFT", k), cut.axis, block_extent));
-      Op shift = Like(gather, "c_shift");
+      blocks.push_back(DeclarePiece(program, xs, StrCat("@SHIFT", k), cut.axis, block_extent));
+      Op shift = PieceOf(gather, "c_shift");
       shift.SetInput("X", {x}).SetOutput("Out", {blocks.back()});
       shift.SetAttr("group", cut.group).SetAttr("nranks", int64_t{n}).SetAttr("offset", int64_t{k});
       shifts.push_back(std::move(shift));
@@ -325,21 +274,21 @@ class OverlapCollectiveMatmulPass : public Pass {
         const Op& mm = program.ops()[matmuls[j]];
         const Var out = *program.FindVar(mm.Output("Out"));
         outs[j].push_back(
-            DeclareLike(program, out, StrCat("@BLOCK", k), cut.axis, out.shape[cut.axis] / n));
+            DeclarePiece(program, out, StrCat("@BLOCK", k), cut.axis, out.shape[cut.axis] / n));
         Op block = mm;
         block.SetInput("X", {blocks[k]}).SetOutput("Out", {outs[j].back()});
         products.push_back(std::move(block));
       }
     for (size_t j = 0; j < matmuls.size(); ++j) {
       const Op& mm = program.ops()[matmuls[j]];
-      Op concat = Like(mm, "c_member_concat");
+      Op concat = PieceOf(mm, "c_member_concat");
       concat.SetInput("X", outs[j]).SetOutput("Out", {mm.Output("Out")});
       concat.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
       concat.SetAttr("nranks", int64_t{n});
       products.push_back(std::move(concat));
     }
     if (others) {
-      Op concat = Like(program.ops()[matmuls.front()], "c_member_concat");
+      Op concat = PieceOf(program.ops()[matmuls.front()], "c_member_concat");
       concat.SetInput("X", blocks).SetOutput("Out", {g});
       concat.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
       concat.SetAttr("nranks", int64_t{n});
@@ -373,12 +322,12 @@ class OverlapCollectiveMatmulPass : public Pass {
     // The matmul that writes the partial sum, read by the reduce-scatter alone.
     int mm_index = -1;
     for (int i = at - 1; i >= 0 && mm_index < 0; --i)
-      if (Writes(ops[i], partial)) mm_index = i;
-    if (mm_index < 0 || Exported(program, partial)) return Decision::kNotApplicable;
+      if (WritesVar(ops[i], partial)) mm_index = i;
+    if (mm_index < 0 || ExportedVar(program, partial)) return Decision::kNotApplicable;
     for (int i = 0; i < static_cast<int>(ops.size()); ++i)
-      if (i != at && Reads(ops[i], partial)) return Decision::kNotApplicable;
+      if (i != at && ReadsVar(ops[i], partial)) return Decision::kNotApplicable;
     for (int i = mm_index + 1; i < at; ++i)
-      if (Writes(ops[i], partial)) return Decision::kNotApplicable;
+      if (WritesVar(ops[i], partial)) return Decision::kNotApplicable;
     const Op mm = ops[mm_index];
     const Var* pv = program.FindVar(partial);
     if (!pv) return Decision::kNotApplicable;
@@ -386,14 +335,14 @@ class OverlapCollectiveMatmulPass : public Pass {
     const std::string a = mm.Input("X");
     if (!MultipliesRowBlocks(program, module, mm, a, cut)) return Decision::kNotApplicable;
     for (int i = mm_index + 1; i < at; ++i)
-      if (Writes(ops[i], a)) return Decision::kNotApplicable;
+      if (WritesVar(ops[i], a)) return Decision::kNotApplicable;
     // The rows of each member are a view of A where they lie one after another in it (every
     // dim before the axis 1) and nothing writes A later; else a copy.
     bool view = true;
     if (const Var* av = program.FindVar(a))
       for (int d = 0; d < cut.axis; ++d) view = view && av->shape[d] == 1;
     for (int i = mm_index + 1; i < static_cast<int>(ops.size()); ++i)
-      view = view && !Writes(ops[i], a);
+      view = view && !WritesVar(ops[i], a);
     if (!all) {
       // The splits copy the rows in (unless views); the owner's sum reads its n partials and
       // writes one.
@@ -416,15 +365,15 @@ class OverlapCollectiveMatmulPass : public Pass {
     for (int step = 1; step <= n; ++step) {
       const int k = step % n;
       const std::string rows =
-          DeclareLike(program, av, StrCat("@ROWS_OF+", k), cut.axis, av.shape[cut.axis] / n);
-      Op split = Like(mm, "c_split");
+          DeclarePiece(program, av, StrCat("@ROWS_OF+", k), cut.axis, av.shape[cut.axis] / n);
+      Op split = PieceOf(mm, "c_split");
       split.SetInput("X", {a}).SetOutput("Out", {rows});
       split.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
       split.SetAttr("nranks", int64_t{n}).SetAttr("offset", int64_t{k});
       if (view) split.SetAttr("view", true);
       blocks.push_back(std::move(split));
       const std::string product =
-          DeclareLike(program, pw, StrCat("@PARTIAL+", k), cut.axis, pw.shape[cut.axis] / n);
+          DeclarePiece(program, pw, StrCat("@PARTIAL+", k), cut.axis, pw.shape[cut.axis] / n);
       Op block = mm;
       block.SetInput("X", {rows}).SetOutput("Out", {product});
       blocks.push_back(std::move(block));
@@ -432,13 +381,13 @@ class OverlapCollectiveMatmulPass : public Pass {
         parts[0] = product;
         continue;
       }
-      parts[k] = DeclareLike(program, pw, StrCat("@SHIFT", k), cut.axis, pw.shape[cut.axis] / n);
-      Op shift = Like(scatter, "c_shift");
+      parts[k] = DeclarePiece(program, pw, StrCat("@SHIFT", k), cut.axis, pw.shape[cut.axis] / n);
+      Op shift = PieceOf(scatter, "c_shift");
       shift.SetInput("X", {product}).SetOutput("Out", {parts[k]});
       shift.SetAttr("group", cut.group).SetAttr("nranks", int64_t{n}).SetAttr("offset", int64_t{k});
       blocks.push_back(std::move(shift));
     }
-    Op sum = Like(mm, "c_member_sum");
+    Op sum = PieceOf(mm, "c_member_sum");
     sum.SetInput("X", parts).SetOutput("Out", {scatter.Output("Out")});
     sum.SetAttr("group", cut.group).SetAttr("axis", int64_t{cut.axis});
     sum.SetAttr("nranks", int64_t{n});
@@ -465,7 +414,7 @@ class OverlapCollectiveMatmulPass : public Pass {
   static bool DefinedBefore(const Program& program, const std::string& var, int index) {
     const std::vector<Op>& ops = program.ops();
     for (int i = index; i < static_cast<int>(ops.size()); ++i)
-      if (Writes(ops[i], var)) return false;
+      if (WritesVar(ops[i], var)) return false;
     return true;
   }
 

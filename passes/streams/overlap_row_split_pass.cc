@@ -13,11 +13,11 @@
 
 #include "cost_model/estimator.h"
 #include "ir/stream_type.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 #include "passes/streams/row_split_choice.h"
 #include "passes/streams/sequence_chunks.h"
-#include "simulator/simulator.h"
 
 namespace pw {
 namespace {
@@ -92,19 +92,6 @@ class OverlapRowSplitPass : public Pass {
   }
 
  private:
-  // The module's simulated step, with the pipeline's simulator or one over its estimator.
-  static StatusOr<double> SimulatedStep(const Module& module, PassContext& context) {
-    if (const cost::Simulator* simulator = context.Find<cost::Simulator>()) {
-      PW_ASSIGN_OR_RETURN(cost::SimResult result, simulator->Run(module));
-      return result.step_time;
-    }
-    cost::Simulator own(std::shared_ptr<const cost::Estimator>(context.Find<cost::Estimator>(),
-                                                               [](const cost::Estimator*) {}),
-                        context.ops());
-    PW_ASSIGN_OR_RETURN(cost::SimResult result, own.Run(module));
-    return result.step_time;
-  }
-
   Option<std::string> split_ops{this,
                                 "split-ops",
                                 "auto (where the cost model finds it pays) or all (every "

@@ -16,27 +16,10 @@ namespace {
 
 constexpr int kMaxChunks = 8;
 
-bool Reads(const Op& op, const std::string& var) {
-  bool reads = false;
-  op.ForEachInput([&](const std::string& v) { reads = reads || v == var; });
-  return reads;
-}
-
-bool Writes(const Op& op, const std::string& var) {
-  bool writes = false;
-  op.ForEachOutput([&](const std::string& v) { writes = writes || v == var; });
-  return writes;
-}
-
 bool WrittenFrom(const Program& program, int from, const std::string& var) {
   for (int i = from; i < static_cast<int>(program.ops().size()); ++i)
-    if (Writes(program.ops()[i], var)) return true;
+    if (WritesVar(program.ops()[i], var)) return true;
   return false;
-}
-
-bool Exported(const Program& program, const std::string& var) {
-  const auto& out = program.info().outputs;
-  return std::find(out.begin(), out.end(), var) != out.end();
 }
 
 // The sequence-parallel collective's group size and (normalised) axis.
@@ -78,29 +61,10 @@ bool MultipliesRows(const Program& program, const Module& module, const Op& op,
   return rows / chunks >= kMinSplitRows && out->shape.back() >= kMinSplitColumns;
 }
 
-// Declares a var like `of`, named from it, with `extent` along `axis`.
-std::string Declare(Program& program, const Var& of, const std::string& suffix, int axis,
-                    int64_t extent) {
-  Var v = of;
-  v.name = FreshName(program, of.name, suffix);
-  v.shape[axis] = extent;
-  v.init = {};
-  v.persistable = false;
-  v.is_parameter = false;
-  program.AddVar(v);
-  return v.name;
-}
-
-Op Like(const Op& from, std::string type) {
-  Op op = OpLike(from, std::move(type));
-  op.origin = from.origin;
-  return op;
-}
-
 // `x` cut along `axis` in `pieces` equal slices (views where they can be).
 Op SplitOp(const Op& like, const std::string& x, const std::vector<std::string>& slices, int axis,
            int64_t extent, bool view) {
-  Op split = Like(like, "split");
+  Op split = PieceOf(like, "split");
   split.SetInput("X", {x}).SetOutput("Out", slices);
   split.SetAttr("axis", int64_t{axis});
   split.SetAttr("sections", std::vector<int64_t>(slices.size(), extent));
@@ -110,7 +74,7 @@ Op SplitOp(const Op& like, const std::string& x, const std::vector<std::string>&
 
 Op ConcatOp(const Op& like, const std::vector<std::string>& parts, const std::string& out,
             int axis) {
-  Op concat = Like(like, "concat");
+  Op concat = PieceOf(like, "concat");
   concat.SetInput("X", parts).SetOutput("Out", {out});
   concat.SetAttr("axis", int64_t{axis});
   return concat;
@@ -209,15 +173,15 @@ class Chunker {
     // where the chunks' products go) and any others (they read it rebuilt).
     int first_reader = -1;
     std::vector<int> matmuls;
-    bool others = Exported(program_, g);
+    bool others = ExportedVar(program_, g);
     for (int i = at + 1; i < static_cast<int>(ops.size()); ++i) {
-      if (Writes(ops[i], g) || Writes(ops[i], x)) return false;
-      if (!Reads(ops[i], g)) continue;
+      if (WritesVar(ops[i], g) || WritesVar(ops[i], x)) return false;
+      if (!ReadsVar(ops[i], g)) continue;
       if (first_reader < 0) first_reader = i;
       bool defined = true;
       if (ops[i].type == "matmul")
         for (int d = first_reader; d < static_cast<int>(ops.size()); ++d)
-          defined = defined && !Writes(ops[d], ops[i].Input("Y"));
+          defined = defined && !WritesVar(ops[d], ops[i].Input("Y"));
       if (defined && MultipliesRows(program_, module_, ops[i], g, cut.axis, 1))
         matmuls.push_back(i);
       else
@@ -259,8 +223,8 @@ class Chunker {
     const Var xs = *xv, gs = *gv;
     std::vector<std::string> slices, gathered;
     for (int j = 0; j < k; ++j) {
-      slices.push_back(Declare(program_, xs, StrCat(kRowBlockTag, j), cut.axis, c));
-      gathered.push_back(Declare(program_, gs, StrCat(kRowBlockTag, j), cut.axis, c * n));
+      slices.push_back(DeclarePiece(program_, xs, StrCat(kRowBlockTag, j), cut.axis, c));
+      gathered.push_back(DeclarePiece(program_, gs, StrCat(kRowBlockTag, j), cut.axis, c * n));
     }
     std::vector<Op> at_gather;
     Op split_x =
@@ -279,7 +243,7 @@ class Chunker {
       std::vector<std::vector<std::string>> pieces(k);
       for (int j = 0; j < k; ++j) {
         for (int m = 0; m < n; ++m)
-          pieces[j].push_back(Declare(program_, of, StrCat(".m", m), cut.axis, c));
+          pieces[j].push_back(DeclarePiece(program_, of, StrCat(".m", m), cut.axis, c));
         into.push_back(SplitOp(first_mm, chunks[j], pieces[j], cut.axis, c,
                                SlicesAsViews(program_, of, cut.axis, 0)));
       }
@@ -294,8 +258,8 @@ class Chunker {
       for (size_t i = 0; i < matmuls.size(); ++i) {
         const Op& mm = ops[matmuls[i]];
         const Var out = *program_.FindVar(mm.Output("Out"));
-        products[i].push_back(
-            Declare(program_, out, StrCat(kRowBlockTag, j), cut.axis, out.shape[cut.axis] / k));
+        products[i].push_back(DeclarePiece(program_, out, StrCat(kRowBlockTag, j), cut.axis,
+                                           out.shape[cut.axis] / k));
         Op block = mm;
         block.SetInput("X", {gathered[j]}).SetOutput("Out", {products[i].back()});
         at_reader.push_back(std::move(block));
@@ -329,10 +293,10 @@ class Chunker {
     // The matmul that writes the partial sum, which the reduce-scatter alone reads.
     int mm_at = -1;
     for (int i = at - 1; i >= 0 && mm_at < 0; --i)
-      if (Writes(ops[i], partial)) mm_at = i;
-    if (mm_at < 0 || Exported(program_, partial)) return false;
+      if (WritesVar(ops[i], partial)) mm_at = i;
+    if (mm_at < 0 || ExportedVar(program_, partial)) return false;
     for (int i = 0; i < static_cast<int>(ops.size()); ++i)
-      if (i != at && i != mm_at && Reads(ops[i], partial)) return false;
+      if (i != at && i != mm_at && ReadsVar(ops[i], partial)) return false;
     const Op mm = ops[mm_at];
     const std::string a = mm.Input("X");
     const Var* pv = program_.FindVar(partial);
@@ -340,7 +304,7 @@ class Chunker {
     const Var* sv = program_.FindVar(reduced);
     if (!pv || !av || !sv || IsRowBlock(a)) return false;
     for (int i = mm_at + 1; i < at; ++i)
-      if (Writes(ops[i], a) || Writes(ops[i], partial)) return false;
+      if (WritesVar(ops[i], a) || WritesVar(ops[i], partial)) return false;
     const Cut cut = CutOf(scatter, *pv);
     const int n = cut.members;
     if (n < 2 || !MultipliesRows(program_, module_, mm, a, cut.axis, 1)) return false;
@@ -380,7 +344,7 @@ class Chunker {
     const Var as = *av, ps = *pv, ss = *sv;
     std::vector<std::string> slices;
     for (int s = 0; s < n * k; ++s)
-      slices.push_back(Declare(program_, as, StrCat(".s", s), cut.axis, c));
+      slices.push_back(DeclarePiece(program_, as, StrCat(".s", s), cut.axis, c));
     std::vector<Op> at_matmul;
     at_matmul.push_back(
         SplitOp(mm, a, slices, cut.axis, c, SlicesAsViews(program_, as, cut.axis, mm_at + 1)));
@@ -388,13 +352,15 @@ class Chunker {
     for (int j = 0; j < k; ++j) {
       std::vector<std::string> members;
       for (int m = 0; m < n; ++m) members.push_back(slices[m * k + j]);
-      const std::string rows_j = Declare(program_, as, StrCat(kRowBlockTag, j), cut.axis, c * n);
+      const std::string rows_j =
+          DeclarePiece(program_, as, StrCat(kRowBlockTag, j), cut.axis, c * n);
       at_matmul.push_back(ConcatOp(mm, members, rows_j, cut.axis));
-      const std::string product = Declare(program_, ps, StrCat(kRowBlockTag, j), cut.axis, c * n);
+      const std::string product =
+          DeclarePiece(program_, ps, StrCat(kRowBlockTag, j), cut.axis, c * n);
       Op block = mm;
       block.SetInput("X", {rows_j}).SetOutput("Out", {product});
       at_matmul.push_back(std::move(block));
-      parts.push_back(Declare(program_, ss, StrCat(kRowBlockTag, j), cut.axis, c));
+      parts.push_back(DeclarePiece(program_, ss, StrCat(kRowBlockTag, j), cut.axis, c));
       Op part = scatter;
       part.SetInput("X", {product}).SetOutput("Out", {parts.back()});
       at_matmul.push_back(std::move(part));

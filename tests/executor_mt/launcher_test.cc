@@ -532,81 +532,59 @@ TEST_F(LauncherTest, CutsOfFourRankAllReducesTrainBitIdentically) {
   ExpectSameParamBytes(plain_params, cut_params, 4);
 }
 
-// overlap-collective-matmul over Gloo processes: a GPT at mp 4 (seq 128, 64-row blocks)
-// with sequence parallelism trains the same bits with its all-gathers and reduce-scatters
-// decomposed into shifts (the TCP ring's all-gather carries them) and member-order sums as
-// without the pass.
-TEST_F(LauncherTest, CollectiveMatmulOverGlooTrainsTheSequenceParallelPlansBits) {
-  const std::string path = (dir_ / "gpt_seq128_mp4.pb").string();
+// A sequence-parallel GPT at mp 4 (seq 128) planned fthenb with `passes` after
+// assign-streams (their statistics matching `stats`), trained 2 steps on 4 Gloo processes:
+// the same losses and every rank's parameter bytes as the plain SP plan.
+void ExpectSequenceParallelPlanTrainsItsBits(const fs::path& dir, const std::string& passes,
+                                             const std::vector<std::string>& stats) {
+  const std::string path = (dir / "gpt_seq128_mp4.pb").string();
   Finished built =
       RunTool({"build-model", "gpt", "--layers", "2",   "--hidden",           "256", "--heads", "8",
                "--seq",       "128", "--vocab",  "128", "--micro-batch-size", "2",   "--mp",    "4",
                "--seed",      "1",   "-o",       path},
-              dir_, "build");
+              dir, "build");
   ASSERT_EQ(built.exit_code, 0) << built.err;
   const std::string plain =
       "sequence-parallel,append-backward{optimizer=adam},split-program,"
       "schedule{kind=fthenb,micro-batches=2},insert-p2p,assign-streams";
-  const std::string cm_plan = (dir_ / "cm.pb").string();
-  Finished opt =
-      RunTool({"opt", path, "-p", plain + ",overlap-collective-matmul{decompose=all},insert-events",
-               "--stats", "-o", cm_plan},
-              dir_, "opt");
+  const std::string planned = (dir / "planned.pb").string();
+  Finished opt = RunTool({"opt", path, "-p", plain + "," + passes + ",insert-events", "--stats",
+                          "--device", "h100", "-o", planned},
+                         dir, "opt");
   ASSERT_EQ(opt.exit_code, 0) << opt.err;
-  EXPECT_THAT(opt.out + opt.err, ::testing::ContainsRegex("reduce-scatters-decomposed +[1-9]"));
-  const fs::path plain_params = dir_ / "sp_params", cm_params = dir_ / "cm_params";
+  for (const std::string& stat : stats)
+    EXPECT_THAT(opt.out + opt.err, ::testing::ContainsRegex(stat + " +[1-9]"));
+  const fs::path plain_params = dir / "sp_params", planned_params = dir / "planned_params";
   Finished a =
       RunTool({"run-parallel", path, "--nproc", "4", "--steps", "2", "--report", "json",
                "--pipeline", plain + ",insert-events", "--save-params", plain_params.string()},
-              dir_, "sp");
-  Finished b = RunTool({"run-parallel", cm_plan, "--nproc", "4", "--steps", "2", "--report", "json",
-                        "--strict-events", "--save-params", cm_params.string()},
-                       dir_, "cm");
+              dir, "sp");
+  Finished b = RunTool({"run-parallel", planned, "--nproc", "4", "--steps", "2", "--report", "json",
+                        "--strict-events", "--save-params", planned_params.string()},
+                       dir, "planned");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   std::vector<double> want = JsonLosses(a.out), got = JsonLosses(b.out);
   ASSERT_EQ(got.size(), 2u) << b.out;
   EXPECT_EQ(got, want);
-  ExpectSameParamBytes(plain_params, cm_params, 4);
+  ExpectSameParamBytes(plain_params, planned_params, 4);
 }
 
-// Sequence chunks over Gloo processes (overlap-row-split{split-ops=all} on a sequence-
-// parallel GPT at mp 4): each forward all-gather and reduce-scatter cut in two chunks of
-// every member's rows with its matmuls, the rows put back in sequence order; the same bits
-// as the whole collectives.
+// overlap-collective-matmul over Gloo processes (64-row blocks at mp 4): the all-gathers and
+// reduce-scatters decomposed into shifts (the TCP ring's all-gather carries them) and
+// member-order sums train the same bits as without the pass.
+TEST_F(LauncherTest, CollectiveMatmulOverGlooTrainsTheSequenceParallelPlansBits) {
+  ExpectSequenceParallelPlanTrainsItsBits(dir_, "overlap-collective-matmul{decompose=all}",
+                                          {"reduce-scatters-decomposed"});
+}
+
+// Sequence chunks over Gloo processes (overlap-row-split{split-ops=all}): each forward
+// all-gather and reduce-scatter cut in two chunks of every member's rows with its matmuls,
+// the rows put back in sequence order; the same bits as the whole collectives.
 TEST_F(LauncherTest, SequenceChunksOverGlooTrainTheSequenceParallelPlansBits) {
-  const std::string path = (dir_ / "gpt_seq128_mp4.pb").string();
-  Finished built =
-      RunTool({"build-model", "gpt", "--layers", "2",   "--hidden",           "256", "--heads", "8",
-               "--seq",       "128", "--vocab",  "128", "--micro-batch-size", "2",   "--mp",    "4",
-               "--seed",      "1",   "-o",       path},
-              dir_, "build");
-  ASSERT_EQ(built.exit_code, 0) << built.err;
-  const std::string plain =
-      "sequence-parallel,append-backward{optimizer=adam},split-program,"
-      "schedule{kind=fthenb,micro-batches=2},insert-p2p,assign-streams";
-  const std::string chunked_plan = (dir_ / "chunked.pb").string();
-  Finished opt =
-      RunTool({"opt", path, "-p", plain + ",overlap-row-split{split-ops=all},insert-events",
-               "--stats", "--device", "h100", "-o", chunked_plan},
-              dir_, "opt");
-  ASSERT_EQ(opt.exit_code, 0) << opt.err;
-  EXPECT_THAT(opt.out + opt.err, ::testing::ContainsRegex("sequence-scatters-chunked +[1-9]"));
-  EXPECT_THAT(opt.out + opt.err, ::testing::ContainsRegex("sequence-gathers-chunked +[1-9]"));
-  const fs::path plain_params = dir_ / "sp_params", chunked_params = dir_ / "chunked_params";
-  Finished a =
-      RunTool({"run-parallel", path, "--nproc", "4", "--steps", "2", "--report", "json",
-               "--pipeline", plain + ",insert-events", "--save-params", plain_params.string()},
-              dir_, "sp");
-  Finished b = RunTool({"run-parallel", chunked_plan, "--nproc", "4", "--steps", "2", "--report",
-                        "json", "--strict-events", "--save-params", chunked_params.string()},
-                       dir_, "chunked");
-  ASSERT_EQ(a.exit_code, 0) << a.err;
-  ASSERT_EQ(b.exit_code, 0) << b.err;
-  std::vector<double> want = JsonLosses(a.out), got = JsonLosses(b.out);
-  ASSERT_EQ(got.size(), 2u) << b.out;
-  EXPECT_EQ(got, want);
-  ExpectSameParamBytes(plain_params, chunked_params, 4);
+  ExpectSequenceParallelPlanTrainsItsBits(
+      dir_, "overlap-row-split{split-ops=all}",
+      {"sequence-scatters-chunked", "sequence-gathers-chunked"});
 }
 
 // The amp module `training` makes of the small GPT, trained `steps` steps by the reference
