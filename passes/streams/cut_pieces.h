@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ir/op.h"
 #include "ir/program.h"
@@ -65,6 +66,25 @@ inline bool WritesVar(const Op& op, const std::string& var) {
   bool writes = false;
   op.ForEachOutput([&](const std::string& v) { writes = writes || v == var; });
   return writes;
+}
+
+// `ops` rebuilt: op `at` replaced by `at_ops`, `before_ops` put before op `before`, and the
+// ops whose indices are in `dropped` (those the pieces replace) left out.
+inline void Splice(std::vector<Op>& ops, int at, std::vector<Op> at_ops, int before,
+                   std::vector<Op> before_ops, const std::vector<int>& dropped) {
+  std::vector<Op> rebuilt;
+  rebuilt.reserve(ops.size() + at_ops.size() + before_ops.size());
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (i == before)
+      for (Op& op : before_ops) rebuilt.push_back(std::move(op));
+    if (i == at) {
+      for (Op& op : at_ops) rebuilt.push_back(std::move(op));
+      continue;
+    }
+    if (std::find(dropped.begin(), dropped.end(), i) != dropped.end()) continue;
+    rebuilt.push_back(std::move(ops[i]));
+  }
+  ops = std::move(rebuilt);
 }
 
 // Whether `var` is one of the program's outputs (another program reads it).

@@ -294,20 +294,8 @@ class OverlapCollectiveMatmulPass : public Pass {
       concat.SetAttr("nranks", int64_t{n});
       products.push_back(std::move(concat));
     }
-    // Rebuild: the shifts where the gather was, the products where its first reader is.
-    std::vector<Op> rebuilt;
-    rebuilt.reserve(ops.size() + shifts.size() + products.size());
-    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-      if (i == at) {
-        for (Op& s : shifts) rebuilt.push_back(std::move(s));
-        continue;
-      }
-      if (i == first_reader)
-        for (Op& p : products) rebuilt.push_back(std::move(p));
-      if (std::find(matmuls.begin(), matmuls.end(), i) != matmuls.end()) continue;
-      rebuilt.push_back(std::move(ops[i]));
-    }
-    ops = std::move(rebuilt);
+    // The shifts where the gather was, the products where its first reader is.
+    Splice(ops, at, std::move(shifts), first_reader, std::move(products), matmuls);
     if (!others) program.RemoveVarsIf([&](const Var& v) { return v.name == g; });
     return Decision::kDone;
   }
@@ -393,18 +381,7 @@ class OverlapCollectiveMatmulPass : public Pass {
     sum.SetAttr("nranks", int64_t{n});
     sum.role = scatter.role;
     sum.weight_grad = scatter.weight_grad;
-    std::vector<Op> rebuilt;
-    rebuilt.reserve(ops.size() + blocks.size());
-    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-      if (i == mm_index) {
-        for (Op& b : blocks) rebuilt.push_back(std::move(b));
-      } else if (i == at) {
-        rebuilt.push_back(std::move(sum));
-      } else {
-        rebuilt.push_back(std::move(ops[i]));
-      }
-    }
-    ops = std::move(rebuilt);
+    Splice(ops, mm_index, std::move(blocks), at, {std::move(sum)}, {at});
     program.RemoveVarsIf([&](const Var& v) { return v.name == partial; });
     return Decision::kDone;
   }

@@ -268,19 +268,7 @@ class Chunker {
       reorder(products[i], ops[matmuls[i]].Output("Out"), at_reader);
     if (others) reorder(gathered, g, at_reader);
 
-    std::vector<Op> rebuilt;
-    rebuilt.reserve(ops.size() + at_gather.size() + at_reader.size());
-    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-      if (i == at) {
-        for (Op& op : at_gather) rebuilt.push_back(std::move(op));
-        continue;
-      }
-      if (i == first_reader)
-        for (Op& op : at_reader) rebuilt.push_back(std::move(op));
-      if (std::find(matmuls.begin(), matmuls.end(), i) != matmuls.end()) continue;
-      rebuilt.push_back(std::move(ops[i]));
-    }
-    ops = std::move(rebuilt);
+    Splice(ops, at, std::move(at_gather), first_reader, std::move(at_reader), matmuls);
     if (!others) program_.RemoveVarsIf([&](const Var& v) { return v.name == g; });
     return true;
   }
@@ -365,19 +353,8 @@ class Chunker {
       part.SetInput("X", {product}).SetOutput("Out", {parts.back()});
       at_matmul.push_back(std::move(part));
     }
-    Op join = ConcatOp(mm, parts, reduced, cut.axis);
-    std::vector<Op> rebuilt;
-    rebuilt.reserve(ops.size() + at_matmul.size());
-    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-      if (i == mm_at) {
-        for (Op& op : at_matmul) rebuilt.push_back(std::move(op));
-      } else if (i == at) {
-        rebuilt.push_back(std::move(join));
-      } else {
-        rebuilt.push_back(std::move(ops[i]));
-      }
-    }
-    ops = std::move(rebuilt);
+    // The join where the reduce-scatter was.
+    Splice(ops, mm_at, std::move(at_matmul), at, {ConcatOp(mm, parts, reduced, cut.axis)}, {at});
     program_.RemoveVarsIf([&](const Var& v) { return v.name == partial; });
     return true;
   }
