@@ -52,15 +52,17 @@ void AttachCostModel(std::shared_ptr<cost::Estimator> estimator, PassContext& co
   context.Attach(std::move(estimator));
 }
 
-StatusOr<double> SimulatedStep(const Module& module, PassContext& context) {
-  if (const cost::Simulator* simulator = context.Find<cost::Simulator>()) {
-    PW_ASSIGN_OR_RETURN(cost::SimResult result, simulator->Run(module));
-    return result.step_time;
-  }
+StatusOr<cost::SimResult> SimulatePlan(const Module& module, PassContext& context) {
+  if (const cost::Simulator* simulator = context.Find<cost::Simulator>())
+    return simulator->Run(module);
   cost::Simulator own(std::shared_ptr<const cost::Estimator>(context.Find<cost::Estimator>(),
                                                              [](const cost::Estimator*) {}),
                       context.ops());
-  PW_ASSIGN_OR_RETURN(cost::SimResult result, own.Run(module));
+  return own.Run(module);
+}
+
+StatusOr<double> SimulatedStep(const Module& module, PassContext& context) {
+  PW_ASSIGN_OR_RETURN(cost::SimResult result, SimulatePlan(module, context));
   return result.step_time;
 }
 

@@ -9,6 +9,7 @@
 #include "cost_model/estimator.h"
 #include "ir/module.h"
 #include "passes/pass_context.h"
+#include "simulator/simulator.h"
 
 namespace pw {
 
@@ -26,8 +27,10 @@ StatusOr<std::shared_ptr<cost::Estimator>> MakeEstimator(const std::string& devi
 // candidate rewrite (context.Find<cost::Estimator>(), context.Find<cost::Simulator>()).
 void AttachCostModel(std::shared_ptr<cost::Estimator> estimator, PassContext& context);
 
-// The module's simulated step, in seconds: with the context's simulator, else one over its
-// estimator (a pass that keeps a rewrite only where the step gets shorter).
+// The module's plan simulated with the context's simulator, else one over its estimator (a
+// pass that keeps a rewrite only where the step gets shorter, or the plan still fits).
+StatusOr<cost::SimResult> SimulatePlan(const Module& module, PassContext& context);
+// Its step, in seconds.
 StatusOr<double> SimulatedStep(const Module& module, PassContext& context);
 
 }  // namespace pw

@@ -40,6 +40,9 @@ class PassContext {
   // Adds `delta` to counter `name` of the running pass (e.g. "ops-removed"). Counter
   // names are lower-case words joined by '-'; `--stats` prints them.
   void AddStatistic(std::string_view name, int64_t delta = 1);
+  // The counters of the pass running now: a pass that tries a rewrite more than once puts
+  // back those from before an attempt it does not keep.
+  std::vector<std::pair<std::string, int64_t>>& CurrentCounters();
   // One entry per pass run so far, in run order (a pass that ran twice has two).
   const std::vector<PassStatistics>& statistics() const { return statistics_; }
   // Starts the statistics of a pass run; the PassManager calls it before every pass.

@@ -38,6 +38,7 @@
 #include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
 #include "ir/stream_type.h"
+#include "passes/cost_inputs.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 #include "passes/pipeline/module_stages.h"
@@ -48,6 +49,7 @@
 #include "passes/streams/row_split_choice.h"
 #include "passes/streams/sequence_chunks.h"
 #include "simulator/action_simulator.h"
+#include "simulator/memory_fit.h"
 #include "simulator/simulator.h"
 
 namespace pw {
@@ -115,11 +117,16 @@ class Overlap1F1BPass : public Pass {
            "collectives move to mp_fwd_comm. A fused pair starts once both inputs are there, so "
            "1f1b ranks run forwards up to c*(ranks-1-r) slots earlier (rank r) where the pairs "
            "need that slack: statistics peak-in-flight-before/after say the memory it costs, "
-           "max-forward-shift bounds c. Plans of 1f1b, eager-1f1b, interleaved-1f1b "
+           "max-forward-shift bounds c; where the device's memory held the plan before but "
+           "not with the earlier forwards, smaller c are tried (forward-shift-lowered-to-fit) "
+           "or the plan is left as it was (undone-does-not-fit). Plans of 1f1b, eager-1f1b, "
+           "interleaved-1f1b "
            "and dualpipe-v; run after assign-streams and before insert-events.";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override;
+  // The pass with forwards at most `max_shift` slots earlier (max-forward-shift).
+  StatusOr<bool> Pair(Module& module, PassContext& context, int max_shift);
 
  private:
   Status CheckModule(const Module& module, PassContext& context) const;
@@ -517,11 +524,46 @@ StatusOr<Decision> Overlap1F1BPass::Cut(const Module& module, const Part& first,
   return d;
 }
 
+// Forwards run earlier hold more activations: where the plan fitted the device's memory
+// before and does not with the pairs, smaller shifts are tried, and the first that fits is
+// kept if its step is shorter than the plan's without the pass; else the plan stays as it
+// was (statistic undone-does-not-fit).
 StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   PW_RETURN_IF_ERROR(CheckModule(module, context));
-  if (max_forward_shift.value() < 0)
-    return InvalidArgument("overlap-1f1b: max-forward-shift must be at least 0, got ",
-                           max_forward_shift.value());
+  const int max_shift = max_forward_shift.value();
+  if (max_shift < 0)
+    return InvalidArgument("overlap-1f1b: max-forward-shift must be at least 0, got ", max_shift);
+  const cost::DeviceSpec& device = context.Find<cost::Estimator>()->device();
+  if (max_shift == 0 || device.memory_capacity() <= 0) return Pair(module, context, max_shift);
+  const Module before = module;
+  const auto counters = context.CurrentCounters();
+  PW_ASSIGN_OR_RETURN(bool changed, Pair(module, context, max_shift));
+  auto fits = [&](const Module& m) -> StatusOr<std::pair<bool, double>> {
+    PW_ASSIGN_OR_RETURN(cost::SimResult result, SimulatePlan(m, context));
+    return std::pair<bool, double>{cost::FitMemory(result, device).fits, result.step_time};
+  };
+  PW_ASSIGN_OR_RETURN(auto paired, fits(module));
+  if (paired.first) return changed;
+  PW_ASSIGN_OR_RETURN(auto plain, fits(before));
+  if (!plain.first) return changed;  // it did not fit before either
+  for (int shift = max_shift - 1; shift >= 0; --shift) {
+    Module tried = before;
+    context.CurrentCounters() = counters;
+    PW_ASSIGN_OR_RETURN(bool tried_changed, Pair(tried, context, shift));
+    PW_ASSIGN_OR_RETURN(auto result, fits(tried));
+    if (!result.first) continue;
+    if (result.second >= plain.second) break;  // fits, but slower than without the pass
+    module = std::move(tried);
+    context.AddStatistic("forward-shift-lowered-to-fit", max_shift - shift);
+    return tried_changed;
+  }
+  module = before;
+  context.CurrentCounters() = counters;
+  context.AddStatistic("undone-does-not-fit");
+  return false;
+}
+
+StatusOr<bool> Overlap1F1BPass::Pair(Module& module, PassContext& context, int max_shift) {
   PW_ASSIGN_OR_RETURN(pipeline::ModuleStages stages, pipeline::ReadModuleStages(module));
 
   // Forward and backward communication on their own streams.
@@ -546,7 +588,7 @@ StatusOr<bool> Overlap1F1BPass::Run(Module& module, PassContext& context) {
   schedule.skip_edges = stages.skip_edges;
   FusePairsOptions fuse_options;
   fuse_options.warmup_cooldown = warmup.value();
-  fuse_options.max_shift = max_forward_shift.value();
+  fuse_options.max_shift = max_shift;
   PW_ASSIGN_OR_RETURN(fuse_options.costs, StageCosts(module, stages, context));
   StatusOr<FusedPairs> fused = FuseIndependentPairs(schedule, fuse_options);
   if (!fused.ok()) return fused.status().WithContext("overlap-1f1b");

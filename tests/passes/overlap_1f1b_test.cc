@@ -9,6 +9,7 @@
 #include <map>
 #include <tuple>
 
+#include "cost_model/device_spec.h"
 #include "ir/plan.h"
 #include "ir/verifier.h"
 #include "models/gpt.h"
@@ -619,6 +620,54 @@ TEST(Overlap1F1BTest, ChunksSequenceParallelCollectivesOfForwardsThatRunAlone) {
   EXPECT_EQ(whole.stats["sequence-scatters-chunked"], 0);
   EXPECT_EQ(whole.stats["paired-jobs-on-edge-variants"], 0);
   EXPECT_LT(with_chunks, without);
+}
+
+// Forwards run earlier hold more activations. On a device whose memory holds the plan
+// without overlap-1f1b but not the pairs with forwards two slots earlier, the pass keeps a
+// plan that fits: a smaller shift, or the plan as it was.
+TEST(Overlap1F1BTest, KeepsThePlanInTheDevicesMemory) {
+  auto planned = [] {
+    auto built = models::BuildGpt(SmallGptConfig(2, 4));
+    EXPECT_TRUE(built.ok());
+    Module m = std::move(built).value();
+    PassRun run = RunWithCostModel(m,
+                                   "append-backward{optimizer=adam},split-program,"
+                                   "schedule{kind=1f1b,micro-batches=8},insert-p2p,"
+                                   "assign-streams,overlap-column-parallel-backward");
+    EXPECT_TRUE(run.status.ok()) << run.status.ToString();
+    return m;
+  };
+  auto spec = cost::BuiltinDeviceSpec("h100");
+  ASSERT_TRUE(spec.ok());
+  auto peak = [&](const Module& m) {
+    auto estimator = cost::Estimator::Create(*spec, cost::OpCostTable{});
+    EXPECT_TRUE(estimator.ok());
+    StatusOr<cost::SimResult> sim = cost::Simulator(*estimator, ops::Registry()).Run(m);
+    EXPECT_TRUE(sim.ok()) << sim.status().ToString();
+    int64_t most = 0;
+    for (const cost::RankResult& r : sim->ranks) most = std::max(most, r.peak_bytes);
+    return most;
+  };
+  Module unpaired = planned(), paired = planned();
+  ASSERT_TRUE(RunWithCostModel(paired, "overlap-1f1b,insert-events").status.ok());
+  const int64_t before = peak(unpaired), after = peak(paired);
+  ASSERT_GT(after, before);  // the earlier forwards hold more
+  // A device with room for the plan before, not for the pairs' peak.
+  spec->set_memory_capacity(spec->memory_reserved() + static_cast<double>(before + after) / 2);
+  auto estimator = cost::Estimator::Create(*spec, cost::OpCostTable{});
+  ASSERT_TRUE(estimator.ok());
+  PassContext context(ops::Registry());
+  AttachCostModel(*estimator, context);
+  PassManager pm;
+  ASSERT_TRUE(pm.AddPipeline("overlap-1f1b,insert-events").ok());
+  Module m = planned();
+  ASSERT_TRUE(pm.Run(m, context).ok());
+  std::map<std::string, int64_t> stats;
+  for (const PassStatistics& s : context.statistics())
+    if (s.pass == "overlap-1f1b")
+      for (const auto& [name, value] : s.counters) stats[name] = value;
+  EXPECT_EQ(stats["forward-shift-lowered-to-fit"] > 0, stats["undone-does-not-fit"] == 0);
+  EXPECT_LE(peak(m), static_cast<int64_t>(spec->memory_capacity() - spec->memory_reserved()));
 }
 
 TEST(Overlap1F1BTest, InterleavesDualPipesOwnFusedJobs) {
