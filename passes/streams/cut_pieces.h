@@ -68,6 +68,38 @@ inline bool WritesVar(const Op& op, const std::string& var) {
   return writes;
 }
 
+// Whether op `from` or a later one writes `var`.
+inline bool WrittenFrom(const Program& program, size_t from, const std::string& var) {
+  for (size_t i = from; i < program.ops().size(); ++i)
+    if (WritesVar(program.ops()[i], var)) return true;
+  return false;
+}
+
+// Whether slices of `var` along `axis` can be its own bytes (split{view}): they lie one after
+// another (every dim before the axis is 1) and no op from `from` on writes it.
+inline bool SlicesAsViews(const Program& program, const Var& var, int axis, size_t from) {
+  for (int d = 0; d < axis; ++d)
+    if (var.shape[d] != 1) return false;
+  return !WrittenFrom(program, from, var.name);
+}
+
+// A collective's cut: its group, member count and axis (made non-negative by `any`'s rank).
+struct CollectiveCut {
+  std::string group;
+  int members = 1;
+  int axis = 0;
+};
+
+inline CollectiveCut CutOf(const Op& collective, const Var& any) {
+  CollectiveCut cut;
+  cut.group = collective.attrs.GetString("group", "mp");
+  cut.members = static_cast<int>(collective.attrs.GetInt("nranks", 1));
+  int64_t axis = collective.attrs.GetInt("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(any.shape.size());
+  cut.axis = static_cast<int>(axis);
+  return cut;
+}
+
 // `ops` rebuilt: op `at` replaced by `at_ops`, `before_ops` put before op `before`, and the
 // ops whose indices are in `dropped` (those the pieces replace) left out.
 inline void Splice(std::vector<Op>& ops, int at, std::vector<Op> at_ops, int before,

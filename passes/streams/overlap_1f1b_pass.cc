@@ -653,20 +653,21 @@ StatusOr<bool> Overlap1F1BPass::Pair(Module& module, PassContext& context, int m
     // A B/F pair's edges: each part's program may run its edge variant (the backward's first
     // all-gather, the forward's last reduce-scatter in chunks), kept where the pair then
     // simulates shorter.
-    for (const Part* part : {&first, &second}) {
-      if (first.job->kind == second.job->kind || part->runs.size() != 1) break;
-      Job* run = const_cast<Job*>(part->runs.front());
-      auto edge = edge_variants_.find(run->program);
+    // (The parts' runs are these sub-jobs: a program changed here is the part's.)
+    for (Job& run : job->sub_jobs) {
+      if (first.job->kind == second.job->kind) break;
+      if (RunsSubJobs(run)) continue;
+      auto edge = edge_variants_.find(run.program);
       if (edge == edge_variants_.end()) continue;
-      const std::string plain = run->program;
-      run->program = edge->second;
+      const std::string plain = run.program;
+      run.program = edge->second;
       PW_ASSIGN_OR_RETURN(auto tried, decision(*job, first, second));
       if (pair_seconds(*tried.second) < pair_seconds(*chosen.second) * (1 - 1e-9)) {
         chosen = tried;
         edges_used.insert(edge->second);
         ++edge_jobs;
       } else {
-        run->program = plain;
+        run.program = plain;
       }
     }
     const Decision& d = *chosen.second;

@@ -35,38 +35,10 @@
 namespace pw {
 namespace {
 
-// The collective's cut: its group, member count and axis.
-struct Cut {
-  std::string group;
-  int members = 1;
-  int axis = 0;
-};
-
-Cut CutOf(const Op& collective, const Var& whole) {
-  Cut cut;
-  cut.group = collective.attrs.GetString("group", "mp");
-  cut.members = static_cast<int>(collective.attrs.GetInt("nranks", 1));
-  int64_t axis = collective.attrs.GetInt("axis", 0);
-  if (axis < 0) axis += static_cast<int64_t>(whole.shape.size());
-  cut.axis = static_cast<int>(axis);
-  return cut;
-}
-
-// Whether matmul `op` multiplies rows of `x` (cut in `cut.members` blocks along `cut.axis`, a
-// row axis) by a matrix, with blocks large enough to keep the GEMM's summation order.
-bool MultipliesRowBlocks(const Program& program, const Module& module, const Op& op,
-                         const std::string& x, const Cut& cut) {
-  if (op.type != "matmul" || op.Input("X") != x || op.attrs.GetBool("trans_x", false)) return false;
-  if (!op.wait_events.empty() || !op.record_events.empty()) return false;
-  const Var* xv = program.FindVar(x);
-  const Var* y = module.FindVar(op.Input("Y"), &program);
-  const Var* out = program.FindVar(op.Output("Out"));
-  if (!xv || !y || !out || y->shape.size() != 2 || xv->shape.size() < 2) return false;
-  if (cut.axis < 0 || cut.axis + 1 >= static_cast<int>(xv->shape.size())) return false;
-  if (cut.members < 2 || xv->shape[cut.axis] % cut.members != 0) return false;
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < xv->shape.size(); ++d) rows *= xv->shape[d];
-  return rows / cut.members >= kMinSplitRows && out->shape.back() >= kMinSplitColumns;
+// Whether matmul `op` multiplies rows of `x` in one block per member of `cut`.
+bool MultipliesMemberBlocks(const Program& program, const Module& module, const Op& op,
+                            const std::string& x, const CollectiveCut& cut) {
+  return cut.members >= 2 && MultipliesRowBlocks(program, module, op, x, cut.axis, cut.members);
 }
 
 // When the decomposed collective matmul finishes, by the cost model: `members` blocks of
@@ -178,7 +150,7 @@ class OverlapCollectiveMatmulPass : public Pass {
   // The seconds of one row block of matmul `op`: its X and Out cut in `cut.members` along
   // the cut's axis.
   static double BlockSeconds(const Module& module, const Program& program, const Op& op,
-                             const Cut& cut, const cost::Estimator& estimator,
+                             const CollectiveCut& cut, const cost::Estimator& estimator,
                              const OpRegistry& registry) {
     std::vector<Var> blocks;
     for (const std::string& name : {op.Input("X"), op.Output("Out")}) {
@@ -221,7 +193,7 @@ class OverlapCollectiveMatmulPass : public Pass {
     const Var* gv = program.FindVar(g);
     const Var* xv = program.FindVar(x);
     if (!gv || !xv || x == g) return Decision::kNotApplicable;
-    const Cut cut = CutOf(gather, *gv);
+    const CollectiveCut cut = CutOf(gather, *gv);
     // The readers of the gathered tensor, and which of them multiply its row blocks (their
     // matrices defined before the first reader, where the blocks' products go).
     int first_reader = -1;
@@ -232,8 +204,8 @@ class OverlapCollectiveMatmulPass : public Pass {
       if (WritesVar(ops[i], g) || WritesVar(ops[i], x)) return Decision::kNotApplicable;
       if (!ReadsVar(ops[i], g)) continue;
       if (first_reader < 0) first_reader = i;
-      if (MultipliesRowBlocks(program, module, ops[i], g, cut) &&
-          DefinedBefore(program, ops[i].Input("Y"), first_reader))
+      if (MultipliesMemberBlocks(program, module, ops[i], g, cut) &&
+          !WrittenFrom(program, first_reader, ops[i].Input("Y")))
         matmuls.push_back(i);
       else
         others = true;
@@ -319,18 +291,15 @@ class OverlapCollectiveMatmulPass : public Pass {
     const Op mm = ops[mm_index];
     const Var* pv = program.FindVar(partial);
     if (!pv) return Decision::kNotApplicable;
-    const Cut cut = CutOf(scatter, *pv);
+    const CollectiveCut cut = CutOf(scatter, *pv);
     const std::string a = mm.Input("X");
-    if (!MultipliesRowBlocks(program, module, mm, a, cut)) return Decision::kNotApplicable;
+    if (!MultipliesMemberBlocks(program, module, mm, a, cut)) return Decision::kNotApplicable;
     for (int i = mm_index + 1; i < at; ++i)
       if (WritesVar(ops[i], a)) return Decision::kNotApplicable;
-    // The rows of each member are a view of A where they lie one after another in it (every
-    // dim before the axis 1) and nothing writes A later; else a copy.
-    bool view = true;
-    if (const Var* av = program.FindVar(a))
-      for (int d = 0; d < cut.axis; ++d) view = view && av->shape[d] == 1;
-    for (int i = mm_index + 1; i < static_cast<int>(ops.size()); ++i)
-      view = view && !WritesVar(ops[i], a);
+    // The rows of each member are a view of A where they lie one after another in it and
+    // nothing writes A later; else a copy.
+    const bool view =
+        SlicesAsViews(program, *program.FindVar(a), cut.axis, static_cast<size_t>(mm_index) + 1);
     if (!all) {
       // The splits copy the rows in (unless views); the owner's sum reads its n partials and
       // writes one.
@@ -384,15 +353,6 @@ class OverlapCollectiveMatmulPass : public Pass {
     Splice(ops, mm_index, std::move(blocks), at, {std::move(sum)}, {at});
     program.RemoveVarsIf([&](const Var& v) { return v.name == partial; });
     return Decision::kDone;
-  }
-
-  // Whether `var` holds its value before op `index`: written by an earlier op, or by no op
-  // of the program (a parameter, an input).
-  static bool DefinedBefore(const Program& program, const std::string& var, int index) {
-    const std::vector<Op>& ops = program.ops();
-    for (int i = index; i < static_cast<int>(ops.size()); ++i)
-      if (WritesVar(ops[i], var)) return false;
-    return true;
   }
 
   const OpRegistry& registry() const { return *registry_; }

@@ -63,15 +63,15 @@ class OverlapRowSplitPass : public Pass {
     std::optional<Module> unchunked;
     if (!all && !module.plan.empty()) unchunked = module;
     RowSplitCounts counts;
-    SequenceChunkCounts chunked;
     for (Program& program : module.programs()) {
       // Chunks first: a row split cuts every matmul, those of the chunks' matmuls too.
-      const SequenceChunkCounts c = ChunkSequenceCollectives(module, program, all, context);
-      chunked.gathers += c.gathers;
-      chunked.scatters += c.scatters;
+      const SequenceChunkCounts chunked = ChunkSequenceCollectives(module, program, all, context);
+      counts.sequence_gathers += chunked.gathers;
+      counts.sequence_scatters += chunked.scatters;
       counts += SplitRowParallelMatmuls(module, program, mode, context);
     }
-    if (unchunked && chunked.gathers + chunked.scatters > 0) {
+    const int chunks = counts.sequence_gathers + counts.sequence_scatters;
+    if (unchunked && chunks > 0) {
       RowSplitCounts alone;
       for (Program& program : unchunked->programs())
         alone += SplitRowParallelMatmuls(*unchunked, program, mode, context);
@@ -80,15 +80,14 @@ class OverlapRowSplitPass : public Pass {
       if (with.ok() && without.ok() && *with >= *without * 0.999) {
         module = std::move(*unchunked);
         counts = alone;
-        context.AddStatistic("chunks-undone-step-not-shorter", chunked.gathers + chunked.scatters);
-        chunked = {};
+        context.AddStatistic("chunks-undone-step-not-shorter", chunks);
       }
     }
     context.AddStatistic("matmuls-split", counts.matmuls);
     context.AddStatistic("wide-all-reduces-cut", counts.wide_all_reduces);
-    context.AddStatistic("sequence-gathers-chunked", chunked.gathers);
-    context.AddStatistic("sequence-scatters-chunked", chunked.scatters);
-    return counts.matmuls + chunked.gathers + chunked.scatters > 0;
+    context.AddStatistic("sequence-gathers-chunked", counts.sequence_gathers);
+    context.AddStatistic("sequence-scatters-chunked", counts.sequence_scatters);
+    return counts.matmuls + counts.sequence_gathers + counts.sequence_scatters > 0;
   }
 
  private:

@@ -26,16 +26,29 @@ bool CanSplitRows(const Program& program, int index, int blocks, int64_t min_row
   return gemm_rows >= std::max(min_rows, kMinSplitRows) && out->shape.back() >= kMinSplitColumns;
 }
 
+bool MultipliesRowBlocks(const Program& program, const Module& module, const Op& op,
+                         const std::string& x, int axis, int64_t blocks) {
+  if (op.type != "matmul" || op.Input("X") != x || op.attrs.GetBool("trans_x", false)) return false;
+  if (!op.wait_events.empty() || !op.record_events.empty()) return false;
+  const Var* xv = program.FindVar(x);
+  const Var* y = module.FindVar(op.Input("Y"), &program);
+  const Var* out = program.FindVar(op.Output("Out"));
+  if (!xv || !y || !out || y->shape.size() != 2 || xv->shape.size() < 2) return false;
+  if (axis < 0 || axis + 1 >= static_cast<int>(xv->shape.size())) return false;
+  if (blocks < 1 || xv->shape[axis] % blocks != 0) return false;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < xv->shape.size(); ++d) rows *= xv->shape[d];
+  return rows / blocks >= kMinSplitRows && out->shape.back() >= kMinSplitColumns;
+}
+
 namespace {
 
-// Whether var `name`'s row blocks can be views of it from op `index` on: every dim before
-// the rows is 1 (the blocks lie one after another) and no op from `index` on writes it.
+// Whether var `name`'s row blocks can be views of it after op `index`.
 bool RowsAsView(const Program& program, int index, const std::string& name) {
   const Var* x = program.FindVar(name);
-  if (!x || x->shape.size() < 2) return false;
-  for (size_t d = 0; d + 2 < x->shape.size(); ++d)
-    if (x->shape[d] != 1) return false;
-  return !FirstWriteAfter(program, index, [&](const std::string& v) { return v == name; });
+  return x && x->shape.size() >= 2 &&
+         SlicesAsViews(program, *x, static_cast<int>(x->shape.size()) - 2,
+                       static_cast<size_t>(index) + 1);
 }
 
 }  // namespace

@@ -28,6 +28,13 @@ inline constexpr int64_t kMinSplitColumns = 64;
 // blocks of at least max(`min_rows`, kMinSplitRows) GEMM rows each.
 bool CanSplitRows(const Program& program, int index, int blocks, int64_t min_rows);
 
+// Whether matmul `op` of `program` (of `module`: Y may be declared elsewhere) multiplies
+// the rows of `x`, cut along `axis` (a row axis, not the last), by a 2-D matrix in `blocks`
+// equal blocks of at least kMinSplitRows GEMM rows and kMinSplitColumns columns: the cuts
+// of collective matmul and of sequence chunks.
+bool MultipliesRowBlocks(const Program& program, const Module& module, const Op& op,
+                         const std::string& x, int axis, int64_t blocks);
+
 // Whether the row blocks of matmul `index`'s X can be views of X rather than copies
 // (split{view}): every dim before the rows is 1 and no later op writes X.
 bool SplitsAsView(const Program& program, int index);

@@ -16,51 +16,6 @@ namespace {
 
 constexpr int kMaxChunks = 8;
 
-bool WrittenFrom(const Program& program, int from, const std::string& var) {
-  for (int i = from; i < static_cast<int>(program.ops().size()); ++i)
-    if (WritesVar(program.ops()[i], var)) return true;
-  return false;
-}
-
-// The sequence-parallel collective's group size and (normalised) axis.
-struct Cut {
-  int members = 1;
-  int axis = 0;
-};
-
-Cut CutOf(const Op& collective, const Var& any) {
-  Cut cut;
-  cut.members = static_cast<int>(collective.attrs.GetInt("nranks", 1));
-  int64_t axis = collective.attrs.GetInt("axis", 0);
-  if (axis < 0) axis += static_cast<int64_t>(any.shape.size());
-  cut.axis = static_cast<int>(axis);
-  return cut;
-}
-
-// Slices of a var along `axis` are its own bytes (split{view}) when every dim before the
-// axis is 1 and nothing writes it from op `from` on.
-bool SlicesAsViews(const Program& program, const Var& var, int axis, int from) {
-  for (int d = 0; d < axis; ++d)
-    if (var.shape[d] != 1) return false;
-  return !WrittenFrom(program, from, var.name);
-}
-
-// Whether matmul `op` multiplies the rows of `x` (cut along `axis`, a row axis) by a
-// 2-D matrix, with `chunks` blocks of at least kMinSplitRows GEMM rows.
-bool MultipliesRows(const Program& program, const Module& module, const Op& op,
-                    const std::string& x, int axis, int64_t chunks) {
-  if (op.type != "matmul" || op.Input("X") != x || op.attrs.GetBool("trans_x", false)) return false;
-  if (!op.wait_events.empty() || !op.record_events.empty()) return false;
-  const Var* xv = program.FindVar(x);
-  const Var* y = module.FindVar(op.Input("Y"), &program);
-  const Var* out = program.FindVar(op.Output("Out"));
-  if (!xv || !y || !out || y->shape.size() != 2 || xv->shape.size() < 2) return false;
-  if (axis < 0 || axis + 1 >= static_cast<int>(xv->shape.size())) return false;
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < xv->shape.size(); ++d) rows *= xv->shape[d];
-  return rows / chunks >= kMinSplitRows && out->shape.back() >= kMinSplitColumns;
-}
-
 // `x` cut along `axis` in `pieces` equal slices (views where they can be).
 Op SplitOp(const Op& like, const std::string& x, const std::vector<std::string>& slices, int axis,
            int64_t extent, bool view) {
@@ -166,7 +121,7 @@ class Chunker {
     const Var* xv = program_.FindVar(x);
     const Var* gv = program_.FindVar(g);
     if (!xv || !gv || x == g || IsRowBlock(x)) return false;
-    const Cut cut = CutOf(gather, *gv);
+    const CollectiveCut cut = CutOf(gather, *gv);
     const int n = cut.members;
     if (n < 2 || cut.axis < 0 || cut.axis + 1 >= static_cast<int>(xv->shape.size())) return false;
     // Its readers: matmuls of its rows (their matrices defined before the first reader,
@@ -178,11 +133,8 @@ class Chunker {
       if (WritesVar(ops[i], g) || WritesVar(ops[i], x)) return false;
       if (!ReadsVar(ops[i], g)) continue;
       if (first_reader < 0) first_reader = i;
-      bool defined = true;
-      if (ops[i].type == "matmul")
-        for (int d = first_reader; d < static_cast<int>(ops.size()); ++d)
-          defined = defined && !WritesVar(ops[d], ops[i].Input("Y"));
-      if (defined && MultipliesRows(program_, module_, ops[i], g, cut.axis, 1))
+      if (MultipliesRowBlocks(program_, module_, ops[i], g, cut.axis, 1) &&
+          !WrittenFrom(program_, first_reader, ops[i].Input("Y")))
         matmuls.push_back(i);
       else
         others = true;
@@ -192,7 +144,7 @@ class Chunker {
     auto allowed = [&](int k) {
       if (slice_rows % k != 0) return false;
       for (int i : matmuls)
-        if (!MultipliesRows(program_, module_, ops[i], g, cut.axis, k)) return false;
+        if (!MultipliesRowBlocks(program_, module_, ops[i], g, cut.axis, k)) return false;
       return true;
     };
     auto chain = [&](int k) {
@@ -227,8 +179,8 @@ class Chunker {
       gathered.push_back(DeclarePiece(program_, gs, StrCat(kRowBlockTag, j), cut.axis, c * n));
     }
     std::vector<Op> at_gather;
-    Op split_x =
-        SplitOp(first_mm, x, slices, cut.axis, c, SlicesAsViews(program_, xs, cut.axis, at + 1));
+    Op split_x = SplitOp(first_mm, x, slices, cut.axis, c,
+                         SlicesAsViews(program_, xs, cut.axis, static_cast<size_t>(at) + 1));
     at_gather.push_back(std::move(split_x));
     for (int j = 0; j < k; ++j) {
       Op part = gather;
@@ -244,8 +196,9 @@ class Chunker {
       for (int j = 0; j < k; ++j) {
         for (int m = 0; m < n; ++m)
           pieces[j].push_back(DeclarePiece(program_, of, StrCat(".m", m), cut.axis, c));
+        // A chunk is a var of the pieces: no op of the program writes it.
         into.push_back(SplitOp(first_mm, chunks[j], pieces[j], cut.axis, c,
-                               SlicesAsViews(program_, of, cut.axis, 0)));
+                               SlicesAsViews(program_, of, cut.axis, ops.size())));
       }
       std::vector<std::string> order;
       for (int m = 0; m < n; ++m)
@@ -293,14 +246,14 @@ class Chunker {
     if (!pv || !av || !sv || IsRowBlock(a)) return false;
     for (int i = mm_at + 1; i < at; ++i)
       if (WritesVar(ops[i], a) || WritesVar(ops[i], partial)) return false;
-    const Cut cut = CutOf(scatter, *pv);
+    const CollectiveCut cut = CutOf(scatter, *pv);
     const int n = cut.members;
-    if (n < 2 || !MultipliesRows(program_, module_, mm, a, cut.axis, 1)) return false;
+    if (n < 2 || !MultipliesRowBlocks(program_, module_, mm, a, cut.axis, 1)) return false;
     if (pv->shape[cut.axis] != av->shape[cut.axis]) return false;
     const int64_t rows = av->shape[cut.axis];
     auto allowed = [&](int k) {
       return rows % (static_cast<int64_t>(n) * k) == 0 &&
-             MultipliesRows(program_, module_, mm, a, cut.axis, k);
+             MultipliesRowBlocks(program_, module_, mm, a, cut.axis, k);
     };
     auto chain = [&](int k) {
       std::vector<ChainOp> c;
@@ -335,7 +288,8 @@ class Chunker {
       slices.push_back(DeclarePiece(program_, as, StrCat(".s", s), cut.axis, c));
     std::vector<Op> at_matmul;
     at_matmul.push_back(
-        SplitOp(mm, a, slices, cut.axis, c, SlicesAsViews(program_, as, cut.axis, mm_at + 1)));
+        SplitOp(mm, a, slices, cut.axis, c,
+                SlicesAsViews(program_, as, cut.axis, static_cast<size_t>(mm_at) + 1)));
     std::vector<std::string> parts;
     for (int j = 0; j < k; ++j) {
       std::vector<std::string> members;
