@@ -6,11 +6,12 @@
 // transport (wired up in tools/), which the cost model may not depend on.
 //
 // Why inside a run: on a CPU node that several ranks share, what communication costs is
-// decided by what runs beside it. Gloo's threads must be woken on cores the ranks' compute
-// keeps busy, and Gloo's event loop spins while another thread of its rank holds the
-// connection's lock and waits for a core; how often that happens depends on the whole
-// run's rhythm (the compute between communications, the pipeline's waits, the other
-// streams), which a benchmark of communication alone does not have. What the run yields
+// decided by what runs beside it. A stream blocked on its peers must be woken on cores the
+// ranks' compute keeps busy (and, with --transfers gloo, Gloo's network threads too, whose
+// event loop spins while a caller holds the connection's lock and waits for a core); how
+// often that happens depends on the whole run's rhythm (the compute between
+// communications, the pipeline's waits, the other streams), which a benchmark of
+// communication alone does not have. What the run yields
 // per operation: its time from the moment every member was there, how far behind the
 // others the last member of a group arrived (the straggle), and the CPU it cost.
 

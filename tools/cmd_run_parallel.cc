@@ -43,6 +43,7 @@ constexpr const char* kUsage =
     "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
     "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
     "           [--backend cpu|cuda] [--threads N] [--trace DIR] [--warmup-steps W (1)]\n"
+    "           [--transfers tcp|gloo (tcp)]\n"
     "           [--checkpoint-dir DIR [--checkpoint-every K] [--keep N]] [--resume PATH]\n"
     "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
     "           [--hostname ADDR] [same training flags]\n"
@@ -68,6 +69,9 @@ constexpr const char* kUsage =
     "--warmup-steps W runs W untimed steps on the first step's data before it and undoes\n"
     "their updates (bit for bit), so that the first timed step costs what the later ones do\n"
     "(kernels generated, memory faulted in); 0 times the first step cold.\n"
+    "--transfers picks what carries the CPU backend's pipeline transfers: tcp, one connection\n"
+    "per ordered pair of ranks that the sending and the receiving stream drive themselves, or\n"
+    "gloo, Gloo's TCP pairs (a handshake through each side's network thread), to compare.\n"
     "If a rank dies, the others stop and the run exits non-zero naming it.";
 
 struct StepRow {
@@ -142,6 +146,13 @@ std::string ListenAddress(const RankPlacement& placement) {
   return local.ok() ? *local : "127.0.0.1";
 }
 
+StatusOr<TransferTransport> ReadTransfersFlag(const Flags& flags) {
+  const std::string transfers = flags.Get("transfers", "tcp");
+  if (transfers != "tcp" && transfers != "gloo")
+    return InvalidArgument("flag --transfers: unknown transport '", transfers, "' (tcp, gloo)");
+  return transfers == "gloo" ? TransferTransport::kGloo : TransferTransport::kTcpLink;
+}
+
 // One rank: report lines go to --report-fd under the launcher; alone, the rank that
 // reports the loss prints it (or, with --report json, prints one JSON object at the end).
 StatusOr<int> RunOneRank(const Flags& flags, const RankPlacement& placement) {
@@ -166,6 +177,7 @@ StatusOr<int> RunOneRank(const Flags& flags, const RankPlacement& placement) {
     options.run.device = placement.local_rank;
   options.store = placement.store;
   options.gloo.hostname = ListenAddress(placement);
+  PW_ASSIGN_OR_RETURN(options.gloo.transfers, ReadTransfersFlag(flags));
   // The folders this rank writes into exist before it trains, as the launcher makes them
   // for its ranks: a folder that cannot be made costs no run.
   for (const char* folder_flag : {"save-params", "trace"}) {
@@ -294,7 +306,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   options.run_dir = run_dir;
   options.args = {"run-parallel", prepared};
   for (const char* name : {"steps", "seed", "micro-batches", "global-batch", "data", "save-params",
-                           "backend", "trace", "warmup-steps"})
+                           "backend", "trace", "warmup-steps", "transfers"})
     if (flags.Has(name)) {
       options.args.push_back(StrCat("--", name));
       options.args.push_back(flags.Get(name));
@@ -462,7 +474,8 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
                            "compare-reference",
                            "backend",
                            "threads",
-                           "warmup-steps"})
+                           "warmup-steps",
+                           "transfers"})
     flags.Value(name);
   DeclareCheckpointFlags(flags);
   flags.Switch("strict-events");
@@ -470,6 +483,7 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
   if (flags.positional().size() != 1)
     return InvalidArgument("expected one module file, got ", flags.positional().size(),
                            " positional arguments");
+  PW_RETURN_IF_ERROR(ReadTransfersFlag(flags).status());
   const GetEnv env = [](const char* name) { return std::getenv(name); };
   if (flags.Has("nproc") && !flags.Has("rank")) {
     if (auto placed = EnvRankOfMany(env))

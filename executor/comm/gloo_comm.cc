@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "executor/comm/gloo_module.h"
+#include "executor/comm/tcp_link.h"
 #include "executor/comm/tcp_ring.h"
 
 namespace pw {
@@ -41,7 +42,9 @@ class ContextPool {
   ContextPool(KvStore& store, const Mesh& mesh, int rank, GlooOptions options)
       : layout_(mesh), rank_(rank), options_(options), kv_(store) {}
 
+  // Opens Gloo's TCP device where Gloo carries the transfers (else Gloo is not loaded).
   Status Init() {
+    if (!gloo_transfers()) return OkStatus();
     PW_ASSIGN_OR_RETURN(const GlooModule* gloo, LoadGlooModule());
     StatusOr<std::unique_ptr<GlooDevice>> device = gloo->open_device(options_.hostname);
     if (!device.ok())
@@ -52,6 +55,7 @@ class ContextPool {
   }
 
   const RankLayout& layout() const { return layout_; }
+  bool gloo_transfers() const { return options_.transfers == TransferTransport::kGloo; }
   int rank() const { return rank_; }
   std::chrono::milliseconds timeout() const { return options_.timeout; }
 
@@ -64,11 +68,12 @@ class ContextPool {
   // a connection. The sender is member 0, the receiver member 1.
   static std::string TransferContext(int from, int to) { return StrCat("p2p/", from, "->", to); }
 
-  // Notes a context to connect in ConnectExpected: a ring for collectives, else a Gloo
+  enum class Channel { kRing, kLink, kGlooContext };
+  // Notes a channel to connect in ConnectExpected: a ring for collectives, a link or a Gloo
   // context for transfers.
-  void Expect(const std::string& name, std::vector<int> members, bool ring) {
+  void Expect(const std::string& name, std::vector<int> members, Channel channel) {
     std::lock_guard<std::mutex> lock(mu_);
-    expected_.emplace(name, Expected{std::move(members), ring});
+    expected_.emplace(name, Expected{std::move(members), channel});
   }
 
   // Connects every expected context in name order: a total order all ranks share, so a
@@ -81,10 +86,17 @@ class ContextPool {
       expected.swap(expected_);
     }
     for (const auto& [name, e] : expected) {
-      if (e.ring)
-        PW_RETURN_IF_ERROR(Ring(name, e.members).status());
-      else
-        PW_RETURN_IF_ERROR(Get(name, e.members).status());
+      switch (e.channel) {
+        case Channel::kRing:
+          PW_RETURN_IF_ERROR(Ring(name, e.members).status());
+          break;
+        case Channel::kLink:
+          PW_RETURN_IF_ERROR(Link(name, e.members).status());
+          break;
+        case Channel::kGlooContext:
+          PW_RETURN_IF_ERROR(Get(name, e.members).status());
+          break;
+      }
     }
     return OkStatus();
   }
@@ -124,6 +136,24 @@ class ContextPool {
     return entry->ring.get();
   }
 
+  // The transfer link `name` from members[0] to members[1], joined on first use when it
+  // was not expected. The sender's pp_send stream and the receiver's pp_recv stream use it.
+  StatusOr<TcpLink*> Link(const std::string& name, const std::vector<int>& members) {
+    std::shared_ptr<Entry> entry = Find(name);
+    std::lock_guard<std::mutex> lock(entry->mu);
+    if (entry->link) return entry->link.get();
+    TcpLinkOptions options;
+    options.hostname = options_.hostname;
+    options.timeout = options_.timeout;
+    StatusOr<std::unique_ptr<TcpLink>> link =
+        TcpLink::Join(kv_, name, /*sender=*/IndexIn(members) == 0, options);
+    if (!link.ok())
+      return Unavailable("rank ", rank_, ": cannot connect to ranks ", Members(members), ": ",
+                         link.status().message());
+    entry->link = std::move(link).value();
+    return entry->link.get();
+  }
+
  private:
   RankLayout layout_;
   int rank_;
@@ -133,10 +163,11 @@ class ContextPool {
     std::mutex mu;  // held while this context connects
     std::shared_ptr<GlooContext> context;
     std::unique_ptr<TcpRing> ring;
+    std::unique_ptr<TcpLink> link;
   };
   struct Expected {
     std::vector<int> members;
-    bool ring;
+    Channel channel;
   };
 
   // The entry of `name`, made when missing. The pool's lock only finds it: connecting
@@ -236,20 +267,32 @@ class GlooStreamComm final : public StreamComm {
     std::vector<int> members = pool_->layout().Group(kind, pool_->rank());
     if (members.size() > 1)
       pool_->Expect(pool_->GroupContext(kind, StreamTypeName(stream_)), std::move(members),
-                    /*ring=*/true);
+                    ContextPool::Channel::kRing);
     return OkStatus();
   }
   Status ExpectTransfer(int peer, bool send, uint64_t, const std::string&) override {
     const int from = send ? pool_->rank() : peer, to = send ? peer : pool_->rank();
-    pool_->Expect(ContextPool::TransferContext(from, to), {from, to}, /*ring=*/false);
+    pool_->Expect(
+        ContextPool::TransferContext(from, to), {from, to},
+        pool_->gloo_transfers() ? ContextPool::Channel::kGlooContext : ContextPool::Channel::kLink);
     return OkStatus();
   }
   Status Connect() override { return pool_->ConnectExpected(); }
 
   Status Send(int peer, uint64_t tag, const Tensor& tensor) override {
     const int me = pool_->rank();
-    PW_ASSIGN_OR_RETURN(auto context,
-                        pool_->Get(ContextPool::TransferContext(me, peer), {me, peer}));
+    const std::string name = ContextPool::TransferContext(me, peer);
+    if (!pool_->gloo_transfers()) {
+      PW_ASSIGN_OR_RETURN(TcpLink * link, pool_->Link(name, {me, peer}));
+      StatusOr<bool> written = link->Send(tag, tensor.raw(), tensor.nbytes());
+      if (!written.ok())
+        return Unavailable("send to rank ", peer, " failed: ", written.status().message());
+      if (std::find(links_.begin(), links_.end(), Peer{link, peer}) == links_.end())
+        links_.push_back(Peer{link, peer});
+      if (!*written) queued_.push_back(tensor);  // the link writes it later
+      return OkStatus();
+    }
+    PW_ASSIGN_OR_RETURN(auto context, pool_->Get(name, {me, peer}));
     const int peer_index = 1;
     StatusOr<std::unique_ptr<GlooPendingSend>> send =
         context->Send(tensor.raw(), tensor.nbytes(), peer_index, tag);
@@ -260,10 +303,16 @@ class GlooStreamComm final : public StreamComm {
 
   Status Recv(int peer, uint64_t tag, Tensor& tensor) override {
     const int me = pool_->rank();
-    PW_ASSIGN_OR_RETURN(auto context,
-                        pool_->Get(ContextPool::TransferContext(peer, me), {peer, me}));
-    const int peer_index = 0;
-    Status s = context->Recv(tensor.raw(), tensor.nbytes(), peer_index, tag, pool_->timeout());
+    const std::string name = ContextPool::TransferContext(peer, me);
+    Status s;
+    if (!pool_->gloo_transfers()) {
+      PW_ASSIGN_OR_RETURN(TcpLink * link, pool_->Link(name, {peer, me}));
+      s = link->Recv(tag, tensor.raw(), tensor.nbytes());
+    } else {
+      PW_ASSIGN_OR_RETURN(auto context, pool_->Get(name, {peer, me}));
+      const int peer_index = 0;
+      s = context->Recv(tensor.raw(), tensor.nbytes(), peer_index, tag, pool_->timeout());
+    }
     if (s.code() == StatusCode::kAborted)
       return Unavailable("receive from rank ", peer, " was aborted");
     if (!s.ok()) return Unavailable("receive from rank ", peer, " failed: ", s.message());
@@ -272,13 +321,15 @@ class GlooStreamComm final : public StreamComm {
 
   Status Flush() override {
     Status first;
-    for (Pending& p : pending_) {
-      Status s = p.send->Wait(pool_->timeout());
-      if (s.ok() || !first.ok()) continue;
+    auto note = [&](const Status& s, int peer) {
+      if (s.ok() || !first.ok()) return;
       first = s.code() == StatusCode::kAborted
-                  ? Unavailable("send to rank ", p.peer, " was aborted")
-                  : Unavailable("send to rank ", p.peer, " failed: ", s.message());
-    }
+                  ? Unavailable("send to rank ", peer, " was aborted")
+                  : Unavailable("send to rank ", peer, " failed: ", s.message());
+    };
+    for (const Peer& p : links_) note(p.link->Flush(), p.peer);
+    queued_.clear();
+    for (Pending& p : pending_) note(p.send->Wait(pool_->timeout()), p.peer);
     pending_.clear();
     return first;
   }
@@ -290,9 +341,17 @@ class GlooStreamComm final : public StreamComm {
     int peer;
   };
 
+  struct Peer {
+    TcpLink* link;
+    int peer;
+    bool operator==(const Peer& o) const { return link == o.link; }
+  };
+
   std::shared_ptr<ContextPool> pool_;
   StreamType stream_;
-  std::vector<Pending> pending_;
+  std::vector<Pending> pending_;  // Gloo's sends, until waited for
+  std::vector<Peer> links_;       // the links this stream has sent on
+  std::vector<Tensor> queued_;    // what the links still write, until flushed
 };
 
 class GlooCommFactory final : public CommFactory {

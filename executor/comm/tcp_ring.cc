@@ -1,10 +1,6 @@
 #include "executor/comm/tcp_ring.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -12,154 +8,18 @@
 
 #include <algorithm>
 #include <cstring>
-#include <sstream>
 #include <utility>
 
+#include "executor/comm/tcp_socket.h"
 #include "ops/kernels/cpu/vector_math.h"
 #include "ops/kernels/group_members.h"
 
 namespace pw {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// A socket closed when it goes out of scope unless released.
-class Socket {
- public:
-  explicit Socket(int fd = -1) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Socket(Socket&& o) noexcept : fd_(o.release()) {}
-  Socket& operator=(Socket&& o) noexcept {
-    std::swap(fd_, o.fd_);
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
-std::string Errno(const char* what) { return StrCat(what, ": ", std::strerror(errno)); }
-
-int RemainingMs(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
-}
-
-// Waits for `events` on `fd` until `deadline`; false on timeout.
-StatusOr<bool> PollOne(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, RemainingMs(deadline));
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) return Unavailable(Errno("poll"));
-  }
-}
-
-Status SetNonBlocking(int fd) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return Unavailable(Errno("fcntl"));
-  return OkStatus();
-}
-
-// Small messages go out at once (no Nagle delay): every all-reduce waits on them.
-Status SetNoDelay(int fd) {
-  int on = 1;
-  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) < 0)
-    return Unavailable(Errno("setsockopt TCP_NODELAY"));
-  return OkStatus();
-}
-
-StatusOr<addrinfo*> Resolve(const std::string& host, const char* port, int flags) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = flags;
-  addrinfo* found = nullptr;
-  int rv = getaddrinfo(host.c_str(), port, &hints, &found);
-  if (rv != 0 || !found)
-    return Unavailable("cannot resolve '", host, "': ", rv ? gai_strerror(rv) : "no address");
-  return found;
-}
-
-// A listening socket on `host` (any free port) and its address as "HOST PORT".
-StatusOr<std::pair<Socket, std::string>> Listen(const std::string& host) {
-  PW_ASSIGN_OR_RETURN(addrinfo * ai, Resolve(host, "0", AI_PASSIVE));
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> free_ai(ai, freeaddrinfo);
-  Socket s(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (s.get() < 0) return Unavailable(Errno("socket"));
-  // Room for every member's connections at once (the ring's and the mesh's).
-  if (::bind(s.get(), ai->ai_addr, ai->ai_addrlen) < 0 || ::listen(s.get(), 64) < 0)
-    return Unavailable(Errno(StrCat("listen on ", host).c_str()));
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  char h[NI_MAXHOST], p[NI_MAXSERV];
-  if (getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) < 0 ||
-      getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, h, sizeof(h), p, sizeof(p),
-                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-    return Unavailable(Errno("getsockname"));
-  return std::make_pair(std::move(s), StrCat(h, " ", p));
-}
-
-StatusOr<Socket> ConnectTo(const std::string& address, Clock::time_point deadline) {
-  std::istringstream in(address);
-  std::string host, port;
-  if (!(in >> host >> port)) return Unavailable("malformed address '", address, "'");
-  PW_ASSIGN_OR_RETURN(addrinfo * ai, Resolve(host, port.c_str(), AI_NUMERICHOST | AI_NUMERICSERV));
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> free_ai(ai, freeaddrinfo);
-  Socket s(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (s.get() < 0) return Unavailable(Errno("socket"));
-  if (::connect(s.get(), ai->ai_addr, ai->ai_addrlen) < 0) {
-    if (errno != EINPROGRESS) return Unavailable(Errno(StrCat("connect to ", address).c_str()));
-    PW_ASSIGN_OR_RETURN(bool ready, PollOne(s.get(), POLLOUT, deadline));
-    int err = 0;
-    socklen_t len = sizeof(err);
-    if (!ready) return Unavailable("connect to ", address, " timed out");
-    if (getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0)
-      return Unavailable("connect to ", address, ": ", std::strerror(err ? err : errno));
-  }
-  return s;
-}
-
-// Moves all of `bytes` in one direction on a non-blocking socket, polling until `deadline`.
-Status WriteAll(int fd, const void* data, size_t bytes, Clock::time_point deadline) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
-    if (n > 0) {
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      PW_ASSIGN_OR_RETURN(bool ready, PollOne(fd, POLLOUT, deadline));
-      if (!ready) return Unavailable("timed out writing");
-    } else {
-      return Unavailable(Errno("send"));
-    }
-  }
-  return OkStatus();
-}
-Status ReadAll(int fd, void* data, size_t bytes, Clock::time_point deadline) {
-  char* p = static_cast<char*>(data);
-  while (bytes > 0) {
-    ssize_t n = ::recv(fd, p, bytes, 0);
-    if (n > 0) {
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    } else if (n == 0) {
-      return Unavailable("connection closed");
-    } else if (errno == EAGAIN || errno == EINTR) {
-      PW_ASSIGN_OR_RETURN(bool ready, PollOne(fd, POLLIN, deadline));
-      if (!ready) return Unavailable("timed out reading");
-    } else {
-      return Unavailable(Errno("recv"));
-    }
-  }
-  return OkStatus();
-}
+using tcp::Clock;
+using tcp::RemainingMs;
+using tcp::Socket;
 
 // The first bytes on a connection: who connects, to which ring size, and what for.
 struct Hello {
@@ -214,19 +74,19 @@ StatusOr<std::unique_ptr<TcpRing>> TcpRing::Join(KvStore& store, const std::stri
     return Unavailable("ring '", name, "' member ", index, ": ", s.message());
   };
 
-  auto listening = Listen(options.hostname);
+  auto listening = tcp::Listen(options.hostname);
   if (!listening.ok()) return failed(listening.status());
   Socket listener = std::move(listening->first);
   if (Status s = store.Set(key(index), listening->second); !s.ok()) return failed(s);
 
   auto address = store.Get(key(right), options.timeout);
   if (!address.ok()) return failed(address.status());
-  auto to_right = ConnectTo(*address, deadline);
+  auto to_right = tcp::ConnectTo(*address, deadline);
   if (!to_right.ok()) return failed(to_right.status());
   Hello hello;
   hello.index = index;
   hello.size = size;
-  if (Status s = WriteAll(to_right->get(), &hello, sizeof(hello), deadline); !s.ok())
+  if (Status s = tcp::WriteAll(to_right->get(), &hello, sizeof(hello), deadline); !s.ok())
     return failed(s);
 
   // The mesh (member order, three or more members): a connection to every higher member;
@@ -237,11 +97,11 @@ StatusOr<std::unique_ptr<TcpRing>> TcpRing::Join(KvStore& store, const std::stri
     for (int j = index + 1; j < size; ++j) {
       auto peer_address = store.Get(key(j), options.timeout);
       if (!peer_address.ok()) return failed(peer_address.status());
-      auto to_peer = ConnectTo(*peer_address, deadline);
+      auto to_peer = tcp::ConnectTo(*peer_address, deadline);
       if (!to_peer.ok()) return failed(to_peer.status());
       Hello mine = hello;
       mine.mesh = 1;
-      if (Status s = WriteAll(to_peer->get(), &mine, sizeof(mine), deadline); !s.ok())
+      if (Status s = tcp::WriteAll(to_peer->get(), &mine, sizeof(mine), deadline); !s.ok())
         return failed(s);
       peers[j] = std::move(to_peer).value();
     }
@@ -250,16 +110,14 @@ StatusOr<std::unique_ptr<TcpRing>> TcpRing::Join(KvStore& store, const std::stri
   Socket from_left;
   int expected = 1 + (mesh ? index : 0);
   while (expected > 0) {
-    auto ready = PollOne(listener.get(), POLLIN, deadline);
-    if (!ready.ok()) return failed(ready.status());
-    if (!*ready)
+    auto accepted = tcp::AcceptBy(listener.get(), deadline);
+    if (!accepted.ok()) return failed(accepted.status());
+    if (accepted->get() < 0)
       return failed(
           Unavailable(from_left.get() < 0 ? StrCat("member ", left) : std::string("a lower member"),
                       " did not connect in time"));
-    Socket accepted(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (accepted.get() < 0) return failed(Unavailable(Errno("accept")));
     Hello theirs;
-    if (Status s = ReadAll(accepted.get(), &theirs, sizeof(theirs), deadline); !s.ok())
+    if (Status s = tcp::ReadAll(accepted->get(), &theirs, sizeof(theirs), deadline); !s.ok())
       return failed(s);
     const bool ring_left = theirs.mesh == 0 && theirs.index == left;
     const bool mesh_lower = mesh && theirs.mesh == 1 && theirs.index >= 0 && theirs.index < index &&
@@ -269,21 +127,15 @@ StatusOr<std::unique_ptr<TcpRing>> TcpRing::Join(KvStore& store, const std::stri
       return failed(Unavailable("expected member ", left, " of ", size,
                                 ", a peer introduced itself as ", theirs.index, " of ",
                                 theirs.size));
-    (ring_left ? from_left : peers[theirs.index]) = std::move(accepted);
+    (ring_left ? from_left : peers[theirs.index]) = std::move(accepted).value();
     --expected;
   }
   std::vector<int> peer_fds(static_cast<size_t>(size), -1);
-  for (int fd : {to_right->get(), from_left.get()}) {
-    Status s = SetNoDelay(fd);
-    if (s.ok()) s = SetNonBlocking(fd);
-    if (!s.ok()) return failed(s);
-  }
-  for (int j = 0; j < size; ++j) {
-    if (peers[j].get() < 0) continue;
-    Status s = SetNoDelay(peers[j].get());
-    if (s.ok()) s = SetNonBlocking(peers[j].get());
-    if (!s.ok()) return failed(s);
-  }
+  for (int fd : {to_right->get(), from_left.get()})
+    if (Status s = tcp::MakeNonBlockingNoDelay(fd); !s.ok()) return failed(s);
+  for (int j = 0; j < size; ++j)
+    if (peers[j].get() >= 0)
+      if (Status s = tcp::MakeNonBlockingNoDelay(peers[j].get()); !s.ok()) return failed(s);
   for (int j = 0; j < size; ++j) peer_fds[j] = peers[j].release();
   return std::unique_ptr<TcpRing>(new TcpRing(name, index, size, to_right->release(),
                                               from_left.release(), std::move(peer_fds),

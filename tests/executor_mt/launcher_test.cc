@@ -1,7 +1,8 @@
-// Rank processes over Gloo: `pipeweave run-parallel` end to end. Losses match the
-// single-rank reference, a rank killed with SIGKILL stops the run with a message naming
-// it (never a hang), a bad plan is refused before any process starts, and ranks meet
-// through a Redis store as they would across machines.
+// Rank processes over TCP (the executor's own rings and links; Gloo's pairs on request):
+// `pipeweave run-parallel` end to end. Losses match the single-rank reference, a rank
+// killed with SIGKILL stops the run with a message naming it (never a hang), a bad plan is
+// refused before any process starts, and ranks meet through a Redis store as they would
+// across machines.
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -235,6 +236,33 @@ INSTANTIATE_TEST_SUITE_P(
         if (ch == '-') ch = '_';
       return name;
     });
+
+// The pipeline's transfers over this project's TCP links (the default) and over Gloo's
+// pairs (--transfers gloo) move the same bytes: an interleaved plan, whose ranks both send
+// and receive every few ops, trains the same losses and parameter bits either way.
+TEST_F(LauncherTest, TransfersOverLinksAndOverGlooPairsTrainTheSameBits) {
+  std::string path = BuildGpt(dir_, "gpt.pb", 2, 2, 2);
+  const std::string pipeline =
+      "append-backward{optimizer=adam},split-program,schedule{kind=interleaved-1f1b,"
+      "micro-batches=4},insert-p2p";
+  std::vector<std::vector<double>> losses;
+  for (const char* transfers : {"tcp", "gloo"}) {
+    Finished run = RunTool(
+        {"run-parallel", path, "--nproc", "4", "--steps", "2", "--report", "json", "--pipeline",
+         pipeline, "--transfers", transfers, "--save-params", (dir_ / transfers).string()},
+        dir_, transfers);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    losses.push_back(JsonLosses(run.out));
+    ASSERT_EQ(losses.back().size(), 2u) << run.out;
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  ExpectSameParamBytes(dir_ / "tcp", dir_ / "gloo", 4);
+  Finished bad = RunTool({"run-parallel", path, "--nproc", "4", "--steps", "1", "--pipeline",
+                          pipeline, "--transfers", "udp"},
+                         dir_, "bad");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("flag --transfers: unknown transport 'udp' (tcp, gloo)"));
+}
 
 // The stream passes over Gloo processes: the same plan with its collectives on mp_comm,
 // the column-parallel backward overlapped and events inserted trains bit-identically,
