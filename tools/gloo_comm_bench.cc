@@ -17,6 +17,7 @@
 #include "executor/comm/gloo_comm.h"
 #include "executor/comm/kv_store.h"
 #include "executor/launcher.h"
+#include "executor/process_resources.h"
 #include "executor/rank_runner.h"
 #include "ir/proto_io.h"
 #include "ir/rank_layout.h"
@@ -181,6 +182,9 @@ StatusOr<int> RunCommBench(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(int64_t fd, flags.RequireInt("report-fd"));
   PW_ASSIGN_OR_RETURN(std::string store_spec, flags.Require("store"));
   if (steps < 2) return InvalidArgument("flag --steps must be >= 2, got ", steps);
+  // The process as a rank process sets it up (before any thread starts): an allocator
+  // that keeps freed tensors, and one kernel thread.
+  KeepFreedMemory();
   PW_ASSIGN_OR_RETURN(Module module, LoadModule(flags.positional()[0]));
   ops::SetKernelThreads(1);  // as rank processes run
   PW_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> store, OpenStore(store_spec));
