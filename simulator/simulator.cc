@@ -66,6 +66,13 @@ class Engine {
   void ShareLinks();
   // Compute threads running on `rank`'s node, and whether they fill its cores.
   double NodeComputeDemand(int rank) const { return node_compute_threads_[Node(rank)]; }
+  // A collective whose members wait on their compute streams, on a node whose ranks'
+  // threads outnumber its cores: the ranks take turns on the cores, and a member's wait for
+  // the others is the core it leaves them (see the straggle in simulator.h).
+  bool TakesTurns(const SimInstr& in) const {
+    return in.stream == StreamType::kCompute && dev_.cores_per_node() > 0 &&
+           node_ranks_[Node(in.rank)] * compute_threads_ > dev_.cores_per_node();
+  }
   bool NodeBusy(int rank) const {
     return dev_.cores_per_node() > 0 && NodeComputeDemand(rank) >= dev_.cores_per_node();
   }
@@ -109,6 +116,7 @@ class Engine {
   std::vector<Activity> active_;
   std::vector<int> comm_active_;              // per rank: running transfers and collectives
   std::vector<double> node_compute_threads_;  // per node: threads running compute
+  std::vector<int> node_ranks_;               // per node: its ranks
   using Timed = std::pair<double, int>;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> heap_;
 };
@@ -125,6 +133,8 @@ void Engine::Prepare() {
   joined_.assign(g_.collectives.size(), 0);
   comm_active_.assign(g_.world_size, 0);
   node_compute_threads_.assign(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
+  node_ranks_.assign(node_compute_threads_.size(), 0);
+  for (int r = 0; r < g_.world_size; ++r) ++node_ranks_[Node(r)];
   memory_.assign(g_.world_size, {});
   slot_uses_.resize(g_.slots.size());
   for (size_t s = 0; s < g_.slots.size(); ++s) slot_uses_[s] = g_.slots[s].uses;
@@ -308,7 +318,8 @@ void Engine::ComputeRates() {
     if (a.compute) continue;
     CommEstimate price = CommPrice(*a.comm, a.seconds, a.ranks);
     // Ranks on shared cores arrive apart: the collective waits for the last one.
-    if (a.comm->kind == InstrKind::kCollective) price.seconds += price.straggle;
+    if (a.comm->kind == InstrKind::kCollective && !TakesTurns(*a.comm))
+      price.seconds += price.straggle;
     a.rate = price.seconds > 0 ? 1.0 / price.seconds : 1e30;
     a.latency = std::min(price.seconds, CommPrice(*a.comm, a.seconds, a.ranks, 0).seconds);
     a.comm_threads = price.cpu > 0 && price.seconds > 0 ? std::min(1.0, price.cpu / price.seconds)

@@ -19,7 +19,11 @@
 // min(1, C/D)). Communication takes the time measured for it inside a short run of a plan
 // (pipeweave profile --comm), which holds the wake-ups and the spinning of the transport
 // on busy cores; a collective also waits for its measured straggle (ranks on shared
-// cores reach it apart, which equal simulated ranks never do). Blocked threads must be
+// cores reach it apart, which equal simulated ranks never do), except on a compute stream
+// of a node whose ranks' threads outnumber its cores: there the member that waits gives
+// its core to the late one, so the even sharing already stands for their taking turns
+// (adding the straggle counted it twice: the small and large GPTs' mp 2 x pp 2 plans on 4
+// processes sharing 2 cores were priced 10-16 % slow). Blocked threads must be
 // woken: while every core is busy, an instruction that waited on another stream or rank
 // starts busy_wake_latency later, and communication measured under a number of busy
 // cores is priced with the fits nearest that load.

@@ -176,6 +176,26 @@ TEST(SimulatorEngine, ACollectiveWaitsForItsStragglers) {
   EXPECT_NEAR(r->timeline[a1].end, 1.25, 1e-9);
 }
 
+TEST(SimulatorEngine, RanksTakingTurnsOnTheCoresWaitForNoStraggler) {
+  // Two ranks on one core take turns: the member that reaches the all-reduce first waits
+  // on its compute stream, leaving the core to the late one, which the even sharing of the
+  // core already stands for; the straggle is not added again. On a communication stream the
+  // rank's compute goes on beside the wait, and the collective waits for the straggler.
+  CommFit fit = FitCommSamples("all_reduce", 2, {{1e3, 1.0, 0}, {1e6, 1.0, 0}});
+  fit.set_straggle(0.25);
+  CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
+  GraphBuilder on_compute(2);
+  const int a = on_compute.Collective({0, 1}, 1.0)[1];
+  auto turns = Simulate(on_compute.graph(), Cores(1), {}, &comm);
+  ASSERT_TRUE(turns.ok()) << turns.status().message();
+  EXPECT_NEAR(turns->timeline[a].end, 1.0, 1e-9);
+  GraphBuilder on_comm_stream(2);
+  const int c = on_comm_stream.Collective({0, 1}, 1.0, StreamType::kMpComm)[1];
+  auto beside = Simulate(on_comm_stream.graph(), Cores(1), {}, &comm);
+  ASSERT_TRUE(beside.ok()) << beside.status().message();
+  EXPECT_NEAR(beside->timeline[c].end, 1.25, 1e-9);
+}
+
 TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
   // Rank 0: a 1 s op on the compute stream, then an op on mp_comm that waits for it, and
   // rank 1 an op that waits for it too; rank 2 keeps the node's only core busy for 3 s.
