@@ -121,8 +121,8 @@ step "Search its plans with the simulators (schedule kinds, p2p orders, overlap 
 step "Cost model: profile the mp=2 x pp=2 GPT (its ops timed inside a short 1f1b run, and its communication)"
 "$pw" opt "$out/gpt_mp2pp2.pbtxt" -o "$out/gpt_mp2pp2_fthenb.pb" \
   -p 'append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=fthenb,micro-batches=8},insert-p2p'
-# Its 4-rank steps flip between a fast and a slow rhythm of Gloo on shared cores: runs of
-# 16 steps (the measuring one too) meet both in their proportions.
+# Its 4 ranks take turns on the shared cores, and a step's length varies with the turns:
+# runs of 16 steps (the measuring one too) meet that variation in its proportions.
 # --in-run: the ops of a model this small take a fraction inside a step of what they take
 # timed one at a time (caches, allocator and threads as the op before left them).
 "$pw" profile "$out/gpt_mp2pp2_1f1b.pb" -o "$out/costs.pbtxt" --comm --comm-steps 16 --repeat 5 \
