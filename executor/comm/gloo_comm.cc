@@ -121,37 +121,23 @@ class ContextPool {
   // The collective ring `name` of `members`, joined on first use when it was not expected.
   // One stream uses it, from its own thread.
   StatusOr<TcpRing*> Ring(const std::string& name, const std::vector<int>& members) {
-    std::shared_ptr<Entry> entry = Find(name);
-    std::lock_guard<std::mutex> lock(entry->mu);
-    if (entry->ring) return entry->ring.get();
-    TcpRingOptions options;
-    options.hostname = options_.hostname;
-    options.timeout = options_.timeout;
-    StatusOr<std::unique_ptr<TcpRing>> ring =
-        TcpRing::Join(kv_, name, IndexIn(members), static_cast<int>(members.size()), options);
-    if (!ring.ok())
-      return Unavailable("rank ", rank_, ": cannot connect to ranks ", Members(members), ": ",
-                         ring.status().message());
-    entry->ring = std::move(ring).value();
-    return entry->ring.get();
+    return Joined(name, members, &Entry::ring, [&] {
+      TcpRingOptions options;
+      options.hostname = options_.hostname;
+      options.timeout = options_.timeout;
+      return TcpRing::Join(kv_, name, IndexIn(members), static_cast<int>(members.size()), options);
+    });
   }
 
   // The transfer link `name` from members[0] to members[1], joined on first use when it
   // was not expected. The sender's pp_send stream and the receiver's pp_recv stream use it.
   StatusOr<TcpLink*> Link(const std::string& name, const std::vector<int>& members) {
-    std::shared_ptr<Entry> entry = Find(name);
-    std::lock_guard<std::mutex> lock(entry->mu);
-    if (entry->link) return entry->link.get();
-    TcpLinkOptions options;
-    options.hostname = options_.hostname;
-    options.timeout = options_.timeout;
-    StatusOr<std::unique_ptr<TcpLink>> link =
-        TcpLink::Join(kv_, name, /*sender=*/IndexIn(members) == 0, options);
-    if (!link.ok())
-      return Unavailable("rank ", rank_, ": cannot connect to ranks ", Members(members), ": ",
-                         link.status().message());
-    entry->link = std::move(link).value();
-    return entry->link.get();
+    return Joined(name, members, &Entry::link, [&] {
+      TcpLinkOptions options;
+      options.hostname = options_.hostname;
+      options.timeout = options_.timeout;
+      return TcpLink::Join(kv_, name, /*sender=*/IndexIn(members) == 0, options);
+    });
   }
 
  private:
@@ -178,6 +164,21 @@ class ContextPool {
     std::shared_ptr<Entry>& e = contexts_[name];
     if (!e) e = std::make_shared<Entry>();
     return e;
+  }
+  // The channel `slot` of entry `name`, made by `join` the first time it is asked for.
+  template <typename Channel, typename Join>
+  StatusOr<Channel*> Joined(const std::string& name, const std::vector<int>& members,
+                            std::unique_ptr<Channel> Entry::*slot, Join join) {
+    std::shared_ptr<Entry> entry = Find(name);
+    std::lock_guard<std::mutex> lock(entry->mu);
+    std::unique_ptr<Channel>& channel = (*entry).*slot;
+    if (channel) return channel.get();
+    StatusOr<std::unique_ptr<Channel>> joined = join();
+    if (!joined.ok())
+      return Unavailable("rank ", rank_, ": cannot connect to ranks ", Members(members), ": ",
+                         joined.status().message());
+    channel = std::move(joined).value();
+    return channel.get();
   }
   int IndexIn(const std::vector<int>& members) const {
     return static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
