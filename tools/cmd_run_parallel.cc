@@ -60,7 +60,7 @@ constexpr const char* kUsage =
     "--compare-reference trains FILE (unsplit, mp=1, pp=1) with the sequential reference\n"
     "runner on the same tokens and prints its loss next to each step's.\n"
     "--backend cuda runs every rank on a GPU (rank % visible devices) with NCCL between\n"
-    "ranks; the default is cpu (worker threads, Gloo).\n"
+    "ranks; the default is cpu (worker threads, TCP between ranks).\n"
     "--threads sets each rank's BLAS threads (default: $OPENBLAS_NUM_THREADS,\n"
     "$OMP_NUM_THREADS, else this machine's cores shared among its N ranks).\n"
     "--trace DIR writes DIR/rankR.trace.json per rank: the last step as measured, one track\n"
