@@ -83,8 +83,8 @@ TEST(TcpLink, TheSameTagTwiceArrivesInSendOrder) {
   Ends ends = OnLink(
       [&](TcpLink& link) -> Status {
         PW_RETURN_IF_ERROR(link.Send(7, first.data(), 256).status());
-        PW_RETURN_IF_ERROR(link.Send(9, first.data(), 256).status());
         PW_RETURN_IF_ERROR(link.Send(7, second.data(), 256).status());
+        PW_RETURN_IF_ERROR(link.Send(9, first.data(), 256).status());
         return link.Flush();
       },
       [&](TcpLink& link) -> Status {
