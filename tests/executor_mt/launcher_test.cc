@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -49,7 +50,10 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-fs::path TempDir(const std::string& name) {
+// A fresh folder for test `name`; a parameterized test's "/" does not nest it in a folder
+// that would outlive the test.
+fs::path TempDir(std::string name) {
+  std::replace(name.begin(), name.end(), '/', '_');
   fs::path dir = fs::temp_directory_path() / StrCat("pw_launcher_test_", getpid(), "_", name);
   fs::remove_all(dir);
   fs::create_directories(dir);
