@@ -165,13 +165,16 @@ Status TcpLink::Flush() {
 }
 
 Status TcpLink::Recv(uint64_t tag, void* data, size_t bytes) {
+  auto check_size = [&](uint64_t sent) {
+    return sent == bytes
+               ? OkStatus()
+               : InvalidArgument("message ", tag, " has ", sent, " bytes, ", bytes, " expected");
+  };
   if (auto it = early_.find(tag); it != early_.end()) {
     std::vector<char> message = std::move(it->second.front());
     it->second.pop_front();
     if (it->second.empty()) early_.erase(it);
-    if (message.size() != bytes)
-      return InvalidArgument("message ", tag, " has ", message.size(), " bytes, ", bytes,
-                             " expected");
+    PW_RETURN_IF_ERROR(check_size(message.size()));
     std::memcpy(data, message.data(), bytes);
     return OkStatus();
   }
@@ -182,9 +185,7 @@ Status TcpLink::Recv(uint64_t tag, void* data, size_t bytes) {
     if (header.magic != Header().magic)
       return Internal("link '", name_, "': the connection is out of step (not a message header)");
     if (header.tag == tag) {
-      if (header.bytes != bytes)
-        return InvalidArgument("message ", tag, " has ", header.bytes, " bytes, ", bytes,
-                               " expected");
+      PW_RETURN_IF_ERROR(check_size(header.bytes));
       return tcp::ReadAll(fd_, data, bytes, deadline);
     }
     std::vector<char> early(header.bytes);

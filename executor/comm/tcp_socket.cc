@@ -29,6 +29,19 @@ StatusOr<addrinfo*> Resolve(const std::string& host, const char* port, int flags
   return found;
 }
 
+Status SetNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return Unavailable(Errno("fcntl"));
+  return OkStatus();
+}
+
+Status SetNoDelay(int fd) {
+  int on = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) < 0)
+    return Unavailable(Errno("setsockopt TCP_NODELAY"));
+  return OkStatus();
+}
+
 }  // namespace
 
 Socket::~Socket() {
@@ -50,19 +63,6 @@ StatusOr<bool> PollOne(int fd, short events, Clock::time_point deadline) {
     if (n == 0) return false;
     if (errno != EINTR) return Unavailable(Errno("poll"));
   }
-}
-
-Status SetNonBlocking(int fd) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return Unavailable(Errno("fcntl"));
-  return OkStatus();
-}
-
-Status SetNoDelay(int fd) {
-  int on = 1;
-  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) < 0)
-    return Unavailable(Errno("setsockopt TCP_NODELAY"));
-  return OkStatus();
 }
 
 StatusOr<std::pair<Socket, std::string>> Listen(const std::string& host) {

@@ -37,10 +37,8 @@ std::string Errno(const char* what);
 int RemainingMs(Clock::time_point deadline);
 // Waits for `events` on `fd` until `deadline`; false on timeout.
 StatusOr<bool> PollOne(int fd, short events, Clock::time_point deadline);
-Status SetNonBlocking(int fd);
-// Small messages go out at once (no Nagle delay): the peer waits on each of them.
-Status SetNoDelay(int fd);
-// Both of the above: how every connection of these transports is used.
+// How every connection of these transports is used: non-blocking (driven under poll()),
+// and small messages go out at once (no Nagle delay: the peer waits on each of them).
 Status MakeNonBlockingNoDelay(int fd);
 // A listening socket on `host` (any free port) and its address as "HOST PORT".
 StatusOr<std::pair<Socket, std::string>> Listen(const std::string& host);
