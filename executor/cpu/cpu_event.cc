@@ -1,7 +1,5 @@
 #include "executor/cpu/cpu_event.h"
 
-#include "executor/cpu/spin_wait.h"
-
 namespace pw::cpu {
 
 // Record and Wait use sequentially consistent operations on done_ and sleepers_: either
@@ -16,8 +14,8 @@ void CpuEvent::Record(bool poisoned) {
   }
 }
 
-void CpuEvent::Wait() {
-  if (SpinUntil([this] { return recorded(); })) return;
+void CpuEvent::Wait(SpinPolicy policy) {
+  if (SpinUntil([this] { return recorded(); }, policy)) return;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   {
     std::unique_lock<std::mutex> lock(mu_);

@@ -1,21 +1,22 @@
 #pragma once
 // A CPU event: a completion flag. Record() sets it; Wait() returns once it is set,
-// spinning briefly and then sleeping on a condition variable. An event recorded by work
-// that failed (or was skipped because its inputs failed) is poisoned: its waiters skip
-// their work too, so a failure is reported once, where it happened.
+// spinning briefly (as the policy says) and then sleeping on a condition variable. An event
+// recorded by work that failed (or was skipped because its inputs failed) is poisoned: its waiters
+// skip their work too, so a failure is reported once, where it happened.
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 
 #include "executor/backend.h"
+#include "executor/cpu/spin_wait.h"
 
 namespace pw::cpu {
 
 class CpuEvent final : public Event {
  public:
   void Record(bool poisoned = false);
-  void Wait();
+  void Wait(SpinPolicy policy = SpinPolicy::kSpinFirst);
   bool recorded() const { return done_.load(std::memory_order_acquire); }
   bool poisoned() const { return poisoned_.load(std::memory_order_relaxed); }  // after Wait
   void Reset() override {

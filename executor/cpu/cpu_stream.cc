@@ -11,7 +11,11 @@
 namespace pw::cpu {
 
 CpuStream::CpuStream(StreamType type, StreamComm* comm, const std::string& thread_name)
-    : type_(type), comm_(comm), worker_(thread_name, [this](const Instr* i) { Run(i); }) {}
+    : type_(type),
+      spin_(IsCommStream(type) ? SpinPolicy::kBlockAtOnce : SpinPolicy::kSpinFirst),
+      comm_(comm),
+      worker_(
+          thread_name, [this](const Instr* i) { Run(i); }, spin_) {}
 
 namespace {
 
@@ -42,7 +46,7 @@ void CpuStream::Run(const Instr* instr) {
   bool ok = status_.ok() && !poisoned_;
   for (Event* e : instr->waits) {
     auto* event = static_cast<CpuEvent*>(e);
-    event->Wait();
+    event->Wait(spin_);
     ok = ok && !event->poisoned();  // work this depends on failed: skip, report nothing
   }
   poisoned_ = !ok;  // later work on this stream may depend on this instruction

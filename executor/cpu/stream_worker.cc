@@ -6,8 +6,8 @@
 
 namespace pw::cpu {
 
-StreamWorker::StreamWorker(std::string name, RunFn run)
-    : name_(std::move(name)), run_(std::move(run)) {
+StreamWorker::StreamWorker(std::string name, RunFn run, SpinPolicy spin)
+    : name_(std::move(name)), run_(std::move(run)), spin_(spin) {
   thread_ = std::thread([this] { Loop(); });
   pthread_setname_np(thread_.native_handle(), name_.substr(0, 15).c_str());
 }
@@ -38,7 +38,8 @@ void StreamWorker::Drain() {
 }
 
 bool StreamWorker::WaitForWork() {
-  if (SpinUntil([this] { return pushed_.load(std::memory_order_acquire) != taken_; })) return true;
+  if (SpinUntil([this] { return pushed_.load(std::memory_order_acquire) != taken_; }, spin_))
+    return true;
   std::unique_lock<std::mutex> lock(mu_);
   sleeping_ = true;
   work_cv_.wait(lock, [this] { return !queue_.empty() || stop_; });

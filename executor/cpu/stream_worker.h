@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "executor/cpu/spin_wait.h"
+
 namespace pw {
 struct Instr;
 }
@@ -21,8 +23,9 @@ namespace pw::cpu {
 class StreamWorker {
  public:
   using RunFn = std::function<void(const Instr*)>;
-  // Starts the thread; `run` executes one instruction on it.
-  StreamWorker(std::string name, RunFn run);
+  // Starts the thread; `run` executes one instruction on it. `spin`: how it waits for
+  // work (spin_wait.h).
+  StreamWorker(std::string name, RunFn run, SpinPolicy spin = SpinPolicy::kSpinFirst);
   ~StreamWorker();
   StreamWorker(const StreamWorker&) = delete;
   StreamWorker& operator=(const StreamWorker&) = delete;
@@ -37,6 +40,7 @@ class StreamWorker {
 
   std::string name_;
   RunFn run_;
+  SpinPolicy spin_;
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
