@@ -3,9 +3,9 @@
 // completes within a few microseconds, far less than a futex sleep and wake-up; past the
 // budget the caller blocks on a condition variable, so an idle stream never burns a core.
 //
-// Only the compute stream spins (`SpinPolicy`): a communication stream mostly waits for
-// compute work that takes far longer than the budget, and on a shared core its spin's
-// yields cost more than the spin saves. Linux's EEVDF scheduler moves a yielding thread's
+// Pipeline transfer streams do not spin (`SpinPolicy`): they mostly wait for compute work
+// that takes far longer than the budget, and on a shared core their spin's yields cost
+// more than the spin saves. Linux's EEVDF scheduler moves a yielding thread's
 // deadline a slice later, so when the event comes the thread is still queued behind the
 // compute thread it yielded to, until that thread's slice ends: on this project's 2-core
 // VMs a pipeline send started ~1 ms after its tensor was ready, in most steps.
