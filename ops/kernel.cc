@@ -241,7 +241,32 @@ void CopyIfDistinct(const Tensor& src, Tensor& dst) {
   if (!src.SharesStorage(dst)) std::memcpy(dst.raw(), src.raw(), src.nbytes());
 }
 
-Status ValidateKernelContext(const KernelContext& ctx) {
+namespace {
+
+// Calls f(tensor) for every input, then every output, of the context, in slot order.
+template <typename F>
+void ForEachTensor(const KernelContext& ctx, F f) {
+  for (const auto& slot : ctx.inputs)
+    for (const Tensor* t : slot) f(t);
+  for (const auto& slot : ctx.outputs)
+    for (const Tensor* t : slot) f(t);
+}
+
+bool TypesAsValidated(const KernelContext& ctx) {
+  if (ctx.validated.empty()) return false;
+  size_t k = 0;
+  bool same = true;
+  ForEachTensor(ctx, [&](const Tensor* t) {
+    if (!same) return;
+    same = t && t->defined() && k < ctx.validated.size() && t->dtype() == ctx.validated[k].dtype &&
+           t->shape() == ctx.validated[k].shape;
+    ++k;
+  });
+  return same && k == ctx.validated.size();
+}
+
+// The op's own checks on the context's tensors: slot counts, shape inference, outputs.
+Status ValidateTypes(const KernelContext& ctx) {
   const Op& op = ctx.op;
   const OpDef* def = Registry().Find(op.type);
   if (!def) return NotFound("no op definition for '", op.type, "'");
@@ -286,14 +311,22 @@ Status ValidateKernelContext(const KernelContext& ctx) {
   return OkStatus();
 }
 
+}  // namespace
+
+Status ValidateKernelContext(const KernelContext& ctx) {
+  if (TypesAsValidated(ctx)) return OkStatus();
+  PW_RETURN_IF_ERROR(ValidateTypes(ctx));
+  ctx.validated.clear();
+  ForEachTensor(ctx, [&](const Tensor* t) {
+    ctx.validated.push_back(TensorType{t->dtype(), t->shape()});
+  });
+  return OkStatus();
+}
+
 bool HasLowPrecision(const KernelContext& ctx) {
-  for (const auto& slot : ctx.inputs)
-    for (const Tensor* t : slot)
-      if (t && IsLowPrecision(t->dtype())) return true;
-  for (const auto& slot : ctx.outputs)
-    for (const Tensor* t : slot)
-      if (t && IsLowPrecision(t->dtype())) return true;
-  return false;
+  bool low = false;
+  ForEachTensor(ctx, [&](const Tensor* t) { low = low || (t && IsLowPrecision(t->dtype())); });
+  return low;
 }
 
 Status RunOnF32View(KernelContext& ctx, CpuKernel kernel,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "ir/op_def.h"
 #include "ir/status.h"
 #include "ops/tensor.h"
 
@@ -59,6 +60,10 @@ struct KernelContext {
   std::vector<std::vector<const Tensor*>> inputs;
   std::vector<std::vector<Tensor*>> outputs;
   Communicator* comm = nullptr;
+  // The tensor types (inputs, then outputs) ValidateKernelContext last accepted: run again
+  // on tensors of the same types, as an instruction is every step, the context skips the
+  // op's shape inference, which costs about a microsecond, as much as a small kernel.
+  mutable std::vector<TensorType> validated;
 
   // The tensor of var `j` of a slot; nullptr when the slot is absent.
   const Tensor* In(std::string_view slot, size_t j = 0) const;

@@ -169,6 +169,30 @@ TEST(OpsKernel, WrongOutputShapeIsAnErrorNotACrash) {
   EXPECT_THAT(FindCpuKernel("matmul")(mismatch).message(), HasSubstr("Y [5, 5]"));
 }
 
+// A context remembers the types it last accepted and skips the op's shape inference when
+// run again on tensors of those types; tensors of other types are checked again in full.
+TEST(OpsKernel, AContextRunAgainOnOtherTensorsIsCheckedAgain) {
+  Tensor x = RandomTensor({3, 4}, 8), y = RandomTensor({4, 5}, 9), out(DataType::kFloat32, {3, 5});
+  Op op = MakeOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
+  std::vector<std::vector<const Tensor*>> inputs = {{&x}, {&y}};
+  KernelContext ctx{op, inputs, {{&out}}};
+  ASSERT_TRUE(FindCpuKernel("matmul")(ctx).ok());
+  ASSERT_TRUE(FindCpuKernel("matmul")(ctx).ok());  // the same types: accepted again
+
+  Tensor wide_y = RandomTensor({4, 6}, 10);  // Out would be [3, 6]
+  ctx.inputs[1][0] = &wide_y;
+  EXPECT_THAT(FindCpuKernel("matmul")(ctx).message(),
+              HasSubstr("must be f32 [3, 6], got f32 [3, 5]"));
+  ctx.inputs[1][0] = nullptr;
+  EXPECT_THAT(FindCpuKernel("matmul")(ctx).message(), HasSubstr("has no tensor"));
+  Tensor i64_out(DataType::kInt64, {3, 5});
+  ctx.inputs[1][0] = &y;
+  ctx.outputs[0][0] = &i64_out;
+  EXPECT_EQ(FindCpuKernel("matmul")(ctx).code(), StatusCode::kInvalidArgument);
+  ctx.outputs[0][0] = &out;
+  EXPECT_TRUE(FindCpuKernel("matmul")(ctx).ok());
+}
+
 TEST(OpsKernel, SgdInPlace) {
   TensorEnv env;
   env.Set("p", MakeTensor({3}, {1.f, 2.f, 3.f}));
