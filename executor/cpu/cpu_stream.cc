@@ -26,10 +26,9 @@ SpinPolicy SpinPolicyOf(StreamType type) {
 
 CpuStream::CpuStream(StreamType type, StreamComm* comm, const std::string& thread_name)
     : type_(type),
-      spin_(SpinPolicyOf(type)),
       comm_(comm),
       worker_(
-          thread_name, [this](const Instr* i) { Run(i); }, spin_) {}
+          thread_name, [this](const Instr* i) { Run(i); }, SpinPolicyOf(type)) {}
 
 namespace {
 
@@ -60,7 +59,7 @@ void CpuStream::Run(const Instr* instr) {
   bool ok = status_.ok() && !poisoned_;
   for (Event* e : instr->waits) {
     auto* event = static_cast<CpuEvent*>(e);
-    event->Wait(spin_);
+    event->Wait(SpinPolicyOf(type_));
     ok = ok && !event->poisoned();  // work this depends on failed: skip, report nothing
   }
   poisoned_ = !ok;  // later work on this stream may depend on this instruction

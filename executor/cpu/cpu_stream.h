@@ -22,7 +22,6 @@ class CpuStream final : public Stream {
   void Run(const Instr* instr);
 
   StreamType type_;
-  SpinPolicy spin_;        // how its thread waits (cpu_stream.cc: SpinPolicyOf)
   StreamComm* comm_;       // may be null
   Status status_;          // worker thread; read by the host after Drain
   bool poisoned_ = false;  // worker thread: skipping, since work it depends on failed
