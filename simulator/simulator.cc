@@ -52,6 +52,8 @@ class Engine {
   void Ready(int i);
   void Start(int i);
   void Finish(int i);
+  // A thread of `rank` that waited for another stream's or rank's event resumes.
+  void Wake(int rank);
   void Launch(Activity a);
   void CompleteActivity(Activity& a);
   // Starts every instruction whose issue time has come; whether it started any.
@@ -111,9 +113,13 @@ class Engine {
   double TransferEnd(int i) const;
   std::vector<bool> posted_, finished_, arrived_;
   std::vector<int> joined_;  // per collective: members that reached it
+  // Its stream's thread reached it before its inputs from another stream or rank were ready.
+  std::vector<bool> waiting_;
+  std::vector<int> waits_;  // per rank: such waits, each woken by another stream or rank
   std::vector<int> slot_uses_;
   std::vector<std::vector<std::pair<double, int64_t>>> memory_;  // per rank: (time, delta)
   std::vector<Activity> active_;
+  std::vector<Activity> to_launch_;           // waits' CPU, launched after the current sweep
   std::vector<int> comm_active_;              // per rank: running transfers and collectives
   std::vector<double> node_compute_threads_;  // per node: threads running compute
   std::vector<int> node_ranks_;               // per node: its ranks
@@ -130,6 +136,8 @@ void Engine::Prepare() {
   posted_.assign(n_, false);
   finished_.assign(n_, false);
   arrived_.assign(n_, false);
+  waiting_.assign(n_, false);
+  waits_.assign(g_.world_size, 0);
   joined_.assign(g_.collectives.size(), 0);
   comm_active_.assign(g_.world_size, 0);
   node_compute_threads_.assign(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
@@ -154,6 +162,8 @@ void Engine::Prepare() {
       if (last[s] >= 0) {
         succ_[last[s]].push_back(i);
         ++pending_[i];
+      } else {
+        waiting_[i] = pending_[i] > 0;  // its thread waits from the step's start
       }
       last[s] = i;
       earliest_[i] = (k + 1) * dev_.launch_overhead();
@@ -263,7 +273,10 @@ void Engine::Finish(int i) {
   for (int s : succ_[i]) {
     const SimInstr& next = g_.instrs[s];
     double at = now_;
-    if (next.stream != in.stream || next.rank != in.rank) {
+    const bool same_stream = next.stream == in.stream && next.rank == in.rank;
+    if (same_stream && pending_[s] > 1) waiting_[s] = true;
+    if (!same_stream && pending_[s] == 1 && waiting_[s]) Wake(next.rank);
+    if (!same_stream) {
       at += dev_.event_latency();
       // Waking another rank's thread on a node whose cores all compute waits for a core;
       // a stream of the same rank takes the core the finishing stream's thread releases
@@ -273,6 +286,18 @@ void Engine::Finish(int i) {
     earliest_[s] = std::max(earliest_[s], at);
     if (--pending_[s] == 0) Ready(s);
   }
+}
+
+void Engine::Wake(int rank) {
+  ++waits_[rank];
+  // The CPU the wait and wake-up cost is taken from the node's cores beside the rank's
+  // work (it delays nothing by itself). Launched after the sweep that finished the event.
+  if (dev_.wait_cpu() <= 0 || dev_.cores_per_node() <= 0) return;
+  Activity a;
+  a.work = dev_.wait_cpu();
+  a.compute = true;
+  a.ranks = {rank};
+  to_launch_.push_back(std::move(a));
 }
 
 void Engine::CompleteActivity(Activity& a) {
@@ -435,14 +460,17 @@ Status Engine::Report(SimResult& out) const {
       rr = out.ranks[g_.replica_of[r]];
       rr.rank = r;
       idle += rr.bubble;
+      out.stream_waits += rr.stream_waits;
       continue;
     }
     rr.rank = r;
+    rr.stream_waits = waits_[r];
     rr.compute_busy = compute[r].Length();
     rr.comm_busy = comm[r].Length();
     rr.exposed_comm = rr.comm_busy - comm[r].OverlapWith(compute[r]);
     rr.bubble = out.step_time - rr.compute_busy;
     idle += rr.bubble;
+    out.stream_waits += rr.stream_waits;
     out.exposed_comm = std::max(out.exposed_comm, rr.exposed_comm);
     for (int c = 1; c < kNumCommClasses; ++c) {
       const IntervalSet& set = by_class[r][c];
@@ -515,6 +543,8 @@ bool Engine::CompleteFinishedActivities() {
     active_.erase(
         std::remove_if(active_.begin(), active_.end(), [](const Activity& a) { return a.done; }),
         active_.end());
+  for (Activity& a : to_launch_) Launch(std::move(a));
+  to_launch_.clear();
   return completed;
 }
 

@@ -26,7 +26,10 @@
 // processes sharing 2 cores were priced 10-16 % slow). Blocked threads must be
 // woken: while every core is busy, an instruction that waited on another stream or rank
 // starts busy_wake_latency later, and communication measured under a number of busy
-// cores is priced with the fits nearest that load.
+// cores is priced with the fits nearest that load. Each such wait also costs the node
+// wait_cpu of CPU (the spin before blocking, the sleep and the wake-up), taken from its
+// cores beside the ranks' work: plans that hand work between streams more often (the
+// overlap passes) burn more of the cores the ranks share.
 //
 // Reports the step time, per-rank and per-stream busy time, exposed communication
 // (communication of a rank while none of its compute runs), bubble (time a rank's compute
@@ -69,8 +72,9 @@ struct RankResult {
   // Exposed communication split by what it is for (CommClass; kNone stays 0). The classes
   // may overlap each other, so they can add up to more than exposed_comm.
   std::array<double, kNumCommClasses> exposed_by_class{};
-  double bubble = 0;  // step time minus compute_busy
-  double end = 0;     // when its last instruction finished
+  double bubble = 0;     // step time minus compute_busy
+  double end = 0;        // when its last instruction finished
+  int stream_waits = 0;  // times a stream's thread waited for another stream's or rank's event
   int64_t peak_bytes = 0;
   int64_t persistent_bytes = 0;
 };
@@ -80,6 +84,7 @@ struct SimResult {
   // Idle compute time over all ranks: sum(bubble) / (ranks * step_time).
   double bubble_rate = 0;
   double exposed_comm = 0;  // the largest of the ranks'
+  int stream_waits = 0;     // over all ranks (RankResult::stream_waits)
   // The largest of the ranks', key by key (each key may come from another rank).
   std::array<double, kNumStreamTypes> busy_by_stream{};
   std::array<double, kNumCommClasses> exposed_by_class{};

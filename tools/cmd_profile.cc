@@ -16,6 +16,7 @@
 #include "passes/cost_inputs.h"
 #include "simulator/comm_sizes.h"
 #include "simulator/sim_graph.h"
+#include "simulator/simulator.h"
 #include "tools/command.h"
 #include "tools/cuda_kernel_timer.h"
 #include "tools/flags.h"
@@ -49,7 +50,8 @@ constexpr const char* kUsage =
     "activations just written, its weights in L3 when a rank's parameters fit in it, else in\n"
     "memory (--cache auto; or force one).\n"
     "It also calibrates the per-op overhead of the executor and of the reference runner on\n"
-    "a tiny GPT (--no-calibrate skips it). --merge folds the results into an existing COSTS\n"
+    "a tiny GPT, and the CPU a stream's thread costs per wait for another stream's event on\n"
+    "busy cores (--no-calibrate skips both). --merge folds the results into an existing COSTS\n"
     "(repeat-weighted). --comm also measures the communication of every module that has\n"
     "more than one rank: its plan trains for --comm-steps steps (6) on as many rank processes\n"
     "(CPU streams over TCP, as pipeweave run starts them) with a clock around every\n"
@@ -73,7 +75,9 @@ constexpr const char* kUsage =
     "device the GPU is (h100, a100), so `sim --device h100 --costs COSTS` uses it.";
 
 // The communication of `module`, from a short run of it; what its ranks spend beyond the
-// compute the op costs just measured price is charged to communication.
+// compute the op costs just measured price, and beyond its streams' waits for each other
+// (DeviceSpec.wait_cpu each, as many as the simulated step has), is charged to
+// communication.
 StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
                                                  const cost::OpCostTable& table, int steps,
                                                  const CommBenchPlacement& placement) {
@@ -82,9 +86,15 @@ StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
   PW_ASSIGN_OR_RETURN(cost::SimGraph graph,
                       cost::BuildSimGraph(module, *estimator, ops::Registry()));
   cost::CommSizes sizes = cost::CommSizesOf(graph, estimator->device().op_overhead());
+  cost::SimOptions sim_options;
+  sim_options.record_timeline = false;
+  sim_options.compute_threads = std::max(1, table.proto().blas_threads());
+  PW_ASSIGN_OR_RETURN(cost::SimResult step,
+                      cost::Simulate(graph, estimator->device(), sim_options, &estimator->comm()));
   cost::CommProfileOptions options;
   options.steps = steps;
-  options.compute_seconds = sizes.compute_seconds;
+  options.compute_seconds =
+      sizes.compute_seconds + step.stream_waits * estimator->device().wait_cpu();
   options.compute_gap = sizes.compute_gap;
   std::unique_ptr<cost::CommBenchmark> bench = MakeGlooCommBenchmark(placement);
   return cost::ProfileComm(*bench, module, options);
@@ -252,6 +262,9 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                  "%.0f ops, kernels %.3f ms, executor %.3f ms, reference %.3f ms per step)\n",
                  overheads.executor * 1e6, overheads.reference * 1e6, overheads.ops,
                  overheads.kernels_ms, overheads.executor_ms, overheads.reference_ms);
+    spec.set_wait_cpu(MeasureWaitCpu(spec.cores_per_node()));
+    std::fprintf(stderr, "CPU per wait for another stream's event on busy cores: %.1f us\n",
+                 spec.wait_cpu() * 1e6);
   }
 
   if (flags.Has("comm")) {

@@ -21,4 +21,11 @@ struct RuntimeOverheads {
 
 StatusOr<RuntimeOverheads> CalibrateRuntimes(const cost::ProfileOptions& options);
 
+// The CPU one wait for another stream's event costs the executor's stream threads while
+// every core is busy (DeviceSpec.wait_cpu): two threads hand turns back and forth through
+// its CPU events (spinning first, as compute and collective streams do), a few
+// microseconds of work a turn, beside one busy thread per core; their CPU time beyond the
+// work, per wait. Seconds.
+double MeasureWaitCpu(int cores, int turns = 40);
+
 }  // namespace pw::tools

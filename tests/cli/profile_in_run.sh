@@ -42,4 +42,14 @@ for module in ref plan; do
   "$pw" sim "$work/$module.pb" --costs "$work/$module.pbtxt" --micro-batches 4 >/dev/null ||
     fail "$module: sim with the table"
 done
+
+# Calibrated (no --no-calibrate): the table's device carries the CPU a stream's wait costs,
+# measured on this machine's busy cores (microseconds: a futex sleep and wake-up, a spin).
+out=$("$pw" profile "$work/plan.pb" -o "$work/calibrated.pbtxt" --repeat 1 2>&1) ||
+  fail "profile with calibration: $out"
+grep -q "CPU per wait for another stream's event on busy cores" <<<"$out" ||
+  fail "no wait CPU line: $out"
+wait_cpu=$(sed -n 's/^  wait_cpu: //p' "$work/calibrated.pbtxt")
+awk -v w="$wait_cpu" 'BEGIN {exit !(w > 2e-7 && w < 2e-3)}' ||
+  fail "wait_cpu '$wait_cpu' s is not a measured microsecond figure"
 echo "ok"

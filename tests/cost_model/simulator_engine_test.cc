@@ -223,6 +223,31 @@ TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
   EXPECT_NEAR(busy->timeline[same_rank].start, 2.0, 1e-9);
 }
 
+TEST(SimulatorEngine, AWaitForAnotherStreamCostsTheNodeItsCpu) {
+  // One core. The compute stream runs two 1 s ops; mp_comm's op waits for the first, so its
+  // thread sleeps until then and its wake-up costs wait_cpu of the core; a second mp_comm
+  // op follows its stream predecessor and has nothing else to wait for.
+  GraphBuilder b(1);
+  int first = b.Compute(0, 1.0);
+  b.Compute(0, 1.0);
+  int woken = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 1.0, {first});
+  b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 0.5, {woken, first});
+  DeviceSpec d = Cores(1);
+  auto free = Simulate(b.graph(), d);
+  ASSERT_TRUE(free.ok());
+  EXPECT_NEAR(free->step_time, 3.5, 1e-9);  // all the node's work on one core
+  EXPECT_EQ(free->stream_waits, 1);
+  d.set_wait_cpu(0.25);
+  auto costed = Simulate(b.graph(), d);
+  ASSERT_TRUE(costed.ok());
+  EXPECT_NEAR(costed->step_time, 3.75, 1e-9);  // and the wake-up's CPU
+  EXPECT_EQ(costed->stream_waits, 1);
+  d.set_cores_per_node(0);  // streams waiting on a device: no CPU taken
+  auto gpu = Simulate(b.graph(), d);
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_NEAR(gpu->step_time, 2.5, 1e-9);
+}
+
 TEST(SimulatorEngine, ShortTransfersLateInALongStepFinish) {
   // After 1e5 s of compute a double resolves about 1.5e-11 s, and a microsecond transfer's
   // end rounds: what is left of its work lasts less than that resolution. Transfers of many
