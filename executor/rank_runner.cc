@@ -110,6 +110,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     }
     if (options.on_step) options.on_step(report);
   }
+  if (options.on_run_end) PW_RETURN_IF_ERROR(options.on_run_end(*interp));
   PW_RETURN_IF_ERROR(interp->SyncParameters());
   std::map<std::string, Tensor> params;
   for (const std::string& name : interp->PersistentNames()) {

@@ -53,6 +53,9 @@ struct RankRunOptions {
   // instruction's times (Instr::times), e.g. to write a trace; its error fails the run.
   std::function<Status(const Interpreter&)> on_traced_step;
   int traced_steps = 1;
+  // Called once after the last step, before the parameters are synced; its error fails
+  // the run.
+  std::function<Status(const Interpreter&)> on_run_end;
 };
 
 // `comm` (not owned) may be null for a world of one. A rank reports the loss when it

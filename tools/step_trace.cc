@@ -21,7 +21,15 @@ const char* KindName(Instr::Kind kind) {
 
 }  // namespace
 
-std::string StepTraceJson(const Interpreter& interp) {
+StepTimes CaptureStepTimes(const Interpreter& interp) {
+  StepTimes step;
+  step.began_ns = interp.step_began_ns();
+  step.times.reserve(interp.lowered().instrs.size());
+  for (const Instr& instr : interp.lowered().instrs) step.times.push_back(instr.times);
+  return step;
+}
+
+std::string StepTraceJson(const Interpreter& interp, const StepTimes& step) {
   ChromeTraceWriter trace;
   const int rank = interp.rank();
   trace.SetProcessName(rank, StrCat("rank ", rank, " (measured)"));
@@ -31,11 +39,12 @@ std::string StepTraceJson(const Interpreter& interp) {
     trace.SetThreadName(rank, tid, StreamTypeName(type));
     trace.SetThreadSortIndex(rank, tid, tid);
   }
-  const double origin = static_cast<double>(interp.step_began_ns());
+  const double origin = static_cast<double>(step.began_ns);
   auto us = [&](int64_t ns) { return (static_cast<double>(ns) - origin) / 1e3; };
-  for (const Instr& instr : plan.instrs) {
-    const Instr::Times& t = instr.times;
-    if (t.ended == 0 || t.began < interp.step_began_ns()) continue;  // not run this step
+  for (size_t i = 0; i < plan.instrs.size() && i < step.times.size(); ++i) {
+    const Instr& instr = plan.instrs[i];
+    const Instr::Times& t = step.times[i];
+    if (t.ended == 0 || t.began < step.began_ns) continue;  // not run this step
     const int tid = StreamIndex(instr.stream);
     if (t.began - t.taken > 1000)  // waited more than 1 us for its events
       trace.AddComplete("wait", "wait", rank, tid, us(t.taken), us(t.began) - us(t.taken));

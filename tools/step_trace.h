@@ -5,13 +5,24 @@
 // and the time its stream waited for its events before it as a "wait" slice. The
 // same tracks as `pipeweave sim --trace`, so the two open side by side.
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "executor/interpreter.h"
 
 namespace pw::tools {
 
-// The last step `interp` ran with tracing on; times from that step's start, in us.
-std::string StepTraceJson(const Interpreter& interp);
+// One traced step's instruction times, copied out of the interpreter right after the step
+// (a copy of a few numbers per instruction): the trace is written later, after the run,
+// since writing it between steps takes CPU from ranks still in the step on shared cores.
+struct StepTimes {
+  int64_t began_ns = 0;
+  std::vector<Instr::Times> times;  // per instruction of interp.lowered()
+};
+StepTimes CaptureStepTimes(const Interpreter& interp);
+
+// A step captured from `interp` as a Chrome trace; times from that step's start, in us.
+std::string StepTraceJson(const Interpreter& interp, const StepTimes& step);
 
 }  // namespace pw::tools

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `pipeweave run-parallel --trace DIR`: one Chrome trace per rank of the last step as
+# `pipeweave run-parallel --trace DIR`: one Chrome trace per rank of the step before the last as
 # measured, with the tracks (streams) and instructions sim --trace shows.
 #   run_trace_test.sh PIPEWEAVE WORK_DIR
 set -u
