@@ -31,4 +31,22 @@ threads = {e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"]
 assert "compute" in threads, threads
 PY
 done
-echo "traces written and well formed"
+
+# The measured step beside the simulated one (scripts/compare_traces.py): every rank, its
+# streams with time on both sides, and the op types.
+"$pw" sim "$work/gpt.pbtxt" --threads 1 --micro-batches 4 --trace "$work/sim.json" \
+  --pipeline "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p" \
+  >/dev/null || fail "sim exited $?"
+compare=$(dirname "$0")/../../scripts/compare_traces.py
+table=$("$compare" "$work/trace" "$work/sim.json") || fail "compare_traces exited $?: $table"
+for rank in 0 1; do
+  grep -q "^rank $rank: step [0-9.]* ms measured, [0-9.]* ms simulated" <<<"$table" ||
+    fail "no rank $rank line: $table"
+done
+awk '$1 == "compute" && $2 > 0 && $5 > 0 {found = 1} END {exit !found}' <<<"$table" ||
+  fail "no compute stream timed on both sides: $table"
+grep -Eq '^  matmul +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "no matmul row: $table"
+mkdir -p "$work/empty"
+if err=$("$compare" "$work/empty" "$work/sim.json" 2>&1); then fail "an empty folder compared: $err"; fi
+grep -q "no rankR.trace.json" <<<"$err" || fail "unclear error for an empty folder: $err"
+echo "traces written and well formed, and compared with the simulated step"
