@@ -132,7 +132,8 @@ def main():
     if not compared:
         sys.exit(f"{args.measured}: no rankR.trace.json for the simulated ranks")
     print("(a measured recv runs from when its stream posts it until its data is there; a\n"
-          " simulated one from when the data starts to arrive: compare recv streams by waits)")
+          " simulated one from when its transfer starts, or it is posted if later: compare recv\n"
+          " streams by their waits)")
     print(f"\nop types, over the {compared} ranks compared (ms): the {args.ops} longest simulated")
     print(f"  {'op':<24} {'measured wall':>13} {'measured CPU':>12} {'simulated':>10} {'estimate':>9}")
     for op, (wall, cpu, dur, estimate) in sorted(all_ops.items(), key=lambda kv: -kv[1][2])[:args.ops]:
