@@ -1,5 +1,8 @@
 #include "cost_model/wake_latency.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -38,20 +41,33 @@ double PingPong(int hops) {
 
 }  // namespace
 
+BusyThreads::BusyThreads(const std::vector<int>& cpus) {
+  for (int cpu : cpus)
+    threads_.emplace_back([this, cpu] {
+      if (cpu >= 0) PinThisThread(cpu);
+      volatile double x = 1.0;
+      while (!stop_.load(std::memory_order_relaxed))
+        for (int k = 0; k < 1000; ++k) x = x * 1.0000001 + 1e-9;
+    });
+}
+
+BusyThreads::~BusyThreads() {
+  stop_ = true;
+  for (std::thread& t : threads_) t.join();
+}
+
+void PinThisThread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
 WakeLatency MeasureWakeLatency(int cores, int hops) {
   WakeLatency w;
   w.idle = PingPong(hops);
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> spinners;
-  for (int i = 0; i < cores; ++i)
-    spinners.emplace_back([&stop] {
-      volatile double x = 1.0;
-      while (!stop.load(std::memory_order_relaxed))
-        for (int k = 0; k < 1000; ++k) x = x * 1.0000001 + 1e-9;
-    });
+  BusyThreads busy(std::vector<int>(cores, -1));
   w.busy = PingPong(std::max(10, hops / 10));  // slow hops: fewer of them
-  stop = true;
-  for (std::thread& t : spinners) t.join();
   return w;
 }
 

@@ -6,9 +6,28 @@
 // other ranks compute on all cores. And how fast k busy threads run when other users'
 // processes share the cores.
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 namespace pw::cost {
+
+// Threads that keep cores busy with arithmetic until destroyed, standing for ranks that
+// compute on every core: one per entry of `cpus`, pinned to that CPU, or unpinned for -1.
+class BusyThreads {
+ public:
+  explicit BusyThreads(const std::vector<int>& cpus);
+  ~BusyThreads();
+  BusyThreads(const BusyThreads&) = delete;
+  BusyThreads& operator=(const BusyThreads&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// Pins the calling thread to one CPU (best effort: an error leaves it where it was).
+void PinThisThread(int cpu);
 
 struct WakeLatency {
   double idle = 0;  // seconds per hand-off

@@ -1,14 +1,13 @@
 #include "tools/runtime_calibration.h"
 
-#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
-#include <atomic>
 #include <deque>
 #include <thread>
 #include <vector>
 
+#include "cost_model/wake_latency.h"
 #include "executor/cpu/cpu_event.h"
 #include "executor/rank_runner.h"
 #include "executor/reference_runner.h"
@@ -103,28 +102,13 @@ std::vector<int> AllowedCpus() {
   return cpus;
 }
 
-void PinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
-}
-
 // The players sit on two different cores, each beside a busy thread: a wake-up crosses
 // cores, as most of a run's do (on one core a hand-off is a plain switch, ~4 us here, and
 // unpinned threads measured either figure depending on where the scheduler put them).
 double WaitCpuOnce(const std::vector<int>& cpus, int turns) {
   // Events are used once each, so that no reset races a late waiter.
   std::deque<cpu::CpuEvent> to_a(turns), to_b(turns);
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> busy;
-  for (int cpu : cpus)
-    busy.emplace_back([&stop, cpu] {
-      PinTo(cpu);
-      volatile double x = 1.0;
-      while (!stop.load(std::memory_order_relaxed))
-        for (int k = 0; k < 1000; ++k) x = x * 1.0000001 + 1e-9;
-    });
+  cost::BusyThreads busy(cpus);
   // A turn's work, a few microseconds, and the CPU outside it.
   auto work = [] {
     volatile double x = 1.0;
@@ -132,7 +116,7 @@ double WaitCpuOnce(const std::vector<int>& cpus, int turns) {
   };
   std::vector<double> overhead(2, 0);
   auto player = [&](int me) {
-    PinTo(cpus[me % cpus.size()]);
+    cost::PinThisThread(cpus[me % cpus.size()]);
     std::deque<cpu::CpuEvent>& mine = me == 0 ? to_a : to_b;
     std::deque<cpu::CpuEvent>& theirs = me == 0 ? to_b : to_a;
     double inside = 0;
@@ -150,8 +134,6 @@ double WaitCpuOnce(const std::vector<int>& cpus, int turns) {
   std::thread a(player, 0), b(player, 1);
   a.join();
   b.join();
-  stop = true;
-  for (std::thread& t : busy) t.join();
   return (overhead[0] + overhead[1]) / (2.0 * turns);
 }
 
