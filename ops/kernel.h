@@ -63,7 +63,7 @@ struct KernelContext {
   // The tensor types (inputs, then outputs) ValidateKernelContext last accepted: run again
   // on tensors of the same types, as an instruction is every step, the context skips the
   // op's shape inference, which costs about a microsecond, as much as a small kernel.
-  mutable std::vector<TensorType> validated;
+  mutable std::vector<TensorType> validated = {};
 
   // The tensor of var `j` of a slot; nullptr when the slot is absent.
   const Tensor* In(std::string_view slot, size_t j = 0) const;
