@@ -18,9 +18,12 @@
 
 namespace pw::ab {
 
+// Steps simulated back to back for the step time (cost::RepeatSteps).
+inline constexpr int kSimulatedSteps = 3;
+
 // Milliseconds; the worst rank key by key (SimResult's aggregation).
 struct SimFigures {
-  double step_ms = 0;
+  double step_ms = 0;  // the steady step of kSimulatedSteps back to back
   double bubble_rate = 0;
   double exposed_comm_ms = 0;
   std::array<double, cost::kNumCommClasses> exposed_ms_by_class{};  // [kNone] stays 0

@@ -53,6 +53,7 @@ struct SimInstr {
   CommClass comm_class = CommClass::kNone;  // kNone for compute
   int job = -1;  // index into SimGraph::job_names[rank]; -1 for step-level work
   int micro_batch = -1;
+  int step = 0;        // which of the graph's steps it belongs to (RepeatSteps)
   std::string name;    // the op type, or "SEND x" / "RECV x"
   double seconds = 0;  // compute: isolated run time; comm: transfer or collective time
   EstimatePath path = EstimatePath::kRoofline;
@@ -88,6 +89,9 @@ struct SimCollective {
 struct SimGraph {
   int world_size = 0;
   int num_micro_batches = 0;
+  // Training steps back to back (RepeatSteps): each rank's order holds its steps one after
+  // the other, in equal runs.
+  int steps = 1;
   std::vector<SimInstr> instrs;
   std::vector<std::vector<int>> rank_order;         // per rank, instructions in host order
   std::vector<std::vector<std::string>> job_names;  // per rank: "0F1", "1RECV_F0", ...

@@ -7,6 +7,7 @@
 
 #include "simulator/interval_set.h"
 #include "simulator/memory_fit.h"
+#include "simulator/repeat_steps.h"
 
 namespace pw::cost {
 namespace {
@@ -52,6 +53,9 @@ class Engine {
   void Ready(int i);
   void Start(int i);
   void Finish(int i);
+  // The host issues `rank`'s `step` (RepeatSteps): its previous step has finished.
+  void IssueStep(int rank, int step);
+  size_t StepIndex(int rank, int step) const { return static_cast<size_t>(rank) * g_.steps + step; }
   // A thread of `rank` that waited for another stream's or rank's event resumes.
   void Wake(int rank);
   void Launch(Activity a);
@@ -117,6 +121,8 @@ class Engine {
   std::vector<bool> waiting_;
   std::vector<int> waits_;  // per rank: such waits, each woken by another stream or rank
   std::vector<int> slot_uses_;
+  std::vector<int> unfinished_in_step_;  // per rank and step (StepIndex)
+  std::vector<double> issue_offset_;     // host launches before it, from its step's issue
   std::vector<std::vector<std::pair<double, int64_t>>> memory_;  // per rank: (time, delta)
   std::vector<Activity> active_;
   std::vector<Activity> to_launch_;           // waits' CPU, launched after the current sweep
@@ -151,14 +157,21 @@ void Engine::Prepare() {
       succ_[d].push_back(i);
       ++pending_[i];
     }
-  // The stream predecessor, and the host's issue time (one launch per instruction).
+  // The stream predecessor, and the host's issue time (one launch per instruction). A
+  // rank's later steps (RepeatSteps) are issued once its previous step has finished: each
+  // waits for that (one more pending count) and is issued from then on as the first was.
+  const int steps = g_.steps;
+  unfinished_in_step_.assign(static_cast<size_t>(g_.world_size) * steps, 0);
+  issue_offset_.assign(n_, 0);
   for (int r = 0; r < g_.world_size; ++r) {
     std::array<int, kNumStreamTypes> last;
     last.fill(-1);
     const std::vector<int>& order = g_.rank_order[r];
+    const size_t per_step = order.size() / steps;
     for (size_t k = 0; k < order.size(); ++k) {
       int i = order[k];
-      int s = static_cast<int>(g_.instrs[i].stream);
+      const SimInstr& in = g_.instrs[i];
+      int s = static_cast<int>(in.stream);
       if (last[s] >= 0) {
         succ_[last[s]].push_back(i);
         ++pending_[i];
@@ -166,8 +179,24 @@ void Engine::Prepare() {
         waiting_[i] = pending_[i] > 0;  // its thread waits from the step's start
       }
       last[s] = i;
-      earliest_[i] = (k + 1) * dev_.launch_overhead();
+      issue_offset_[i] = static_cast<double>(k % per_step + 1) * dev_.launch_overhead();
+      ++unfinished_in_step_[StepIndex(r, in.step)];
+      if (in.step == 0) {
+        earliest_[i] = issue_offset_[i];
+      } else {
+        ++pending_[i];
+      }
     }
+  }
+}
+
+void Engine::IssueStep(int rank, int step) {
+  const std::vector<int>& order = g_.rank_order[rank];
+  const size_t per_step = order.size() / g_.steps;
+  for (size_t k = per_step * step; k < per_step * (step + 1); ++k) {
+    const int i = order[k];
+    earliest_[i] = std::max(earliest_[i], now_ + issue_offset_[i]);
+    if (--pending_[i] == 0) Ready(i);
   }
 }
 
@@ -267,6 +296,8 @@ void Engine::Finish(int i) {
   finished_[i] = true;
   t_[i].end = now_;
   ++done_;
+  if (--unfinished_in_step_[StepIndex(in.rank, in.step)] == 0 && in.step + 1 < g_.steps)
+    IssueStep(in.rank, in.step + 1);
   for (int slot : in.uses)
     if (--slot_uses_[slot] == 0 && !g_.slots[slot].persistent)
       memory_[in.rank].push_back({now_, -g_.slots[slot].bytes});
@@ -427,6 +458,7 @@ Status Engine::Deadlock() const {
 
 Status Engine::Report(SimResult& out) const {
   out.ranks.assign(g_.world_size, RankResult{});
+  out.step_ends.assign(g_.steps, 0.0);
   std::vector<IntervalSet> compute(g_.world_size), comm(g_.world_size);
   std::vector<std::array<IntervalSet, kNumCommClasses>> by_class(g_.world_size);
   for (int i = 0; i < n_; ++i) {
@@ -438,6 +470,7 @@ Status Engine::Report(SimResult& out) const {
     rr.busy[static_cast<int>(in.stream)] += end - active;
     rr.end = std::max(rr.end, t_[i].end);
     out.step_time = std::max(out.step_time, t_[i].end);
+    out.step_ends[in.step] = std::max(out.step_ends[in.step], t_[i].end);
     if (!g_.folded()) out.path_seconds[static_cast<int>(in.path)] += in.seconds;
     if (in.kind == InstrKind::kCompute) {
       compute[in.rank].Add(active, end);
@@ -607,6 +640,20 @@ StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) co
     options.compute_threads = std::max(1, estimator_->table().proto().blas_threads());
   PW_ASSIGN_OR_RETURN(SimResult result,
                       Simulate(graph, estimator_->device(), options, &estimator_->comm()));
+  if (options.steps > 1) {
+    // The steps back to back need no timeline: their figure is when each ended.
+    SimGraphOptions fold;
+    fold.fold_replicas = true;
+    PW_ASSIGN_OR_RETURN(SimGraph folded, BuildSimGraph(module, *estimator_, registry_, fold));
+    PW_ASSIGN_OR_RETURN(SimGraph repeated, RepeatSteps(folded, options.steps));
+    SimOptions quiet = options;
+    quiet.record_timeline = false;
+    PW_ASSIGN_OR_RETURN(SimResult steps,
+                        Simulate(repeated, estimator_->device(), quiet, &estimator_->comm()));
+    result.steady_step_time =
+        (steps.step_ends.back() - steps.step_ends.front()) / (options.steps - 1);
+    result.steady_steps = options.steps;
+  }
   if (graph_out) *graph_out = std::move(graph);
   return result;
 }

@@ -31,6 +31,10 @@
 // cores beside the ranks' work: plans that hand work between streams more often (the
 // overlap passes) burn more of the cores the ranks share.
 //
+// A graph of several steps (RepeatSteps) runs them back to back: a rank's host issues its
+// next step once its own streams have finished the last, as the executor does, so ranks
+// that end a step apart start the next apart (SimOptions::steps: the steady step).
+//
 // Reports the step time, per-rank and per-stream busy time, exposed communication
 // (communication of a rank while none of its compute runs), bubble (time a rank's compute
 // is idle) and the peak bytes per rank from the tensors' lifetimes: a tensor is allocated
@@ -55,6 +59,9 @@ struct SimOptions {
   int compute_threads = 0;
   // Runtime cost added to every compute instruction; < 0: the device's op_overhead.
   double op_overhead = -1;
+  // Simulator::Run: > 1 also simulates this many steps back to back (RepeatSteps) and
+  // reports their steady-state step (SimResult::steady_step_time).
+  int steps = 1;
 };
 
 struct InstrTime {
@@ -81,6 +88,16 @@ struct RankResult {
 
 struct SimResult {
   double step_time = 0;
+  // When each step of the graph ended (one entry unless it was RepeatSteps'): the latest
+  // end of its instructions on any rank.
+  std::vector<double> step_ends;
+  // Simulator::Run with SimOptions::steps > 1: the time a step takes once steps follow each
+  // other, (last step's end - first step's end) / (steps - 1); 0 when not simulated.
+  double steady_step_time = 0;
+  int steady_steps = 0;  // the steps it was simulated over
+  // What a run of many steps measures a step to take: the steady step where simulated,
+  // else the one step's time.
+  double StepTimeInRun() const { return steady_steps > 1 ? steady_step_time : step_time; }
   // Idle compute time over all ranks: sum(bubble) / (ranks * step_time).
   double bubble_rate = 0;
   double exposed_comm = 0;  // the largest of the ranks'

@@ -26,7 +26,7 @@ constexpr const char* kUsage =
     "           [--format table|json] [--trace OUT.json] [--svg OUT.svg] [--coverage]\n"
     "           [--pipeline PASSES] [--micro-batches M (1)] [--p2p eager|rendezvous]\n"
     "           [--runtime executor|reference] [--mem-limit GIB] [--threads N]\n"
-    "           [--collectives member-order|nccl]\n"
+    "           [--collectives member-order|nccl] [--steps K (1)]\n"
     "Simulates one training step of the module's plan on every rank: streams, events,\n"
     "send/recv, collectives, compute slowed beside communication, and ranks sharing the\n"
     "cores of a CPU node. Op times come from COSTS (pipeweave profile) where measured,\n"
@@ -57,12 +57,19 @@ constexpr const char* kUsage =
     "--collectives: how a GPU spec prices collectives: member-order (default), the\n"
     "deterministic ones pipeweave's transports run (across nodes each member's chunks cross\n"
     "on its own NIC), or nccl, NCCL's own ring and tree (what frameworks without\n"
-    "deterministic sums run; across nodes a ring per member of a node, on its own NIC).";
+    "deterministic sums run; across nodes a ring per member of a node, on its own NIC).\n"
+    "--steps K (up to 64; > 1): also simulates K steps back to back, as 'pipeweave run' runs "
+    "them:\n"
+    "each rank issues its next step when its own streams have finished the last, with no\n"
+    "barrier between the ranks, so a rank that ends a step early (the last stage of a\n"
+    "zero-bubble schedule) starts the next one early unless the plan waits (fp16's overflow\n"
+    "all-reduce does). Prints the steady step, (end of step K - end of step 1) / (K - 1)\n"
+    "(json: steady_step_time_ms); what a run measures for plans whose ranks end apart.";
 
 StatusOr<int> RunSim(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"device", "costs", "format", "trace", "svg", "pipeline", "micro-batches",
-                           "p2p", "runtime", "mem-limit", "threads", "collectives"})
+                           "p2p", "runtime", "mem-limit", "threads", "collectives", "steps"})
     flags.Value(name);
   flags.Switch("coverage");
   PW_RETURN_IF_ERROR(flags.Parse(args));
@@ -81,6 +88,7 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 1, 1, kMaxMicroBatches));
   PW_ASSIGN_OR_RETURN(int64_t mem_limit, flags.GetGibAsBytes("mem-limit"));
   PW_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0, 1, 4096));
+  PW_ASSIGN_OR_RETURN(int64_t steps, flags.GetInt("steps", 1, 1, 64));
   StatusOr<cost::CollectiveAlgorithm> collectives =
       cost::ParseCollectiveAlgorithm(flags.Get("collectives", "member-order"));
   if (!collectives.ok()) return collectives.status().WithContext("flag --collectives");
@@ -113,6 +121,7 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   options.rendezvous_p2p = p2p == "rendezvous";
   options.record_timeline = flags.Has("trace") || flags.Has("svg");
   if (runtime == "reference") options.op_overhead = estimator->device().reference_op_overhead();
+  options.steps = static_cast<int>(steps);
   cost::Simulator simulator(estimator, ops::Registry(), options);
   cost::SimGraph graph;
   StatusOr<cost::SimResult> result = simulator.Run(module, &graph);

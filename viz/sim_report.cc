@@ -1,6 +1,7 @@
 #include "viz/sim_report.h"
 
 #include <cstdio>
+#include <string>
 
 #include "viz/chrome_trace.h"
 
@@ -101,6 +102,10 @@ std::string ExposedByClassTable(const SimResult& r) {
 std::string SimResultToJson(const SimResult& r, const SimGraph& g, const MemoryFit* fit) {
   std::string out = "{";
   Field(out, "step_time_ms", Ms(r.step_time), false);
+  if (r.steady_steps > 1) {
+    Field(out, "steady_step_time_ms", Ms(r.steady_step_time));
+    Field(out, "steady_steps", r.steady_steps);
+  }
   Field(out, "bubble_rate", r.bubble_rate);
   ExposedCommJson(out, r.exposed_by_class, r.exposed_comm);
   BusyByStreamJson(out, r.busy_by_stream);
@@ -154,6 +159,9 @@ std::string SimResultToJson(const SimResult& r, const SimGraph& g, const MemoryF
 std::string SimResultToTable(const SimResult& r, const SimGraph& g, const MemoryFit* fit) {
   std::string out;
   out += "step time     " + Format("%.3f", Ms(r.step_time)) + " ms\n";
+  if (r.steady_steps > 1)
+    out += "steady step   " + Format("%.3f", Ms(r.steady_step_time)) + " ms (" +
+           std::to_string(r.steady_steps) + " steps back to back, no barrier between them)\n";
   if (fit) out += fit->Summary() + "\n";
   out += "bubble rate   " + Format("%.1f", 100 * r.bubble_rate) + " %\n";
   out += "exposed comm  " + Format("%.3f", Ms(r.exposed_comm)) + " ms (worst rank)\n";
