@@ -6,8 +6,10 @@
 //   1. schedule kinds: every kind of the schedule pass except csv (zero-bubble kinds on a
 //      split backward, zb-h2 and zb-auto given the cost model's F, B, W). Each is planned
 //      once and priced by the action-level simulator (F, B, W and the activation
-//      transfer from the cost model), the cheap pruning: only the best few go on;
-//   2. the kept kinds on the op-level simulator, then for the best two every p2p order;
+//      transfer from the cost model; its longest rank span, the step of steps back to
+//      back), the cheap pruning: only the best few go on;
+//   2. the kept kinds on the op-level simulator (two steps back to back: the steady step
+//      a run measures), then for the best two every p2p order;
 //   3. the best two of those and plain 1f1b with each ladder of overlap passes registered
 //      (assign-streams; overlap-column-parallel-backward, overlap-1f1b, insert-events;
 //      passes named in TuneOptions::extra_passes, e.g. order-comm, join when the registry
@@ -46,9 +48,10 @@ struct TunedPlan {
   std::string pipeline;
   double step_ms = 0;
   double bubble_rate = 0;
-  int64_t peak_bytes = 0;       // the largest rank's
-  bool fits = true;             // every rank within the memory limit
-  double action_makespan = -1;  // the action-level simulator's, in its cost units
+  int64_t peak_bytes = 0;  // the largest rank's
+  bool fits = true;        // every rank within the memory limit
+  // The action-level simulator's longest rank span (TimedResult::cost), in its cost units.
+  double action_makespan = -1;
 };
 
 struct TuneResult {

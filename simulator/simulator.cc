@@ -641,21 +641,32 @@ StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) co
   PW_ASSIGN_OR_RETURN(SimResult result,
                       Simulate(graph, estimator_->device(), options, &estimator_->comm()));
   if (options.steps > 1) {
-    // The steps back to back need no timeline: their figure is when each ended.
-    SimGraphOptions fold;
-    fold.fold_replicas = true;
-    PW_ASSIGN_OR_RETURN(SimGraph folded, BuildSimGraph(module, *estimator_, registry_, fold));
-    PW_ASSIGN_OR_RETURN(SimGraph repeated, RepeatSteps(folded, options.steps));
-    SimOptions quiet = options;
-    quiet.record_timeline = false;
-    PW_ASSIGN_OR_RETURN(SimResult steps,
-                        Simulate(repeated, estimator_->device(), quiet, &estimator_->comm()));
-    result.steady_step_time =
-        (steps.step_ends.back() - steps.step_ends.front()) / (options.steps - 1);
-    result.steady_steps = options.steps;
+    PW_ASSIGN_OR_RETURN(SimResult steps, RunSteady(module));
+    result.steady_step_time = steps.steady_step_time;
+    result.steady_steps = steps.steady_steps;
   }
   if (graph_out) *graph_out = std::move(graph);
   return result;
+}
+
+StatusOr<SimResult> Simulator::RunSteady(const Module& module) const {
+  if (options_.steps < 2)
+    return InvalidArgument("a steady step needs at least 2 steps, got ", options_.steps);
+  // The steps back to back need no timeline: their figure is when each ended.
+  SimGraphOptions fold;
+  fold.fold_replicas = true;
+  PW_ASSIGN_OR_RETURN(SimGraph folded, BuildSimGraph(module, *estimator_, registry_, fold));
+  PW_ASSIGN_OR_RETURN(SimGraph repeated, RepeatSteps(folded, options_.steps));
+  SimOptions options = options_;
+  options.record_timeline = false;
+  if (options.compute_threads <= 0)
+    options.compute_threads = std::max(1, estimator_->table().proto().blas_threads());
+  PW_ASSIGN_OR_RETURN(SimResult steps,
+                      Simulate(repeated, estimator_->device(), options, &estimator_->comm()));
+  steps.steady_step_time = (steps.step_ends.back() - steps.step_ends.front()) / (options.steps - 1);
+  steps.steady_steps = options.steps;
+  steps.step_time = steps.step_ends.front();
+  return steps;
 }
 
 }  // namespace pw::cost

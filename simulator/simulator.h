@@ -127,6 +127,11 @@ class Simulator {
   StatusOr<SimResult> Run(const Module& module) const;
   // Also returns the lowered graph (for traces and drawings).
   StatusOr<SimResult> Run(const Module& module, SimGraph* graph) const;
+  // Only the options' steps (>= 2) back to back, for callers that need the steady step and
+  // not the one step's own figures (half the work of Run with steps = 2): step_time is the
+  // first step's end, busy times, exposure, bubble and stream waits are over all the steps,
+  // peaks are per step (a rank's steps never overlap).
+  StatusOr<SimResult> RunSteady(const Module& module) const;
   const Estimator& estimator() const { return *estimator_; }
   const SimOptions& options() const { return options_; }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `pipeweave tune` end to end on the small GPT (mp 2 x pp 2, h100): the table and the JSON
 # have their keys, the best plan is no slower than plain 1f1b, and its printed pipeline
-# run through `opt` then `sim` predicts exactly the step time tune printed.
+# run through `opt` then `sim --steps 2` predicts exactly the (steady) step time tune printed.
 #   tune_cli_test.sh PIPEWEAVE WORK_DIR
 set -u
 pw=$1
@@ -35,8 +35,10 @@ awk -v a="$predicted" -v b="$baseline" 'BEGIN { exit !(a <= b) }' ||
   fail "best plan $predicted ms is slower than plain 1f1b $baseline ms"
 "$pw" opt "$work/gpt.pbtxt" -p "$pipeline" --device h100 -o "$work/best.pb" ||
   fail "opt rejects the printed pipeline: $pipeline"
-"$pw" sim "$work/best.pb" --device h100 --format json >"$work/sim.json" || fail "sim exited $?"
-simulated=$(grep -o '"step_time_ms": [^,]*' "$work/sim.json" | head -1 | sed 's/.*: //')
+# tune prices the steady step of two steps back to back (sim --steps 2).
+"$pw" sim "$work/best.pb" --device h100 --steps 2 --format json >"$work/sim.json" ||
+  fail "sim exited $?"
+simulated=$(grep -o '"steady_step_time_ms": [^,]*' "$work/sim.json" | head -1 | sed 's/.*: //')
 [[ $simulated == "$predicted" ]] ||
   fail "opt + sim of '$pipeline' predicts $simulated ms, tune printed $predicted ms"
 # Two stagings of the same model (vpp 1 and 2) compared at one global batch: the
@@ -66,9 +68,10 @@ shape_pipeline=${shape_plan##*: }
 "$pw" build-model $args -o "$work/shape.pbtxt" >/dev/null || fail "build-model $args"
 "$pw" opt "$work/shape.pbtxt" -p "$shape_pipeline" --device h100 -o "$work/shape_best.pb" ||
   fail "opt rejects '$shape_pipeline' on build-model $args"
-"$pw" sim "$work/shape_best.pb" --device h100 --format json >"$work/shape_sim.json" ||
-  fail "sim of the shape's plan exited $?"
-shape_sim=$(grep -o '"step_time_ms": [^,]*' "$work/shape_sim.json" | head -1 | sed 's/.*: //')
+"$pw" sim "$work/shape_best.pb" --device h100 --steps 2 --format json \
+  >"$work/shape_sim.json" || fail "sim of the shape's plan exited $?"
+shape_sim=$(grep -o '"steady_step_time_ms": [^,]*' "$work/shape_sim.json" | head -1 |
+  sed 's/.*: //')
 awk -v a="$shape_sim" -v b="$shape_ms" 'BEGIN { d = a - b; exit !(d < 0.0006 && d > -0.0006) }' ||
   fail "build-model $args + '$shape_pipeline' simulates $shape_sim ms, tune printed $shape_ms"
 "$pw" tune "$work/gpt.pbtxt" --ranks 4 --device h100 --global-batch 8 --format json \
