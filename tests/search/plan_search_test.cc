@@ -45,7 +45,8 @@ cost::SimResult OptThenSim(Module module, const std::string& pipeline,
   EXPECT_TRUE(ran.ok()) << ran.status().ToString();
   cost::SimOptions options;
   options.record_timeline = false;  // as sim without --trace or --svg
-  auto result = cost::Simulator(estimator, ops::Registry(), options).Run(module);
+  options.steps = 2;                // tune prices two steps back to back
+  auto result = cost::Simulator(estimator, ops::Registry(), options).RunSteady(module);
   EXPECT_TRUE(result.ok()) << result.status().ToString();
   return *result;
 }
@@ -69,12 +70,13 @@ TEST(PlanSearchTest, BestIsAtLeastPlain1F1BAndItsPipelineReproducesIt) {
   EXPECT_LE(best.step_ms, tuned->baseline->step_ms);
   for (size_t i = 1; i < tuned->best.size(); ++i)
     EXPECT_LE(tuned->best[i - 1].step_ms, tuned->best[i].step_ms);
-  // The baseline is plain 1f1b, and it and the best reproduce through opt + sim.
+  // The baseline is plain 1f1b, and it and the best reproduce through opt + sim (their
+  // steady step and bubble over two steps, as tune prices them).
   EXPECT_NE(tuned->baseline->pipeline.find("schedule{kind=1f1b,micro-batches=8},insert-p2p"),
             std::string::npos);
   for (const TunedPlan* plan : {static_cast<const TunedPlan*>(&*tuned->baseline), &best}) {
     cost::SimResult r = OptThenSim(module, plan->pipeline, estimator);
-    EXPECT_EQ(r.step_time * 1e3, plan->step_ms) << plan->pipeline;
+    EXPECT_EQ(r.steady_step_time * 1e3, plan->step_ms) << plan->pipeline;
     EXPECT_EQ(r.bubble_rate, plan->bubble_rate) << plan->pipeline;
   }
 }
@@ -120,7 +122,7 @@ TEST(PlanSearchTest, TriesSequenceParallelismOnTensorParallelModules) {
   ASSERT_NE(sp, nullptr) << "no sequence-parallel plan among " << tuned->best.size();
   // It reproduces through opt + sim (sequence parallelism's memory: SequenceParallel tests).
   cost::SimResult with = OptThenSim(module, sp->pipeline, estimator);
-  EXPECT_EQ(with.step_time * 1e3, sp->step_ms) << sp->pipeline;
+  EXPECT_EQ(with.steady_step_time * 1e3, sp->step_ms) << sp->pipeline;
   // Its all-gathers and reduce-scatters are reported as their own kinds, forward and backward.
   EXPECT_GT(with.exposed_by_class[static_cast<int>(cost::CommClass::kSpForward)], 0);
   EXPECT_GT(with.exposed_by_class[static_cast<int>(cost::CommClass::kSpBackward)], 0);
