@@ -26,10 +26,10 @@
 # predicts. Measured: the median step time after the first step; predicted: for the
 # multi-process plans the steady step of 3 steps simulated back to back (sim --steps 3: a
 # run's ranks start their next step without waiting for each other), else the one step;
-# predicted and measured figures are the medians over the rounds. On a shared machine other users' threads compete
-# for the cores; PW_GROUP_NICE (default -10, root only) runs the measurements in their own
-# scheduler autogroup with that weight, so that they see the machine much as it would be
-# without them. Set PW_GROUP_NICE= to measure as is.
+# predicted and measured figures are the medians over the rounds. On a shared machine other
+# users' threads compete for the cores; PW_GROUP_NICE (default -10, root only) runs the
+# measurements in their own scheduler autogroup with that weight, so that they see the
+# machine much as it would be without them. Set PW_GROUP_NICE= to measure as is.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pw=${PW_TOOL:-$root/build/tools/pipeweave}

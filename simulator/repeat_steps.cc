@@ -29,9 +29,7 @@ StatusOr<SimGraph> RepeatSteps(const SimGraph& one, int steps) {
     const int base = static_cast<int>(n) * s;
     const int collective_base = static_cast<int>(one.collectives.size()) * s;
     for (size_t k = 0; k < one.slots.size(); ++k) {
-      if (one.slots[k].persistent) {
-        step_slot[k] = static_cast<int>(k);
-      } else if (s == 0) {
+      if (one.slots[k].persistent || s == 0) {
         step_slot[k] = static_cast<int>(k);
       } else {
         step_slot[k] = static_cast<int>(out.slots.size());

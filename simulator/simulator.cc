@@ -628,6 +628,13 @@ StatusOr<SimResult> Simulate(const SimGraph& graph, const DeviceSpec& device,
   return engine.Run();
 }
 
+SimOptions Simulator::Resolved() const {
+  SimOptions options = options_;
+  if (options.compute_threads <= 0)
+    options.compute_threads = std::max(1, estimator_->table().proto().blas_threads());
+  return options;
+}
+
 StatusOr<SimResult> Simulator::Run(const Module& module) const { return Run(module, nullptr); }
 
 StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) const {
@@ -635,9 +642,7 @@ StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) co
   SimGraphOptions graph_options;
   graph_options.fold_replicas = !options_.record_timeline;
   PW_ASSIGN_OR_RETURN(SimGraph graph, BuildSimGraph(module, *estimator_, registry_, graph_options));
-  SimOptions options = options_;
-  if (options.compute_threads <= 0)
-    options.compute_threads = std::max(1, estimator_->table().proto().blas_threads());
+  const SimOptions options = Resolved();
   PW_ASSIGN_OR_RETURN(SimResult result,
                       Simulate(graph, estimator_->device(), options, &estimator_->comm()));
   if (options.steps > 1) {
@@ -657,10 +662,8 @@ StatusOr<SimResult> Simulator::RunSteady(const Module& module) const {
   fold.fold_replicas = true;
   PW_ASSIGN_OR_RETURN(SimGraph folded, BuildSimGraph(module, *estimator_, registry_, fold));
   PW_ASSIGN_OR_RETURN(SimGraph repeated, RepeatSteps(folded, options_.steps));
-  SimOptions options = options_;
+  SimOptions options = Resolved();
   options.record_timeline = false;
-  if (options.compute_threads <= 0)
-    options.compute_threads = std::max(1, estimator_->table().proto().blas_threads());
   PW_ASSIGN_OR_RETURN(SimResult steps,
                       Simulate(repeated, estimator_->device(), options, &estimator_->comm()));
   steps.steady_step_time = (steps.step_ends.back() - steps.step_ends.front()) / (options.steps - 1);

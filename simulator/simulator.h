@@ -59,8 +59,8 @@ struct SimOptions {
   int compute_threads = 0;
   // Runtime cost added to every compute instruction; < 0: the device's op_overhead.
   double op_overhead = -1;
-  // Simulator::Run: > 1 also simulates this many steps back to back (RepeatSteps) and
-  // reports their steady-state step (SimResult::steady_step_time).
+  // Steps back to back (RepeatSteps) for the steady step (SimResult::steady_step_time):
+  // Simulator::Run simulates them beside the one step when > 1; RunSteady needs >= 2.
   int steps = 1;
 };
 
@@ -138,6 +138,9 @@ class Simulator {
  private:
   std::shared_ptr<const Estimator> estimator_;
   const OpRegistry& registry_;
+  // The options with compute_threads resolved (the cost table's BLAS threads when unset).
+  SimOptions Resolved() const;
+
   SimOptions options_;
 };
 

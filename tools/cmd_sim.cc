@@ -58,13 +58,13 @@ constexpr const char* kUsage =
     "deterministic ones pipeweave's transports run (across nodes each member's chunks cross\n"
     "on its own NIC), or nccl, NCCL's own ring and tree (what frameworks without\n"
     "deterministic sums run; across nodes a ring per member of a node, on its own NIC).\n"
-    "--steps K (up to 64; > 1): also simulates K steps back to back, as 'pipeweave run' runs "
-    "them:\n"
-    "each rank issues its next step when its own streams have finished the last, with no\n"
-    "barrier between the ranks, so a rank that ends a step early (the last stage of a\n"
-    "zero-bubble schedule) starts the next one early unless the plan waits (fp16's overflow\n"
-    "all-reduce does). Prints the steady step, (end of step K - end of step 1) / (K - 1)\n"
-    "(json: steady_step_time_ms); what a run measures for plans whose ranks end apart.";
+    "--steps K (up to 64; > 1): also simulates K steps back to back, as 'pipeweave run'\n"
+    "runs them: each rank issues its next step when its own streams have finished the last,\n"
+    "with no barrier between the ranks, so a rank that ends a step early (the last stage of\n"
+    "a zero-bubble schedule) starts the next one early unless the plan waits (fp16's\n"
+    "overflow all-reduce does). Prints the steady step, (end of step K - end of step 1) /\n"
+    "(K - 1) (json: steady_step_time_ms); what a run measures for plans whose ranks end\n"
+    "apart.";
 
 StatusOr<int> RunSim(const std::vector<std::string>& args) {
   Flags flags;
