@@ -51,7 +51,8 @@
 # ZeRO-1 and Megatron's distributed optimizer ran it (distributed-optimizer, then
 # overlap-param-gather{at=update}: reduce-scatter, a shard's update, the 16-bit copy's rows
 # cast and all-gathered right after; each rank holds only its rows of the f32 master
-# weights); `sp` (nemo-launcher 175B) plans
+# weights; smith22's 16-bit gradient reduction becomes a reduce-scatter of the 16-bit
+# gradients, its fp16 overflow check runs on the rows); `sp` (nemo-launcher 175B) plans
 # sequence-parallel, whose norm and bias gradients pipeweave computes exactly (all-gathers in
 # the backward that Megatron's partial sums do without); `tp-bwd-overlap` (korthikanti22,
 # Section 6.2: the tensor-parallel communication of the backward overlapped with the weight
@@ -91,8 +92,14 @@
 #     these runs used, not pipeweave's member-order ones: across nodes NCCL's ring crosses
 #     on every NIC of a node at once.
 #   - No overlap passes for tensor-parallel collectives: none of these runs overlapped them
-#     (rows with grad-overlap put collectives on their streams, ordered by insert-events). Send/recv are simulated as NCCL's
-#     (--p2p rendezvous) in batched order, as Megatron's schedules issue them.
+#     (rows with grad-overlap put collectives on their streams, ordered by insert-events).
+#   - Send/recv are simulated as NCCL's (--p2p rendezvous) in batched order, as Megatron's
+#     schedules issue them; the job after an exchange waits for all of it, sends included
+#     (insert-p2p{wait=exchange}: Megatron's p2p_communication waits on every request of its
+#     batch_isend_irecv, then synchronizes the device; DeepSpeed's pipeline engine sends and
+#     receives in its instruction stream), except on the zero-bubble rows, whose scheduler
+#     (the authors' zb_schedules.py) waits on an exchange only where a job reads what it
+#     received (then on the whole batch; pipeweave's consumers wait for their own transfers).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pw=${PW_TOOL:-$root/build/tools/pipeweave}
@@ -152,14 +159,17 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
     zb-2p) schedule="kind=zb-auto,mem-limit=$((2 * pp * vpp))" ;;
   esac
   passes+=",$split,schedule{$schedule,micro-batches=$((gbs / (dp * mbs)))}"
-  passes+=",insert-p2p{order=batched}"
+  # Megatron's schedules (and DeepSpeed's pipeline engine) wait on every transfer of an
+  # exchange before their next compute; the Zero Bubble paper's scheduler waits only where a
+  # received tensor is read.
+  wait=exchange
+  [[ "$kind" == zb-* ]] && wait=consumers
+  passes+=",insert-p2p{order=batched,wait=$wait}"
   [[ ";$features;" == *";zero1;"* ]] && passes+=",distributed-optimizer"
   streams=""
   [[ ";$features;" == *";tp-bwd-overlap;"* ]] && streams+=",overlap-column-parallel-backward"
   [[ ";$features;" == *";grad-overlap;"* ]] && streams+=",overlap-grad-reduce"
-  # fp16 loss scaling's updates stay whole (distributed-optimizer shards none): no gather.
-  [[ ";$features;" == *";zero1;"* && $precision != fp16 ]] &&
-    streams+=",overlap-param-gather{at=update}"
+  [[ ";$features;" == *";zero1;"* ]] && streams+=",overlap-param-gather{at=update}"
   [[ -n "$streams" ]] && passes+=",assign-streams$streams,insert-events"
   F[$id,passes]=$passes
   F[$id,stage_layers]=""

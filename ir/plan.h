@@ -38,8 +38,10 @@ struct Job {
   // its W of the same micro-batch, run back to back in its place. Such a B names no program,
   // keeps its stage and micro-batch, and prints and plans as B.
   std::vector<Job> sub_jobs;
-  // A send/recv job's events (an op of a program carries its own; ir/event_ref.h): waited on
-  // before its first transfer and recorded after its last, on its stream.
+  // Events (ir/event_ref.h). A send/recv job waits on its wait_events before its first
+  // transfer and records its record_events after its last, on its stream. A job that runs a
+  // program (an op carries its own events) may only wait: before its first op on each stream
+  // (insert-p2p{wait=exchange}: the next job after an exchange waits for all of it).
   std::vector<std::string> wait_events;
   std::vector<std::string> record_events;
   bool operator==(const Job&) const = default;

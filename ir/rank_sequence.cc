@@ -25,9 +25,20 @@ int64_t PairKey(int table, int var) {
   return (static_cast<int64_t>(table) << 32) | static_cast<uint32_t>(var);
 }
 
+// Whether an optimizer program reduces every gradient over dp itself (amp's
+// grad-allreduce=low: a cast, then an all-reduce of the low-precision copy, or its
+// reduce-scatter where the distributed optimizer shards the update), so the executor reduces
+// none. A reduce-scatter of a sum the executor hands the program is the distributed
+// optimizer's own: the executor still reduces the other sums.
 bool HasOwnDpAllReduce(const Program& optimizer) {
-  for (const Op& op : optimizer.ops())
-    if (op.type == "c_allreduce_sum" && op.attrs.GetString("group") == "dp") return true;
+  std::set<std::string> computed;
+  for (const Op& op : optimizer.ops()) {
+    if (op.attrs.GetString("group") == "dp" &&
+        (op.type == "c_allreduce_sum" ||
+         (op.type == "c_reduce_scatter_sum" && computed.count(op.Input("X")))))
+      return true;
+    op.ForEachOutput([&](const std::string& v) { computed.insert(v); });
+  }
   return false;
 }
 
@@ -540,6 +551,14 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
 
   ProgramVars& vars = VarsOf(program);
   const std::vector<Op>& ops = program.ops();
+  // The job's own waits hold its first op on each stream (none for an op issued elsewhere).
+  std::vector<int> job_waits;
+  if (only_op < 0)
+    for (const std::string& w : job.wait_events) {
+      PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, JobName(job)));
+      if (e >= 0) AppendDistinct(job_waits, e);
+    }
+  std::set<StreamType> job_streams;
   for (size_t o = 0; o < ops.size(); ++o) {
     if (only_op >= 0 ? static_cast<int>(o) != only_op
                      : hoisted_.count({j, static_cast<int>(o)}) > 0)
@@ -591,6 +610,8 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
       PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where()));
       if (e >= 0) AppendDistinct(item.wait_events, e);
     }
+    if (job_streams.insert(item.stream).second)
+      for (int e : job_waits) AppendDistinct(item.wait_events, e);
     const int id = Add(std::move(item));
     int last = id;
 

@@ -253,9 +253,13 @@ Status VerifyJob(const Module& module, int rank, const Job& job) {
   if (IsP2pJob(job.kind) && (job.peer < 0 || job.peer >= module.mesh.pp || job.peer == rank))
     return InvalidArgument(name, ": peer ", job.peer,
                            " is not another pipeline rank (pp=", module.mesh.pp, ")");
-  if ((!job.wait_events.empty() || !job.record_events.empty()) && !IsP2pJob(job.kind))
+  if (!job.record_events.empty() && !IsP2pJob(job.kind))
     return InvalidArgument(name,
-                           ": only send/recv jobs carry events (put them on the program's ops)");
+                           ": only send/recv jobs record events (put them on the program's ops)");
+  if (!job.wait_events.empty() && !IsP2pJob(job.kind) && job.program.empty())
+    return InvalidArgument(name,
+                           ": a job that runs no program of its own waits on no events (put "
+                           "them on its sub-jobs)");
   for (const auto* list : {&job.wait_events, &job.record_events})
     for (const std::string& e : *list) PW_RETURN_IF_ERROR(ParseEventRef(e).status());
   for (size_t k = 0; k < job.sub_jobs.size(); ++k) {

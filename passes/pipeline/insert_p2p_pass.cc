@@ -1,9 +1,12 @@
-// insert-p2p{order=naive|parity|batched|torch}: adds the SEND/RECV jobs of every value
-// that crosses ranks to the module's plan (see p2p_insertion.h for the orders), then checks
-// the result under the semantics its order is designed for.
+// insert-p2p{order=naive|parity|batched|torch, wait=consumers|exchange}: adds the SEND/RECV
+// jobs of every value that crosses ranks to the module's plan (see p2p_insertion.h for the
+// orders), then checks the result under the semantics its order is designed for; with
+// wait=exchange each rank's next job also waits for the whole exchange before it
+// (exchange_waits.h).
 
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
+#include "passes/pipeline/exchange_waits.h"
 #include "passes/pipeline/module_stages.h"
 #include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
@@ -22,7 +25,11 @@ class InsertP2PPass : public Pass {
            "blocking p2p), batched (one batch_isend_irecv per gap), torch (PyTorch's "
            "_add_send_recv; with merge-bw, _add_send_recv(_merge_bw(...))). parity and batched "
            "place each transfer where it happens in a run of the schedule, priced by the cost "
-           "model when one is attached (opt --device), else at unit costs.";
+           "model when one is attached (opt --device), else at unit costs. wait: consumers (a "
+           "job waits only for the transfers it reads; sends finish in the background) or "
+           "exchange (the job after a run of sends and recvs waits for all of them, as "
+           "Megatron's waits on every request of a batch_isend_irecv; parity and batched "
+           "only).";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
@@ -32,6 +39,14 @@ class InsertP2PPass : public Pass {
     PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::PlannedSchedule(module, stages));
     if (schedule.HasComms()) return false;  // already lowered
     PW_ASSIGN_OR_RETURN(pipeline::P2POrder p2p_order, pipeline::ParseP2POrder(order.value()));
+    const bool wait_exchange = wait.value() == "exchange";
+    if (wait_exchange && pipeline::DesignedSemantics(p2p_order) != CommSemantics::kRendezvous)
+      return InvalidArgument(
+          "insert-p2p: wait=exchange blocks each rank until its transfers "
+          "complete, which order=",
+          order.value(),
+          " may deadlock (it is designed for sends that return at once): "
+          "use order=parity or order=batched");
     pipeline::P2POptions options{p2p_order, merge_backward.value()};
     if (context.Find<cost::Estimator>() &&
         (p2p_order == pipeline::P2POrder::kParity || p2p_order == pipeline::P2POrder::kBatched)) {
@@ -46,6 +61,8 @@ class InsertP2PPass : public Pass {
     Status checked = pipeline::CheckSchedule(lowered, check);
     if (!checked.ok()) return checked.WithContext("insert-p2p check");
     pipeline::ReplacePlan(module, lowered, stages);
+    if (wait_exchange)
+      context.AddStatistic("exchanges-waited-for", pipeline::WaitForExchanges(module.plan));
     context.AddStatistic("p2p-jobs",
                          static_cast<int64_t>(lowered.num_actions() - schedule.num_actions()));
     return true;
@@ -57,6 +74,12 @@ class InsertP2PPass : public Pass {
                             "placement and order of sends and recvs",
                             "naive",
                             {"naive", "parity", "batched", "torch"}};
+  Option<std::string> wait{this,
+                           "wait",
+                           "what a rank's next job waits for: the transfers it reads, or the "
+                           "whole exchange before it",
+                           "consumers",
+                           {"consumers", "exchange"}};
   Option<bool> merge_backward{this, "merge-bw",
                               "order=torch: run PyTorch's _merge_bw first (an I directly "
                               "followed by its W becomes one B, idle cells go)",

@@ -9,6 +9,7 @@
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 #include "passes/pipeline/comm_order_search.h"
+#include "passes/pipeline/exchange_waits.h"
 #include "passes/pipeline/module_stages.h"
 #include "passes/pipeline/stage_pricing.h"
 
@@ -29,6 +30,10 @@ class OrderCommPass : public Pass {
   StatusOr<bool> Run(Module& module, PassContext& context) override {
     if (module.plan.empty())
       return FailedPrecondition("the module has no plan (run schedule first)");
+    if (pipeline::HasJobEvents(module.plan))
+      return FailedPrecondition(
+          "order-comm rebuilds the plan's send/recv jobs and would drop the events its jobs "
+          "carry (insert-p2p{wait=exchange}): run order-comm in place of insert-p2p");
     PW_ASSIGN_OR_RETURN(pipeline::ModuleStages stages, pipeline::ReadModuleStages(module));
     PW_ASSIGN_OR_RETURN(ActionSchedule schedule, pipeline::PlannedSchedule(module, stages));
     pipeline::CommOrderOptions options;

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <utility>
+
 #include "models/gpt.h"
 #include "ops/registry.h"
 #include "passes/cost_inputs.h"
@@ -67,6 +70,41 @@ TEST(SimEventsTest, TheColumnParallelOverlapHidesTheBackwardAllReduces) {
   // The forward all-reduces have nothing to hide under: still exposed.
   EXPECT_GT(b->exposed_by_class[forward], 0.5 * a->exposed_by_class[forward]);
   EXPECT_LT(b->step_time, a->step_time);
+}
+
+// insert-p2p{wait=exchange}: every compute op that opens a job after an exchange waits for
+// the exchange's sends too (Megatron's waits on every request of a batch), which a plan
+// whose jobs wait only for what they read lets finish in the background.
+TEST(SimEventsTest, BlockingExchangesHoldTheNextJobUntilEverySendIsDone) {
+  auto estimator = MakeEstimator("a100", "");
+  ASSERT_TRUE(estimator.ok()) << estimator.status().ToString();
+  auto sends_waited_on = [&](const Module& m) {
+    auto g = BuildSimGraph(m, **estimator, ops::Registry());
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    std::set<int> sends, waited;
+    for (size_t i = 0; i < g->instrs.size(); ++i) {
+      const SimInstr& in = g->instrs[i];
+      if (in.kind == InstrKind::kSend) sends.insert(static_cast<int>(i));
+      if (in.stream != StreamType::kCompute) continue;
+      for (int d : in.deps)
+        if (g->instrs[d].kind == InstrKind::kSend && g->instrs[d].rank == in.rank) waited.insert(d);
+    }
+    EXPECT_FALSE(sends.empty());
+    return std::pair{sends.size(), waited.size()};
+  };
+  const Module background = PlannedGpt(2048, 1024, "{order=batched}");
+  const Module blocking = PlannedGpt(2048, 1024, "{order=batched,wait=exchange}");
+  EXPECT_EQ(sends_waited_on(background).second, 0u);
+  const auto [sends, waited] = sends_waited_on(blocking);
+  EXPECT_EQ(waited, sends);
+  SimOptions options;
+  options.rendezvous_p2p = true;
+  Simulator simulator(*estimator, ops::Registry(), options);
+  auto a = simulator.Run(background);
+  auto b = simulator.Run(blocking);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_GT(b->step_time, a->step_time);
 }
 
 }  // namespace

@@ -275,6 +275,8 @@ void PrintTo(const ZeroCase& c, std::ostream* out) {
        << (training.find("adam") != std::string::npos ? "_adam" : "_sgd")
        << (training.find("bf16") != std::string::npos ? "_bf16" : "")
        << (training.find("fp16") != std::string::npos ? "_fp16" : "")
+       << (training.find("init-scale=262144") != std::string::npos ? "_overflowing" : "")
+       << (training.find("grad-allreduce=low") != std::string::npos ? "_low_allreduce" : "")
        << (std::string(c.after).find("overlap-grad-reduce") != std::string::npos ? "_overlap" : "")
        << (std::string(c.after).find("overlap-param-gather") != std::string::npos ? "_gather" : "");
 }
@@ -316,8 +318,7 @@ TEST_P(DistributedOptimizerTest, BitIdenticalToTheSameDpPlanWithoutIt) {
                   ::testing::PrintToString(c).c_str(), static_cast<long long>(b->peak_bytes[0]),
                   static_cast<long long>(a->peak_bytes[0]));
   }
-  if (std::string(c.training).find("adam") != std::string::npos &&
-      std::string(c.training).find("fp16") == std::string::npos) {
+  if (std::string(c.training).find("adam") != std::string::npos) {
     EXPECT_GT(sharded, 0);  // Adam's moments are cut
     // Per rank, the moments of the sharded parameters shrink by (dp - 1) / dp; the two
     // shards the update adds (gradient and parameter rows) are transient.
@@ -334,9 +335,23 @@ INSTANTIATE_TEST_SUITE_P(
         ZeroCase{{4, 1, 1}, "append-backward{optimizer=adam,lr=0.01}"},
         ZeroCase{{2, 2, 2}, "append-backward{optimizer=adam,lr=0.01}"},
         ZeroCase{{2, 1, 2}, "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16}"},
-        // fp16's loss scaling reads the gradient sums: whole updates, same bits.
+        // fp16's unscale and overflow check run on the shard, the flag max-reduced over dp.
         ZeroCase{{2, 1, 2},
                  "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1024}"},
+        // At this scale the first steps overflow in the rows of one replica only: without
+        // the flag's reduction over dp the replicas would skip different steps.
+        ZeroCase{{2, 1, 2},
+                 "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=262144}"},
+        // amp's all-reduce of the 16-bit gradients becomes their reduce-scatter.
+        ZeroCase{{2, 1, 2},
+                 "append-backward{optimizer=adam,lr=0.01},"
+                 "amp{dtype=fp16,init-scale=1024,grad-allreduce=low}"},
+        ZeroCase{{2, 1, 1},
+                 "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16,grad-allreduce=low}"},
+        ZeroCase{{2, 1, 2},
+                 "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1024}",
+                 ",assign-streams,overlap-grad-reduce,overlap-param-gather{at=update},"
+                 "insert-events"},
         ZeroCase{{2, 2, 2},
                  "append-backward{optimizer=adam,lr=0.01}",
                  ",assign-streams,overlap-grad-reduce,insert-events"},

@@ -115,10 +115,11 @@ struct ScheduleCase {
   bool split_backward;
   int mp = 2;
   models::ChunkPlacement placement = models::ChunkPlacement::kLoop;
+  const char* p2p = "";  // insert-p2p's options
 };
 
 void PrintTo(const ScheduleCase& c, std::ostream* out) {
-  *out << c.kind << " vpp=" << c.vpp << " mp=" << c.mp;
+  *out << c.kind << " vpp=" << c.vpp << " mp=" << c.mp << " insert-p2p" << c.p2p;
 }
 
 class PipelineEquivalenceTest : public ::testing::TestWithParam<ScheduleCase> {};
@@ -129,7 +130,7 @@ Module PlannedGpt(const ScheduleCase& c) {
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   std::string pipeline =
       StrCat(kTraining, ",split-program", c.split_backward ? "{split-backward=true}" : "",
-             ",schedule{kind=", c.kind, ",micro-batches=", kMicroBatches, "},insert-p2p");
+             ",schedule{kind=", c.kind, ",micro-batches=", kMicroBatches, "},insert-p2p", c.p2p);
   auto planned = WithPasses(std::move(built).value(), pipeline);
   EXPECT_TRUE(planned.ok()) << pipeline << ": " << planned.status().ToString();
   return planned.ok() ? std::move(planned).value() : Module{};
@@ -151,6 +152,10 @@ TEST_P(PipelineEquivalenceTest, MatchesOneRank) {
 }
 
 constexpr auto kV = models::ChunkPlacement::kV;
+constexpr auto kLoop = models::ChunkPlacement::kLoop;
+// Every exchange waited for before the rank's next job (Megatron's blocking batches): the
+// same work, ordered by more events.
+constexpr const char* kBlockingBatches = "{order=batched,wait=exchange}";
 
 INSTANTIATE_TEST_SUITE_P(
     Schedules, PipelineEquivalenceTest,
@@ -159,9 +164,13 @@ INSTANTIATE_TEST_SUITE_P(
                       ScheduleCase{"interleaved-1f1b", 2, false}, ScheduleCase{"zb-h1", 1, true},
                       ScheduleCase{"zb-h1", 1, true, 1}, ScheduleCase{"zb-h2", 1, true},
                       ScheduleCase{"zb-v", 2, true, 2, kV},
-                      ScheduleCase{"dualpipe-v", 2, true, 2, kV}),
+                      ScheduleCase{"dualpipe-v", 2, true, 2, kV},
+                      ScheduleCase{"1f1b", 1, false, 1, kLoop, kBlockingBatches},
+                      ScheduleCase{"interleaved-1f1b", 2, false, 2, kLoop, kBlockingBatches},
+                      ScheduleCase{"zb-h1", 1, true, 1, kLoop, "{order=parity,wait=exchange}"}),
     [](const auto& info) {
-      std::string name = StrCat(info.param.kind, "_mp", info.param.mp);
+      std::string name = StrCat(info.param.kind, "_mp", info.param.mp,
+                                *info.param.p2p ? "_blocking_exchanges" : "");
       for (char& ch : name)
         if (ch == '-') ch = '_';
       return name;

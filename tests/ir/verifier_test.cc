@@ -214,22 +214,34 @@ TEST(BuilderTest, DeclaresInferredOutputsAndDefersErrors) {
   EXPECT_EQ(p.ops().size(), 1u);  // nothing is appended after the first error
 }
 
-// Only send/recv jobs carry events of their own (an op of a program carries its own), and
-// their references must parse.
+// Only send/recv jobs record events of their own (an op of a program carries its own); a job
+// that runs a program may wait on some; a fused job none (its parts carry them); references
+// must parse.
 TEST(VerifierTest, PlanRefusesEventsOnComputeJobsAndBadEventReferences) {
   Module m;
   m.AddProgram(ValidProgram());
   m.metadata.Set("inputs", std::vector<std::string>{"x"});
   const std::string main = m.programs().front().name();
   Job forward{JobKind::kForward, 0, 0, main};
-  forward.wait_events = {"e"};
+  forward.record_events = {"e"};
   m.mesh.pp = 2;
   m.plan.num_micro_batches = 1;
   m.plan.num_stages = 2;
   m.plan.ranks = {RankPlan{0, {forward}}, RankPlan{1, {}}};
   EXPECT_EQ(VerifyModule(m, TestRegistry()).message(),
-            "plan of rank 0, job 0: 0F0: only send/recv jobs carry events (put them on the "
+            "plan of rank 0, job 0: 0F0: only send/recv jobs record events (put them on the "
             "program's ops)");
+  m.plan.ranks[0].jobs[0].record_events.clear();
+  m.plan.ranks[0].jobs[0].wait_events = {"e@0"};
+  EXPECT_TRUE(VerifyModule(m, TestRegistry()).ok()) << VerifyModule(m, TestRegistry()).message();
+  Job fused{JobKind::kOverlapFB, 0, 0, ""};
+  fused.sub_jobs = {forward, forward};
+  fused.wait_events = {"e@0"};
+  m.plan.ranks[0].jobs = {fused};
+  Status on_fused = VerifyModule(m, TestRegistry());
+  EXPECT_NE(on_fused.message().find("runs no program of its own waits on no events"),
+            std::string::npos)
+      << on_fused.message();
   Job recv{JobKind::kRecvF, 1, 0, ""};
   recv.peer = 0;
   recv.record_events = {"e@x"};

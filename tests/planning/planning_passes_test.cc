@@ -6,7 +6,9 @@
 #include <set>
 #include <string>
 
+#include "ir/p2p_vars.h"
 #include "ir/plan_actions.h"
+#include "ir/rank_sequence.h"
 #include "models/gpt.h"
 #include "models/unet.h"
 #include "passes/pass_manager.h"
@@ -62,6 +64,71 @@ TEST(PlanningPasses, GptOneFOneBPlanWithSendRecv) {
   ASSERT_NE(fwd, nullptr);
   EXPECT_FALSE(fwd->info().outputs.empty());
   EXPECT_FALSE(fwd->info().keep_alive.empty());
+}
+
+// insert-p2p{wait=exchange}: each send/recv part of an exchange records an event of its own,
+// the rank's next job waits on all of them (with the transfer's micro-batch), and the rank
+// sequence holds that job's first op on each stream on them.
+TEST(PlanningPasses, WaitExchangeHoldsTheNextJobOnTheWholeExchange) {
+  Module m = Gpt(4, 1);
+  Status st = RunPipeline(m,
+                          "append-backward,split-program,schedule{kind=1f1b,micro-batches=8},"
+                          "insert-p2p{order=batched,wait=exchange}");
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (const RankPlan& rank : m.plan.ranks) {
+    std::vector<std::string> pending;
+    int held = 0;
+    for (const Job& job : rank.jobs) {
+      const std::vector<Job> one{job};
+      std::vector<const Job*> parts;
+      FlattenJobs(one, parts);
+      if (IsP2pJob(parts.front()->kind)) {
+        for (const Job* part : parts) {
+          ASSERT_EQ(part->record_events.size(), 1u) << JobToString(*part);
+          pending.push_back(StrCat(part->record_events[0], "@", part->micro_batch));
+        }
+        continue;
+      }
+      EXPECT_EQ(job.wait_events, pending) << JobToString(job) << " on rank " << rank.rank;
+      held += !pending.empty();
+      pending.clear();
+    }
+    EXPECT_GT(held, 0) << "rank " << rank.rank;
+    // Every transfer's event is waited on by the first op of a later job.
+    StatusOr<RankSequence> seq = BuildRankSequence(m, rank.rank);
+    ASSERT_TRUE(seq.ok()) << seq.status().message();
+    int last_program_job = -1;
+    for (size_t j = 0; j < seq->jobs.size(); ++j)
+      if (!IsP2pJob(seq->jobs[j]->kind)) last_program_job = static_cast<int>(j);
+    std::set<int> waited;
+    for (const WorkItem& item : seq->items)
+      if (item.kind == WorkKind::kOp)
+        waited.insert(item.wait_events.begin(), item.wait_events.end());
+    for (size_t i = 0; i < seq->items.size(); ++i) {
+      const WorkItem& item = seq->items[i];
+      if (item.kind != WorkKind::kSend && item.kind != WorkKind::kRecv) continue;
+      ASSERT_EQ(item.record_events.size(), 1u) << seq->Describe(static_cast<int>(i));
+      // Only an exchange that ends the plan has no job after it.
+      if (!waited.count(item.record_events[0])) EXPECT_GT(item.job, last_program_job);
+    }
+  }
+}
+
+TEST(PlanningPasses, WaitExchangeNeedsAnOrderForBlockingTransfers) {
+  Module m = Gpt(2, 1);
+  Status st = RunPipeline(m,
+                          "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},"
+                          "insert-p2p{order=naive,wait=exchange}");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("use order=parity or order=batched"), std::string::npos)
+      << st.message();
+  Module waited = Gpt(2, 1);
+  st = RunPipeline(waited,
+                   "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},"
+                   "insert-p2p{order=parity,wait=exchange},order-comm");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("run order-comm in place of insert-p2p"), std::string::npos)
+      << st.message();
 }
 
 TEST(PlanningPasses, GptZeroBubbleNeedsSplitBackward) {
