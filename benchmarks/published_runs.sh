@@ -56,10 +56,11 @@
 # sequence-parallel, whose norm and bias gradients pipeweave computes exactly (all-gathers in
 # the backward that Megatron's partial sums do without); `tp-bwd-overlap` (korthikanti22,
 # Section 6.2: the tensor-parallel communication of the backward overlapped with the weight
-# gradients' computation) plans overlap-column-parallel-backward.
+# gradients' computation) plans overlap-column-parallel-backward; `sg-p2p` (narayanan21
+# section 4.1, Megatron's scatter_gather_tensors_in_pipeline, on by default in the
+# Megatron-LM of narayanan21 and korthikanti22) plans scatter-gather-p2p: each tp rank sends
+# its 1/tp slice of a value crossing stages, the receivers all-gather it over NVLink.
 # What pipeweave cannot express yet, and how each row is approximated:
-#   - Megatron's scatter/gather of the activations sent between pipeline stages (the
-#     interleaved rows of narayanan21): every tp rank sends the whole activation.
 #   - The Zero Bubble paper's optimizer post-validation (qi24's ZB rows): the optimizer steps
 #     without waiting for the global overflow check and gradient norm, so a rank starts the
 #     next step while others finish this one; pipeweave's plans check before the optimizer
@@ -165,6 +166,7 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   wait=exchange
   [[ "$kind" == zb-* ]] && wait=consumers
   passes+=",insert-p2p{order=batched,wait=$wait}"
+  [[ ";$features;" == *";sg-p2p;"* ]] && passes+=",scatter-gather-p2p"
   [[ ";$features;" == *";zero1;"* ]] && passes+=",distributed-optimizer"
   streams=""
   [[ ";$features;" == *";tp-bwd-overlap;"* ]] && streams+=",overlap-column-parallel-backward"

@@ -107,5 +107,28 @@ TEST(SimEventsTest, BlockingExchangesHoldTheNextJobUntilEverySendIsDone) {
   EXPECT_GT(b->step_time, a->step_time);
 }
 
+// scatter-gather-p2p: each of the mp = 2 ranks of a stage sends half of what it sent whole,
+// and the receivers all-gather over mp.
+TEST(SimEventsTest, ScatterGatherSendsOneSliceAPeerAndGathersItOverMp) {
+  auto estimator = MakeEstimator("a100", "");
+  ASSERT_TRUE(estimator.ok()) << estimator.status().ToString();
+  auto sent = [&](const Module& m) {
+    auto g = BuildSimGraph(m, **estimator, ops::Registry());
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    double bytes = 0;
+    int gathers = 0;
+    for (const SimInstr& in : g->instrs) {
+      if (in.kind == InstrKind::kSend) bytes += in.bytes;
+      gathers += in.name == "c_all_gather";
+    }
+    return std::pair{bytes, gathers};
+  };
+  const auto [whole, none] = sent(PlannedGpt(2048, 1024, "{order=batched}"));
+  const auto [sliced, gathers] = sent(PlannedGpt(2048, 1024, "{order=batched},scatter-gather-p2p"));
+  EXPECT_EQ(none, 0);
+  EXPECT_GT(gathers, 0);
+  EXPECT_DOUBLE_EQ(sliced, whole / 2);
+}
+
 }  // namespace
 }  // namespace pw::cost

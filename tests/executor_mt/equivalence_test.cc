@@ -176,6 +176,49 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// scatter-gather-p2p: each mp rank sends its slice of what crosses stages and the receivers
+// all-gather it (forward activations; gradients back, from the backward or its input half):
+// the same training bit for bit as the plan that sends the values whole.
+class ScatterGatherP2PTest : public ::testing::TestWithParam<ScheduleCase> {};
+
+TEST_P(ScatterGatherP2PTest, BitIdenticalToSendingTheValuesWhole) {
+  ScheduleCase whole = GetParam();
+  ScheduleCase sliced = whole;
+  sliced.p2p = "{order=batched},scatter-gather-p2p";
+  whole.p2p = "{order=batched}";
+  const Module a = PlannedGpt(whole);
+  const Module b = PlannedGpt(sliced);
+  ASSERT_FALSE(a.plan.empty());
+  ASSERT_FALSE(b.plan.empty());
+  int slices = 0;  // values that now cross as slices
+  for (const Program& p : b.programs())
+    for (const Op& op : p.ops())
+      slices += op.type == "c_split" && op.attrs.GetString("group") == "mp";
+  EXPECT_GT(slices, 0);
+  auto ra = RunAsThreads(a, kSteps, kMicroBatches, kSeed);
+  auto rb = RunAsThreads(b, kSteps, kMicroBatches, kSeed);
+  ASSERT_TRUE(ra.ok()) << ra.status().ToString();
+  ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+  EXPECT_EQ(ra->losses, rb->losses);
+  for (size_t rank = 0; rank < ra->params.size(); ++rank)
+    for (const auto& [name, t] : ra->params[rank]) {
+      auto it = rb->params[rank].find(name);
+      ASSERT_NE(it, rb->params[rank].end()) << name;
+      EXPECT_TRUE(SameBits(it->second, t)) << name << " on rank " << rank;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, ScatterGatherP2PTest,
+                         ::testing::Values(ScheduleCase{"1f1b", 1, false},
+                                           ScheduleCase{"interleaved-1f1b", 2, false},
+                                           ScheduleCase{"zb-h1", 1, true}),
+                         [](const auto& info) {
+                           std::string name = info.param.kind;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
 }  // namespace
 }  // namespace pw::testing
 

@@ -131,6 +131,41 @@ TEST(PlanningPasses, WaitExchangeNeedsAnOrderForBlockingTransfers) {
       << st.message();
 }
 
+// scatter-gather-p2p moves each crossing value's mp slice (the jobs' vars follow the
+// programs); it needs the stages' ranks, and leaves sequence-parallel values (slices already)
+// alone.
+TEST(PlanningPasses, ScatterGatherSendsSlicesOfWhatCrosses) {
+  Module m = Gpt(2, 1, 2);
+  Status st = RunPipeline(m,
+                          "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},"
+                          "insert-p2p,scatter-gather-p2p");
+  ASSERT_TRUE(st.ok()) << st.message();
+  int jobs = 0;
+  for (const RankPlan& rank : m.plan.ranks)
+    for (const Job& job : rank.jobs) {
+      if (!IsP2pJob(job.kind)) continue;
+      StatusOr<std::vector<std::string>> vars = P2pVars(m, rank.rank, job);
+      ASSERT_TRUE(vars.ok()) << vars.status().message();
+      for (const std::string& v : *vars)
+        EXPECT_NE(v.find("@mp_slice"), std::string::npos) << JobToString(job) << " moves " << v;
+      ++jobs;
+    }
+  EXPECT_GT(jobs, 0);
+  Module early = Gpt(2, 1, 2);
+  st = RunPipeline(early, "append-backward,scatter-gather-p2p");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("run it after split-program and schedule"), std::string::npos)
+      << st.message();
+  Module sp = Gpt(2, 1, 2);
+  ASSERT_TRUE(RunPipeline(sp,
+                          "sequence-parallel,append-backward,split-program,"
+                          "schedule{kind=1f1b,micro-batches=4},insert-p2p")
+                  .ok());
+  Module same = sp;
+  ASSERT_TRUE(RunPipeline(same, "scatter-gather-p2p").ok());
+  EXPECT_TRUE(same == sp);
+}
+
 TEST(PlanningPasses, GptZeroBubbleNeedsSplitBackward) {
   Module m = Gpt(2, 1);
   Status st = RunPipeline(m, "append-backward,split-program,schedule{kind=zb-h1,micro-batches=4}");
