@@ -24,7 +24,13 @@ std::set<std::string> Written(const Program& p) {
   return out;
 }
 
-// Vars an op reads before any op of the program writes them.
+bool IsPersistable(const Program& p, const std::string& v) {
+  const Var* var = p.FindVar(v);
+  return var && var->persistable;
+}
+
+}  // namespace
+
 std::set<std::string> ReadFromOutside(const Program& p) {
   std::set<std::string> written, out;
   for (const Op& op : p.ops()) {
@@ -35,13 +41,6 @@ std::set<std::string> ReadFromOutside(const Program& p) {
   }
   return out;
 }
-
-bool IsPersistable(const Program& p, const std::string& v) {
-  const Var* var = p.FindVar(v);
-  return var && var->persistable;
-}
-
-}  // namespace
 
 bool IsP2pJob(JobKind kind) {
   return kind == JobKind::kSendF || kind == JobKind::kRecvF || kind == JobKind::kSendB ||

@@ -11,6 +11,7 @@
 // Persistable vars never move. A job that names a program uses it for S.
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@
 #include "ir/status.h"
 
 namespace pw {
+
+// Vars an op of `p` reads before any op of it writes them: what the program takes from
+// other jobs (a transfer's side of a crossing value).
+std::set<std::string> ReadFromOutside(const Program& p);
 
 bool IsP2pJob(JobKind kind);
 bool IsSendJob(JobKind kind);

@@ -30,18 +30,6 @@ bool IsBackward(const Program& p) {
   return k == "backward" || k == "backward_input" || k == "backward_weight";
 }
 
-// Vars an op of `p` reads before any op of it writes them.
-std::set<std::string> ReadFromOutside(const Program& p) {
-  std::set<std::string> written, out;
-  for (const Op& op : p.ops()) {
-    op.ForEachInput([&](const std::string& v) {
-      if (!written.count(v)) out.insert(v);
-    });
-    op.ForEachOutput([&](const std::string& v) { written.insert(v); });
-  }
-  return out;
-}
-
 // The first axis that divides by mp: the one the slices cut (axis 0 keeps each slice
 // contiguous; a micro-batch of 1 cuts the sequence).
 int SliceAxis(const Shape& shape, int mp) {
