@@ -47,7 +47,9 @@ class InsertP2PPass : public Pass {
           order.value(),
           " may deadlock (it is designed for sends that return at once): "
           "use order=parity or order=batched");
-    pipeline::P2POptions options{p2p_order, merge_backward.value()};
+    pipeline::P2POptions options;
+    options.order = p2p_order;
+    options.merge_backward = merge_backward.value();
     if (context.Find<cost::Estimator>() &&
         (p2p_order == pipeline::P2POrder::kParity || p2p_order == pipeline::P2POrder::kBatched)) {
       const ActionCosts unit;
