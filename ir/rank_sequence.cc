@@ -133,6 +133,8 @@ class RankSequenceBuilder {
   Status LowerP2pJob(int j);
   Status LowerGradFinalize(int j);
   StatusOr<int> WaitTarget(const std::string& ref, int micro_batch, const std::string& where);
+  // The events a job's wait_events name (those outside the plan's micro-batches dropped).
+  StatusOr<std::vector<int>> JobWaits(const Job& job, const std::string& where);
   Status Record(const std::string& ref, int micro_batch, int after, const std::string& where);
   StatusOr<const std::vector<std::string>*> TransferVars(const Job& job);
 
@@ -340,6 +342,15 @@ StatusOr<int> RankSequenceBuilder::WaitTarget(const std::string& text, int micro
                               ", which no earlier job of pipeline rank ", seq_.pipeline_rank,
                               " records");
   return it->second;
+}
+
+StatusOr<std::vector<int>> RankSequenceBuilder::JobWaits(const Job& job, const std::string& where) {
+  std::vector<int> waits;
+  for (const std::string& w : job.wait_events) {
+    PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where));
+    if (e >= 0) AppendDistinct(waits, e);
+  }
+  return waits;
 }
 
 Status RankSequenceBuilder::Record(const std::string& text, int micro_batch, int after,
@@ -553,11 +564,9 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
   const std::vector<Op>& ops = program.ops();
   // The job's own waits hold its first op on each stream (none for an op issued elsewhere).
   std::vector<int> job_waits;
-  if (only_op < 0)
-    for (const std::string& w : job.wait_events) {
-      PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, JobName(job)));
-      if (e >= 0) AppendDistinct(job_waits, e);
-    }
+  if (only_op < 0) {
+    PW_ASSIGN_OR_RETURN(job_waits, JobWaits(job, JobName(job)));
+  }
   std::set<StreamType> job_streams;
   for (size_t o = 0; o < ops.size(); ++o) {
     if (only_op >= 0 ? static_cast<int>(o) != only_op
@@ -610,7 +619,7 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
       PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where()));
       if (e >= 0) AppendDistinct(item.wait_events, e);
     }
-    if (job_streams.insert(item.stream).second)
+    if (!job_waits.empty() && job_streams.insert(item.stream).second)
       for (int e : job_waits) AppendDistinct(item.wait_events, e);
     const int id = Add(std::move(item));
     int last = id;
@@ -697,11 +706,7 @@ Status RankSequenceBuilder::LowerP2pJob(int j) {
                            " is not a pipeline rank (pp = ", module_.mesh.pp, ")");
   PW_ASSIGN_OR_RETURN(const std::vector<std::string>* vars, TransferVars(job));
   const bool send = IsSendJob(job.kind);
-  std::vector<int> waits;
-  for (const std::string& w : job.wait_events) {
-    PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where));
-    if (e >= 0) AppendDistinct(waits, e);
-  }
+  PW_ASSIGN_OR_RETURN(std::vector<int> waits, JobWaits(job, where));
   int last = -1;
   for (const std::string& v : *vars) {
     PW_ASSIGN_OR_RETURN(int slot, SlotFor(v, job.micro_batch, *seq_.programs[j]));

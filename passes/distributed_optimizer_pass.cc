@@ -35,8 +35,9 @@ std::vector<std::string> ElementStateSlots(const Op& op) {
   return {};
 }
 
-Op Collective(const std::string& type, const std::string& in, const std::string& out, int dp,
-              const Op& near) {
+// An optimizer op of type `type` on X -> Out, placed with `near` (its stage, chunk, origin).
+Op OptimizerOp(const std::string& type, const std::string& in, const std::string& out,
+               const Op& near) {
   Op op;
   op.type = type;
   op.role = OpRole::kOptimize;
@@ -44,11 +45,31 @@ Op Collective(const std::string& type, const std::string& in, const std::string&
   op.chunk = near.chunk;
   op.origin = near.origin;
   op.SetInput("X", {in}).SetOutput("Out", {out});
+  return op;
+}
+
+// A collective over dp that cuts or joins rows (axis 0).
+Op Collective(const std::string& type, const std::string& in, const std::string& out, int dp,
+              const Op& near) {
+  Op op = OptimizerOp(type, in, out, near);
   op.SetAttr("group", std::string("dp"));
   op.SetAttr("axis", int64_t{0});
   op.SetAttr("nranks", int64_t{dp});
   return op;
 }
+
+// Who reads and who writes each var of a program, counted once for all its updates' chains.
+struct ProgramUses {
+  explicit ProgramUses(const Program& program) {
+    const std::vector<Op>& ops = program.ops();
+    for (size_t k = 0; k < ops.size(); ++k) {
+      ops[k].ForEachInput([&](const std::string& v) { ++readers[v]; });
+      ops[k].ForEachOutput([&](const std::string& v) { writers[v].push_back(k); });
+    }
+  }
+  std::map<std::string, int> readers;
+  std::map<std::string, std::vector<size_t>> writers;
+};
 
 // The element-wise ops between an update and the gradient sum it reads: amp's casts and dp
 // all-reduce in the low dtype (grad-allreduce=low) and fp16 loss scaling's unscale and
@@ -65,23 +86,18 @@ struct GradChain {
 
 // The chain of update `u`; nullopt where any value on it is read by another op too, or made
 // by an op that is not element-wise, or the sum is not one the backward computed.
-std::optional<GradChain> FindGradChain(const Program& program, size_t u, int dp,
-                                       const std::set<std::string>& computed) {
+std::optional<GradChain> FindGradChain(const Program& program, const ProgramUses& uses, size_t u,
+                                       int dp, const std::set<std::string>& computed) {
   const std::vector<Op>& ops = program.ops();
-  std::map<std::string, int> readers;
-  std::map<std::string, std::vector<size_t>> writers;
-  for (size_t k = 0; k < ops.size(); ++k) {
-    ops[k].ForEachInput([&](const std::string& v) { ++readers[v]; });
-    ops[k].ForEachOutput([&](const std::string& v) { writers[v].push_back(k); });
-  }
   GradChain chain;
   chain.first = static_cast<int>(u);
   std::string v = ops[u].Input("Grad");
   bool after_reduce = true;  // the values the all-reduce (or a reduce-scatter before) makes
   while (true) {
-    if (readers[v] != 1) return std::nullopt;
-    auto w = writers.find(v);
-    if (w == writers.end()) break;  // made by no op of the program: the sum
+    auto r = uses.readers.find(v);
+    if (r == uses.readers.end() || r->second != 1) return std::nullopt;
+    auto w = uses.writers.find(v);
+    if (w == uses.writers.end()) break;  // made by no op of the program: the sum
     if (w->second.size() != 1) return std::nullopt;
     const size_t k = w->second.front();
     const Op& op = ops[k];
@@ -128,13 +144,7 @@ Status DeclareShard(Program& program, Var shard, int dp) {
 // The shard's mean over micro-batches and replicas (the scale the executor applies to the
 // sums it all-reduces itself).
 Op Mean(const std::string& shard, double scale, const Op& near) {
-  Op mean;
-  mean.type = "scale";
-  mean.role = OpRole::kOptimize;
-  mean.stage = near.stage;
-  mean.chunk = near.chunk;
-  mean.origin = near.origin;
-  mean.SetInput("X", {shard}).SetOutput("Out", {shard});
+  Op mean = OptimizerOp("scale", shard, shard, near);
   mean.SetAttr("scale", scale).SetAttr("bias", 0.0);
   return mean;
 }
@@ -180,13 +190,14 @@ class DistributedOptimizerPass : public Pass {
       std::vector<Op>& ops = program.ops();
       // Per update: the element-wise chain from its gradient sum, or why it stays whole.
       std::map<size_t, GradChain> chains;
+      const ProgramUses uses(program);
       for (size_t i = 0; i < ops.size(); ++i) {
         if (!IsUpdate(ops[i])) continue;
         const Var* p = program.FindVar(ops[i].Input("Param"));
         if (!p)
           return NotFound("distributed-optimizer: ", ops[i].type, " of '", ops[i].Input("Param"),
                           "' in program '", program.name(), "' reads undeclared vars");
-        std::optional<GradChain> chain = FindGradChain(program, i, dp, computed);
+        std::optional<GradChain> chain = FindGradChain(program, uses, i, dp, computed);
         if (!chain || p->shape.empty() || p->shape[0] % dp != 0) {
           context.AddStatistic("updates-left-whole");
           continue;
@@ -254,9 +265,8 @@ class DistributedOptimizerPass : public Pass {
         if (!program.AddVar(var))
           return FailedPrecondition("distributed-optimizer: program '", program.name(),
                                     "' already declares '", reduced, "'");
-        Op max = Collective("c_allreduce_max", flag, reduced, dp, ops[c]);
-        max.attrs.Erase("axis");
-        max.attrs.Erase("nranks");
+        Op max = OptimizerOp("c_allreduce_max", flag, reduced, ops[c]);
+        max.SetAttr("group", std::string("dp"));
         after[c].push_back(std::move(max));
         reduced_flags[flag] = reduced;
         context.AddStatistic("overflow-checks-reduced-over-dp");
