@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -75,6 +76,13 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
     s.chunk = std::min(s.chunk, ops[i].chunk);
   }
   std::map<size_t, std::vector<Op>> before, after;  // ops to insert around op indices
+  std::set<size_t> moved;                           // ops moved ahead of a check
+  // The optimizer op that makes each var (amp's cast and dp all-reduce of a gradient in the
+  // low dtype, grad-allreduce=low, sit with the update they feed).
+  std::unordered_map<std::string, size_t> made_by;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].role == OpRole::kOptimize)
+      ops[i].ForEachOutput([&](const std::string& v) { made_by[v] = i; });
   int stages = 0;
   for (const auto& [stage, range] : spans) {
     if (range.first_update == SIZE_MAX) continue;  // no update on this stage
@@ -97,6 +105,23 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
       grads.push_back(g);
       unscaled.push_back(u.name);
       update.SetInput("Grad", {u.name});
+    }
+    // What makes the checked gradients runs with the check: a later chunk's reduction would
+    // otherwise run in that chunk's optimizer job, after the first chunk's check reads it.
+    std::set<size_t> makers;
+    std::vector<std::string> pending = grads;
+    while (!pending.empty()) {
+      auto m = made_by.find(pending.back());
+      pending.pop_back();
+      if (m == made_by.end() || ops[m->second].stage != stage || !makers.insert(m->second).second)
+        continue;
+      ops[m->second].ForEachInput([&](const std::string& v) { pending.push_back(v); });
+    }
+    for (size_t k : makers) {
+      ops[k].chunk = range.chunk;
+      if (k < range.first_update) continue;
+      before[range.first_update].push_back(ops[k]);
+      moved.insert(k);
     }
     check.SetInput("X", grads).SetInput("Scale", {kLossScaleVar});
     std::string flag = "amp.found_inf" + tag;
@@ -135,7 +160,7 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
   out.reserve(ops.size() + 4 * spans.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     for (Op& op : before[i]) out.push_back(std::move(op));
-    out.push_back(std::move(ops[i]));
+    if (!moved.count(i)) out.push_back(std::move(ops[i]));
     for (Op& op : after[i]) out.push_back(std::move(op));
   }
   ops = std::move(out);
