@@ -163,9 +163,9 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   # Megatron's schedules (and DeepSpeed's pipeline engine) wait on every transfer of an
   # exchange before their next compute; the Zero Bubble paper's scheduler waits only where a
   # received tensor is read.
-  wait=exchange
-  [[ "$kind" == zb-* ]] && wait=consumers
-  passes+=",insert-p2p{order=batched,wait=$wait}"
+  p2p_wait=exchange
+  [[ "$kind" == zb-* ]] && p2p_wait=consumers
+  passes+=",insert-p2p{order=batched,wait=$p2p_wait}"
   [[ ";$features;" == *";sg-p2p;"* ]] && passes+=",scatter-gather-p2p"
   [[ ";$features;" == *";zero1;"* ]] && passes+=",distributed-optimizer"
   streams=""
