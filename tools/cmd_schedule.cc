@@ -441,7 +441,7 @@ PW_REGISTER_COMMAND(
     schedule, "schedule", "build, check and simulate a pipeline schedule",
     "pipeweave schedule --kind K --stages S --micro-batches M [--ranks R] [--placement loop|v]\n"
     "         [--chunks V] [--costs F=1,B=1,W=1,comm=0] [--model FILE] [--mem-limit X]\n"
-    "         [--w-mem Y] [--with-comms] [--order naive|parity|batched|torch]\n"
+    "         [--w-mem Y] [--with-comms] [--order naive|parity|batched|megatron|torch]\n"
     "         [--merge-bw on|off]\n"
     "         [--comm eager|rendezvous] [--unit-steps] [--format table|json|csv|svg|trace] "
     "[--arrows]\n"

@@ -1,6 +1,6 @@
-// insert-p2p{order=naive|parity|batched|torch, wait=consumers|exchange}: adds the SEND/RECV
-// jobs of every value that crosses ranks to the module's plan (see p2p_insertion.h for the
-// orders), then checks the result under the semantics its order is designed for; with
+// insert-p2p{order=naive|parity|batched|megatron|torch, wait=consumers|exchange}: adds the
+// SEND/RECV jobs of every value that crosses ranks to the module's plan (see p2p_insertion.h for
+// the orders), then checks the result under the semantics its order is designed for; with
 // wait=exchange each rank's next job also waits for the whole exchange before it
 // (exchange_waits.h).
 
@@ -22,14 +22,16 @@ class InsertP2PPass : public Pass {
     return "Adds send/recv jobs to the plan for every value crossing ranks (adjacent stages, "
            "skip connections; none between stages on one rank). order: naive (send after the "
            "producer, recv before the consumer), parity (Megatron's even/odd order, for "
-           "blocking p2p), batched (one batch_isend_irecv per gap), torch (PyTorch's "
+           "blocking p2p), batched (one batch_isend_irecv per gap), megatron (Megatron-LM's "
+           "exchanges: one between two steps, an interleaved rank's F and the B after it "
+           "being one step; 1F1B and interleaved 1F1B), torch (PyTorch's "
            "_add_send_recv; with merge-bw, _add_send_recv(_merge_bw(...))). parity and batched "
            "place each transfer where it happens in a run of the schedule, priced by the cost "
            "model when one is attached (opt --device), else at unit costs. wait: consumers (a "
            "job waits only for the transfers it reads; sends finish in the background) or "
            "exchange (the job after a run of sends and recvs waits for all of them, as "
-           "Megatron's waits on every request of a batch_isend_irecv; parity and batched "
-           "only).";
+           "Megatron's waits on every request of a batch_isend_irecv; parity, batched and "
+           "megatron only).";
   }
 
   StatusOr<bool> Run(Module& module, PassContext& context) override {
@@ -46,7 +48,7 @@ class InsertP2PPass : public Pass {
           "complete, which order=",
           order.value(),
           " may deadlock (it is designed for sends that return at once): "
-          "use order=parity or order=batched");
+          "use order=parity, batched or megatron");
     pipeline::P2POptions options;
     options.order = p2p_order;
     options.merge_backward = merge_backward.value();
@@ -75,7 +77,7 @@ class InsertP2PPass : public Pass {
                             "order",
                             "placement and order of sends and recvs",
                             "naive",
-                            {"naive", "parity", "batched", "torch"}};
+                            {"naive", "parity", "batched", "megatron", "torch"}};
   Option<std::string> wait{this,
                            "wait",
                            "what a rank's next job waits for: the transfers it reads, or the "

@@ -12,8 +12,10 @@ StatusOr<P2POrder> ParseP2POrder(std::string_view name) {
   if (name == "naive") return P2POrder::kNaive;
   if (name == "parity") return P2POrder::kParity;
   if (name == "batched") return P2POrder::kBatched;
+  if (name == "megatron") return P2POrder::kMegatron;
   if (name == "torch") return P2POrder::kTorch;
-  return InvalidArgument("unknown p2p order '", name, "' (known: naive, parity, batched, torch)");
+  return InvalidArgument("unknown p2p order '", name,
+                         "' (known: naive, parity, batched, megatron, torch)");
 }
 
 const char* P2POrderName(P2POrder order) {
@@ -24,6 +26,8 @@ const char* P2POrderName(P2POrder order) {
       return "parity";
     case P2POrder::kBatched:
       return "batched";
+    case P2POrder::kMegatron:
+      return "megatron";
     case P2POrder::kTorch:
       return "torch";
   }
@@ -31,8 +35,8 @@ const char* P2POrderName(P2POrder order) {
 }
 
 CommSemantics DesignedSemantics(P2POrder order) {
-  return order == P2POrder::kParity || order == P2POrder::kBatched ? CommSemantics::kRendezvous
-                                                                   : CommSemantics::kEager;
+  return order == P2POrder::kNaive || order == P2POrder::kTorch ? CommSemantics::kEager
+                                                                : CommSemantics::kRendezvous;
 }
 
 ActionSchedule MergeBackward(const ActionSchedule& compute) {
@@ -284,6 +288,7 @@ StatusOr<ActionSchedule> InsertP2P(const ActionSchedule& compute, const P2POptio
     if (compute.HasComms()) return AlreadyLowered();
     return InsertP2PTorchOrder(options.merge_backward ? MergeBackward(compute) : compute);
   }
+  if (options.order == P2POrder::kMegatron) return InsertP2PMegatronOrder(compute);
   ActionSchedule out;
   out.num_stages = compute.num_stages;
   out.num_micro_batches = compute.num_micro_batches;

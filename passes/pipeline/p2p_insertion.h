@@ -17,6 +17,10 @@
 //             the previous, send to the next, ...), which pairs neighbours up.
 //  * batched: the same order, and every run of sends/recvs between two compute actions is
 //             one BATCH_P2P exchange (batch_isend_irecv), as Megatron's batched p2p.
+//  * megatron: Megatron-LM's exchanges (p2p_megatron_order.cc): between two steps of a
+//             rank one exchange of the sends before and the recvs after; an interleaved
+//             rank's F and the B after it are one step, so the F's output leaves after the
+//             B. For blocking p2p; 1F1B and interleaved 1F1B only.
 //  * torch:   PyTorch's `_add_send_recv` (torch.distributed.pipelining.schedules): ranks
 //             take turns in order; a sender appends the matching recv to the receiver's
 //             list. The result equals `_add_send_recv(compute)` on the same per-rank lists,
@@ -34,11 +38,11 @@
 
 namespace pw::pipeline {
 
-enum class P2POrder { kNaive, kParity, kBatched, kTorch };
+enum class P2POrder { kNaive, kParity, kBatched, kMegatron, kTorch };
 StatusOr<P2POrder> ParseP2POrder(std::string_view name);
 const char* P2POrderName(P2POrder order);
 // The semantics a policy is designed for (and checked under): eager for naive and torch,
-// rendezvous (blocking p2p) for parity and batched.
+// rendezvous (blocking p2p) for parity, batched and megatron.
 CommSemantics DesignedSemantics(P2POrder order);
 
 struct P2POptions {
@@ -61,5 +65,7 @@ ActionSchedule MergeBackward(const ActionSchedule& compute);
 
 // torch order (p2p_torch_order.cc).
 StatusOr<ActionSchedule> InsertP2PTorchOrder(const ActionSchedule& compute);
+// megatron order (p2p_megatron_order.cc).
+StatusOr<ActionSchedule> InsertP2PMegatronOrder(const ActionSchedule& compute);
 
 }  // namespace pw::pipeline

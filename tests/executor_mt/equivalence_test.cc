@@ -156,6 +156,9 @@ constexpr auto kLoop = models::ChunkPlacement::kLoop;
 // Every exchange waited for before the rank's next job (Megatron's blocking batches): the
 // same work, ordered by more events.
 constexpr const char* kBlockingBatches = "{order=batched,wait=exchange}";
+// Megatron-LM's exchanges: an interleaved rank sends a forward's output after the backward
+// that follows it.
+constexpr const char* kMegatronExchanges = "{order=megatron,wait=exchange}";
 
 INSTANTIATE_TEST_SUITE_P(
     Schedules, PipelineEquivalenceTest,
@@ -167,10 +170,16 @@ INSTANTIATE_TEST_SUITE_P(
                       ScheduleCase{"dualpipe-v", 2, true, 2, kV},
                       ScheduleCase{"1f1b", 1, false, 1, kLoop, kBlockingBatches},
                       ScheduleCase{"interleaved-1f1b", 2, false, 2, kLoop, kBlockingBatches},
-                      ScheduleCase{"zb-h1", 1, true, 1, kLoop, "{order=parity,wait=exchange}"}),
+                      ScheduleCase{"zb-h1", 1, true, 1, kLoop, "{order=parity,wait=exchange}"},
+                      ScheduleCase{"1f1b", 1, false, 1, kLoop, kMegatronExchanges},
+                      ScheduleCase{"interleaved-1f1b", 2, false, 2, kLoop, kMegatronExchanges}),
     [](const auto& info) {
-      std::string name = StrCat(info.param.kind, "_mp", info.param.mp,
-                                *info.param.p2p ? "_blocking_exchanges" : "");
+      const std::string_view p2p = info.param.p2p;
+      std::string name =
+          StrCat(info.param.kind, "_mp", info.param.mp,
+                 p2p.empty()                                      ? ""
+                 : p2p.find("megatron") != std::string_view::npos ? "_megatron_exchanges"
+                                                                  : "_blocking_exchanges");
       for (char& ch : name)
         if (ch == '-') ch = '_';
       return name;

@@ -120,7 +120,7 @@ TEST(PlanningPasses, WaitExchangeNeedsAnOrderForBlockingTransfers) {
                           "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},"
                           "insert-p2p{order=naive,wait=exchange}");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("use order=parity or order=batched"), std::string::npos)
+  EXPECT_NE(st.message().find("use order=parity, batched or megatron"), std::string::npos)
       << st.message();
   Module waited = Gpt(2, 1);
   st = RunPipeline(waited,
