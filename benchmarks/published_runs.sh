@@ -59,7 +59,9 @@
 # gradients' computation) plans overlap-column-parallel-backward; `sg-p2p` (narayanan21
 # section 4.1, Megatron's scatter_gather_tensors_in_pipeline, on by default in the
 # Megatron-LM of narayanan21 and korthikanti22) plans scatter-gather-p2p: each tp rank sends
-# its 1/tp slice of a value crossing stages, the receivers all-gather it over NVLink.
+# its 1/tp slice of a value crossing stages, the receivers all-gather it over NVLink;
+# `low-grad-sums` (narayanan21) plans amp{grad-accumulation=low}: 16-bit gradient sums,
+# added after each micro-batch's GEMM and all-reduced as they are.
 # What pipeweave cannot express yet, and how each row is approximated:
 #   - The Zero Bubble paper's optimizer post-validation (qi24's ZB rows): the optimizer steps
 #     without waiting for the global overflow check and gradient norm, so a rank starts the
@@ -70,9 +72,11 @@
 #     ZB-2p plan of the 14.6B row in bf16: 1468 ms steady against 1609 ms for one step).
 #   - Gradient accumulation: pipeweave's weight-gradient GEMMs write f32 and add into the
 #     gradient sums themselves, as Megatron's gradient-accumulation fusion (qi24,
-#     nemo-launcher) does; Megatron-LM of 2021 (narayanan21) wrote a 16-bit weight gradient
-#     and added it into the f32 main gradient after the GEMM, a pass over the gradients per
-#     micro-batch that these plans do not make.
+#     nemo-launcher) does; Megatron-LM of 2021 (narayanan21, commit 6985e58 of its
+#     examples/sc21) wrote a 16-bit weight gradient and added it into a 16-bit sum after the
+#     GEMM (autograd's accumulation, or local DDP's main_grad.add_ without
+#     --accumulate-allreduce-grads-in-fp32), which `low-grad-sums` plans
+#     (amp{grad-accumulation=low}: an add over the gradients per micro-batch).
 #   - Recomputation replays every forward op of a layer (recompute{replay=whole}), as these
 #     frameworks' torch.utils.checkpoint does; pipeweave's own plans rerun only what the
 #     backward reads (a row-parallel matmul whose output no backward op reads is not rerun).
@@ -94,8 +98,11 @@
 #     on every NIC of a node at once.
 #   - No overlap passes for tensor-parallel collectives: none of these runs overlapped them
 #     (rows with grad-overlap put collectives on their streams, ordered by insert-events).
-#   - Send/recv are simulated as NCCL's (--p2p rendezvous) in batched order, as Megatron's
-#     schedules issue them; the job after an exchange waits for all of it, sends included
+#   - Send/recv are simulated as NCCL's (--p2p rendezvous), placed as Megatron-LM's
+#     schedules issue them (insert-p2p{order=megatron}: one exchange between two steps, an
+#     interleaved rank's forward and the backward after it being one step; smith22's
+#     DeepSpeed engine and the zero-bubble rows in the batched order, one batch per gap
+#     between compute jobs); the job after an exchange waits for all of it, sends included
 #     (insert-p2p{wait=exchange}: Megatron's p2p_communication waits on every request of its
 #     batch_isend_irecv, then synchronizes the device; DeepSpeed's pipeline engine sends and
 #     receives in its instruction stream), except on the zero-bubble rows, whose scheduler
@@ -148,7 +155,11 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   esac
   amp="dtype=$precision"
   [[ -n "$loss_scale" ]] && amp+=",init-scale=$loss_scale"
-  [[ "$grad_ar" == low && $dp -gt 1 ]] && amp+=",grad-allreduce=low"
+  if [[ ";$features;" == *";low-grad-sums;"* ]]; then  # reduced as they are summed
+    amp+=",grad-accumulation=low"
+  elif [[ "$grad_ar" == low && $dp -gt 1 ]]; then
+    amp+=",grad-allreduce=low"
+  fi
   passes="append-backward{optimizer=adam},amp{$amp}"
   [[ ";$features;" == *";sp;"* ]] && passes="sequence-parallel,$passes"
   [[ "$recompute" != none ]] && passes+=",recompute{policy=$recompute,replay=whole}"
@@ -163,9 +174,13 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   # Megatron's schedules (and DeepSpeed's pipeline engine) wait on every transfer of an
   # exchange before their next compute; the Zero Bubble paper's scheduler waits only where a
   # received tensor is read.
-  p2p_wait=exchange
+  # Megatron-LM places its exchanges step by step (an interleaved rank's forward output
+  # leaves after the backward that follows it); DeepSpeed's engine and the zero-bubble
+  # scheduler are planned in the batched order.
+  p2p_wait=exchange p2p_order=megatron
   [[ "$kind" == zb-* ]] && p2p_wait=consumers
-  passes+=",insert-p2p{order=batched,wait=$p2p_wait}"
+  [[ "$kind" == zb-* || "$source" == smith22 ]] && p2p_order=batched
+  passes+=",insert-p2p{order=$p2p_order,wait=$p2p_wait}"
   [[ ";$features;" == *";sg-p2p;"* ]] && passes+=",scatter-gather-p2p"
   [[ ";$features;" == *";zero1;"* ]] && passes+=",distributed-optimizer"
   streams=""

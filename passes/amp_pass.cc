@@ -16,6 +16,12 @@
 //     them: no 16-bit gradient, no cast.
 //   - grad-allreduce=low: the optimizer program all-reduces the gradients over dp itself,
 //     in the low dtype (cast, c_allreduce_sum, cast back), instead of the executor in f32.
+//   - grad-accumulation=low: parameter gradients stay in the low dtype: each micro-batch's
+//     GEMM writes a 16-bit gradient that the executor adds into a 16-bit sum (no fused
+//     accumulation), the dp all-reduce runs on those sums, and the optimizer program casts
+//     them to f32. Megatron-LM's fp16 default before gradient-accumulation fusion
+//     (param.main_grad.add_(param.grad) after the GEMM, or autograd's own accumulation,
+//     without --accumulate-allreduce-grads-in-fp32), as its 2021 runs trained.
 //   - fp16 (or loss-scaling=dynamic): dynamic loss scaling (passes/loss_scaling.h).
 
 #include <map>
@@ -43,6 +49,7 @@ class AmpRewriter {
   struct Options {
     DataType low = DataType::kBFloat16;
     bool grad_allreduce_low = false;
+    bool grad_accumulation_low = false;  // implies the dp all-reduce in the low dtype
     bool loss_scaling = false;
     double init_scale = 65536;
     int64_t growth_interval = 2000;
@@ -88,8 +95,10 @@ class AmpRewriter {
   DataType ComputeDtype(const Op& op, const OpDef& def) const {
     if (def.amp == AmpPolicy::kAsIs) return DataType::kInvalid;
     if (def.amp == AmpPolicy::kF32 || op.role == OpRole::kOptimize) return DataType::kFloat32;
-    // Contributions to a parameter's gradient are summed at full precision.
-    if (op.type == "sum" && IsParamGrad(op.Output("Out"))) return DataType::kFloat32;
+    // Contributions to a parameter's gradient are summed at full precision, unless the
+    // gradients stay low.
+    if (op.type == "sum" && IsParamGrad(op.Output("Out")) && !o_.grad_accumulation_low)
+      return DataType::kFloat32;
     return o_.low;
   }
 
@@ -258,6 +267,7 @@ class AmpRewriter {
   // An op that can write f32 (out_dtype) and finishes a parameter's gradient from 16-bit
   // operands writes it in f32 (RetypeOutputs then keeps P@GRAD f32: no cast after it).
   void WideParamGradients(Op& op, const OpDef& def) {
+    if (o_.grad_accumulation_low) return;
     if (!def.FindAttr(ops::kOutDtypeAttr) || op.attrs.Has(ops::kOutDtypeAttr)) return;
     bool low_inputs = false;
     for (const Slot& s : op.inputs)
@@ -277,6 +287,7 @@ class AmpRewriter {
   // A low-precision parameter gradient: the op writes P@bf16@GRAD, and a cast after it
   // gives the f32 P@GRAD the optimizer reads.
   Status MasterGradients(Op& op, OpRole role, std::vector<Op>& casts) {
+    if (o_.grad_accumulation_low) return OkStatus();  // the optimizer casts the sums
     for (Slot& s : op.outputs)
       for (std::string& v : s.vars) {
         if (!IsParamGrad(v)) continue;
@@ -299,7 +310,11 @@ class AmpRewriter {
   // Optimizer ops read f32 master weights and gradients; each update is followed by the
   // cast that refreshes the parameter's low-precision copy.
   Status RewriteOptimizerOps() {
-    if (o_.grad_allreduce_low && module_.mesh.dp > 1) PW_RETURN_IF_ERROR(GradAllReduceInLow());
+    if (o_.grad_accumulation_low) {
+      PW_RETURN_IF_ERROR(LowGradientsToMaster());
+    } else if (o_.grad_allreduce_low && module_.mesh.dp > 1) {
+      PW_RETURN_IF_ERROR(GradAllReduceInLow());
+    }
     for (Op& op : optimizer_ops_) {
       std::vector<Op> refresh;
       op.ForEachOutput([&](const std::string& v) {
@@ -322,30 +337,71 @@ class AmpRewriter {
       for (Slot& s : op.inputs)
         for (std::string& g : s.vars) {
           if (!IsParamGrad(g)) continue;
-          const Var* var = program_.FindVar(g);
-          Var low = *var, reduced = *var, master = *var;
+          Var low = *program_.FindVar(g);
           low.name = UniqueName(DtypeVarName(g, o_.low));
           low.dtype = o_.low;
-          reduced.name = UniqueName(low.name + "@dp");
-          reduced.dtype = o_.low;
-          master.name = UniqueName(g + "@dp");
-          for (const Var* v : {&low, &reduced, &master}) PW_RETURN_IF_ERROR(Declare(*v));
+          PW_RETURN_IF_ERROR(Declare(low));
           out_.push_back(CastOp(g, low.name, o_.low, op, OpRole::kOptimize));
-          Op reduce;
-          reduce.type = "c_allreduce_sum";
-          reduce.role = OpRole::kOptimize;
-          reduce.stage = op.stage;
-          reduce.chunk = op.chunk;
-          reduce.origin = op.origin;
-          reduce.SetInput("X", {low.name}).SetOutput("Out", {reduced.name});
-          reduce.SetAttr("group", std::string("dp"));
-          out_.push_back(std::move(reduce));
-          out_.push_back(
-              CastOp(reduced.name, master.name, DataType::kFloat32, op, OpRole::kOptimize));
-          g = master.name;
-          context_.AddStatistic("low-precision-dp-allreduces");
+          PW_ASSIGN_OR_RETURN(std::string reduced, DpAllReduce(low.name, op));
+          PW_ASSIGN_OR_RETURN(g, CastToMaster(reduced, g + "@dp", op));
         }
     return OkStatus();
+  }
+
+  // grad-accumulation=low: each low gradient sum -> c_allreduce_sum over dp (dp > 1) -> cast
+  // f32 -> the optimizer reads that. A gradient an f32 op wrote goes as grad-allreduce=low
+  // takes it (the program reduces every gradient, so the executor reduces none).
+  Status LowGradientsToMaster() {
+    const bool reduce = module_.mesh.dp > 1;
+    for (Op& op : optimizer_ops_)
+      for (Slot& s : op.inputs)
+        for (std::string& g : s.vars) {
+          if (!IsParamGrad(g)) continue;
+          std::string reduced = g;
+          if (program_.FindVar(g)->dtype == DataType::kFloat32) {
+            if (!reduce) continue;
+            Var low = *program_.FindVar(g);
+            low.name = UniqueName(DtypeVarName(g, o_.low));
+            low.dtype = o_.low;
+            PW_RETURN_IF_ERROR(Declare(low));
+            out_.push_back(CastOp(g, low.name, o_.low, op, OpRole::kOptimize));
+            reduced = low.name;
+          }
+          if (reduce) {
+            PW_ASSIGN_OR_RETURN(reduced, DpAllReduce(reduced, op));
+          }
+          PW_ASSIGN_OR_RETURN(g, CastToMaster(reduced, StrCat(g, reduce ? "@dp" : "", "@f32"), op));
+        }
+    return OkStatus();
+  }
+
+  // c_allreduce_sum of the low `var` over dp before `op`; returns the reduced var.
+  StatusOr<std::string> DpAllReduce(const std::string& var, const Op& op) {
+    Var reduced = *program_.FindVar(var);
+    reduced.name = UniqueName(var + "@dp");
+    PW_RETURN_IF_ERROR(Declare(reduced));
+    Op reduce;
+    reduce.type = "c_allreduce_sum";
+    reduce.role = OpRole::kOptimize;
+    reduce.stage = op.stage;
+    reduce.chunk = op.chunk;
+    reduce.origin = op.origin;
+    reduce.SetInput("X", {var}).SetOutput("Out", {reduced.name});
+    reduce.SetAttr("group", std::string("dp"));
+    out_.push_back(std::move(reduce));
+    context_.AddStatistic("low-precision-dp-allreduces");
+    return reduced.name;
+  }
+
+  // A cast of `var` to an f32 var named after `hint` before `op`; returns its name.
+  StatusOr<std::string> CastToMaster(const std::string& var, const std::string& hint,
+                                     const Op& op) {
+    Var master = *program_.FindVar(var);
+    master.name = UniqueName(hint);
+    master.dtype = DataType::kFloat32;
+    PW_RETURN_IF_ERROR(Declare(master));
+    out_.push_back(CastOp(var, master.name, DataType::kFloat32, op, OpRole::kOptimize));
+    return master.name;
   }
 
   Module& module_;
@@ -374,7 +430,10 @@ class AmpPass : public Pass {
            "meet, one per var and placement. Parameter gradients are f32, so micro-batch sums "
            "and the dp all-reduce run in f32: the weight-gradient GEMM writes its f32 sums "
            "(out_dtype=f32, as Megatron's main_grad), other ops' 16-bit gradients are cast; "
-           "grad-allreduce=low all-reduces them over dp in the low dtype instead (dp > 1). "
+           "grad-allreduce=low all-reduces them over dp in the low dtype instead (dp > 1); "
+           "grad-accumulation=low keeps them in the low dtype (each micro-batch's gradient added "
+           "into a 16-bit sum after its GEMM, as Megatron-LM's fp16 runs before gradient-"
+           "accumulation fusion), all-reduced in it and cast to f32 by the optimizer. "
            "fp16 uses dynamic loss scaling (loss-scaling=none turns it off, =dynamic turns it "
            "on for bf16): the backward starts from the scale, each stage's optimizer unscales "
            "its gradients and checks them for inf/NaN, every rank skips the step when any "
@@ -386,6 +445,13 @@ class AmpPass : public Pass {
   Option<std::string> dtype{this, "dtype", "the low dtype", "bf16", {"bf16", "fp16"}};
   Option<std::string> grad_allreduce{
       this, "grad-allreduce", "dtype of the dp gradient all-reduce", "f32", {"f32", "low"}};
+  Option<std::string> grad_accumulation{
+      this,
+      "grad-accumulation",
+      "dtype of the parameter gradients summed over micro-batches (low: 16-bit sums added "
+      "after each GEMM, all-reduced in the low dtype, cast to f32 by the optimizer)",
+      "f32",
+      {"f32", "low"}};
   Option<std::string> loss_scaling{this,
                                    "loss-scaling",
                                    "auto (dynamic for fp16, none for bf16), dynamic or none",
@@ -411,6 +477,7 @@ class AmpPass : public Pass {
     AmpRewriter::Options o;
     o.low = dtype.value() == "bf16" ? DataType::kBFloat16 : DataType::kFloat16;
     o.grad_allreduce_low = grad_allreduce.value() == "low";
+    o.grad_accumulation_low = grad_accumulation.value() == "low";
     AmpRewriter rewriter(module, context, o);
     PW_RETURN_IF_ERROR(rewriter.Run());
     const bool scaled = loss_scaling.value() == "dynamic" ||

@@ -277,6 +277,7 @@ void PrintTo(const ZeroCase& c, std::ostream* out) {
        << (training.find("fp16") != std::string::npos ? "_fp16" : "")
        << (training.find("init-scale=262144") != std::string::npos ? "_overflowing" : "")
        << (training.find("grad-allreduce=low") != std::string::npos ? "_low_allreduce" : "")
+       << (training.find("grad-accumulation=low") != std::string::npos ? "_low_sums" : "")
        << (std::string(c.after).find("overlap-grad-reduce") != std::string::npos ? "_overlap" : "")
        << (std::string(c.after).find("overlap-param-gather") != std::string::npos ? "_gather" : "");
 }
@@ -348,6 +349,11 @@ INSTANTIATE_TEST_SUITE_P(
                  "amp{dtype=fp16,init-scale=1024,grad-allreduce=low}"},
         ZeroCase{{2, 1, 1},
                  "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16,grad-allreduce=low}"},
+        // 16-bit gradient sums reduce-scattered as they are, scaled before as the executor
+        // scales them without the pass.
+        ZeroCase{{2, 1, 2},
+                 "append-backward{optimizer=adam,lr=0.01},"
+                 "amp{dtype=fp16,init-scale=1024,grad-accumulation=low}"},
         ZeroCase{{2, 1, 2},
                  "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1024}",
                  ",assign-streams,overlap-grad-reduce,overlap-param-gather{at=update},"

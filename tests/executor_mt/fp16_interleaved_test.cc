@@ -63,22 +63,24 @@ TEST(Fp16InterleavedTest, EveryRankSkipsTheStepsOneRankSkips) {
   }
 }
 
-// With dp replicas reducing the gradients in fp16 themselves (amp{grad-allreduce=low}), the
-// rank's one check (with its first chunk) reads every chunk's reduced gradient, so every
-// chunk's reduction runs ahead of it, in the first chunk's optimizer job (before, the later
-// chunks' reductions ran in their own jobs, after the check read them: the run refused the
-// plan). The same training bit for bit as the replicas' pipeline without chunks, also with
-// the distributed optimizer sharding through those reductions.
-TEST(Fp16InterleavedTest, LowPrecisionGradientReductionOfEveryChunkRunsBeforeTheCheck) {
-  constexpr const char* kLow =
-      "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=262144,"
-      "grad-allreduce=low}";
+// With dp replicas reducing the gradients in fp16 themselves (amp{grad-allreduce=low}, or
+// grad-accumulation=low: the sums kept in fp16 and reduced as they are), the rank's one
+// check (with its first chunk) reads every chunk's reduced gradient, so every chunk's
+// reduction runs ahead of it, in the first chunk's optimizer job (before, the later chunks'
+// reductions ran in their own jobs, after the check read them: the run refused the plan).
+// The same training bit for bit as the replicas' pipeline without chunks, also with the
+// distributed optimizer sharding through those reductions.
+class LowPrecisionGradientsTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LowPrecisionGradientsTest, EveryChunksReductionRunsBeforeTheCheck) {
+  const std::string training = StrCat(
+      "append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=262144,", GetParam(), "}");
   auto replicas = [&](int vpp, const std::string& plan) {
     models::GptConfig c = SmallGptConfig(1, 2, vpp);
     c.dp = 2;
     auto built = models::BuildGpt(c);
     EXPECT_TRUE(built.ok()) << built.status().ToString();
-    auto planned = WithPasses(std::move(built).value(), kLow + plan);
+    auto planned = WithPasses(std::move(built).value(), training + plan);
     EXPECT_TRUE(planned.ok()) << plan << ": " << planned.status().ToString();
     return planned.ok() ? std::move(planned).value() : Module{};
   };
@@ -90,13 +92,23 @@ TEST(Fp16InterleavedTest, LowPrecisionGradientReductionOfEveryChunkRunsBeforeThe
                          "},insert-p2p"));
   auto want = RunAsThreads(base, kSteps, kMicroBatches / 2, kSeed);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
-  for (const Module& m : {replicas(2, chunks), replicas(2, chunks + ",distributed-optimizer")}) {
+  for (const std::string& plan : {chunks, chunks + ",distributed-optimizer"}) {
+    SCOPED_TRACE(plan);
+    const Module m = replicas(2, plan);
     ASSERT_FALSE(m.plan.empty());
     auto run = RunAsThreads(m, kSteps, kMicroBatches / 2, kSeed);
     ASSERT_TRUE(run.ok()) << run.status().ToString();
     EXPECT_EQ(run->losses, want->losses);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Amp, LowPrecisionGradientsTest,
+                         ::testing::Values("grad-allreduce=low", "grad-accumulation=low"),
+                         [](const auto& info) {
+                           return std::string(info.param).find("accumulation") != std::string::npos
+                                      ? "LowSums"
+                                      : "LowAllReduce";
+                         });
 
 }  // namespace
 }  // namespace pw::testing
