@@ -147,8 +147,12 @@ StatusOr<CommOrderResult> SearchCommOrder(const ActionSchedule& compute,
     std::string order;
   };
   std::vector<Start> starts;
-  for (P2POrder order : {P2POrder::kNaive, P2POrder::kParity, P2POrder::kBatched}) {
-    PW_ASSIGN_OR_RETURN(ActionSchedule lowered, InsertP2P(compute, {order}));
+  for (P2POrder order :
+       {P2POrder::kNaive, P2POrder::kParity, P2POrder::kBatched, P2POrder::kMegatron}) {
+    StatusOr<ActionSchedule> placed = InsertP2P(compute, {order});
+    // Megatron's placement is defined for its own schedules only (1F1B, interleaved 1F1B).
+    if (!placed.ok() && order == P2POrder::kMegatron) continue;
+    PW_ASSIGN_OR_RETURN(ActionSchedule lowered, std::move(placed));
     FixedOrderMakespan fixed{P2POrderName(order)};
     if (std::optional<double> m = search.Evaluate(lowered)) {
       fixed.valid = true;

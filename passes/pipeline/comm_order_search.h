@@ -3,9 +3,10 @@
 // gives the lowest simulated makespan. No fixed rule is best once skip connections cross
 // stages (always the earlier stage first, or the later, leaves some stage waiting on a
 // peer that is itself waiting), so the search starts from the best of the fixed orders
-// (naive, parity, batched; p2p_insertion.h) that is valid under the target's semantics
-// and improves it by local moves, keeping a move when the action-level simulator's
-// makespan falls and the schedule checker proves the result deadlock-free:
+// (naive, parity, batched, and megatron for 1F1B and interleaved 1F1B; p2p_insertion.h)
+// that is valid under the target's semantics and improves it by local moves, keeping a
+// move when the action-level simulator's makespan falls and the schedule checker proves
+// the result deadlock-free:
 //  * swap two neighbouring actions of a rank where at least one is a send or recv (a
 //    recv posted earlier, a send issued later, two transfers reordered); when both are
 //    transfers with the same peer rank, their matches on the peer swap too, so the pair

@@ -21,7 +21,8 @@ class OrderCommPass : public Pass {
   std::string_view name() const override { return "order-comm"; }
   std::string_view description() const override {
     return "Adds the send/recv jobs in the order (and batching) that gives the lowest "
-           "simulated makespan: starts from the fixed orders (naive, parity, batched) and "
+           "simulated makespan: starts from the fixed orders (naive, parity, batched; "
+           "megatron for 1F1B and interleaved 1F1B) and "
            "improves by local moves that keep every pair of ranks' order the same on both "
            "sides, each checked deadlock-free under the semantics (rendezvous for NCCL). Runs "
            "instead of insert-p2p.";
@@ -49,6 +50,7 @@ class OrderCommPass : public Pass {
     double best_fixed = 0;
     for (const pipeline::FixedOrderMakespan& f : result.fixed)
       if (f.valid && (best_fixed == 0 || f.makespan < best_fixed)) best_fixed = f.makespan;
+    context.AddStatistic(StrCat("started-from-", result.start));
     context.AddStatistic("accepted-moves", result.accepted_moves);
     context.AddStatistic("evaluations", result.evaluations);
     context.AddStatistic("makespan-permille-of-best-fixed",

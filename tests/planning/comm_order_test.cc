@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 
 #include "comm_order_cases.h"
 #include "passes/pipeline/comm_order_search.h"
 #include "passes/pipeline/p2p_insertion.h"
 #include "passes/pipeline/schedule_checker.h"
+#include "planning_test_util.h"
 
 namespace pw::pipeline {
 namespace {
@@ -62,6 +64,27 @@ TEST(OrderComm, UnetAndSixStageSkips) {
     best_gain = std::max(best_gain, Gain(*six, semantics, "6 stages"));
   }
   EXPECT_GT(best_gain, 0.1);
+}
+
+// On Megatron's own schedules its placement is one more start (interleaved 1F1B: valid under
+// blocking p2p); on a zero-bubble schedule, which it does not place, it is no start at all.
+TEST(OrderComm, MegatronsPlacementStartsTheSearchOnItsSchedules) {
+  auto starts = [](ScheduleKind kind, int chunks) {
+    ActionSchedule compute = testing::Generate(testing::Spec(kind, 4, 8, chunks));
+    CommOrderOptions options = Options(CommSemantics::kRendezvous);
+    options.costs.backward = 2;
+    options.max_evaluations = 50;
+    StatusOr<CommOrderResult> r = SearchCommOrder(compute, options);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    std::map<std::string, bool> valid;
+    if (r.ok())
+      for (const FixedOrderMakespan& f : r->fixed) valid[f.order] = f.valid;
+    return valid;
+  };
+  std::map<std::string, bool> interleaved = starts(ScheduleKind::kInterleaved1F1B, 2);
+  ASSERT_TRUE(interleaved.count("megatron"));
+  EXPECT_TRUE(interleaved.at("megatron"));
+  EXPECT_EQ(starts(ScheduleKind::kZbH1, 1).count("megatron"), 0u);
 }
 
 // The pass on the U-Net module: the plan gets its sends and recvs, checks under rendezvous
