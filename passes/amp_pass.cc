@@ -18,8 +18,9 @@
 //     in the low dtype (cast, c_allreduce_sum, cast back), instead of the executor in f32.
 //   - grad-accumulation=low: parameter gradients stay in the low dtype: each micro-batch's
 //     GEMM writes a 16-bit gradient that the executor adds into a 16-bit sum (no fused
-//     accumulation), the dp all-reduce runs on those sums, and the optimizer program casts
-//     them to f32. Megatron-LM's fp16 default before gradient-accumulation fusion
+//     accumulation) and all-reduces over dp as it is (in the backward with
+//     overlap-grad-reduce, as PyTorch DDP does), and the optimizer program casts the sums
+//     to f32. Megatron-LM's fp16 default before gradient-accumulation fusion
 //     (param.main_grad.add_(param.grad) after the GEMM, or autograd's own accumulation,
 //     without --accumulate-allreduce-grads-in-fp32), as its 2021 runs trained.
 //   - fp16 (or loss-scaling=dynamic): dynamic loss scaling (passes/loss_scaling.h).
@@ -49,7 +50,7 @@ class AmpRewriter {
   struct Options {
     DataType low = DataType::kBFloat16;
     bool grad_allreduce_low = false;
-    bool grad_accumulation_low = false;  // implies the dp all-reduce in the low dtype
+    bool grad_accumulation_low = false;  // the executor then reduces the 16-bit sums
     bool loss_scaling = false;
     double init_scale = 65536;
     int64_t growth_interval = 2000;
@@ -348,30 +349,15 @@ class AmpRewriter {
     return OkStatus();
   }
 
-  // grad-accumulation=low: each low gradient sum -> c_allreduce_sum over dp (dp > 1) -> cast
-  // f32 -> the optimizer reads that. A gradient an f32 op wrote goes as grad-allreduce=low
-  // takes it (the program reduces every gradient, so the executor reduces none).
+  // grad-accumulation=low: each 16-bit gradient sum (reduced over dp by the executor, as
+  // it is) -> cast f32 -> the optimizer reads that.
   Status LowGradientsToMaster() {
-    const bool reduce = module_.mesh.dp > 1;
     for (Op& op : optimizer_ops_)
       for (Slot& s : op.inputs)
-        for (std::string& g : s.vars) {
-          if (!IsParamGrad(g)) continue;
-          std::string reduced = g;
-          if (program_.FindVar(g)->dtype == DataType::kFloat32) {
-            if (!reduce) continue;
-            Var low = *program_.FindVar(g);
-            low.name = UniqueName(DtypeVarName(g, o_.low));
-            low.dtype = o_.low;
-            PW_RETURN_IF_ERROR(Declare(low));
-            out_.push_back(CastOp(g, low.name, o_.low, op, OpRole::kOptimize));
-            reduced = low.name;
+        for (std::string& g : s.vars)
+          if (IsParamGrad(g) && program_.FindVar(g)->dtype != DataType::kFloat32) {
+            PW_ASSIGN_OR_RETURN(g, CastToMaster(g, g + "@f32", op));
           }
-          if (reduce) {
-            PW_ASSIGN_OR_RETURN(reduced, DpAllReduce(reduced, op));
-          }
-          PW_ASSIGN_OR_RETURN(g, CastToMaster(reduced, StrCat(g, reduce ? "@dp" : "", "@f32"), op));
-        }
     return OkStatus();
   }
 
@@ -433,7 +419,8 @@ class AmpPass : public Pass {
            "grad-allreduce=low all-reduces them over dp in the low dtype instead (dp > 1); "
            "grad-accumulation=low keeps them in the low dtype (each micro-batch's gradient added "
            "into a 16-bit sum after its GEMM, as Megatron-LM's fp16 runs before gradient-"
-           "accumulation fusion), all-reduced in it and cast to f32 by the optimizer. "
+           "accumulation fusion), all-reduced in it by the executor and cast to f32 by the "
+           "optimizer. "
            "fp16 uses dynamic loss scaling (loss-scaling=none turns it off, =dynamic turns it "
            "on for bf16): the backward starts from the scale, each stage's optimizer unscales "
            "its gradients and checks them for inf/NaN, every rank skips the step when any "
@@ -449,7 +436,7 @@ class AmpPass : public Pass {
       this,
       "grad-accumulation",
       "dtype of the parameter gradients summed over micro-batches (low: 16-bit sums added "
-      "after each GEMM, all-reduced in the low dtype, cast to f32 by the optimizer)",
+      "after each GEMM and all-reduced as they are, cast to f32 by the optimizer)",
       "f32",
       {"f32", "low"}};
   Option<std::string> loss_scaling{this,

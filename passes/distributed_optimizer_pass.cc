@@ -219,11 +219,6 @@ class DistributedOptimizerPass : public Pass {
         }
         if (chain.reduce >= 0) {
           Op& all_reduce = ops[chain.reduce];
-          // A reduce-scatter of the gradient sum itself (amp's grad-accumulation=low) tells
-          // the executor that the program scales the sum: it does, before, as the executor
-          // would have (the same roundings as the plan without this pass).
-          if (all_reduce.Input("X") == chain.grad)
-            before[chain.reduce].push_back(Mean(chain.grad, scale, update));
           all_reduce.type = "c_reduce_scatter_sum";
           all_reduce.SetAttr("axis", int64_t{0});
           all_reduce.SetAttr("nranks", int64_t{dp});

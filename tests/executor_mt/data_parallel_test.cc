@@ -194,6 +194,46 @@ TEST_P(OverlapGradReduceTest, BitIdenticalToTheReductionBeforeTheOptimizer) {
                      ThreadRun{b->Losses(), b->PeakBytes(), b->params}, Match::kBitIdentical);
 }
 
+// 16-bit gradient sums (amp{grad-accumulation=low}) reduced in the backward, in buckets, as
+// they are: the same training bit for bit as their reduction before the optimizer. A plan
+// whose optimizer all-reduces its own 16-bit copies (grad-allreduce=low) has nothing for the
+// pass to move: refused, with what to use instead.
+TEST(OverlapGradReduceLowTest, SixteenBitSumsReduceInTheBackward) {
+  const Layout l{2, 2, 2};
+  constexpr const char* kLowSums =
+      "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16,grad-accumulation=low}";
+  auto streams = WithPasses(Gpt(l, kLowSums), "assign-streams,insert-events");
+  auto overlapped = WithPasses(Gpt(l, kLowSums),
+                               "assign-streams,overlap-grad-reduce{bucket-mb=0.01},insert-events");
+  ASSERT_TRUE(streams.ok()) << streams.status().ToString();
+  ASSERT_TRUE(overlapped.ok()) << overlapped.status().ToString();
+  RankRunOptions o;
+  o.steps = kSteps;
+  o.micro_batches = kGlobalMicroBatches / l.dp;
+  o.data.data_seed = kSeed;
+  o.strict_events = true;
+  auto a = RunLocalRanks(*streams, o);
+  auto b = RunLocalRanks(*overlapped, o);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ExpectSameTraining(*streams, ThreadRun{a->Losses(), a->PeakBytes(), a->params}, *overlapped,
+                     ThreadRun{b->Losses(), b->PeakBytes(), b->params}, Match::kBitIdentical);
+  auto seq = BuildRankSequence(*overlapped, 0);
+  ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+  int in_backward = 0;
+  for (const WorkItem& item : seq->items)
+    in_backward +=
+        item.kind == WorkKind::kGradAllReduce && seq->jobs[item.job]->kind != JobKind::kOptimizer;
+  EXPECT_GT(in_backward, 0);
+
+  auto refused = WithPasses(
+      Gpt(l, "append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16,grad-allreduce=low}"),
+      "assign-streams,overlap-grad-reduce,insert-events");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("grad-accumulation=low"), std::string::npos)
+      << refused.status().message();
+}
+
 // Where the reductions go: every gradient of the rank in exactly one bucket, on dp_comm,
 // after the last accumulation of each of its sums (an add of the executor's, or a
 // weight-gradient GEMM that adds into the sum itself) and before the optimizer job; every
