@@ -187,7 +187,15 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   [[ ";$features;" == *";zero1;"* ]] && passes+=",distributed-optimizer"
   streams=""
   [[ ";$features;" == *";tp-bwd-overlap;"* ]] && streams+=",overlap-column-parallel-backward"
-  [[ ";$features;" == *";grad-overlap;"* ]] && streams+=",overlap-grad-reduce"
+  if [[ ";$features;" == *";grad-overlap;"* ]]; then
+    # PyTorch DDP's buckets (bucket_cap_mb, 25 by default; Megatron-LM's torchDDP sets none);
+    # elsewhere the bucket size the simulator finds fastest.
+    if [[ "$source" == narayanan21 ]]; then
+      streams+=",overlap-grad-reduce{bucket-mb=25}"
+    else
+      streams+=",overlap-grad-reduce"
+    fi
+  fi
   [[ ";$features;" == *";zero1;"* ]] && streams+=",overlap-param-gather{at=update}"
   [[ -n "$streams" ]] && passes+=",assign-streams$streams,insert-events"
   F[$id,passes]=$passes
