@@ -60,10 +60,10 @@
 # section 4.1, Megatron's scatter_gather_tensors_in_pipeline, on by default in the
 # Megatron-LM of narayanan21 and korthikanti22) plans scatter-gather-p2p: each tp rank sends
 # its 1/tp slice of a value crossing stages, the receivers all-gather it over NVLink;
-# `low-grad-sums` (narayanan21) plans amp{grad-accumulation=low}: 16-bit gradient sums,
-# added after each micro-batch's GEMM and all-reduced as they are (during the last
-# micro-batch's backward with `grad-overlap`: PyTorch DDP under no_sync, as Megatron-LM ran
-# its pp = 1 rows with --DDP-impl torch).
+# `low-grad-sums` (narayanan21, korthikanti22) plans amp{grad-accumulation=low}: 16-bit
+# gradient sums, added after each micro-batch's GEMM and all-reduced as they are (during
+# the last micro-batch's backward with `grad-overlap`: PyTorch DDP under no_sync, as
+# Megatron-LM ran narayanan21's pp = 1 rows with --DDP-impl torch).
 # What pipeweave cannot express yet, and how each row is approximated:
 #   - The Zero Bubble paper's optimizer post-validation (qi24's ZB rows): the optimizer steps
 #     without waiting for the global overflow check and gradient norm, so a rank starts the
