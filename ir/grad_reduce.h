@@ -8,6 +8,15 @@
 
 namespace pw {
 
+class Program;
+
+// Whether an optimizer program reduces every gradient over dp itself (amp's
+// grad-allreduce=low: a cast, then an all-reduce of the low-precision copy, or its
+// reduce-scatter where the distributed optimizer shards the update), so the executor reduces
+// none, in the backward or after it. A reduce-scatter of a sum the executor hands the program
+// is the distributed optimizer's own: the executor still reduces the other sums.
+bool HasOwnDpAllReduce(const Program& optimizer);
+
 // With the reduction in the backward, the sums travel in buckets: each complete sum joins
 // the open bucket, which is all-reduced as one collective (c_allreduce_coalesced) once it
 // holds at least this many bytes or the rank's last sum is complete. Absent or 0: every

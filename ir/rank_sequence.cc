@@ -25,11 +25,16 @@ int64_t PairKey(int table, int var) {
   return (static_cast<int64_t>(table) << 32) | static_cast<uint32_t>(var);
 }
 
-// Whether an optimizer program reduces every gradient over dp itself (amp's
-// grad-allreduce=low: a cast, then an all-reduce of the low-precision copy, or its
-// reduce-scatter where the distributed optimizer shards the update), so the executor reduces
-// none. A reduce-scatter of a sum the executor hands the program is the distributed
-// optimizer's own: the executor still reduces the other sums.
+// Gradient sums an optimizer program reduce-scatters over dp itself (distributed-optimizer):
+// it also scales the shards, so the executor neither all-reduces nor scales them.
+void AddSelfReducedGrads(const Program& optimizer, std::set<std::string>& grads) {
+  for (const Op& op : optimizer.ops())
+    if (op.type == "c_reduce_scatter_sum" && op.attrs.GetString("group") == "dp")
+      op.ForEachInput([&](const std::string& v) { grads.insert(v); });
+}
+
+}  // namespace
+
 bool HasOwnDpAllReduce(const Program& optimizer) {
   std::set<std::string> computed;
   for (const Op& op : optimizer.ops()) {
@@ -41,16 +46,6 @@ bool HasOwnDpAllReduce(const Program& optimizer) {
   }
   return false;
 }
-
-// Gradient sums an optimizer program reduce-scatters over dp itself (distributed-optimizer):
-// it also scales the shards, so the executor neither all-reduces nor scales them.
-void AddSelfReducedGrads(const Program& optimizer, std::set<std::string>& grads) {
-  for (const Op& op : optimizer.ops())
-    if (op.type == "c_reduce_scatter_sum" && op.attrs.GetString("group") == "dp")
-      op.ForEachInput([&](const std::string& v) { grads.insert(v); });
-}
-
-}  // namespace
 
 int RankSequence::SlotOf(const WorkItem& item, const std::string& var) const {
   const bool optimizer = jobs[item.job]->kind == JobKind::kOptimizer;

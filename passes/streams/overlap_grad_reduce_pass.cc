@@ -60,15 +60,14 @@ class OverlapGradReducePass : public Pass {
           "overlap-grad-reduce needs a plan: run it after split-program and schedule");
     if (module.mesh.dp < 2) return false;
     for (const Program& program : module.programs())
-      for (const Op& op : program.ops())
-        if (op.type == "c_allreduce_sum" && op.attrs.GetString("group") == "dp" &&
-            op.role == OpRole::kOptimize)
-          return FailedPrecondition(
-              "overlap-grad-reduce moves the executor's dp all-reduces into the backward, but "
-              "program '",
-              program.name(), "' all-reduces its gradients over dp itself (", op.Input("X"),
-              ", amp{grad-allreduce=low}): use amp{grad-accumulation=low} (16-bit sums the "
-              "executor reduces) or the f32 reduction");
+      if (program.info().kind == "optimizer" && HasOwnDpAllReduce(program))
+        return FailedPrecondition(
+            "overlap-grad-reduce moves the executor's dp all-reduces into the backward, but "
+            "program '",
+            program.name(),
+            "' reduces its gradients over dp itself (amp{grad-allreduce=low}): use "
+            "amp{grad-accumulation=low} (16-bit sums the executor reduces) or the f32 "
+            "reduction");
     PW_ASSIGN_OR_RETURN(int64_t bucket, BucketBytes(module, context));
     if (module.metadata.GetString(kMetaGradReduce) == kGradReduceInBackward &&
         module.metadata.GetInt(kMetaGradBucketBytes, 0) == bucket)
