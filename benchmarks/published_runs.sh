@@ -65,13 +65,15 @@
 # the last micro-batch's backward with `grad-overlap`: PyTorch DDP under no_sync, as
 # Megatron-LM ran narayanan21's pp = 1 rows with --DDP-impl torch).
 # What pipeweave cannot express yet, and how each row is approximated:
-#   - The Zero Bubble paper's optimizer post-validation (qi24's ZB rows): the optimizer steps
-#     without waiting for the global overflow check and gradient norm, so a rank starts the
-#     next step while others finish this one; pipeweave's plans check before the optimizer
-#     (amp's overflow all-reduce over mp and pp), so with fp16 a step ends on every rank at
-#     once. Steps are simulated back to back (sim --steps 2) where nothing holds them: on
-#     pipelines without fp16, whose ranks start their next step when done with theirs (a
-#     ZB-2p plan of the 14.6B row in bf16: 1468 ms steady against 1609 ms for one step).
+#   - The Zero Bubble paper's optimizer post-validation (qi24's ZB rows, `post-validate`):
+#     each rank steps its optimizer without waiting for the pipeline's overflow check, and a
+#     rank starts the next step while others finish this one; pipeweave plans it as
+#     amp{post-validate=true} (the flags' max over the pipeline at the next step's start, a
+#     copy of the state each update changes, a redo after a step that overflowed). The
+#     gradient clipping's global norm, which the paper validates alike, is not planned.
+#     Steps are simulated back to back (sim --steps 2) where nothing holds them: on
+#     pipelines without fp16's overflow all-reduce before the updates (bf16, or
+#     post-validated), whose ranks start their next step when done with theirs.
 #   - Gradient accumulation: pipeweave's weight-gradient GEMMs write f32 and add into the
 #     gradient sums themselves, as Megatron's gradient-accumulation fusion (qi24,
 #     nemo-launcher) does; Megatron-LM of 2021 (narayanan21, commit 6985e58 of its
@@ -157,6 +159,7 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
   esac
   amp="dtype=$precision"
   [[ -n "$loss_scale" ]] && amp+=",init-scale=$loss_scale"
+  [[ ";$features;" == *";post-validate;"* ]] && amp+=",post-validate=true"
   if [[ ";$features;" == *";low-grad-sums;"* ]]; then  # reduced as they are summed
     amp+=",grad-accumulation=low"
   elif [[ "$grad_ar" == low && $dp -gt 1 ]]; then
@@ -233,10 +236,12 @@ simulate() {
     return
   fi
   # Steps back to back where ranks can end a step apart: pipelines without fp16's
-  # overflow all-reduce, which ends every step on every rank at once (a one-step run prices
-  # those as their steady state does).
+  # overflow all-reduce before the updates, which ends every step on every rank at once (a
+  # one-step run prices those as their steady state does).
   local steps=1
-  ((F[$id,pp] > 1)) && [[ ${F[$id,precision]} != fp16 ]] && steps=2
+  if ((F[$id,pp] > 1)) && [[ ${F[$id,precision]} != fp16 || ${F[$id,passes]} == *post-validate* ]]; then
+    steps=2
+  fi
   if "$pw" sim "$module" --device "${F[$id,device]}" --format json --p2p rendezvous \
     --collectives nccl --steps "$steps" \
     --mem-limit "${F[$id,gpu_mem]}" --pipeline "${F[$id,passes]}" >"$work/$id.json" \

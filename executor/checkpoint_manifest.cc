@@ -11,6 +11,7 @@
 
 #include "executor/durable_file.h"
 #include "ir/file_util.h"
+#include "ir/post_validation.h"
 #include "ir/tensor_size.h"
 
 namespace pw {
@@ -29,14 +30,6 @@ uint64_t Fnv1a(const std::string& text) {
 
 Shape FullShape(const Var& v) { return v.init.num_shards > 1 ? v.init.full_shape : v.shape; }
 
-// Every persistable var of the module by name, as its first program declares it.
-std::map<std::string, const Var*> PersistableVars(const Module& module) {
-  std::map<std::string, const Var*> vars;
-  for (const Program& p : module.programs())
-    for (const Var& v : p.vars())
-      if (v.persistable) vars.emplace(v.name, &v);
-  return vars;
-}
 
 Shape ShapeOf(const google::protobuf::RepeatedField<int64_t>& dims) {
   return Shape(dims.begin(), dims.end());
@@ -98,9 +91,17 @@ std::string RankFileName(int rank) {
   return buf;
 }
 
+std::map<std::string, const Var*> CheckpointedVars(const Module& module) {
+  std::map<std::string, const Var*> vars;
+  for (const Program& p : module.programs())
+    for (const Var& v : p.vars())
+      if (v.persistable && !IsPostValidationVar(v.name)) vars.emplace(v.name, &v);
+  return vars;
+}
+
 std::string ModelHash(const Module& module) {
   std::string text;
-  for (const auto& [name, v] : PersistableVars(module)) {
+  for (const auto& [name, v] : CheckpointedVars(module)) {
     const Initializer& i = v->init;
     text += StrCat(name, " ", DataTypeName(v->dtype), " ", ShapeToString(FullShape(*v)), " ",
                    v->is_parameter, " ", static_cast<int>(i.kind), " ", i.value, " ", i.mean, " ",
@@ -217,7 +218,7 @@ Status CheckSameModel(const CheckpointManifest& manifest, const Module& module,
   std::map<std::string, const CheckpointVar*> there;
   for (const CheckpointRank& r : manifest.ranks())
     for (const CheckpointVar& v : r.vars()) there.emplace(v.name(), &v);
-  const auto mine = PersistableVars(module);
+  const auto mine = CheckpointedVars(module);
   for (const auto& [name, v] : mine) {
     auto it = there.find(name);
     if (it == there.end()) return other("it has no var '", name, "'");

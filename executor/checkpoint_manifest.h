@@ -9,6 +9,7 @@
 // checkpoint_writer.h and checkpoint_reader.h build on it.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ std::string RankFileName(int rank);  // "rank00002.tensors"
 // The model a checkpoint belongs to, whatever the plan: a hash over every persistable
 // var's name, dtype, full (unsharded) shape and initializer. The same model planned with
 // another mp x pp x vpp has the same hash; another size, optimizer or precision does not.
+// Every persistable var of the module a checkpoint holds, by name, as its first program
+// declares it: all but post-validated loss scaling's flags and copies, which hold nothing
+// once validated (so a checkpoint resumes with or without post-validation).
+std::map<std::string, const Var*> CheckpointedVars(const Module& module);
 std::string ModelHash(const Module& module);
 // A var as a manifest records it; `var` as a rank holds it (its shard index set).
 CheckpointVar PieceOf(const Var& var);

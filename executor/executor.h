@@ -74,7 +74,8 @@ class Executor {
 
   // Sets input `var` of local micro-batch `micro_batch` for the next Step.
   Status Feed(const std::string& var, int micro_batch, Tensor value);
-  // Runs one step over every micro-batch; fed values are consumed.
+  // Runs one step over every micro-batch; fed values are consumed. With post-validated
+  // loss scaling a step after one that overflowed runs twice on them (StepStats::redone).
   StatusOr<StepStats> Step();
   // Runs a step on the values fed for the next one, without consuming them, and undoes its
   // updates bit for bit (Interpreter::WarmUp): called by every rank before the first
@@ -82,13 +83,16 @@ class Executor {
   StatusOr<double> WarmUp();
 
   // Parameters and optimizer state (this rank's shard), by var name. With
-  // overlap-param-gather a sharded parameter is whole only after SyncParameters.
+  // overlap-param-gather a sharded parameter is whole only after SyncParameters, and with
+  // post-validated loss scaling the last step's updates are final only after it.
   StatusOr<Tensor> Fetch(const std::string& name) const;
   Status Assign(const std::string& name, const Tensor& value);
   std::vector<std::string> PersistentNames() const;
   // With overlap-param-gather: all-gathers the parameters the last step updated only this
-  // dp rank's rows of (they are gathered at the next step's start otherwise). Every rank
-  // calls it, between steps, before Fetch; SaveCheckpoint calls it itself.
+  // dp rank's rows of (they are gathered at the next step's start otherwise); with
+  // post-validated loss scaling: validates the last step, undoing it if it overflowed on
+  // some rank. Every rank calls it, between steps, before Fetch; SaveCheckpoint calls it
+  // itself.
   Status SyncParameters();
 
   // Writes this rank's persistable vars as the checkpoint of `step` (steps trained). Every

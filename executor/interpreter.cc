@@ -1,5 +1,6 @@
 #include "executor/interpreter.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -8,6 +9,7 @@
 #include "executor/instr.h"
 #include "executor/plan_check.h"
 #include "executor/sequential_plan.h"
+#include "ir/post_validation.h"
 
 namespace pw {
 
@@ -168,6 +170,64 @@ Status Interpreter::Synchronize() {
 }
 
 StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
+  PW_ASSIGN_OR_RETURN(StepStats first, RunStepOnce(feed));
+  PW_ASSIGN_OR_RETURN(bool overflowed, LastStepOverflowed());
+  if (!overflowed) return first;
+  // The step before overflowed on some rank: every rank learns it here and redoes this
+  // step, which ran on that step's updates.
+  PW_RETURN_IF_ERROR(UndoLastUpdate().WithContext(StrCat("rank ", rank_)));
+  PW_ASSIGN_OR_RETURN(StepStats again, RunStepOnce(feed));
+  again.step_ms += first.step_ms;
+  again.peak_bytes = std::max(again.peak_bytes, first.peak_bytes);
+  again.redone = true;
+  return again;
+}
+
+StatusOr<bool> Interpreter::LastStepOverflowed() const {
+  if (plan_->last_overflow_reduction < 0) return false;
+  PW_ASSIGN_OR_RETURN(Tensor flag, PersistentOnHost(kLastOverflowPpVar));
+  return flag.f32()[0] > 0;
+}
+
+Status Interpreter::SetScalar(const std::string& name, float value) {
+  Tensor t(DataType::kFloat32, {});
+  t.f32()[0] = value;
+  return SetPersistent(name, std::move(t));
+}
+
+Status Interpreter::UndoLastUpdate() {
+  for (const auto& [var, copy] : plan_->backups) {
+    PW_ASSIGN_OR_RETURN(Tensor kept, PersistentCopyOnHost(copy->name));
+    PW_RETURN_IF_ERROR(SetPersistent(var->name, std::move(kept)));
+  }
+  ops::LossScaleState s;
+  PW_ASSIGN_OR_RETURN(Tensor scale, PersistentOnHost(kLossScaleVar));
+  PW_ASSIGN_OR_RETURN(Tensor good, PersistentOnHost(kGoodStepsVar));
+  PW_ASSIGN_OR_RETURN(Tensor skipped, PersistentOnHost(kSkippedStepsVar));
+  s = {scale.f32()[0], good.f32()[0], skipped.f32()[0]};
+  s.Update(/*overflow=*/true, plan_->loss_scale_rule);
+  PW_RETURN_IF_ERROR(SetScalar(kLossScaleVar, s.scale));
+  PW_RETURN_IF_ERROR(SetScalar(kGoodStepsVar, s.good_steps));
+  PW_RETURN_IF_ERROR(SetScalar(kSkippedStepsVar, s.skipped_steps));
+  PW_RETURN_IF_ERROR(SetScalar(kLastOverflowVar, 0));
+  PW_RETURN_IF_ERROR(SetScalar(kLastOverflowPpVar, 0));
+  validation_pending_ = false;
+  return OkStatus();
+}
+
+Status Interpreter::ValidateLastStep() {
+  if (!validation_pending_) return OkStatus();
+  for (auto& e : plan_->events) e->Reset();
+  const Instr& reduce = plan_->instrs[plan_->last_overflow_reduction];
+  streams_[StreamIndex(reduce.stream)]->Enqueue(&reduce);
+  PW_RETURN_IF_ERROR(
+      Synchronize().WithContext(StrCat("rank ", rank_, ": the last step's overflow check")));
+  validation_pending_ = false;
+  PW_ASSIGN_OR_RETURN(bool overflowed, LastStepOverflowed());
+  return overflowed ? UndoLastUpdate().WithContext(StrCat("rank ", rank_)) : OkStatus();
+}
+
+StatusOr<StepStats> Interpreter::RunStepOnce(const FeedFn& feed) {
   if (Status s = ResetForStep(); !s.ok()) return s.WithContext(StrCat("rank ", rank_));
   for (Stream* stream : streams_)
     if (stream) stream->SetTracing(tracing_);
@@ -198,6 +258,7 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
   if (status.ok()) status = synced;
   parameters_stale_ = !plan_->param_gathers.empty() || !plan_->sync_gathers.empty();
   if (!status.ok()) return status.WithContext(StrCat("rank ", rank_));
+  validation_pending_ = plan_->last_overflow_reduction >= 0;
 
   StepStats stats;
   stats.step_ms =
@@ -208,6 +269,7 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
 }
 
 Status Interpreter::SyncParameters() {
+  PW_RETURN_IF_ERROR(ValidateLastStep());
   if (!parameters_stale_) return OkStatus();
   PW_RETURN_IF_ERROR(WidenToWhole());
   for (auto& e : plan_->events) e->Reset();
@@ -238,6 +300,7 @@ StatusOr<double> Interpreter::WarmUp(const FeedFn& feed) {
   PW_RETURN_IF_ERROR(RunStep(feed).status().WithContext("warm-up step"));
   for (auto& [name, value] : saved) PW_RETURN_IF_ERROR(SetPersistent(name, std::move(value)));
   parameters_stale_ = false;  // whole again: the values from before the step
+  validation_pending_ = false;  // and validated, as they were
   for (ValueSlot* slot : unset) {
     if (!slot->tensor.defined()) continue;
     memory_.Free(slot->tensor.nbytes());

@@ -31,6 +31,9 @@ struct StepStats {
   std::vector<double> losses;  // per local micro-batch; empty when this rank has no loss
   double step_ms = 0;
   int64_t peak_bytes = 0;  // most tensor bytes held at once during the step
+  // Post-validated loss scaling found that the step before overflowed on some rank: its
+  // updates were undone and this step ran again (step_ms counts both runs).
+  bool redone = false;
 };
 
 class Interpreter {
@@ -44,6 +47,9 @@ class Interpreter {
 
   // Materialises every persistable var from its initializer (this rank's mp shard).
   Status InitializeParameters();
+  // With post-validated loss scaling (ir/post_validation.h), a step that learns the step
+  // before overflowed on some rank undoes that step's updates and runs again on the same
+  // feed, so the results are the synchronous check's.
   StatusOr<StepStats> RunStep(const FeedFn& feed);
   // Runs a step whose results are thrown away: parameters and optimizer state are copied
   // to host memory before it and put back after it, bit for bit. What a first step pays
@@ -80,6 +86,10 @@ class Interpreter {
   // no-op when no parameter is stale. Parameters no step reads whole (amp's f32 masters)
   // are held as this rank's rows alone from a step's start until the sync, as a
   // distributed optimizer shards its master weights: FindPersistent gives those rows then.
+  //
+  // With post-validated loss scaling it first validates the last step (the flags' reduction
+  // over the pipeline, alone), undoing its updates if it overflowed on some rank: every rank
+  // of the pipeline calls it then.
   Status SyncParameters();
   bool parameters_stale() const { return parameters_stale_; }
 
@@ -88,6 +98,16 @@ class Interpreter {
       : module_(std::move(module)), rank_(rank), layout_(module_.mesh), backend_(backend) {}
   Status Synchronize();
   Status ResetForStep();
+  StatusOr<StepStats> RunStepOnce(const FeedFn& feed);
+  // Whether the last step's flags, reduced over the pipeline, say it overflowed.
+  StatusOr<bool> LastStepOverflowed() const;
+  // Puts back the state the last step's updates changed and applies the loss-scale update
+  // of a skipped step to it; the step counts as validated.
+  Status UndoLastUpdate();
+  // Runs the reduction of the last step's flags alone (between steps) and undoes the step
+  // when they say it overflowed.
+  Status ValidateLastStep();
+  Status SetScalar(const std::string& name, float value);
   // The parameters held in shards (LoweredPlan::held_in_rows): cut to their own rows
   // before a step, made whole again (own rows in place, the others' gathered) by a sync.
   Status HoldOwnRows();
@@ -100,6 +120,7 @@ class Interpreter {
   MemoryTracker memory_;
   int64_t bucket_bytes_ = 0;  // the dp buckets' allocations of this step
   bool parameters_stale_ = false;
+  bool validation_pending_ = false;  // a post-validated step ran since the last validation
   std::unique_ptr<LoweredPlan> plan_;
   std::array<Stream*, kNumStreamTypes> streams_{};
   bool tracing_ = false;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ir/p2p_vars.h"
+#include "ir/post_validation.h"
 #include "ir/rank_layout.h"
 #include "ir/rank_sequence.h"
 #include "ir/stream_order.h"
@@ -114,9 +115,15 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
       }
       auto resolve = [&](const std::string& v) { return slots_[seq_.SlotOf(item, v)]; };
       FillKernel(instr, seq_.op(item), item, resolve);
+      const Op& op = seq_.op(item);
+      if (op.attrs.GetBool(kAtStepStartAttr, false)) out_->last_overflow_reduction = i;
+      if (op.type == "copy_unless")
+        for (size_t k = 0; k < op.FindInput("X")->size(); ++k)
+          out_->backups.emplace_back(resolve((*op.FindInput("X"))[k]),
+                                     resolve((*op.FindOutput("Out"))[k]));
+      if (op.type == "update_loss_scaling") out_->loss_scale_rule = ops::LossScaleRule::Of(op.attrs);
       // A split{view} binds its blocks to its input's bytes (an op that writes a block
       // later, the distributed optimizer's update, writes through it).
-      const Op& op = seq_.op(item);
       if (const SeqSlot& block = seq_.slots[item.writes.front()];
           block.view_of >= 0 && (op.type == "split" || op.type == "c_split") &&
           op.attrs.GetBool("view", false)) {

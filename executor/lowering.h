@@ -28,6 +28,7 @@
 #include "executor/value_slot.h"
 #include "ir/module.h"
 #include "ir/status.h"
+#include "ops/loss_scale_state.h"
 
 namespace pw {
 
@@ -54,6 +55,12 @@ struct LoweredPlan {
   // The deferred all-gathers of parameters no step reads whole (RankSequence::sync_gathers):
   // run only to make the parameters whole between steps.
   std::deque<Instr> sync_gathers;
+  // Post-validated loss scaling (ir/post_validation.h): its reduction of the last step's
+  // flags, issued first in every step, as an index into instrs (-1: none); run alone to
+  // validate the last step between steps. And the state its copies keep, as (var, copy).
+  int last_overflow_reduction = -1;
+  std::vector<std::pair<ValueSlot*, ValueSlot*>> backups;
+  ops::LossScaleRule loss_scale_rule;  // this rank's update_loss_scaling's
   std::map<std::string, ValueSlot*> persistent;  // parameters and optimizer state
   std::map<std::string, Var> persistent_decls;   // their declarations (initializers)
   std::vector<ValueSlot*> held_in_rows;          // parameters held in shards between syncs

@@ -91,6 +91,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     report.step = step;
     report.step_ms = stats.step_ms;
     report.peak_bytes = stats.peak_bytes;
+    report.redone = stats.redone;
     if (step == start) {
       report.resume_ms = resume_ms;
       report.warmup_ms = warmup_ms;

@@ -32,6 +32,8 @@ struct RankStepReport {
   double checkpoint_ms = 0;      // the time it took to write
   double resume_ms = 0;  // first step of a resumed run: the time its checkpoint took to load
   double warmup_ms = 0;  // first step: the time the warm-up steps before it took
+  // Post-validated loss scaling ran the step twice: the step before overflowed on some rank.
+  bool redone = false;
 };
 
 struct RankRunOptions {

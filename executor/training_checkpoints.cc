@@ -4,6 +4,7 @@
 #include <map>
 
 #include "executor/initializer.h"
+#include "ir/post_validation.h"
 
 namespace pw {
 
@@ -30,11 +31,7 @@ CheckpointManifest RunHeader(const Module& module, int64_t micro_batches,
 Status CheckCheckpointFits(const CheckpointReader& reader, const Module& module) {
   PW_RETURN_IF_ERROR(CheckSameModel(reader.manifest(), module, reader.manifest_path()));
   // Every piece any rank may hold: each var at each mp index.
-  std::map<std::string, const Var*> vars;
-  for (const Program& p : module.programs())
-    for (const Var& v : p.vars())
-      if (v.persistable) vars.emplace(v.name, &v);
-  for (const auto& [name, v] : vars)
+  for (const auto& [name, v] : CheckpointedVars(module))
     for (int mp = 0; mp < module.mesh.mp; ++mp)
       PW_RETURN_IF_ERROR(reader.CheckCanRead(PieceOf(ShardForRank(*v, mp))));
   return OkStatus();
@@ -71,7 +68,7 @@ RankVars VarsOfRank(const Interpreter& interp) {
   r.coord = interp.layout().Coord(interp.rank());
   r.stages = StagesOfRank(interp.module(), interp.rank());
   for (const std::string& name : interp.PersistentNames())
-    if (interp.FindPersistent(name))
+    if (interp.FindPersistent(name) && !IsPostValidationVar(name))  // validated when saved
       r.vars.push_back(ShardForRank(interp.lowered().persistent_decls.at(name), r.coord.mp));
   return r;
 }

@@ -9,6 +9,7 @@
 #include "ir/event_ref.h"
 #include "ir/grad_reduce.h"
 #include "ir/p2p_vars.h"
+#include "ir/post_validation.h"
 #include "ir/rank_layout.h"
 #include "ir/verifier.h"
 
@@ -158,6 +159,9 @@ class RankSequenceBuilder {
   // kMetaParamGather: the optimizer programs' parameter all-gathers that wait for a sync
   // between steps, and with `next_step` those issued first in the step.
   Status IssueDeferredGathers(bool next_step);
+  // The optimizer programs' ops marked kAtStepStartAttr, issued before anything else on
+  // dp_comm (post-validated loss scaling's reduction of the last step's flags).
+  Status IssueStepStartOps();
   // Marks the parameters of sync_gathers that nothing but their split and gather touches
   // as held in shards (SeqSlot::held_as).
   Status MarkShardHeldParameters();
@@ -439,6 +443,20 @@ Status RankSequenceBuilder::IssueDeferredGathers(bool next_step) {
     item.writes = {slot};
     Add(std::move(item));
     hoisted_.insert({j, o});
+  }
+  return OkStatus();
+}
+
+Status RankSequenceBuilder::IssueStepStartOps() {
+  for (size_t j = 0; j < seq_.jobs.size(); ++j) {
+    if (seq_.jobs[j]->kind != JobKind::kOptimizer) continue;
+    const std::vector<Op>& ops = seq_.programs[j]->ops();
+    for (size_t o = 0; o < ops.size(); ++o) {
+      if (!ops[o].attrs.GetBool(kAtStepStartAttr, false)) continue;
+      PW_RETURN_IF_ERROR(LowerProgramJob(static_cast<int>(j), static_cast<int>(o)));
+      seq_.items.back().stream = StreamType::kDpComm;
+      hoisted_.insert({static_cast<int>(j), static_cast<int>(o)});
+    }
   }
   return OkStatus();
 }
@@ -751,6 +769,7 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
       hoisted_.insert({static_cast<int>(j), static_cast<int>(o)});
     }
   }
+  PW_RETURN_IF_ERROR(IssueStepStartOps());
   if (const std::string at = module_.metadata.GetString(kMetaParamGather);
       module_.mesh.dp > 1 && (at == kParamGatherNextStep || at == kParamGatherAfterUpdate))
     PW_RETURN_IF_ERROR(IssueDeferredGathers(at == kParamGatherNextStep));

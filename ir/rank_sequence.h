@@ -15,9 +15,10 @@
 //   - before an optimizer job, step-level work on each gradient sum its program reads: an
 //     all-reduce over the dp group (when dp > 1 and the program has none of its own) and a
 //     scale by 1/(M·dp);
-//   - with kParamGatherNextStep (ir/grad_reduce.h), first of all: the distributed
-//     optimizer's parameter all-gathers, issued at the step's start instead of after the
-//     updates.
+//   - first of all: the optimizer programs' ops marked kAtStepStartAttr
+//     (ir/post_validation.h) on dp_comm, then with kParamGatherNextStep (ir/grad_reduce.h)
+//     the distributed optimizer's parameter all-gathers, issued at the step's start instead
+//     of after the updates.
 //
 // Events: an op or a send/recv job records its events after its last item (an op's
 // attached work included, so that a wait on an op's event also covers the accumulation and

@@ -426,7 +426,12 @@ class AmpPass : public Pass {
            "its gradients and checks them for inf/NaN, every rank skips the step when any "
            "found one, the scale is multiplied by backoff-factor then and by growth-factor "
            "after growth-interval good steps (one scale for the whole model, every chunk of every "
-           "rank checked).";
+           "rank checked). post-validate=true checks the pipeline a step late, as the Zero "
+           "Bubble paper's optimizer post-validation: each rank updates unless its own "
+           "gradients overflowed (after copying the state it changes), the flags' max over pp "
+           "is reduced at the next step's start, and the executor undoes a step that "
+           "overflowed anywhere and runs the next again, so no rank waits for the slowest "
+           "before its updates and the results stay those of the synchronous check.";
   }
 
   Option<std::string> dtype{this, "dtype", "the low dtype", "bf16", {"bf16", "fp16"}};
@@ -449,6 +454,13 @@ class AmpPass : public Pass {
                                   "good steps in a row before the scale grows", 2000};
   Option<double> growth_factor{this, "growth-factor", "the scale's growth", 2.0};
   Option<double> backoff_factor{this, "backoff-factor", "the scale's cut after an overflow", 0.5};
+  Option<bool> post_validate{
+      this, "post-validate",
+      "with loss scaling and pp > 1: each rank updates unless its own gradients overflowed, "
+      "the flags' max over the pipeline is reduced at the next step's start, and the executor "
+      "redoes a step after one that overflowed anywhere (no wait for the slowest stage before "
+      "the updates; the same results, bit for bit)",
+      false};
 
   Status ValidateOptions() const override {
     if (!(init_scale.value() > 0)) return InvalidArgument("init-scale must be > 0");
@@ -471,9 +483,13 @@ class AmpPass : public Pass {
                         (loss_scaling.value() == "auto" && o.low == DataType::kFloat16);
     if (scaled) {
       LossScalingOptions ls{init_scale.value(), growth_interval.value(), growth_factor.value(),
-                            backoff_factor.value()};
+                            backoff_factor.value(), post_validate.value()};
       PW_RETURN_IF_ERROR(AddLossScaling(module, ls));
       context.AddStatistic("loss-scaled-stages");
+      if (ls.post_validate && module.mesh.pp > 1) context.AddStatistic("post-validated");
+    } else if (post_validate.value()) {
+      return InvalidArgument("post-validate checks loss scaling's overflow flag a step late: "
+                             "it needs loss scaling (dtype=fp16 or loss-scaling=dynamic)");
     }
     module.metadata.Set("amp", std::string(DataTypeName(o.low)));
     return true;

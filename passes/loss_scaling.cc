@@ -18,9 +18,6 @@ Var ScalarVar(const std::string& name) {
   return v;
 }
 
-constexpr const char* kGoodStepsVar = "amp.good_steps";
-constexpr const char* kSkippedStepsVar = "amp.skipped_steps";
-
 bool IsUpdate(const Op& op) { return op.type == "sgd" || op.type == "adam"; }
 
 // The per-stage ops: optimizer-role ops that no forward op made.
@@ -52,6 +49,47 @@ Status Declare(Program& program, Var var) {
   return OkStatus();
 }
 
+// Post-validation's ops of one stage, ahead of its first update: the last step's flags
+// reduced over the pipeline (issued at the step's start), the copy of the state the stage's
+// optimizer ops change unless that reduction asks for a redo, and the updates' skip: this
+// step's own flag or the redo. Returns the skip var.
+StatusOr<std::string> AddPostValidation(Program& program, int stage, const Op& place,
+                                        const std::string& flag, std::vector<Op>& before) {
+  Op reduce = StageOp("c_allreduce_max", place);
+  reduce.SetInput("X", {kLastOverflowVar}).SetOutput("Out", {kLastOverflowPpVar});
+  reduce.SetAttr("group", std::string("pp")).SetAttr(kAtStepStartAttr, true);
+  reduce.stream = "dp_comm";
+  before.push_back(std::move(reduce));
+  std::vector<std::string> state, copies;
+  std::set<std::string> seen;
+  for (const Op& op : program.ops()) {
+    if (op.role != OpRole::kOptimize || op.stage != stage) continue;
+    op.ForEachOutput([&](const std::string& v) {
+      const Var* var = program.FindVar(v);
+      if (var && var->persistable && seen.insert(v).second) state.push_back(v);
+    });
+  }
+  for (const char* v : {kLossScaleVar, kGoodStepsVar, kSkippedStepsVar}) state.push_back(v);
+  for (const std::string& v : state) {
+    Var copy = *program.FindVar(v);
+    copy.name = v + kBackupSuffix;
+    copy.is_parameter = false;
+    copy.init.kind = Initializer::Kind::kZeros;
+    copies.push_back(copy.name);
+    // The loss-scale vars are every stage's: declared with the first.
+    if (!program.FindVar(copy.name)) program.AddVar(std::move(copy));
+  }
+  Op backup = StageOp("copy_unless", place);
+  backup.SetInput("X", state).SetInput("Skip", {kLastOverflowPpVar}).SetOutput("Out", copies);
+  before.push_back(std::move(backup));
+  const std::string skip = flag + "@or_redo";
+  PW_RETURN_IF_ERROR(Declare(program, ScalarVar(skip)));
+  Op any = StageOp("sum", place);
+  any.SetInput("X", {flag, kLastOverflowPpVar}).SetOutput("Out", {skip});
+  before.push_back(std::move(any));
+  return skip;
+}
+
 // The per-stage ops for the updates in `ops`, inserted around them. A rank (a pipeline
 // stage) with several model chunks has one optimizer program per chunk: its one check
 // covers every chunk's gradients and is placed with its first chunk, before the first update
@@ -60,6 +98,11 @@ Status Declare(Program& program, Var var) {
 Status AddStageOps(Module& module, const LossScalingOptions& o) {
   Program& program = module.main_program();
   std::vector<Op>& ops = program.ops();
+  const bool post = o.post_validate && module.mesh.pp > 1;
+  if (post) {
+    PW_RETURN_IF_ERROR(Declare(program, Scalar(kLastOverflowVar, 0)));
+    PW_RETURN_IF_ERROR(Declare(program, Scalar(kLastOverflowPpVar, 0)));
+  }
   // Per stage: its first update, its last optimizer op, the first chunk that updates.
   struct Span {
     size_t first_update = SIZE_MAX;
@@ -128,9 +171,10 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
     check.SetOutput("Out", unscaled).SetOutput("FoundInfinite", {flag});
     PW_RETURN_IF_ERROR(Declare(program, ScalarVar(flag)));
     before[range.first_update].push_back(std::move(check));
-    // Any rank's overflow skips the step everywhere: max over mp, then over the pipeline.
+    // Any rank's overflow skips the step everywhere: max over mp, then over the pipeline
+    // (post-validated: the last step's, at this step's start).
     for (auto [group, degree] :
-         {std::pair{"mp", module.mesh.mp}, std::pair{"pp", module.mesh.pp}}) {
+         {std::pair{"mp", module.mesh.mp}, std::pair{"pp", post ? 1 : module.mesh.pp}}) {
       if (degree <= 1) continue;
       Op reduce = StageOp("c_allreduce_max", place);
       const std::string reduced = StrCat(flag, "@", group);
@@ -140,8 +184,12 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
       before[range.first_update].push_back(std::move(reduce));
       flag = reduced;
     }
+    std::string skip = flag;
+    if (post) {
+      PW_ASSIGN_OR_RETURN(skip, AddPostValidation(program, stage, place, flag, before[range.first_update]));
+    }
     for (size_t i = range.first_update; i <= range.last; ++i)
-      if (IsUpdate(ops[i]) && ops[i].stage == stage) ops[i].SetInput("SkipUpdate", {flag});
+      if (IsUpdate(ops[i]) && ops[i].stage == stage) ops[i].SetInput("SkipUpdate", {skip});
     Op update = StageOp("update_loss_scaling", place);
     update.SetInput("FoundInfinite", {flag})
         .SetInput("LossScale", {kLossScaleVar})
@@ -154,6 +202,12 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
         .SetAttr("growth_factor", o.growth_factor)
         .SetAttr("backoff_factor", o.backoff_factor);
     after[range.last].push_back(std::move(update));
+    if (post) {  // this step's flag, for the next step's reduction over the pipeline
+      Op keep = StageOp("scale", place);
+      keep.SetInput("X", {flag}).SetOutput("Out", {kLastOverflowVar});
+      keep.SetAttr("scale", 1.0).SetAttr("bias", 0.0);
+      after[range.last].push_back(std::move(keep));
+    }
   }
   if (stages == 0) return FailedPrecondition("loss scaling: the program has no sgd or adam op");
   std::vector<Op> out;
@@ -219,6 +273,7 @@ Status RestageLossScaling(Module& module) {
       o.growth_factor = op.attrs.GetFloat("growth_factor");
       o.backoff_factor = op.attrs.GetFloat("backoff_factor");
     }
+    if (op.type == "copy_unless") o.post_validate = true;
     if (op.type == "check_finite_and_unscale") {
       const std::vector<std::string>& xs = *op.FindInput("X");
       const std::vector<std::string>& outs = *op.FindOutput("Out");

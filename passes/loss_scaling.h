@@ -13,10 +13,19 @@
 // RestageLossScaling. A rank has one check, one flag and one scale update whatever its
 // number of model chunks (vpp > 1: the check covers every chunk's gradients, placed with its
 // first chunk), so that one flag per rank meets the others in the pp group.
+//
+// post_validate (with pp > 1): the flag's max over the pipeline, which holds every rank
+// until the slowest has finished its backward, moves to the next step's start, as in the
+// Zero Bubble paper's optimizer post-validation: each rank updates unless its own flag (max
+// over mp) is set, after copying the state it changes (copy_unless), and keeps its flag for
+// the next step; there the flags' max over pp (c_allreduce_max, at_step_start) is issued
+// first, and an overflow it reports leaves the copies and the updates alone for the executor
+// to redo the step (ir/post_validation.h).
 
 #include <cstdint>
 
 #include "ir/module.h"
+#include "ir/post_validation.h"
 #include "ir/status.h"
 
 namespace pw {
@@ -26,9 +35,8 @@ struct LossScalingOptions {
   int64_t growth_interval = 2000;
   double growth_factor = 2;
   double backoff_factor = 0.5;
+  bool post_validate = false;
 };
-
-inline constexpr const char* kLossScaleVar = "amp.loss_scale";
 
 // Errors name what is missing: no loss@GRAD seed, no optimizer update.
 Status AddLossScaling(Module& module, const LossScalingOptions& options);

@@ -84,6 +84,7 @@ struct StepRow {
   double loss_sum = 0;
   int loss_count = 0;
   double max_ms = 0;
+  bool redone = false;                    // post-validation ran it twice (every rank does)
   std::vector<int64_t> checkpoint_bytes;  // per rank; empty: no checkpoint after the step
   std::vector<double> checkpoint_ms;
 };
@@ -224,8 +225,8 @@ StatusOr<int> RunOneRank(const Flags& flags, const RankPlacement& placement) {
   } else {
     options.run.on_step = [](const RankStepReport& r) {
       if (r.loss_count > 0)
-        std::printf("step %lld loss %.4f (%.1f ms, rank %d)\n", static_cast<long long>(r.step + 1),
-                    r.loss_sum / r.loss_count, r.step_ms, r.rank);
+        std::printf("step %lld loss %.4f (%.1f ms, rank %d%s)\n", static_cast<long long>(r.step + 1),
+                    r.loss_sum / r.loss_count, r.step_ms, r.rank, r.redone ? ", run twice" : "");
       if (r.checkpoint_bytes > 0)
         std::printf("checkpoint after step %lld: %.2f MiB, %.1f ms (rank %d)\n",
                     static_cast<long long>(r.step + 1), r.checkpoint_bytes / 1048576.0,
@@ -375,6 +376,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     row.loss_sum += r.loss_sum;
     row.loss_count += r.loss_count;
     row.max_ms = std::max(row.max_ms, r.step_ms);
+    row.redone = row.redone || r.redone;
     if (r.checkpoint_bytes > 0) {
       row.checkpoint_bytes.resize(nproc, 0);
       row.checkpoint_ms.resize(nproc, 0);
@@ -397,7 +399,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
                   r.loss_count ? r.loss_sum / r.loss_count : NAN);
       if (next_print < static_cast<int64_t>(reference.size()))
         std::printf("  reference %.4f", reference[next_print]);
-      std::printf("  (%.1f ms)\n", r.max_ms);
+      std::printf("  (%.1f ms%s)\n", r.max_ms,
+                  r.redone ? ", run twice: the step before overflowed (post-validate)" : "");
       if (!r.checkpoint_bytes.empty()) {
         const int64_t largest =
             *std::max_element(r.checkpoint_bytes.begin(), r.checkpoint_bytes.end());
@@ -428,9 +431,11 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   if (json) {
     std::vector<double> losses, times;
     std::string checkpoints;  // JSON objects: per rank, bytes and milliseconds
+    std::string redone;       // steps post-validation ran twice
     for (const auto& [step, r] : rows) {
       losses.push_back(r.loss_count ? r.loss_sum / r.loss_count : NAN);
       times.push_back(r.max_ms);
+      if (r.redone) redone += StrCat(redone.empty() ? "" : ", ", step + 1);
       if (r.checkpoint_bytes.empty()) continue;
       std::string bytes, ms;
       for (int64_t i = 0; i < nproc; ++i) {
@@ -452,6 +457,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     std::printf(", \"warmup_steps\": %d, \"warmup_ms\": %s", run.warmup_steps,
                 FormatJsonNumber(warmup_ms, "%.3f").c_str());
     if (!checkpoints.empty()) std::printf(", \"checkpoints\": [%s]", checkpoints.c_str());
+    if (!redone.empty()) std::printf(", \"redone_steps\": [%s]", redone.c_str());
     if (first_step > 0) {
       std::printf(", ");
       PrintJsonArray("resume_ms", resume_ms, "%.3f");

@@ -262,13 +262,17 @@ void RegisterCollectiveOps(OpRegistry& registry) {
       .infer = InferCoalesced,
       .cost = [](const InferContext& ctx) { return ElementwiseCost(ctx, 1); },
   });
+  std::vector<AttrDef> max_attrs = attrs;
+  max_attrs.push_back(DefaultAttr("at_step_start", false));
   registry.Register(OpDef{
       .type = "c_allreduce_max",
       .summary = "Out = element-wise max of X over the ranks of group (not differentiated: "
-                 "its users' gradients do not depend on it)",
+                 "its users' gradients do not depend on it); at_step_start: an optimizer op "
+                 "issued first in the step, on its own stream (post-validated loss scaling's "
+                 "reduction of the last step's overflow flags)",
       .inputs = {{"X"}},
       .outputs = {{"Out"}},
-      .attrs = attrs,
+      .attrs = max_attrs,
       .is_communication = true,
       .collective = true,
       .amp = AmpPolicy::kAsIs,

@@ -1,7 +1,9 @@
 // Dynamic loss scaling (fp16 training): check_finite_and_unscale divides the gradients by
 // the loss scale and flags any inf or NaN among them; update_loss_scaling lowers the scale
 // after an overflow and raises it after growth_interval good steps in a row. The optimizer
-// ops skip the step (SkipUpdate > 0) when any rank found an overflow.
+// ops skip the step (SkipUpdate > 0) when any rank found an overflow. copy_unless keeps the
+// state an update is about to change, for post-validated loss scaling (passes/loss_scaling.h)
+// to put back when the pipeline's flag, known only in the next step, says the step overflowed.
 
 #include "ops/defs/def_util.h"
 #include "ops/defs/register.h"
@@ -43,6 +45,16 @@ Status InferUpdateLossScaling(InferContext& ctx) {
   return OkStatus();
 }
 
+Status InferCopyUnless(InferContext& ctx) {
+  const size_t n = ctx.InputCount("X");
+  if (n == 0) return InvalidArgument(ctx.op().type, ": X needs at least one var");
+  const std::vector<std::string>* outs = ctx.op().FindOutput("Out");
+  if (!outs || outs->size() != n)
+    return InvalidArgument(ctx.op().type, ": Out needs one var per X var (", n, ")");
+  for (size_t i = 0; i < n; ++i) ctx.SetOutput("Out", ctx.Input("X", i), i);
+  return CheckScalar(ctx, "Skip");
+}
+
 }  // namespace
 
 void RegisterLossScalingOps(OpRegistry& registry) {
@@ -80,6 +92,17 @@ void RegisterLossScalingOps(OpRegistry& registry) {
           [](const InferContext& ctx) {
             return OpCost{4, IoBytes(ctx)};
           },
+  });
+  registry.Register(OpDef{
+      .type = "copy_unless",
+      .summary = "Out[i] = X[i] for every i, unless Skip > 0: then every Out keeps its value "
+                 "(a backup of the state an update changes, kept while a step that must be "
+                 "undone is redone)",
+      .inputs = {{"X", /*duplicable=*/true}, {"Skip"}},
+      .outputs = {{"Out", /*duplicable=*/true}},
+      .amp = AmpPolicy::kAsIs,
+      .infer = InferCopyUnless,
+      .cost = [](const InferContext& ctx) { return OpCost{0, IoBytes(ctx)}; },
   });
 }
 

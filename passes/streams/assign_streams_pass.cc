@@ -3,6 +3,7 @@
 // within every stream is unchanged, and the executor (or insert-events) orders the
 // streams with events.
 
+#include "ir/post_validation.h"
 #include "ir/stream_type.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
@@ -26,7 +27,8 @@ class AssignStreamsPass : public Pass {
     for (Program& program : module.programs())
       for (Op& op : program.ops()) {
         const OpDef* def = context.ops().Find(op.type);
-        if (!def || !def->collective) continue;
+        // A reduction issued at the step's start keeps the stream it was given.
+        if (!def || !def->collective || op.attrs.GetBool(kAtStepStartAttr, false)) continue;
         const std::string group = op.attrs.GetString("group", "mp");
         StreamType stream = StreamType::kCompute;
         if (group == "mp" && mp.value() == "comm") stream = StreamType::kMpComm;

@@ -625,6 +625,16 @@ void AddLossScalingCases(Maker& m, std::vector<KernelCase>& cases) {
   sgd.op.SetAttr("lr", 0.5);
   sgd.inputs = {{"p", m.Uniform({6})}, {"g", m.Uniform({6})}, {"skip", Maker::Value({}, 1)}};
   cases.push_back(std::move(sgd));
+  // copy_unless in words (f32) and in bytes (three bf16 values: 6 bytes).
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+    KernelCase copy{StrCat("copy_unless_", DataTypeName(dtype)),
+                    MakeOp("copy_unless", {{"X", {"x"}}, {"Skip", {"skip"}}}, {{"Out", {kOut}}}),
+                    {}};
+    Tensor x(dtype, dtype == DataType::kFloat32 ? Shape{37} : Shape{3});
+    ops::StoreFromF32(m.Uniform(x.shape()), x);
+    copy.inputs = {{"x", x}, {"skip", Maker::Value({}, 0)}};
+    cases.push_back(std::move(copy));
+  }
 }
 
 // The Llama ops: RMSNorm, SwiGLU, rotary embeddings and grouped-query attention.

@@ -71,7 +71,7 @@ TEST(OpsInfer, RegistryListsEveryOp) {
       "c_allreduce_sum c_embedding c_embedding_grad c_identity c_member_concat c_member_sum "
       "c_reduce_scatter_coalesced c_reduce_scatter_sum c_shift c_softmax_cross_entropy "
       "c_softmax_cross_entropy_grad c_softmax_stats c_split c_sync_shards cast "
-      "check_finite_and_unscale concat "
+      "check_finite_and_unscale concat copy_unless "
       "dropout dropout_grad embedding embedding_grad "
       "fill_constant gelu gelu_grad gqa_attention gqa_attention_grad "
       "layer_norm layer_norm_grad layer_norm_param_grad matmul matmul_weight_grad "

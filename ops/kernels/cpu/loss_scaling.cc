@@ -1,7 +1,9 @@
 // check_finite_and_unscale and update_loss_scaling (ops/defs/loss_scaling.cc).
 
 #include <cmath>
+#include <cstring>
 
+#include "ops/loss_scale_state.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 
 namespace pw::ops::cpu {
@@ -23,21 +25,21 @@ Status CheckFiniteAndUnscale(KernelContext& ctx) {
 }
 
 Status UpdateLossScaling(KernelContext& ctx) {
-  const bool found = ctx.In("FoundInfinite")->f32()[0] > 0;
-  float scale = ctx.In("LossScale")->f32()[0];
-  float good = ctx.In("GoodSteps")->f32()[0];
-  float skipped = ctx.In("SkippedSteps")->f32()[0];
-  if (found) {
-    scale *= static_cast<float>(ctx.attrs().GetFloat("backoff_factor"));
-    good = 0;
-    skipped += 1;
-  } else if (++good >= static_cast<float>(ctx.attrs().GetInt("growth_interval"))) {
-    scale *= static_cast<float>(ctx.attrs().GetFloat("growth_factor"));
-    good = 0;
+  LossScaleState s{ctx.In("LossScale")->f32()[0], ctx.In("GoodSteps")->f32()[0],
+                   ctx.In("SkippedSteps")->f32()[0]};
+  s.Update(ctx.In("FoundInfinite")->f32()[0] > 0, LossScaleRule::Of(ctx.attrs()));
+  ctx.Out("LossScaleOut")->f32()[0] = s.scale;
+  ctx.Out("GoodStepsOut")->f32()[0] = s.good_steps;
+  ctx.Out("SkippedStepsOut")->f32()[0] = s.skipped_steps;
+  return OkStatus();
+}
+
+Status CopyUnless(KernelContext& ctx) {
+  if (ctx.In("Skip")->f32()[0] > 0) return OkStatus();
+  for (size_t k = 0; k < ctx.InCount("X"); ++k) {
+    const Tensor& x = *ctx.In("X", k);
+    std::memcpy(ctx.Out("Out", k)->raw(), x.raw(), static_cast<size_t>(x.nbytes()));
   }
-  ctx.Out("LossScaleOut")->f32()[0] = scale;
-  ctx.Out("GoodStepsOut")->f32()[0] = good;
-  ctx.Out("SkippedStepsOut")->f32()[0] = skipped;
   return OkStatus();
 }
 
@@ -46,6 +48,7 @@ Status UpdateLossScaling(KernelContext& ctx) {
 void RegisterLossScalingKernels(KernelTable& table) {
   Add<CheckFiniteAndUnscale>(table, "check_finite_and_unscale");
   Add<UpdateLossScaling>(table, "update_loss_scaling");
+  AddNative<CopyUnless>(table, "copy_unless");  // bytes of any dtype
 }
 
 }  // namespace pw::ops::cpu

@@ -160,6 +160,9 @@ void LaunchCheckFiniteAndUnscale(const UnscaleList& list, const float* scale, fl
                                  cudaStream_t stream);
 // into[0] = max(into[0], from[0]).
 void LaunchMaxInto(float* into, const float* from, cudaStream_t stream);
+// Copies `bytes` from `from` to `to` unless skip[0] > 0 (read on the device).
+void LaunchCopyUnless(const void* from, void* to, int64_t bytes, const float* skip,
+                      cudaStream_t stream);
 void LaunchUpdateLossScaling(const float* found, const float* scale, const float* good,
                              const float* skipped, float* scale_out, float* good_out,
                              float* skipped_out, int64_t growth_interval, float growth_factor,

@@ -1,4 +1,4 @@
-// check_finite_and_unscale and update_loss_scaling (host side), in launches of up to
+// check_finite_and_unscale, update_loss_scaling and copy_unless (host side), in launches of up to
 // kMaxUnscaleInputs gradients each.
 
 #include <algorithm>
@@ -42,11 +42,21 @@ Status UpdateLossScaling(KernelContext& ctx) {
   return OkStatus();
 }
 
+Status CopyUnless(KernelContext& ctx) {
+  for (size_t k = 0; k < ctx.InCount("X"); ++k) {
+    const Tensor& x = *ctx.In("X", k);
+    LaunchCopyUnless(x.raw(), ctx.Out("Out", k)->raw(), x.nbytes(), ctx.In("Skip")->f32(),
+                     CurrentLaunch().stream);
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterLossScalingKernels(KernelTable& table) {
   Add<CheckFiniteAndUnscale>(table, "check_finite_and_unscale");
   Add<UpdateLossScaling>(table, "update_loss_scaling");
+  AddNative<CopyUnless>(table, "copy_unless");  // bytes of any dtype
 }
 
 }  // namespace pw::ops::cuda

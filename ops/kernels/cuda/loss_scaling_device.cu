@@ -1,5 +1,5 @@
 // Loss scaling on the device: the unscale over a list of gradients with an inf/NaN flag,
-// and the scale's update by one thread.
+// the scale's update by one thread, and copy_unless's copies.
 
 #include "ops/kernels/cuda/device_util.cuh"
 #include "ops/kernels/cuda/launchers.h"
@@ -41,10 +41,30 @@ __global__ void UpdateKernel(const float* found, const float* scale, const float
 
 __global__ void MaxInto(float* into, const float* from) { into[0] = fmaxf(into[0], from[0]); }
 
+// Words of 4 bytes when both ends and the size allow, else bytes.
+template <typename Word>
+__global__ void CopyUnlessKernel(const Word* from, Word* to, int64_t words, const float* skip) {
+  if (skip[0] > 0) return;
+  for (int64_t i = GlobalThread(); i < words; i += GlobalStride()) to[i] = from[i];
+}
+
 }  // namespace
 
 void LaunchMaxInto(float* into, const float* from, cudaStream_t stream) {
   MaxInto<<<1, 1, 0, stream>>>(into, from);
+}
+
+void LaunchCopyUnless(const void* from, void* to, int64_t bytes, const float* skip,
+                      cudaStream_t stream) {
+  const bool words = bytes % 4 == 0 && reinterpret_cast<uintptr_t>(from) % 4 == 0 &&
+                     reinterpret_cast<uintptr_t>(to) % 4 == 0;
+  if (words) {
+    CopyUnlessKernel<<<GridFor(bytes / 4), kThreads, 0, stream>>>(
+        static_cast<const uint32_t*>(from), static_cast<uint32_t*>(to), bytes / 4, skip);
+  } else {
+    CopyUnlessKernel<<<GridFor(bytes), kThreads, 0, stream>>>(
+        static_cast<const unsigned char*>(from), static_cast<unsigned char*>(to), bytes, skip);
+  }
 }
 
 void LaunchCheckFiniteAndUnscale(const UnscaleList& list, const float* scale, float* found,
