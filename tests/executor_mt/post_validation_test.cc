@@ -100,6 +100,12 @@ INSTANTIATE_TEST_SUITE_P(
         PlanCase{"pp2_vpp2_interleaved", 1, 2, 2,
                  StrCat("split-program,schedule{kind=interleaved-1f1b,micro-batches=",
                         kMicroBatches, "}")},
+        // balance-stages moves layers, and the optimizer ops with them: the stage ops are
+        // rebuilt (RestageLossScaling), post-validation included.
+        PlanCase{"pp4_balanced_1f1b", 1, 4, 1,
+                 StrCat("balance-stages{report=false},split-program,schedule{kind=1f1b,"
+                        "micro-batches=",
+                        kMicroBatches, "}")},
         PlanCase{"mp2_pp2_1f1b", 2, 2, 1,
                  StrCat("split-program,schedule{kind=1f1b,micro-batches=", kMicroBatches, "}")}),
     [](const auto& info) { return std::string(info.param.name); });
