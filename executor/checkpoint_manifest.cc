@@ -30,7 +30,6 @@ uint64_t Fnv1a(const std::string& text) {
 
 Shape FullShape(const Var& v) { return v.init.num_shards > 1 ? v.init.full_shape : v.shape; }
 
-
 Shape ShapeOf(const google::protobuf::RepeatedField<int64_t>& dims) {
   return Shape(dims.begin(), dims.end());
 }

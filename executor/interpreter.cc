@@ -299,7 +299,7 @@ StatusOr<double> Interpreter::WarmUp(const FeedFn& feed) {
   }
   PW_RETURN_IF_ERROR(RunStep(feed).status().WithContext("warm-up step"));
   for (auto& [name, value] : saved) PW_RETURN_IF_ERROR(SetPersistent(name, std::move(value)));
-  parameters_stale_ = false;  // whole again: the values from before the step
+  parameters_stale_ = false;    // whole again: the values from before the step
   validation_pending_ = false;  // and validated, as they were
   for (ValueSlot* slot : unset) {
     if (!slot->tensor.defined()) continue;

@@ -121,7 +121,8 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
         for (size_t k = 0; k < op.FindInput("X")->size(); ++k)
           out_->backups.emplace_back(resolve((*op.FindInput("X"))[k]),
                                      resolve((*op.FindOutput("Out"))[k]));
-      if (op.type == "update_loss_scaling") out_->loss_scale_rule = ops::LossScaleRule::Of(op.attrs);
+      if (op.type == "update_loss_scaling")
+        out_->loss_scale_rule = ops::LossScaleRule::Of(op.attrs);
       // A split{view} binds its blocks to its input's bytes (an op that writes a block
       // later, the distributed optimizer's update, writes through it).
       if (const SeqSlot& block = seq_.slots[item.writes.front()];

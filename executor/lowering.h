@@ -60,7 +60,7 @@ struct LoweredPlan {
   // validate the last step between steps. And the state its copies keep, as (var, copy).
   int last_overflow_reduction = -1;
   std::vector<std::pair<ValueSlot*, ValueSlot*>> backups;
-  ops::LossScaleRule loss_scale_rule;  // this rank's update_loss_scaling's
+  ops::LossScaleRule loss_scale_rule;            // this rank's update_loss_scaling's
   std::map<std::string, ValueSlot*> persistent;  // parameters and optimizer state
   std::map<std::string, Var> persistent_decls;   // their declarations (initializers)
   std::vector<ValueSlot*> held_in_rows;          // parameters held in shards between syncs

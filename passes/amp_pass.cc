@@ -488,8 +488,9 @@ class AmpPass : public Pass {
       context.AddStatistic("loss-scaled-stages");
       if (ls.post_validate && module.mesh.pp > 1) context.AddStatistic("post-validated");
     } else if (post_validate.value()) {
-      return InvalidArgument("post-validate checks loss scaling's overflow flag a step late: "
-                             "it needs loss scaling (dtype=fp16 or loss-scaling=dynamic)");
+      return InvalidArgument(
+          "post-validate checks loss scaling's overflow flag a step late: "
+          "it needs loss scaling (dtype=fp16 or loss-scaling=dynamic)");
     }
     module.metadata.Set("amp", std::string(DataTypeName(o.low)));
     return true;

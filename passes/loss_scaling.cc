@@ -186,7 +186,8 @@ Status AddStageOps(Module& module, const LossScalingOptions& o) {
     }
     std::string skip = flag;
     if (post) {
-      PW_ASSIGN_OR_RETURN(skip, AddPostValidation(program, stage, place, flag, before[range.first_update]));
+      PW_ASSIGN_OR_RETURN(
+          skip, AddPostValidation(program, stage, place, flag, before[range.first_update]));
     }
     for (size_t i = range.first_update; i <= range.last; ++i)
       if (IsUpdate(ops[i]) && ops[i].stage == stage) ops[i].SetInput("SkipUpdate", {skip});

@@ -225,8 +225,9 @@ StatusOr<int> RunOneRank(const Flags& flags, const RankPlacement& placement) {
   } else {
     options.run.on_step = [](const RankStepReport& r) {
       if (r.loss_count > 0)
-        std::printf("step %lld loss %.4f (%.1f ms, rank %d%s)\n", static_cast<long long>(r.step + 1),
-                    r.loss_sum / r.loss_count, r.step_ms, r.rank, r.redone ? ", run twice" : "");
+        std::printf("step %lld loss %.4f (%.1f ms, rank %d%s)\n",
+                    static_cast<long long>(r.step + 1), r.loss_sum / r.loss_count, r.step_ms,
+                    r.rank, r.redone ? ", run twice" : "");
       if (r.checkpoint_bytes > 0)
         std::printf("checkpoint after step %lld: %.2f MiB, %.1f ms (rank %d)\n",
                     static_cast<long long>(r.step + 1), r.checkpoint_bytes / 1048576.0,

@@ -15,15 +15,21 @@ Status CheckScalar(const InferContext& ctx, std::string_view slot) {
   return CheckOneElement(ctx, slot, DataType::kFloat32);
 }
 
-Status InferCheckFiniteAndUnscale(InferContext& ctx) {
+// Out[i] is X[i]'s type, for at least one X.
+StatusOr<size_t> OneOutPerX(InferContext& ctx) {
   const size_t n = ctx.InputCount("X");
   if (n == 0) return InvalidArgument(ctx.op().type, ": X needs at least one var");
   const std::vector<std::string>* outs = ctx.op().FindOutput("Out");
   if (!outs || outs->size() != n)
     return InvalidArgument(ctx.op().type, ": Out needs one var per X var (", n, ")");
+  for (size_t i = 0; i < n; ++i) ctx.SetOutput("Out", ctx.Input("X", i), i);
+  return n;
+}
+
+Status InferCheckFiniteAndUnscale(InferContext& ctx) {
+  PW_ASSIGN_OR_RETURN(const size_t n, OneOutPerX(ctx));
   for (size_t i = 0; i < n; ++i) {
     PW_RETURN_IF_ERROR(CheckDtype(ctx, "X", DataType::kFloat32, i));
-    ctx.SetOutput("Out", ctx.Input("X", i), i);
   }
   PW_RETURN_IF_ERROR(CheckScalar(ctx, "Scale"));
   ctx.SetOutput("FoundInfinite", {DataType::kFloat32, {}});
@@ -46,12 +52,7 @@ Status InferUpdateLossScaling(InferContext& ctx) {
 }
 
 Status InferCopyUnless(InferContext& ctx) {
-  const size_t n = ctx.InputCount("X");
-  if (n == 0) return InvalidArgument(ctx.op().type, ": X needs at least one var");
-  const std::vector<std::string>* outs = ctx.op().FindOutput("Out");
-  if (!outs || outs->size() != n)
-    return InvalidArgument(ctx.op().type, ": Out needs one var per X var (", n, ")");
-  for (size_t i = 0; i < n; ++i) ctx.SetOutput("Out", ctx.Input("X", i), i);
+  PW_RETURN_IF_ERROR(OneOutPerX(ctx).status());
   return CheckScalar(ctx, "Skip");
 }
 
@@ -102,7 +103,10 @@ void RegisterLossScalingOps(OpRegistry& registry) {
       .outputs = {{"Out", /*duplicable=*/true}},
       .amp = AmpPolicy::kAsIs,
       .infer = InferCopyUnless,
-      .cost = [](const InferContext& ctx) { return OpCost{0, IoBytes(ctx)}; },
+      .cost =
+          [](const InferContext& ctx) {
+            return OpCost{0, IoBytes(ctx)};
+          },
   });
 }
 

@@ -4,10 +4,11 @@
 // one that overflowed anywhere is undone and run again. fp16 with a loss scale far too large
 // overflows in the first steps, so every plan here goes through the redo.
 
+#include "ir/post_validation.h"
+
 #include <gtest/gtest.h>
 
 #include "equivalence_util.h"
-#include "ir/post_validation.h"
 #include "models/gpt.h"
 #include "tests/small_gpt.h"
 

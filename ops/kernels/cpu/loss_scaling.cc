@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "ops/loss_scale_state.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
+#include "ops/loss_scale_state.h"
 
 namespace pw::ops::cpu {
 namespace {
