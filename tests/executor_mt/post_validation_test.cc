@@ -21,13 +21,15 @@ constexpr uint64_t kSeed = 1;
 
 struct PlanCase {
   const char* name;
-  int mp, pp, vpp;
+  int mp, pp, vpp, dp;
   std::string schedule;  // after split-program
   friend void PrintTo(const PlanCase& c, std::ostream* os) { *os << c.name; }
 };
 
 Module Fp16Gpt(const PlanCase& c, const std::string& amp) {
-  auto built = models::BuildGpt(SmallGptConfig(c.mp, c.pp, c.vpp));
+  models::GptConfig config = SmallGptConfig(c.mp, c.pp, c.vpp);
+  config.dp = c.dp;
+  auto built = models::BuildGpt(config);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   const std::string pipeline =
       StrCat("append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1e6", amp, "},",
@@ -53,7 +55,7 @@ TEST_P(PostValidationTest, TrainsAsTheSynchronousCheckBitForBit) {
                                 op.attrs.GetString("group") == "pp" &&
                                 !op.attrs.GetBool(kAtStepStartAttr, false);
     }
-  EXPECT_EQ(copies, c.pp);  // one per rank of the pipeline
+  EXPECT_EQ(copies, c.pp);  // one per stage
   EXPECT_EQ(at_start, c.pp);
   EXPECT_EQ(pp_reduces_of_the_step, 0);
 
@@ -93,22 +95,26 @@ TEST_P(PostValidationTest, TrainsAsTheSynchronousCheckBitForBit) {
 INSTANTIATE_TEST_SUITE_P(
     Plans, PostValidationTest,
     ::testing::Values(
-        PlanCase{"pp2_1f1b", 1, 2, 1,
+        PlanCase{"pp2_1f1b", 1, 2, 1, 1,
                  StrCat("split-program,schedule{kind=1f1b,micro-batches=", kMicroBatches, "}")},
-        PlanCase{"pp4_zb_h1", 1, 4, 1,
+        PlanCase{"pp4_zb_h1", 1, 4, 1, 1,
                  StrCat("split-program{split-backward=true},schedule{kind=zb-h1,micro-batches=",
                         kMicroBatches, "}")},
-        PlanCase{"pp2_vpp2_interleaved", 1, 2, 2,
+        PlanCase{"pp2_vpp2_interleaved", 1, 2, 2, 1,
                  StrCat("split-program,schedule{kind=interleaved-1f1b,micro-batches=",
                         kMicroBatches, "}")},
         // balance-stages moves layers, and the optimizer ops with them: the stage ops are
         // rebuilt (RestageLossScaling), post-validation included.
-        PlanCase{"pp4_balanced_1f1b", 1, 4, 1,
+        PlanCase{"pp4_balanced_1f1b", 1, 4, 1, 1,
                  StrCat("balance-stages{report=false},split-program,schedule{kind=1f1b,"
                         "micro-batches=",
                         kMicroBatches, "}")},
-        PlanCase{"mp2_pp2_1f1b", 2, 2, 1,
-                 StrCat("split-program,schedule{kind=1f1b,micro-batches=", kMicroBatches, "}")}),
+        PlanCase{"mp2_pp2_1f1b", 2, 2, 1, 1,
+                 StrCat("split-program,schedule{kind=1f1b,micro-batches=", kMicroBatches, "}")},
+        // Replicas reduce their gradients before the check: each sees the same flags.
+        PlanCase{
+            "dp2_pp2_1f1b", 1, 2, 1, 2,
+            StrCat("split-program,schedule{kind=1f1b,micro-batches=", kMicroBatches / 2, "}")}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
