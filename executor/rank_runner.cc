@@ -6,6 +6,7 @@
 #include "executor/backend_factory.h"
 #include "executor/interpreter.h"
 #include "executor/tensor_file.h"
+#include "ir/post_validation.h"
 
 namespace pw {
 namespace {
@@ -115,7 +116,8 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
   PW_RETURN_IF_ERROR(interp->SyncParameters());
   std::map<std::string, Tensor> params;
   for (const std::string& name : interp->PersistentNames()) {
-    if (!interp->FindPersistent(name)) continue;
+    // Post-validation's flags and copies hold nothing once the last step is validated.
+    if (!interp->FindPersistent(name) || IsPostValidationVar(name)) continue;
     PW_ASSIGN_OR_RETURN(params[name], interp->PersistentOnHost(name));
   }
   if (!options.save_params.empty()) PW_RETURN_IF_ERROR(SaveTensors(options.save_params, params));

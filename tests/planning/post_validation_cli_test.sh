@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # amp{post-validate=true} on a zero-bubble plan of a GPU-sized GPT, simulated steps back to
 # back: with the synchronous overflow check every step ends on every rank at once; post-
-# validated, the ranks run on into their next step, so the steady step is shorter. And the
-# refusals, one line each.
+# validated, the ranks run on into their next step, so the steady step is shorter. Both
+# trained on rank processes give the same bits (`ab --run`). And the refusals, one line
+# each.
 #   post_validation_cli_test.sh PIPEWEAVE EXPECT_ERROR WORK_DIR
 set -u
 pw=$1
@@ -26,6 +27,18 @@ post=$(steady ",post-validate=true") || fail "sim of the post-validated plan"
 echo "steady step: synchronous check $sync ms, post-validated $post ms"
 awk -v s="$sync" -v p="$post" 'BEGIN { exit !(p < 0.98 * s) }' ||
   fail "post-validated steady step $post ms is not 2 % shorter than the synchronous $sync ms"
+
+# On rank processes (Gloo): post-validated and synchronous training give the same losses
+# and parameters, bit for bit, while the first steps overflow (fp16 from a scale of 1e6).
+gpt_small() { "$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --seq 16 --vocab 128 "$@" >/dev/null; }
+gpt_small --pp 2 -o "$work/s2.pbtxt" || fail "build-model s2"
+small="append-backward{optimizer=adam,lr=0.01},amp{dtype=fp16,init-scale=1e6AMP},split-program{split-backward=true},schedule{kind=zb-h1,micro-batches=8},insert-p2p"
+"$pw" ab "$work/s2.pbtxt" -a "${small/AMP/}" -b "${small/AMP/,post-validate=true}" --run --nproc 2 \
+  --steps 4 --rounds 2 --loss-tolerance 0 --run-dir "$work/ab" >"$work/ab.txt" 2>&1 ||
+  fail "ab exited $?: $(tail -3 "$work/ab.txt")"
+grep -q "losses: bit-identical" "$work/ab.txt" || fail "losses differ: $(grep losses "$work/ab.txt")"
+grep -q "parameters: bit-identical" "$work/ab.txt" ||
+  fail "parameters differ: $(grep parameters "$work/ab.txt")"
 
 # Refusals: without loss scaling there is no flag to validate; the distributed optimizer
 # would shard state the copies keep whole.
