@@ -200,6 +200,8 @@ Status Interpreter::UndoLastUpdate() {
     PW_ASSIGN_OR_RETURN(Tensor kept, PersistentCopyOnHost(copy->name));
     PW_RETURN_IF_ERROR(SetPersistent(var->name, std::move(kept)));
   }
+  for (const Instr& cast : plan_->recasts) streams_[StreamIndex(cast.stream)]->Enqueue(&cast);
+  PW_RETURN_IF_ERROR(Synchronize().WithContext("casting the 16-bit parameter copies again"));
   ops::LossScaleState s;
   PW_ASSIGN_OR_RETURN(Tensor scale, PersistentOnHost(kLossScaleVar));
   PW_ASSIGN_OR_RETURN(Tensor good, PersistentOnHost(kGoodStepsVar));

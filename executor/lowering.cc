@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <set>
 
 #include "ir/p2p_vars.h"
 #include "ir/post_validation.h"
@@ -35,6 +36,8 @@ class Lowerer {
  private:
   void MakeSlots();
   void MakeInstr(int item, Instr& instr);
+  // LoweredPlan::recasts.
+  Status MakeRecasts();
   void FillKernel(Instr& instr, const Op& op, const WorkItem& item,
                   const std::function<ValueSlot*(const std::string&)>& resolve);
   StatusOr<int> Cover(const Dependency& dep);
@@ -224,6 +227,30 @@ StatusOr<int> Lowerer::Cover(const Dependency& dep) {
   return dep.producer;
 }
 
+Status Lowerer::MakeRecasts() {
+  std::set<const ValueSlot*> kept, masters;
+  for (const auto& [var, copy] : out_->backups) masters.insert(var);
+  for (const auto& [var, copy] : out_->backups) kept.insert(copy);
+  for (size_t i = 0; i < seq_.items.size() && !masters.empty(); ++i) {
+    const WorkItem& item = seq_.items[i];
+    if (item.kind != WorkKind::kOp || seq_.jobs[item.job]->kind != JobKind::kOptimizer) continue;
+    const Op& cast = seq_.op(item);
+    if (cast.type != "cast") continue;
+    ValueSlot* from = slots_[seq_.SlotOf(item, cast.Input("X"))];
+    ValueSlot* to = slots_[seq_.SlotOf(item, cast.Output("Out"))];
+    if (!masters.count(from) || !to->persistent || masters.count(to)) continue;
+    // Outside any step: the two persistent slots, on the compute stream, with no events.
+    Instr& instr = out_->recasts.emplace_back();
+    FillKernel(instr, cast, item,
+               [&](const std::string& v) { return v == cast.Input("X") ? from : to; });
+    instr.stream = StreamType::kCompute;
+    instr.where = StrCat("cast of '", from->name, "' into '", to->name, "' (redoing a step)");
+    instr.uses = {from, to};
+    instr.memory = &memory_;
+  }
+  return OkStatus();
+}
+
 StatusOr<std::unique_ptr<LoweredPlan>> Lowerer::Run() {
   RankSequenceOptions seq_options;
   seq_options.feeds = options_.feeds;
@@ -276,10 +303,12 @@ StatusOr<std::unique_ptr<LoweredPlan>> Lowerer::Run() {
     out_->streams.insert(instr.stream);
     PW_RETURN_IF_ERROR(backend_.Prepare(instr));
   }
-  for (Instr& instr : out_->sync_gathers) {
-    out_->streams.insert(instr.stream);
-    PW_RETURN_IF_ERROR(backend_.Prepare(instr));
-  }
+  PW_RETURN_IF_ERROR(MakeRecasts());
+  for (std::deque<Instr>* alone : {&out_->sync_gathers, &out_->recasts})
+    for (Instr& instr : *alone) {
+      out_->streams.insert(instr.stream);
+      PW_RETURN_IF_ERROR(backend_.Prepare(instr));
+    }
   return std::move(out_);
 }
 

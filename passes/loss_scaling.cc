@@ -60,13 +60,19 @@ StatusOr<std::string> AddPostValidation(Program& program, int stage, const Op& p
   reduce.SetAttr("group", std::string("pp")).SetAttr(kAtStepStartAttr, true);
   reduce.stream = "dp_comm";
   before.push_back(std::move(reduce));
+  // The state the stage's optimizer ops write, but amp's 16-bit parameter copies: each is
+  // its master cast (from initialisation on), so the executor casts it again after putting
+  // the master back instead of keeping a copy of it too (2 bytes a parameter).
   std::vector<std::string> state, copies;
-  std::set<std::string> seen;
+  std::set<std::string> seen, recast;
+  for (const Op& op : program.ops())
+    if (op.role == OpRole::kOptimize && op.stage == stage && op.type == "cast")
+      recast.insert(op.Output("Out"));
   for (const Op& op : program.ops()) {
     if (op.role != OpRole::kOptimize || op.stage != stage) continue;
     op.ForEachOutput([&](const std::string& v) {
       const Var* var = program.FindVar(v);
-      if (var && var->persistable && seen.insert(v).second) state.push_back(v);
+      if (var && var->persistable && !recast.count(v) && seen.insert(v).second) state.push_back(v);
     });
   }
   for (const char* v : {kLossScaleVar, kGoodStepsVar, kSkippedStepsVar}) state.push_back(v);
