@@ -21,6 +21,7 @@
 
 #include "ir/grad_reduce.h"
 #include "ir/verifier.h"
+#include "passes/loss_scaling.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
 
@@ -169,12 +170,10 @@ class DistributedOptimizerPass : public Pass {
           "distributed-optimizer needs a plan: run it after split-program and schedule");
     const int dp = module.mesh.dp;
     if (dp < 2) return false;
-    for (const Program& p : module.programs())
-      for (const Op& op : p.ops())
-        if (op.type == "copy_unless")
-          return FailedPrecondition(
-              "distributed-optimizer does not shard post-validated loss scaling's copies of the "
-              "optimizer state: drop amp's post-validate, or the distributed optimizer");
+    if (IsPostValidated(module))
+      return FailedPrecondition(
+          "distributed-optimizer does not shard post-validated loss scaling's copies of the "
+          "optimizer state: drop amp's post-validate, or the distributed optimizer");
     if (module.metadata.GetString(kMetaGradReduce) == kGradReduceInBackward)
       return FailedPrecondition(
           "distributed-optimizer reduce-scatters the gradients the executor would all-reduce "

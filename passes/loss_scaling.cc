@@ -262,7 +262,14 @@ bool HasLossScaling(const Module& module) {
   return false;
 }
 
-Status RestageLossScaling(Module& module) {
+bool IsPostValidated(const Module& module) {
+  for (const Program& p : module.programs())
+    for (const Op& op : p.ops())
+      if (op.type == "copy_unless") return true;
+  return false;
+}
+
+Status RestageLossScaling(Module& module, std::optional<bool> post_validate) {
   Program& program = module.main_program();
   LossScalingOptions o;
   std::unordered_map<std::string, std::string> original;  // unscaled grad -> grad
@@ -298,6 +305,7 @@ Status RestageLossScaling(Module& module) {
   }
   program.ops() = std::move(kept);
   program.RemoveVarsIf([&](const Var& v) { return dropped_vars.count(v.name) > 0; });
+  if (post_validate) o.post_validate = *post_validate;
   return AddStageOps(module, o);
 }
 

@@ -23,6 +23,7 @@
 // to redo the step (ir/post_validation.h).
 
 #include <cstdint>
+#include <optional>
 
 #include "ir/module.h"
 #include "ir/post_validation.h"
@@ -42,8 +43,9 @@ struct LossScalingOptions {
 Status AddLossScaling(Module& module, const LossScalingOptions& options);
 
 bool HasLossScaling(const Module& module);
+bool IsPostValidated(const Module& module);
 // Removes the per-stage ops and adds them again for the optimizer ops' current stages,
-// with the same options.
-Status RestageLossScaling(Module& module);
+// with the same options (post-validated or not as `post_validate` says, when given).
+Status RestageLossScaling(Module& module, std::optional<bool> post_validate = std::nullopt);
 
 }  // namespace pw

@@ -12,6 +12,7 @@
 #include "ir/plan_actions.h"
 #include "ops/registry.h"
 #include "passes/cost_inputs.h"
+#include "passes/loss_scaling.h"
 #include "passes/pass_manager.h"
 #include "passes/pass_registry.h"
 #include "passes/pipeline/module_stages.h"
@@ -100,6 +101,7 @@ struct Candidate {
   std::string order = "naive";
   std::string extra;  // passes after insert-p2p, with their leading commas
   bool sp = false;    // sequence-parallel before append-backward
+  bool post = false;  // post-validate before split-program (loss scaling a step late)
 
   // The kind's plain plan: naive send/recv order, no passes after it.
   static Candidate Plain(const KindInfo* kind) {
@@ -122,10 +124,16 @@ class Search {
   StatusOr<ActionLevelBest> BestKind();
 
  private:
-  // `sp`: sequence parallelism first (a forward-only tensor-parallel module).
-  std::string Prefix(bool split, bool sp = false) const {
-    return (sp ? "sequence-parallel," : "") + backward_ +
+  // `sp`: sequence parallelism first (a forward-only tensor-parallel module); `post`:
+  // the module's loss scaling post-validated.
+  std::string Prefix(bool split, bool sp = false, bool post = false) const {
+    return (sp ? "sequence-parallel," : "") + backward_ + (post ? "post-validate," : "") +
            (split ? "split-program{split-backward=true}" : "split-program");
+  }
+  // Whether post-validated variants are tried: a module amp gave loss scaling, pp > 1.
+  bool TriesPostValidation() const {
+    return module_.mesh.pp > 1 && backward_.empty() && HasLossScaling(module_) &&
+           Registered({"post-validate"});
   }
   // Whether sequence-parallel variants are tried: mp > 1, no backward yet, the pass there.
   bool TriesSequenceParallel() const {
@@ -134,8 +142,8 @@ class Search {
   std::string ScheduleText(const KindInfo& kind) const;
   std::string PipelineOf(const Candidate& c) const;
   // The module after a prefix, computed once per prefix.
-  StatusOr<const Module*> Prefixed(bool split, bool sp = false);
-  StatusOr<Module> Apply(bool split, const std::string& suffix, bool sp = false);
+  StatusOr<const Module*> Prefixed(bool split, bool sp = false, bool post = false);
+  StatusOr<Module> Apply(bool split, const std::string& suffix, bool sp = false, bool post = false);
   Status PriceStages();
   // The action-level makespan of a kind's schedule; error when the pass refuses it.
   StatusOr<double> ActionMakespan(const KindInfo& kind);
@@ -152,9 +160,9 @@ class Search {
   const TuneOptions& opt_;
   PassContext context_{ops::Registry()};
   std::string backward_;
-  std::map<std::pair<bool, bool>, Module> prefixed_;  // by (split, sp)
-  ActionCosts costs_;                                 // per stage, from the cost model (ms)
-  std::map<std::string, TunedPlan> simulated_;        // by pipeline
+  std::map<std::tuple<bool, bool, bool>, Module> prefixed_;  // by (split, sp, post)
+  ActionCosts costs_;                                        // per stage, from the cost model (ms)
+  std::map<std::string, TunedPlan> simulated_;               // by pipeline
   TuneResult result_;
 };
 
@@ -167,22 +175,22 @@ std::string Search::ScheduleText(const KindInfo& kind) const {
 }
 
 std::string Search::PipelineOf(const Candidate& c) const {
-  return Prefix(c.kind->split_backward, c.sp) + "," + ScheduleText(*c.kind) + ",insert-p2p" +
-         (c.order == "naive" ? "" : "{order=" + c.order + "}") + c.extra;
+  return Prefix(c.kind->split_backward, c.sp, c.post) + "," + ScheduleText(*c.kind) +
+         ",insert-p2p" + (c.order == "naive" ? "" : "{order=" + c.order + "}") + c.extra;
 }
 
-StatusOr<const Module*> Search::Prefixed(bool split, bool sp) {
-  auto it = prefixed_.find({split, sp});
+StatusOr<const Module*> Search::Prefixed(bool split, bool sp, bool post) {
+  auto it = prefixed_.find({split, sp, post});
   if (it != prefixed_.end()) return &it->second;
   Module m = module_;
   PassManager pm(ops::Registry());
-  PW_RETURN_IF_ERROR(pm.AddPipeline(Prefix(split, sp)));
+  PW_RETURN_IF_ERROR(pm.AddPipeline(Prefix(split, sp, post)));
   PW_RETURN_IF_ERROR(pm.Run(m, context_).status());
-  return &prefixed_.emplace(std::make_pair(split, sp), std::move(m)).first->second;
+  return &prefixed_.emplace(std::make_tuple(split, sp, post), std::move(m)).first->second;
 }
 
-StatusOr<Module> Search::Apply(bool split, const std::string& suffix, bool sp) {
-  PW_ASSIGN_OR_RETURN(const Module* base, Prefixed(split, sp));
+StatusOr<Module> Search::Apply(bool split, const std::string& suffix, bool sp, bool post) {
+  PW_ASSIGN_OR_RETURN(const Module* base, Prefixed(split, sp, post));
   Module m = *base;
   PassManager pm(ops::Registry());
   PW_RETURN_IF_ERROR(pm.AddPipeline(suffix));
@@ -243,8 +251,8 @@ std::optional<TunedPlan> Search::Simulate(const Candidate& c) {
   const std::string pipeline = PipelineOf(c);
   auto it = simulated_.find(pipeline);
   if (it != simulated_.end()) return it->second;
-  std::string suffix = pipeline.substr(Prefix(c.kind->split_backward, c.sp).size() + 1);
-  StatusOr<Module> m = Apply(c.kind->split_backward, suffix, c.sp);
+  std::string suffix = pipeline.substr(Prefix(c.kind->split_backward, c.sp, c.post).size() + 1);
+  StatusOr<Module> m = Apply(c.kind->split_backward, suffix, c.sp, c.post);
   StatusOr<cost::SimResult> r = m.ok() ? cost::Simulator(est_, ops::Registry(),
                                                          [] {
                                                            cost::SimOptions o;
@@ -326,6 +334,13 @@ StatusOr<TuneResult> Search::Run() {
   for (const auto& [makespan, kind] : ranked) {
     makespan_of[kind] = makespan;
     add(Candidate::Plain(kind), makespan);
+    // fp16's overflow check a step late: ranks no longer wait for the slowest before their
+    // updates, so steps run into each other (what zero-bubble kinds gain most from).
+    if (TriesPostValidation()) {
+      Candidate post = Candidate::Plain(kind);
+      post.post = true;
+      add(post, makespan);
+    }
   }
   std::stable_sort(found.begin(), found.end(), by_time);
   const size_t kinds_kept = std::min<size_t>(opt_.order_kinds, found.size());

@@ -128,6 +128,52 @@ TEST(PlanSearchTest, TriesSequenceParallelismOnTensorParallelModules) {
   EXPECT_GT(with.exposed_by_class[static_cast<int>(cost::CommClass::kSpBackward)], 0);
 }
 
+// fp16 on a pipeline: tune also plans each kind with the overflow check a step late
+// (post-validate), whose ranks run into their next step; on a GPU-sized GPT that is the
+// fastest plan, and it reproduces through opt + sim. A bf16 module has no check to move.
+TEST(PlanSearchTest, TriesPostValidatedLossScalingOnFp16Pipelines) {
+  models::GptConfig config;
+  config.layers = 8;
+  config.hidden = 1024;
+  config.heads = 16;
+  config.ffn = 4096;
+  config.seq = 256;
+  config.micro_batch_size = 4;
+  config.pp = 4;
+  auto built = models::BuildGpt(config);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  auto estimator = H100();
+  TuneOptions options;
+  options.micro_batches = 8;
+  options.top = 1000;
+  for (const char* dtype : {"fp16", "bf16"}) {
+    Module module = *built;
+    PassManager pm(ops::Registry());
+    ASSERT_TRUE(
+        pm.AddPipeline(StrCat("append-backward{optimizer=adam},amp{dtype=", dtype, "}")).ok());
+    ASSERT_TRUE(pm.Run(module).ok());
+    auto tuned = TuneWith(module, estimator, options);
+    ASSERT_TRUE(tuned.ok()) << tuned.status().ToString();
+    const TunedPlan* post = nullptr;
+    const TunedPlan* sync = nullptr;
+    for (const TunedPlan& p : tuned->best) {
+      const bool validated = p.pipeline.rfind("post-validate,", 0) == 0;
+      if (validated && !post) post = &p;
+      if (!validated && !sync) sync = &p;
+    }
+    ASSERT_NE(sync, nullptr) << dtype;
+    if (std::string(dtype) == "bf16") {
+      EXPECT_EQ(post, nullptr) << post->pipeline;
+      continue;
+    }
+    ASSERT_NE(post, nullptr) << "no post-validated plan among " << tuned->best.size();
+    EXPECT_EQ(post, &tuned->best.front()) << tuned->best.front().pipeline;
+    EXPECT_LT(post->step_ms, sync->step_ms);
+    cost::SimResult r = OptThenSim(module, post->pipeline, estimator);
+    EXPECT_EQ(r.steady_step_time * 1e3, post->step_ms) << post->pipeline;
+  }
+}
+
 TEST(PlanSearchTest, InterleavedStagesHaveNoPlain1F1BButStillPlans) {
   auto built = models::BuildGpt(pw::testing::SmallGptConfig(/*mp=*/2, /*pp=*/2, /*vpp=*/2));
   ASSERT_TRUE(built.ok()) << built.status().ToString();
