@@ -50,4 +50,10 @@ gpt --pp 2 --dp 2 -o "$work/d2.pbtxt" || fail "build-model d2"
   "$work/do.pbtxt" -- "$pw" opt "$work/d2.pbtxt" -o "$work/do.pbtxt" -p \
   "append-backward{optimizer=adam},amp{dtype=fp16,post-validate=true},split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p,distributed-optimizer" ||
   exit 1
+# The pass on its own: it needs amp's loss scaling, and the unsplit module.
+"$expect" "the module has no loss scaling: run amp{dtype=fp16}" "$work/none.pbtxt" -- \
+  "$pw" opt "$work/w4.pbtxt" -p "append-backward,post-validate" -o "$work/none.pbtxt" || exit 1
+"$expect" "post-validate runs on the unsplit module: put it before split-program" \
+  "$work/split.pbtxt" -- "$pw" opt "$work/w4.pbtxt" -o "$work/split.pbtxt" -p \
+  "append-backward,amp{dtype=fp16},split-program,post-validate" || exit 1
 echo "ok"
