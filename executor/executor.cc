@@ -142,6 +142,7 @@ StatusOr<int64_t> Executor::LoadCheckpoint(const std::string& path) {
       RestoreRank(*reader, VarsOfRank(*interp_), [this](const std::string& name, Tensor t) {
         return interp_->SetPersistent(name, std::move(t));
       }));
+  PW_RETURN_IF_ERROR(interp_->ForgetLastStep());
   return reader->manifest().step();
 }
 

@@ -84,7 +84,8 @@ class Executor {
 
   // Parameters and optimizer state (this rank's shard), by var name. With
   // overlap-param-gather a sharded parameter is whole only after SyncParameters, and with
-  // post-validated loss scaling the last step's updates are final only after it.
+  // post-validated loss scaling the last step's updates are final only after it (so call
+  // it before Assign too: a validation that undoes the last step would overwrite the value).
   StatusOr<Tensor> Fetch(const std::string& name) const;
   Status Assign(const std::string& name, const Tensor& value);
   std::vector<std::string> PersistentNames() const;

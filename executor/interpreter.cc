@@ -217,6 +217,13 @@ Status Interpreter::UndoLastUpdate() {
   return OkStatus();
 }
 
+Status Interpreter::ForgetLastStep() {
+  validation_pending_ = false;
+  if (plan_->last_overflow_reduction < 0) return OkStatus();
+  PW_RETURN_IF_ERROR(SetScalar(kLastOverflowVar, 0));
+  return SetScalar(kLastOverflowPpVar, 0);
+}
+
 Status Interpreter::ValidateLastStep() {
   if (!validation_pending_) return OkStatus();
   for (auto& e : plan_->events) e->Reset();

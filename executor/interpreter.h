@@ -92,6 +92,9 @@ class Interpreter {
   // of the pipeline calls it then.
   Status SyncParameters();
   bool parameters_stale() const { return parameters_stale_; }
+  // After the state was replaced between steps (a checkpoint loaded): the last step's
+  // overflow flags, which post-validation would otherwise check, no longer apply.
+  Status ForgetLastStep();
 
  private:
   Interpreter(Module module, int rank, Backend& backend)
