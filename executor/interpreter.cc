@@ -196,22 +196,20 @@ Status Interpreter::SetScalar(const std::string& name, float value) {
 }
 
 Status Interpreter::UndoLastUpdate() {
-  for (const auto& [var, copy] : plan_->backups) {
-    PW_ASSIGN_OR_RETURN(Tensor kept, PersistentCopyOnHost(copy->name));
-    PW_RETURN_IF_ERROR(SetPersistent(var->name, std::move(kept)));
-  }
-  for (const Instr& cast : plan_->recasts) streams_[StreamIndex(cast.stream)]->Enqueue(&cast);
-  PW_RETURN_IF_ERROR(Synchronize().WithContext("casting the 16-bit parameter copies again"));
-  ops::LossScaleState s;
+  // On the device: the copies back (copy_unless skips unless its flag, this one, is 0),
+  // the 16-bit copies cast again.
+  PW_RETURN_IF_ERROR(SetScalar(kLastOverflowVar, 0));
+  for (const Instr& instr : plan_->undo) streams_[StreamIndex(instr.stream)]->Enqueue(&instr);
+  PW_RETURN_IF_ERROR(Synchronize().WithContext("putting the last step's state back"));
+  // The skipped step's loss-scale update, on the host (three scalars).
   PW_ASSIGN_OR_RETURN(Tensor scale, PersistentOnHost(kLossScaleVar));
   PW_ASSIGN_OR_RETURN(Tensor good, PersistentOnHost(kGoodStepsVar));
   PW_ASSIGN_OR_RETURN(Tensor skipped, PersistentOnHost(kSkippedStepsVar));
-  s = {scale.f32()[0], good.f32()[0], skipped.f32()[0]};
+  ops::LossScaleState s{scale.f32()[0], good.f32()[0], skipped.f32()[0]};
   s.Update(/*overflow=*/true, plan_->loss_scale_rule);
   PW_RETURN_IF_ERROR(SetScalar(kLossScaleVar, s.scale));
   PW_RETURN_IF_ERROR(SetScalar(kGoodStepsVar, s.good_steps));
   PW_RETURN_IF_ERROR(SetScalar(kSkippedStepsVar, s.skipped_steps));
-  PW_RETURN_IF_ERROR(SetScalar(kLastOverflowVar, 0));
   PW_RETURN_IF_ERROR(SetScalar(kLastOverflowPpVar, 0));
   validation_pending_ = false;
   return OkStatus();

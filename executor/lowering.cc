@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "ir/p2p_vars.h"
@@ -36,8 +37,8 @@ class Lowerer {
  private:
   void MakeSlots();
   void MakeInstr(int item, Instr& instr);
-  // LoweredPlan::recasts.
-  Status MakeRecasts();
+  // LoweredPlan::undo.
+  Status MakeUndo();
   void FillKernel(Instr& instr, const Op& op, const WorkItem& item,
                   const std::function<ValueSlot*(const std::string&)>& resolve);
   StatusOr<int> Cover(const Dependency& dep);
@@ -227,26 +228,55 @@ StatusOr<int> Lowerer::Cover(const Dependency& dep) {
   return dep.producer;
 }
 
-Status Lowerer::MakeRecasts() {
-  std::set<const ValueSlot*> kept, masters;
-  for (const auto& [var, copy] : out_->backups) masters.insert(var);
-  for (const auto& [var, copy] : out_->backups) kept.insert(copy);
-  for (size_t i = 0; i < seq_.items.size() && !masters.empty(); ++i) {
-    const WorkItem& item = seq_.items[i];
+Status Lowerer::MakeUndo() {
+  if (out_->backups.empty()) return OkStatus();
+  // Outside any step: persistent slots only, on the compute stream, with no events.
+  auto add = [&](const Op& op, std::vector<ValueSlot*> writes, std::vector<ValueSlot*> uses,
+                 const std::function<ValueSlot*(const std::string&)>& resolve, std::string where) {
+    Instr& instr = out_->undo.emplace_back();
+    FillKernel(instr, op, WorkItem{}, resolve);
+    instr.outputs = std::move(writes);
+    instr.uses = std::move(uses);
+    instr.stream = StreamType::kCompute;
+    instr.where = std::move(where);
+    instr.memory = &memory_;
+  };
+  // The copies back into the state: copy_unless from the copies, its Skip the rank's own
+  // last flag, which the executor zeroes first.
+  auto flag = out_->persistent.find(kLastOverflowVar);
+  if (flag == out_->persistent.end())
+    return Internal("post-validation keeps copies but no '", kLastOverflowVar, "'");
+  std::map<std::string, ValueSlot*> by_name{{kLastOverflowVar, flag->second}};
+  std::vector<std::string> from, to;
+  std::vector<ValueSlot*> state, uses{flag->second};
+  for (const auto& [var, copy] : out_->backups) {
+    from.push_back(copy->name);
+    to.push_back(var->name);
+    by_name[copy->name] = copy;
+    by_name[var->name] = var;
+    state.push_back(var);
+    uses.push_back(var);
+    uses.push_back(copy);
+  }
+  Op& restore = out_->synthetic_ops.emplace_back();
+  restore.type = "copy_unless";
+  restore.SetInput("X", from).SetInput("Skip", {kLastOverflowVar}).SetOutput("Out", to);
+  add(
+      restore, state, uses, [&](const std::string& v) { return by_name.at(v); },
+      "the last step's state put back from its copies (redoing a step)");
+  // Then amp's 16-bit parameter copies cast again from their masters.
+  std::set<const ValueSlot*> masters(state.begin(), state.end());
+  for (const WorkItem& item : seq_.items) {
     if (item.kind != WorkKind::kOp || seq_.jobs[item.job]->kind != JobKind::kOptimizer) continue;
     const Op& cast = seq_.op(item);
     if (cast.type != "cast") continue;
-    ValueSlot* from = slots_[seq_.SlotOf(item, cast.Input("X"))];
-    ValueSlot* to = slots_[seq_.SlotOf(item, cast.Output("Out"))];
-    if (!masters.count(from) || !to->persistent || masters.count(to)) continue;
-    // Outside any step: the two persistent slots, on the compute stream, with no events.
-    Instr& instr = out_->recasts.emplace_back();
-    FillKernel(instr, cast, item,
-               [&](const std::string& v) { return v == cast.Input("X") ? from : to; });
-    instr.stream = StreamType::kCompute;
-    instr.where = StrCat("cast of '", from->name, "' into '", to->name, "' (redoing a step)");
-    instr.uses = {from, to};
-    instr.memory = &memory_;
+    ValueSlot* master = slots_[seq_.SlotOf(item, cast.Input("X"))];
+    ValueSlot* copy = slots_[seq_.SlotOf(item, cast.Output("Out"))];
+    if (!masters.count(master) || !copy->persistent || masters.count(copy)) continue;
+    add(
+        cast, {copy}, {master, copy},
+        [&](const std::string& v) { return v == cast.Input("X") ? master : copy; },
+        StrCat("cast of '", master->name, "' into '", copy->name, "' (redoing a step)"));
   }
   return OkStatus();
 }
@@ -303,8 +333,8 @@ StatusOr<std::unique_ptr<LoweredPlan>> Lowerer::Run() {
     out_->streams.insert(instr.stream);
     PW_RETURN_IF_ERROR(backend_.Prepare(instr));
   }
-  PW_RETURN_IF_ERROR(MakeRecasts());
-  for (std::deque<Instr>* alone : {&out_->sync_gathers, &out_->recasts})
+  PW_RETURN_IF_ERROR(MakeUndo());
+  for (std::deque<Instr>* alone : {&out_->sync_gathers, &out_->undo})
     for (Instr& instr : *alone) {
       out_->streams.insert(instr.stream);
       PW_RETURN_IF_ERROR(backend_.Prepare(instr));

@@ -60,9 +60,11 @@ struct LoweredPlan {
   // validate the last step between steps. And the state its copies keep, as (var, copy).
   int last_overflow_reduction = -1;
   std::vector<std::pair<ValueSlot*, ValueSlot*>> backups;
-  // The optimizer's casts of a master it keeps a copy of into a persistable 16-bit copy it
-  // does not: run alone (compute stream, no events) after the masters are put back.
-  std::deque<Instr> recasts;
+  // What puts the state of the last step's start back, run alone between steps (compute
+  // stream, no events): copy_unless from the copies into the state, its Skip this rank's
+  // own last flag (zeroed first), then the optimizer's casts of the masters into amp's
+  // 16-bit copies, of which no copy is kept.
+  std::deque<Instr> undo;
   ops::LossScaleRule loss_scale_rule;            // this rank's update_loss_scaling's
   std::map<std::string, ValueSlot*> persistent;  // parameters and optimizer state
   std::map<std::string, Var> persistent_decls;   // their declarations (initializers)
