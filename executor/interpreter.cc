@@ -175,7 +175,7 @@ StatusOr<StepStats> Interpreter::RunStep(const FeedFn& feed) {
   if (!overflowed) return first;
   // The step before overflowed on some rank: every rank learns it here and redoes this
   // step, which ran on that step's updates.
-  PW_RETURN_IF_ERROR(UndoLastUpdate().WithContext(StrCat("rank ", rank_)));
+  PW_RETURN_IF_ERROR(UndoLastUpdate());
   PW_ASSIGN_OR_RETURN(StepStats again, RunStepOnce(feed));
   again.step_ms += first.step_ms;
   again.peak_bytes = std::max(again.peak_bytes, first.peak_bytes);
@@ -199,8 +199,9 @@ Status Interpreter::UndoLastUpdate() {
   // On the device: the copies back (copy_unless skips unless its flag, this one, is 0),
   // the 16-bit copies cast again.
   PW_RETURN_IF_ERROR(SetScalar(kLastOverflowVar, 0));
-  for (const Instr& instr : plan_->undo) streams_[StreamIndex(instr.stream)]->Enqueue(&instr);
-  PW_RETURN_IF_ERROR(Synchronize().WithContext("putting the last step's state back"));
+  std::vector<const Instr*> undo;
+  for (const Instr& instr : plan_->undo) undo.push_back(&instr);
+  PW_RETURN_IF_ERROR(RunBetweenSteps(undo, "putting the last step's state back"));
   // The skipped step's loss-scale update, on the host (three scalars).
   PW_ASSIGN_OR_RETURN(Tensor scale, PersistentOnHost(kLossScaleVar));
   PW_ASSIGN_OR_RETURN(Tensor good, PersistentOnHost(kGoodStepsVar));
@@ -215,6 +216,13 @@ Status Interpreter::UndoLastUpdate() {
   return OkStatus();
 }
 
+Status Interpreter::RunBetweenSteps(const std::vector<const Instr*>& instrs,
+                                    std::string_view what) {
+  for (auto& e : plan_->events) e->Reset();
+  for (const Instr* instr : instrs) streams_[StreamIndex(instr->stream)]->Enqueue(instr);
+  return Synchronize().WithContext(StrCat("rank ", rank_, ": ", what));
+}
+
 Status Interpreter::ForgetLastStep() {
   validation_pending_ = false;
   if (plan_->last_overflow_reduction < 0) return OkStatus();
@@ -224,14 +232,11 @@ Status Interpreter::ForgetLastStep() {
 
 Status Interpreter::ValidateLastStep() {
   if (!validation_pending_) return OkStatus();
-  for (auto& e : plan_->events) e->Reset();
-  const Instr& reduce = plan_->instrs[plan_->last_overflow_reduction];
-  streams_[StreamIndex(reduce.stream)]->Enqueue(&reduce);
-  PW_RETURN_IF_ERROR(
-      Synchronize().WithContext(StrCat("rank ", rank_, ": the last step's overflow check")));
+  PW_RETURN_IF_ERROR(RunBetweenSteps({&plan_->instrs[plan_->last_overflow_reduction]},
+                                     "the last step's overflow check"));
   validation_pending_ = false;
   PW_ASSIGN_OR_RETURN(bool overflowed, LastStepOverflowed());
-  return overflowed ? UndoLastUpdate().WithContext(StrCat("rank ", rank_)) : OkStatus();
+  return overflowed ? UndoLastUpdate() : OkStatus();
 }
 
 StatusOr<StepStats> Interpreter::RunStepOnce(const FeedFn& feed) {
@@ -279,14 +284,10 @@ Status Interpreter::SyncParameters() {
   PW_RETURN_IF_ERROR(ValidateLastStep());
   if (!parameters_stale_) return OkStatus();
   PW_RETURN_IF_ERROR(WidenToWhole());
-  for (auto& e : plan_->events) e->Reset();
-  for (int i : plan_->param_gathers) {
-    const Instr& instr = plan_->instrs[i];
-    streams_[StreamIndex(instr.stream)]->Enqueue(&instr);
-  }
-  for (const Instr& instr : plan_->sync_gathers)
-    streams_[StreamIndex(instr.stream)]->Enqueue(&instr);
-  PW_RETURN_IF_ERROR(Synchronize().WithContext(StrCat("rank ", rank_, ": parameter all-gathers")));
+  std::vector<const Instr*> gathers;
+  for (int i : plan_->param_gathers) gathers.push_back(&plan_->instrs[i]);
+  for (const Instr& instr : plan_->sync_gathers) gathers.push_back(&instr);
+  PW_RETURN_IF_ERROR(RunBetweenSteps(gathers, "parameter all-gathers"));
   parameters_stale_ = false;
   return OkStatus();
 }

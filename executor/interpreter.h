@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "executor/backend.h"
@@ -111,6 +112,9 @@ class Interpreter {
   // when they say it overflowed.
   Status ValidateLastStep();
   Status SetScalar(const std::string& name, float value);
+  // Runs `instrs` alone between steps (events reset first), each on its stream, and waits
+  // for them; errors name the rank and `what`.
+  Status RunBetweenSteps(const std::vector<const Instr*>& instrs, std::string_view what);
   // The parameters held in shards (LoweredPlan::held_in_rows): cut to their own rows
   // before a step, made whole again (own rows in place, the others' gathered) by a sync.
   Status HoldOwnRows();

@@ -121,10 +121,12 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
       FillKernel(instr, seq_.op(item), item, resolve);
       const Op& op = seq_.op(item);
       if (op.attrs.GetBool(kAtStepStartAttr, false)) out_->last_overflow_reduction = i;
-      if (op.type == "copy_unless")
-        for (size_t k = 0; k < op.FindInput("X")->size(); ++k)
-          out_->backups.emplace_back(resolve((*op.FindInput("X"))[k]),
-                                     resolve((*op.FindOutput("Out"))[k]));
+      if (op.type == "copy_unless") {
+        const std::vector<std::string>& state = *op.FindInput("X");
+        const std::vector<std::string>& copies = *op.FindOutput("Out");
+        for (size_t k = 0; k < state.size(); ++k)
+          out_->backups.emplace_back(resolve(state[k]), resolve(copies[k]));
+      }
       if (op.type == "update_loss_scaling")
         out_->loss_scale_rule = ops::LossScaleRule::Of(op.attrs);
       // A split{view} binds its blocks to its input's bytes (an op that writes a block

@@ -118,6 +118,10 @@ class Search {
       : module_(module), est_(std::move(estimator)), opt_(options) {
     AttachCostModel(std::const_pointer_cast<cost::Estimator>(est_), context_);
     backward_ = HasBackwardOps(module) ? "" : "append-backward,";
+    // Post-validated variants: a module amp gave loss scaling, pp > 1 (asked once: the
+    // answer reads every op of the module).
+    tries_post_ = module_.mesh.pp > 1 && backward_.empty() && HasLossScaling(module_) &&
+                  Registered({"post-validate"});
   }
 
   StatusOr<TuneResult> Run();
@@ -130,11 +134,7 @@ class Search {
     return (sp ? "sequence-parallel," : "") + backward_ + (post ? "post-validate," : "") +
            (split ? "split-program{split-backward=true}" : "split-program");
   }
-  // Whether post-validated variants are tried: a module amp gave loss scaling, pp > 1.
-  bool TriesPostValidation() const {
-    return module_.mesh.pp > 1 && backward_.empty() && HasLossScaling(module_) &&
-           Registered({"post-validate"});
-  }
+
   // Whether sequence-parallel variants are tried: mp > 1, no backward yet, the pass there.
   bool TriesSequenceParallel() const {
     return module_.mesh.mp > 1 && !backward_.empty() && Registered({"sequence-parallel"});
@@ -160,6 +160,7 @@ class Search {
   const TuneOptions& opt_;
   PassContext context_{ops::Registry()};
   std::string backward_;
+  bool tries_post_ = false;
   std::map<std::tuple<bool, bool, bool>, Module> prefixed_;  // by (split, sp, post)
   ActionCosts costs_;                                        // per stage, from the cost model (ms)
   std::map<std::string, TunedPlan> simulated_;               // by pipeline
@@ -336,7 +337,7 @@ StatusOr<TuneResult> Search::Run() {
     add(Candidate::Plain(kind), makespan);
     // fp16's overflow check a step late: ranks no longer wait for the slowest before their
     // updates, so steps run into each other (what zero-bubble kinds gain most from).
-    if (TriesPostValidation()) {
+    if (tries_post_) {
       Candidate post = Candidate::Plain(kind);
       post.post = true;
       add(post, makespan);
