@@ -16,7 +16,9 @@
 # expression, keeps the rows whose id matches it (e.g. PW_ROWS='^n21-' for one source);
 # PW_JOBS rows are simulated at a time (default: one per core; the largest plans hold
 # about 3 GB each). Work files go to out/published_runs.PID and are removed at exit;
-# PW_KEEP=1 keeps the directory with every row's `sim --format json` output.
+# PW_KEEP=1 keeps the directory with every row's `sim --format json` output. PW_A100 and
+# PW_H100 name device spec files priced in place of the built-in a100 and h100 (a refit's
+# trial: every row of that GPU, one spec).
 # About 8 minutes of CPU in all (4-5 minutes on 2 cores): the 1T row (512 micro-batches on
 # 64 stages) and the 175B rows of 1024 and 512 micro-batches take most of it; the 36 qi24 rows
 # take 40 s (PW_ROWS='^q24').
@@ -153,8 +155,8 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
     exit 2
   fi
   case $gpu in
-    A100*) F[$id,device]=a100 ;;
-    H100*) F[$id,device]=h100 ;;
+    A100*) F[$id,device]=${PW_A100:-a100} ;;
+    H100*) F[$id,device]=${PW_H100:-h100} ;;
     *) echo "$id: no device spec for $gpu" >&2; exit 2 ;;
   esac
   amp="dtype=$precision"

@@ -6,9 +6,13 @@
 # of the same model built as benchmarks/published_runs.sh builds qi24's rows (fp16,
 # unfused attention, dropout 0.1, one layer fewer on the first and last stages). F too cheap
 # against W makes zero-bubble schedules gain too much over 1F1B; their sum sets a row's
-# level. Prints one row per model and exits 0 (a figure, not a target).
+# level. The a100 spec's GEMM wave overhead and bandwidth curve are fitted to these 12
+# figures (cost_model/device_spec.cc). Prints one row per model and exits 0 (a figure, not a
+# target).
 #
-#   benchmarks/zb_stage_costs.sh        (PW_TOOL: the pipeweave binary; ~1 min)
+#   benchmarks/zb_stage_costs.sh        (~1 s)
+# PW_TOOL: the pipeweave binary; PW_DEVICE: a device spec file priced in place of a100 (to
+# try a refit: the built-in specs' fields are in proto/cost_model.proto).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pw=${PW_TOOL:-$root/build/tools/pipeweave}
@@ -33,7 +37,7 @@ for model in 1.5B 6.2B 14.6B 28.3B; do
   "$pw" build-model gpt --layers "$layers" --hidden "$hidden" --heads "$heads" \
     --ffn $((4 * hidden)) --seq 1024 --vocab 32000 --micro-batch-size "$mbs" --pp "$pp" \
     --attention unfused --dropout 0.1 --stage-layers "$counts" -o "$work/m.pbtxt" >/dev/null
-  "$pw" opt "$work/m.pbtxt" --device a100 --stats -o "$work/p.pb" -p \
+  "$pw" opt "$work/m.pbtxt" --device "${PW_DEVICE:-a100}" --stats -o "$work/p.pb" -p \
     "append-backward{optimizer=adam},amp{dtype=fp16},split-program{split-backward=true},schedule{kind=zb-auto,mem-limit=$((2 * pp)),micro-batches=$m}" \
     2>"$work/stats.txt" >/dev/null
   stat() { awk -v k="priced-$1-us" '$1 == k {print $2 / 1000}' "$work/stats.txt"; }
