@@ -127,6 +127,7 @@ bool Estimator::Interpolate(const OpSignature& sig, double* seconds) const {
   double work = Work(sig.flops, sig.bytes, sig.dtype);
   if (pts.empty() || work <= 0) return false;
   std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.work < b.work; });
+  if (work > kMaxExtrapolation * pts.back().work) return false;  // the roofline's
   // Points of equal work average into one.
   std::vector<Point> merged;
   for (const Point& p : pts) {

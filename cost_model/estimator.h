@@ -10,7 +10,10 @@
 // table's device (the larger of FLOPs / peak and bytes / bandwidth, so FLOPs and bytes
 // both count), and interpolates log(time) linearly in log(work) between the two points
 // around the query; outside the measured range it extrapolates along the nearest segment
-// with a slope clamped to [0, 1] (time grows at most linearly with work). A point's work is
+// with a slope clamped to [0, 1] (time grows at most linearly with work), up to
+// kMaxExtrapolation times the largest point's work: past that the roofline prices it (a
+// slope fitted on operands that stay in the caches says little of ones that do not; the
+// reference runner's whole-gradient adds beside the executor's bias-sized ones). A point's work is
 // measured against the peak of the dtype it computed in; points of the query's dtype are
 // preferred when there are at least two, and among them those of its attribute variant.
 
@@ -27,6 +30,8 @@
 namespace pw::cost {
 
 enum class EstimatePath { kTable = 0, kInterpolated, kRoofline, kComm };
+// How far past its largest measured point an op type's time is extrapolated.
+inline constexpr double kMaxExtrapolation = 4.0;
 inline constexpr int kNumEstimatePaths = 4;
 const char* EstimatePathName(EstimatePath path);  // "table", "interpolated", ...
 

@@ -183,7 +183,8 @@ class RankSequenceBuilder {
   std::map<std::pair<const Program*, size_t>, bool> fuses_;
   bool Fuses(const Program& program, size_t op, const Var& grad) {
     auto [it, inserted] = fuses_.try_emplace({&program, op});
-    if (inserted) it->second = FusesGradAccumulation(program, op, grad);
+    if (inserted)
+      it->second = options_.fuse_grad_accumulation && FusesGradAccumulation(program, op, grad);
     return it->second;
   }
   // Per table (kRankTable, kStepTable, then micro-batches), per var id: its slot or -1.

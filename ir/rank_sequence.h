@@ -111,6 +111,10 @@ struct RankSequenceOptions {
   // A read of a tensor no earlier item writes (and that is not fed, a parameter or a
   // gradient sum) is an error.
   bool check_reads = false;
+  // false: every gradient is added into its sum by a kAccumulate after the op that computes
+  // it, none by its weight-gradient GEMM (FusesGradAccumulation), as the sequential reference
+  // runner sums them (for pricing it).
+  bool fuse_grad_accumulation = true;
 };
 
 struct RankSequence {

@@ -94,8 +94,15 @@ struct RankTemplate {
 class RankLowerer {
  public:
   RankLowerer(const Module& module, int rank, const Estimator& estimator,
-              const OpRegistry& registry, VarIds& vars, RankTemplate& out)
-      : module_(module), rank_(rank), est_(estimator), registry_(registry), vars_(vars), t_(out) {
+              const OpRegistry& registry, const SimGraphOptions& options, VarIds& vars,
+              RankTemplate& out)
+      : module_(module),
+        rank_(rank),
+        est_(estimator),
+        registry_(registry),
+        options_(options),
+        vars_(vars),
+        t_(out) {
     t_.rank = rank;
   }
 
@@ -111,6 +118,7 @@ class RankLowerer {
   int rank_;
   const Estimator& est_;
   const OpRegistry& registry_;
+  const SimGraphOptions& options_;
   VarIds& vars_;
   RankTemplate& t_;
   RankSequence seq_;
@@ -274,6 +282,7 @@ Status RankLowerer::Lower(int i) {
 Status RankLowerer::Run() {
   RankSequenceOptions options;
   options.loss = ModuleLoss(module_);
+  options.fuse_grad_accumulation = options_.fuse_grad_accumulation;
   PW_ASSIGN_OR_RETURN(seq_, BuildRankSequence(module_, rank_, options));
   for (const Job* job : seq_.jobs) t_.job_names.push_back(JobToString(*job));
   for (const SeqSlot& s : seq_.slots) {
@@ -530,7 +539,7 @@ StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimato
     const int pp = layout.Coord(r).pp;
     auto [it, inserted] = template_of_pp.try_emplace(pp, static_cast<int>(templates.size()));
     if (inserted) {
-      RankLowerer lowerer(module, r, estimator, registry, vars, templates.emplace_back());
+      RankLowerer lowerer(module, r, estimator, registry, options, vars, templates.emplace_back());
       Status s = lowerer.Run();
       if (!s.ok()) return s.WithContext(StrCat("rank ", r));
     }

@@ -117,6 +117,9 @@ struct SimGraphOptions {
   // once), and every peer's communication is priced as its stand-in's (the same groups
   // spanning nodes, the same transfers crossing them). Otherwise the graph is whole.
   bool fold_replicas = false;
+  // Weight-gradient GEMMs add into their gradient sums (the executor); false: a separate add
+  // per gradient and micro-batch (the reference runner, RankSequenceOptions).
+  bool fuse_grad_accumulation = true;
 };
 
 // Lowers `module`'s plan (it must have one) for every rank of its mesh. Errors: no plan, a

@@ -641,6 +641,7 @@ StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) co
   // Replicas fold only where nothing asks for every rank's timeline.
   SimGraphOptions graph_options;
   graph_options.fold_replicas = !options_.record_timeline;
+  graph_options.fuse_grad_accumulation = options_.fuse_grad_accumulation;
   PW_ASSIGN_OR_RETURN(SimGraph graph, BuildSimGraph(module, *estimator_, registry_, graph_options));
   const SimOptions options = Resolved();
   PW_ASSIGN_OR_RETURN(SimResult result,
@@ -660,6 +661,7 @@ StatusOr<SimResult> Simulator::RunSteady(const Module& module) const {
   // The steps back to back need no timeline: their figure is when each ended.
   SimGraphOptions fold;
   fold.fold_replicas = true;
+  fold.fuse_grad_accumulation = options_.fuse_grad_accumulation;
   PW_ASSIGN_OR_RETURN(SimGraph folded, BuildSimGraph(module, *estimator_, registry_, fold));
   PW_ASSIGN_OR_RETURN(SimGraph repeated, RepeatSteps(folded, options_.steps));
   SimOptions options = Resolved();

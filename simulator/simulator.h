@@ -59,6 +59,9 @@ struct SimOptions {
   int compute_threads = 0;
   // Runtime cost added to every compute instruction; < 0: the device's op_overhead.
   double op_overhead = -1;
+  // Weight-gradient GEMMs add into the gradient sums, as the executor runs them; false: an
+  // add per gradient and micro-batch, as the sequential reference runner sums them.
+  bool fuse_grad_accumulation = true;
   // Steps back to back (RepeatSteps) for the steady step (SimResult::steady_step_time):
   // Simulator::Run simulates them beside the one step when > 1; RunSteady needs >= 2.
   int steps = 1;

@@ -47,7 +47,9 @@ constexpr const char* kUsage =
     "micro-batches, then the optimizer); --pipeline runs passes first (e.g.\n"
     "\"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p\").\n"
     "--runtime reference prices ops with the sequential reference runner's per-op overhead\n"
-    "(pipeweave run --reference) instead of the executor's.\n"
+    "(pipeweave run --reference) instead of the executor's, and its sums of the gradients (an\n"
+    "add per gradient and micro-batch, where the executor's weight-gradient GEMMs add into\n"
+    "the sums).\n"
     "Memory: every rank's peak (parameters, gradients, optimizer state, activations, received\n"
     "buffers; plus the device's memory_reserved for the runtime) is held against the device's\n"
     "memory (--mem-limit GIB instead): one line says which ranks do not fit and by how much;\n"
@@ -120,7 +122,10 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
   cost::SimOptions options;
   options.rendezvous_p2p = p2p == "rendezvous";
   options.record_timeline = flags.Has("trace") || flags.Has("svg");
-  if (runtime == "reference") options.op_overhead = estimator->device().reference_op_overhead();
+  if (runtime == "reference") {
+    options.op_overhead = estimator->device().reference_op_overhead();
+    options.fuse_grad_accumulation = false;  // it adds each micro-batch's gradients itself
+  }
   options.steps = static_cast<int>(steps);
   cost::Simulator simulator(estimator, ops::Registry(), options);
   cost::SimGraph graph;
