@@ -113,6 +113,19 @@ TEST(Estimator, InterpolatesInLogLogWithClampedExtrapolation) {
   EXPECT_NEAR(MakeEstimator(flat)->OpTime(Query(10)).seconds, 5e-6, 1e-15);
 }
 
+TEST(Estimator, ExtrapolatesAtMostFourTimesPastTheLargestPoint) {
+  OpCostTable t;
+  t.Add(Point("trans_x=0", 1e6, 4e-3));  // 4x slower than the roofline (1 GFLOP/s)
+  t.Add(Point("trans_x=0", 2e6, 8e-3));
+  auto est = MakeEstimator(t);
+  Estimate near = est->OpTime(Query(8e6));  // 4x the largest point: along the slope
+  EXPECT_EQ(near.path, EstimatePath::kInterpolated);
+  EXPECT_NEAR(near.seconds, 32e-3, 1e-12);
+  Estimate far = est->OpTime(Query(1e7));  // beyond: the roofline's
+  EXPECT_EQ(far.path, EstimatePath::kRoofline);
+  EXPECT_NEAR(far.seconds, 1e-2, 1e-12);
+}
+
 TEST(Estimator, PrefersPointsWithTheSameAttributes) {
   OpCostTable t;
   t.Add(Point("trans_x=0", 1e6, 1e-3));
