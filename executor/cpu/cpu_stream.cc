@@ -1,5 +1,6 @@
 #include "executor/cpu/cpu_stream.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -74,7 +75,8 @@ void CpuStream::Run(const Instr* instr) {
   }
   if (tracing_) {
     instr->times.ended = NowNs();
-    instr->times.cpu = ThreadCpuNanos() - cpu_began;
+    const int64_t cpu_ended = ThreadCpuNanos();
+    instr->times.cpu = std::max<int64_t>(0, cpu_ended - cpu_began - ThreadCpuClockCostNanos());
   }
   if (alone.owns_lock()) alone.unlock();
   for (Event* e : instr->records) static_cast<CpuEvent*>(e)->Record(!ok);

@@ -39,7 +39,10 @@ kill -KILL "$victim"
 wait "$launcher" && fail "the killed run exited 0: $(tail -5 "$out/killed.err")"
 grep -q "rank 2 " "$out/killed.err" ||
   fail "the killed run does not name rank 2: $(tail -5 "$out/killed.err")"
-latest=$(ls -d "$ck"/step-* | grep -v partial | sort | tail -1)
+# The latest complete checkpoint (its manifest written), as --resume picks it: a later one
+# may have been under way when the rank died.
+latest=$(ls -d "$ck"/step-*/manifest.pbtxt | grep -v partial | sort | tail -1)
+latest=${latest%/manifest.pbtxt}
 step=$((10#${latest##*step-}))
 total=$((step + 3))
 echo "killed rank 2 with step $step the latest complete checkpoint; resuming to step $total"
