@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 
+#include "passes/pipeline/schedule_checker.h"
 #include "passes/pipeline/schedule_generators.h"
 
 namespace pw::pipeline {
@@ -122,8 +123,9 @@ class RankQueue {
 
 struct GreedyResult {
   ActionSchedule schedule;
-  double cost = 0;  // longest per-rank span
-  double peak = 0;  // largest per-rank memory, M_B
+  double cost = 0;      // longest per-rank span
+  double makespan = 0;  // first start to last end over the ranks
+  double peak = 0;      // largest per-rank memory, M_B
 };
 
 class ListScheduler {
@@ -140,9 +142,9 @@ class ListScheduler {
   // Which rules this run's decisions depended on (also after a failed run).
   const RuleSensitivity& sensitivity() const { return sensitivity_; }
 
-  // A run that cannot end below `cutoff` stops early with cost infinity: zb-auto has a
-  // schedule that good already, and a rank that idled more than that one's cannot catch
-  // up.
+  // A run that cannot end at or below `cutoff` stops early with cost infinity: zb-auto has
+  // a schedule that good already, and a rank that idled more than that one's cannot catch
+  // up. (One that ties may still win on its makespan.)
   StatusOr<GreedyResult> Run(double cutoff = kNever) {
     cutoff_ = cutoff;
     GreedyResult result;
@@ -188,10 +190,14 @@ class ListScheduler {
         return result;
       }
     }
+    double first = kNever, last = 0;
     for (const RankState& rank : ranks_) {
       result.cost = std::max(result.cost, rank.last_end - rank.first_start);
       result.peak = std::max(result.peak, rank.peak);
+      first = std::min(first, rank.first_start);
+      last = std::max(last, rank.last_end);
     }
+    result.makespan = last - first;
     return result;
   }
 
@@ -412,7 +418,7 @@ class ListScheduler {
     rank.first_start = std::min(rank.first_start, t);
     rank.last_end = end;
     rank.work_left -= cost;
-    over_cutoff_ |= FinishBound(r, end) - rank.first_start > cutoff_ - 1e-9;
+    over_cutoff_ |= FinishBound(r, end) - rank.first_start > cutoff_ + 1e-9;
     rank.idle_since = end;
     Wake(r, end);
     return end;
@@ -460,14 +466,20 @@ StatusOr<ActionSchedule> SearchZbAuto(const ScheduleSpec& spec, bool shortcuts) 
   struct Tried {
     GreedyRules rules;
     Status error;
-    double cost = 0, peak = 0;
+    double cost = 0, makespan = 0, peak = 0;
     RuleSensitivity sensitivity;
   };
   std::vector<Tried> tried;
   std::optional<GreedyResult> best;
   Status last_error;
-  auto better = [&](double cost, double peak) {
-    return !best || cost < best->cost - 1e-9 || (cost < best->cost + 1e-9 && peak < best->peak);
+  // The shortest longest rank span (the paper's objective); among equal ones the shortest
+  // makespan (ranks that start later end later: steps back to back take that long), then
+  // the least memory.
+  auto better = [&](double cost, double makespan, double peak) {
+    if (!best || cost < best->cost - 1e-9) return true;
+    if (cost > best->cost + 1e-9) return false;
+    if (makespan < best->makespan - 1e-9) return true;
+    return makespan < best->makespan + 1e-9 && peak < best->peak;
   };
   for (int warmup : kWarmupFactors)
     for (double w_gap : kWGaps)
@@ -478,7 +490,8 @@ StatusOr<ActionSchedule> SearchZbAuto(const ScheduleSpec& spec, bool shortcuts) 
         auto same = std::find_if(tried.begin(), tried.end(), [&](const Tried& t) {
           return shortcuts && t.sensitivity.SameDecisions(t.rules, rules);
         });
-        if (same != tried.end() && (!same->error.ok() || !better(same->cost, same->peak))) {
+        if (same != tried.end() &&
+            (!same->error.ok() || !better(same->cost, same->makespan, same->peak))) {
           Tried copy = *same;
           copy.rules = rules;
           if (!copy.error.ok()) last_error = copy.error;
@@ -487,15 +500,42 @@ StatusOr<ActionSchedule> SearchZbAuto(const ScheduleSpec& spec, bool shortcuts) 
         }
         ListScheduler scheduler(spec, rules);
         StatusOr<GreedyResult> r = scheduler.Run(best && shortcuts ? best->cost : kNever);
-        tried.push_back({rules, r.status(), r.ok() ? r->cost : 0, r.ok() ? r->peak : 0,
-                         scheduler.sensitivity()});
+        tried.push_back({rules, r.status(), r.ok() ? r->cost : 0, r.ok() ? r->makespan : 0,
+                         r.ok() ? r->peak : 0, scheduler.sensitivity()});
         if (!r.ok()) {
           last_error = r.status();
           continue;
         }
-        if (better(r->cost, r->peak)) best = std::move(*r);
+        if (better(r->cost, r->makespan, r->peak)) best = std::move(*r);
       }
   if (!best) return last_error;
+  // ZB-H1 where the limit holds it: the paper's ZB-1p never does worse. Its fixed pattern
+  // can tie the variants' longest span with a shorter makespan (the thin first and last
+  // stages of a real model start the later ranks earlier), so both are replayed alike.
+  if (spec.num_stages == spec.num_ranks) {
+    ScheduleSpec h1 = spec;
+    h1.kind = ScheduleKind::kZbH1;
+    const ActionSchedule zb_h1 = GenerateOneFOneB(h1);
+    CheckOptions check;
+    check.mem_limit = limit;
+    check.w_mem = spec.costs.w_mem;
+    SimulationOptions timed;
+    timed.costs = spec.costs;
+    StatusOr<TimedResult> h1_time = CheckAndSimulate(zb_h1, check, timed);
+    check.mem_limit = 0;  // the search's own schedule keeps its limit by construction
+    StatusOr<TimedResult> best_time = CheckAndSimulate(best->schedule, check, timed);
+    auto peak = [](const TimedResult& t) {
+      double p = 0;
+      for (const RankStats& r : t.ranks) p = std::max(p, r.peak_activations);
+      return p;
+    };
+    if (h1_time.ok() && best_time.ok()) {
+      best->cost = best_time->cost;
+      best->makespan = best_time->makespan;
+      best->peak = peak(*best_time);
+      if (better(h1_time->cost, h1_time->makespan, peak(*h1_time))) return zb_h1;
+    }
+  }
   return std::move(best->schedule);
 }
 
