@@ -67,5 +67,38 @@ TEST(ZbAutoSearch, EqualsEveryVariantRunOnSmallPipelines) {
             }
 }
 
+// The paper's ZB-1p is never worse than ZB-H1: where the limit holds ZB-H1 (p M_B),
+// zb-auto's schedule is at least as good on its longest rank span and, at an equal span, on
+// its makespan; with thin first and last stages (one layer fewer, as the paper's runs) too.
+TEST(ZbAutoSearch, NeverWorseThanZbH1WhereTheLimitHoldsIt) {
+  for (const zero_bubble::PaperRow& row :
+       zero_bubble::ReadPaperTable(testing::DataPath("zero_bubble_table5.csv")))
+    for (bool thin_ends : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << row.model << " p=" << row.p << " m=" << row.m
+                                        << (thin_ends ? " thin ends" : ""));
+      ScheduleSpec spec = testing::Spec(ScheduleKind::kZbAuto, row.p, row.m);
+      spec.costs = row.costs;
+      spec.mem_limit = row.p;
+      if (thin_ends) {
+        spec.costs.stage_scale.assign(row.p, 1.0);
+        spec.costs.stage_scale.front() = spec.costs.stage_scale.back() = 0.5;
+      }
+      ScheduleSpec h1 = spec;
+      h1.kind = ScheduleKind::kZbH1;
+      auto timed = [&](const ActionSchedule& schedule) {
+        SimulationOptions options;
+        options.costs = spec.costs;
+        StatusOr<TimedResult> t = SimulateTimed(schedule, options);
+        EXPECT_TRUE(t.ok()) << t.status().message();
+        return t.ok() ? *t : TimedResult{};
+      };
+      StatusOr<ActionSchedule> automatic = GenerateZbAuto(spec);
+      ASSERT_TRUE(automatic.ok()) << automatic.status().message();
+      const TimedResult a = timed(*automatic), b = timed(GenerateOneFOneB(h1));
+      EXPECT_LE(a.cost, b.cost + 1e-9);
+      if (a.cost > b.cost - 1e-9) EXPECT_LE(a.makespan, b.makespan + 1e-9);
+    }
+}
+
 }  // namespace
 }  // namespace pw::pipeline
