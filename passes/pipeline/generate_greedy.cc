@@ -3,7 +3,8 @@
 // gradient I (it unblocks the previous stage and frees memory), else a forward if the
 // memory limit allows one more micro-batch, else a deferred weight gradient W, which fills
 // what would otherwise be a bubble. zb-h2 is this with 2P M_B per rank; zb-auto tries
-// variants of the rules and keeps the one with the lowest makespan.
+// variants of the rules and keeps the one with the shortest longest rank span (then
+// makespan, then memory), or ZB-H1 where the limit holds it and it is no worse.
 
 #include <algorithm>
 #include <array>
