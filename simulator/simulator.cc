@@ -635,14 +635,19 @@ SimOptions Simulator::Resolved() const {
   return options;
 }
 
+SimGraphOptions Simulator::GraphOptions(bool fold_replicas) const {
+  SimGraphOptions graph;
+  graph.fold_replicas = fold_replicas;
+  graph.fuse_grad_accumulation = options_.fuse_grad_accumulation;
+  return graph;
+}
+
 StatusOr<SimResult> Simulator::Run(const Module& module) const { return Run(module, nullptr); }
 
 StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) const {
   // Replicas fold only where nothing asks for every rank's timeline.
-  SimGraphOptions graph_options;
-  graph_options.fold_replicas = !options_.record_timeline;
-  graph_options.fuse_grad_accumulation = options_.fuse_grad_accumulation;
-  PW_ASSIGN_OR_RETURN(SimGraph graph, BuildSimGraph(module, *estimator_, registry_, graph_options));
+  PW_ASSIGN_OR_RETURN(SimGraph graph, BuildSimGraph(module, *estimator_, registry_,
+                                                    GraphOptions(!options_.record_timeline)));
   const SimOptions options = Resolved();
   PW_ASSIGN_OR_RETURN(SimResult result,
                       Simulate(graph, estimator_->device(), options, &estimator_->comm()));
@@ -659,10 +664,8 @@ StatusOr<SimResult> Simulator::RunSteady(const Module& module) const {
   if (options_.steps < 2)
     return InvalidArgument("a steady step needs at least 2 steps, got ", options_.steps);
   // The steps back to back need no timeline: their figure is when each ended.
-  SimGraphOptions fold;
-  fold.fold_replicas = true;
-  fold.fuse_grad_accumulation = options_.fuse_grad_accumulation;
-  PW_ASSIGN_OR_RETURN(SimGraph folded, BuildSimGraph(module, *estimator_, registry_, fold));
+  PW_ASSIGN_OR_RETURN(SimGraph folded,
+                      BuildSimGraph(module, *estimator_, registry_, GraphOptions(true)));
   PW_ASSIGN_OR_RETURN(SimGraph repeated, RepeatSteps(folded, options_.steps));
   SimOptions options = Resolved();
   options.record_timeline = false;

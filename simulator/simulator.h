@@ -143,6 +143,8 @@ class Simulator {
   const OpRegistry& registry_;
   // The options with compute_threads resolved (the cost table's BLAS threads when unset).
   SimOptions Resolved() const;
+  // The lowering's options: the runtime's (SimOptions) and whether to fold replicas.
+  SimGraphOptions GraphOptions(bool fold_replicas) const;
 
   SimOptions options_;
 };

@@ -11,6 +11,7 @@
 #include "passes/cost_inputs.h"
 #include "passes/pass_manager.h"
 #include "simulator/simulator.h"
+#include "tests/small_gpt.h"
 
 namespace pw::cost {
 namespace {
@@ -18,14 +19,7 @@ namespace {
 constexpr int kMicroBatches = 4;
 
 Module PlannedGpt() {
-  models::GptConfig g;
-  g.layers = 2;
-  g.hidden = 128;
-  g.heads = 4;
-  g.ffn = 512;
-  g.seq = 32;
-  g.vocab = 256;
-  auto built = models::BuildGpt(g);
+  auto built = models::BuildGpt(pw::testing::SmallGptConfig());
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   Module m = std::move(built).value();
   PassManager pm;
