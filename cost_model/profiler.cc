@@ -330,6 +330,7 @@ DeviceSpec MeasureCpuSpec() {
   WakeLatency wake = MeasureWakeLatency(cores);
   spec.set_event_latency(wake.idle);
   spec.set_busy_wake_latency(std::max(0.0, wake.busy - wake.idle));
+  spec.set_spin_latency(wake.spin);
   for (double r : MeasureThreadRates(cores)) spec.add_thread_rate(r);
   return spec;
 }

@@ -11,6 +11,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "ir/thread_cpu_clock.h"
 
 namespace pw::cost {
@@ -30,6 +34,32 @@ double PingPong(int hops) {
       turn = 1 - me;
       ++moves;
       cv.notify_all();
+    }
+  };
+  auto start = std::chrono::steady_clock::now();
+  std::thread a(player, 0), b(player, 1);
+  a.join();
+  b.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / hops;
+}
+
+// Seconds per hand-off of a token between two threads that spin for it, as the executor's
+// streams do while their events come soon (executor/cpu/spin_wait.h): a pause between
+// looks, a yield every 64.
+double SpinPingPong(int hops) {
+  std::atomic<int> moves{0};
+  auto player = [&](int me) {
+    for (int i = 1;; ++i) {
+      const int m = moves.load(std::memory_order_acquire);
+      if (m >= hops) break;
+      if (m % 2 == me) {
+        moves.store(m + 1, std::memory_order_release);
+        continue;
+      }
+#if defined(__x86_64__) || defined(__i386__)
+      _mm_pause();
+#endif
+      if ((i & 63) == 0) std::this_thread::yield();
     }
   };
   auto start = std::chrono::steady_clock::now();
@@ -66,6 +96,7 @@ void PinThisThread(int cpu) {
 WakeLatency MeasureWakeLatency(int cores, int hops) {
   WakeLatency w;
   w.idle = PingPong(hops);
+  w.spin = SpinPingPong(hops * 10);
   BusyThreads busy(std::vector<int>(cores, -1));
   w.busy = PingPong(std::max(10, hops / 10));  // slow hops: fewer of them
   return w;

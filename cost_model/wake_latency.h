@@ -3,8 +3,9 @@
 // idle and with every core kept busy: two threads hand a token back and forth through
 // condition variables (as stream workers wait on events), first alone, then beside one
 // spinning thread per core; the difference is what a rank's stream pays to resume while
-// other ranks compute on all cores. And how fast k busy threads run when other users'
-// processes share the cores.
+// other ranks compute on all cores. And how long a hand-off takes between threads that
+// spin for it (as stream workers do while their events come soon). And how fast k busy threads run
+// when other users' processes share the cores.
 
 #include <atomic>
 #include <thread>
@@ -32,6 +33,7 @@ void PinThisThread(int cpu);
 struct WakeLatency {
   double idle = 0;  // seconds per hand-off
   double busy = 0;
+  double spin = 0;  // between two threads that spin for it instead of sleeping
 };
 
 WakeLatency MeasureWakeLatency(int cores, int hops = 200);

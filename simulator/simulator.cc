@@ -1,6 +1,7 @@
 #include "simulator/simulator.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <queue>
@@ -119,6 +120,20 @@ class Engine {
   std::vector<int> joined_;  // per collective: members that reached it
   // Its stream's thread reached it before its inputs from another stream or rank were ready.
   std::vector<bool> waiting_;
+  std::vector<double> wait_since_;  // when its thread began to wait (waiting_)
+  // Per rank and stream: bit k set when its wait k waits back on another stream's event
+  // ended within long_spin_budget (the executor's AdaptiveSpin).
+  std::vector<uint8_t> short_waits_;
+  static constexpr int kShortWaitsForLongSpin = 6;
+  // The executor's CPU streams spin on events before they block (DeviceSpec.spin_budget);
+  // its pipeline transfer streams block at once.
+  bool SpinsOnEvents(StreamType stream) const {
+    return dev_.cores_per_node() > 0 && dev_.spin_budget() > 0 && stream != StreamType::kPpSend &&
+           stream != StreamType::kPpRecv;
+  }
+  // The delay from an event of `from` to the instruction `to` of another stream starting,
+  // as its stream's thread waits for it; counts a wake-up where the thread had blocked.
+  double HandOff(const SimInstr& from, int to);
   std::vector<int> waits_;  // per rank: such waits, each woken by another stream or rank
   std::vector<int> slot_uses_;
   std::vector<int> unfinished_in_step_;  // per rank and step (StepIndex)
@@ -143,6 +158,8 @@ void Engine::Prepare() {
   finished_.assign(n_, false);
   arrived_.assign(n_, false);
   waiting_.assign(n_, false);
+  wait_since_.assign(n_, 0);
+  short_waits_.assign(static_cast<size_t>(g_.world_size) * kNumStreamTypes, 0);
   waits_.assign(g_.world_size, 0);
   joined_.assign(g_.collectives.size(), 0);
   comm_active_.assign(g_.world_size, 0);
@@ -305,18 +322,42 @@ void Engine::Finish(int i) {
     const SimInstr& next = g_.instrs[s];
     double at = now_;
     const bool same_stream = next.stream == in.stream && next.rank == in.rank;
-    if (same_stream && pending_[s] > 1) waiting_[s] = true;
-    if (!same_stream && pending_[s] == 1 && waiting_[s]) Wake(next.rank);
-    if (!same_stream) {
-      at += dev_.event_latency();
-      // Waking another rank's thread on a node whose cores all compute waits for a core;
-      // a stream of the same rank takes the core the finishing stream's thread releases
-      // (or still spins on its event: the executor spins before it blocks).
-      if (next.rank != in.rank && NodeBusy(next.rank)) at += dev_.busy_wake_latency();
+    if (same_stream && pending_[s] > 1) {
+      waiting_[s] = true;
+      wait_since_[s] = now_;
     }
+    if (!same_stream) at += HandOff(in, s);
     earliest_[s] = std::max(earliest_[s], at);
     if (--pending_[s] == 0) Ready(s);
   }
+}
+
+double Engine::HandOff(const SimInstr& from, int to) {
+  const SimInstr& next = g_.instrs[to];
+  // Its thread waits for this event (and nothing else): the instruction starts when the
+  // waiter sees it.
+  const bool releases = pending_[to] == 1 && waiting_[to];
+  if (next.rank == from.rank && SpinsOnEvents(next.stream)) {
+    if (!releases) return 0;  // recorded before its thread looks: no wait at all
+    const double waited = now_ - wait_since_[to];
+    uint8_t& history = short_waits_[next.rank * kNumStreamTypes + StreamIndex(next.stream)];
+    const double budget = std::popcount(history) >= kShortWaitsForLongSpin ? dev_.long_spin_budget()
+                                                                           : dev_.spin_budget();
+    double latency = dev_.spin_latency();
+    if (waited > budget) {  // it blocked: a wake-up
+      Wake(next.rank);
+      latency = dev_.event_latency();
+    }
+    history = static_cast<uint8_t>((history << 1) |
+                                   (waited + latency <= dev_.long_spin_budget() ? 1 : 0));
+    return latency;
+  }
+  if (releases) Wake(next.rank);
+  // Waking another rank's thread on a node whose cores all compute waits for a core; a
+  // stream of the same rank takes the core the finishing stream's thread releases.
+  double latency = dev_.event_latency();
+  if (next.rank != from.rank && NodeBusy(next.rank)) latency += dev_.busy_wake_latency();
+  return latency;
 }
 
 void Engine::Wake(int rank) {

@@ -15,7 +15,12 @@ void CpuEvent::Record(bool poisoned) {
 }
 
 void CpuEvent::Wait(SpinPolicy policy) {
-  if (SpinUntil([this] { return recorded(); }, policy)) return;
+  Wait(policy == SpinPolicy::kBlockAtOnce ? std::chrono::nanoseconds::zero()
+                                          : std::chrono::nanoseconds(kSpinBudget));
+}
+
+void CpuEvent::Wait(std::chrono::nanoseconds spin) {
+  if (SpinUntil([this] { return recorded(); }, spin)) return;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   {
     std::unique_lock<std::mutex> lock(mu_);

@@ -28,6 +28,7 @@ SpinPolicy SpinPolicyOf(StreamType type) {
 CpuStream::CpuStream(StreamType type, StreamComm* comm, const std::string& thread_name)
     : type_(type),
       comm_(comm),
+      wait_spin_(SpinPolicyOf(type)),
       worker_(
           thread_name, [this](const Instr* i) { Run(i); }, SpinPolicyOf(type)) {}
 
@@ -60,7 +61,11 @@ void CpuStream::Run(const Instr* instr) {
   bool ok = status_.ok() && !poisoned_;
   for (Event* e : instr->waits) {
     auto* event = static_cast<CpuEvent*>(e);
-    event->Wait(SpinPolicyOf(type_));
+    if (!event->recorded()) {
+      const auto start = std::chrono::steady_clock::now();
+      event->Wait(wait_spin_.budget());
+      wait_spin_.Observe(std::chrono::steady_clock::now() - start);
+    }
     ok = ok && !event->poisoned();  // work this depends on failed: skip, report nothing
   }
   poisoned_ = !ok;  // later work on this stream may depend on this instruction

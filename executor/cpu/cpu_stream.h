@@ -6,6 +6,7 @@
 
 #include "executor/backend.h"
 #include "executor/comm/stream_comm.h"
+#include "executor/cpu/spin_wait.h"
 #include "executor/cpu/stream_worker.h"
 
 namespace pw::cpu {
@@ -22,11 +23,12 @@ class CpuStream final : public Stream {
   void Run(const Instr* instr);
 
   StreamType type_;
-  StreamComm* comm_;       // may be null
-  Status status_;          // worker thread; read by the host after Drain
-  bool poisoned_ = false;  // worker thread: skipping, since work it depends on failed
-  bool tracing_ = false;   // set by the host between steps
-  StreamWorker worker_;    // last: its thread starts in the constructor
+  StreamComm* comm_;        // may be null
+  Status status_;           // worker thread; read by the host after Drain
+  bool poisoned_ = false;   // worker thread: skipping, since work it depends on failed
+  bool tracing_ = false;    // set by the host between steps
+  AdaptiveSpin wait_spin_;  // worker thread: how long to spin on an event
+  StreamWorker worker_;     // last: its thread starts in the constructor
 };
 
 // Runs one instruction's action (no events, no release).

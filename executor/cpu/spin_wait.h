@@ -1,7 +1,16 @@
 #pragma once
-// A short, bounded spin before blocking. A hand-off between two busy streams usually
-// completes within a few microseconds, far less than a futex sleep and wake-up; past the
-// budget the caller blocks on a condition variable, so an idle stream never burns a core.
+// A bounded spin before blocking. A hand-off between two busy streams usually completes
+// within a few microseconds, far less than a futex sleep and wake-up; past the budget the
+// caller blocks on a condition variable, so an idle stream never burns a core.
+//
+// How long to spin is learnt per stream (`AdaptiveSpin`): a stream whose waits are one
+// collective's round trip (the forward all-reduces of a tensor-parallel layer handed
+// between the compute stream and mp_comm: 20-100 us on this project's 2-core VMs) spins
+// long enough to catch them. Blocking there cost a wake-up on every hand-off, which on a VM
+// whose other vCPU had gone idle took ~20 us instead of ~4, and the small GPT's overlap-1f1b
+// plan on 4 processes ran 8-13 ms a step instead of 7-8. A stream whose waits run long
+// (pipeline bubbles, long kernels on the other stream) keeps the short spin: spinning there
+// burns a core that other ranks need.
 //
 // Pipeline transfer streams do not spin (`SpinPolicy`): they mostly wait for compute work
 // that takes far longer than the budget, and on a shared core their spin's yields cost
@@ -10,7 +19,9 @@
 // compute thread it yielded to, until that thread's slice ends: on this project's 2-core
 // VMs a pipeline send started ~1 ms after its tensor was ready, in most steps.
 
+#include <bit>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -20,6 +31,8 @@
 namespace pw::cpu {
 
 inline constexpr std::chrono::microseconds kSpinBudget{20};
+// The spin of a stream whose waits mostly end within it (AdaptiveSpin).
+inline constexpr std::chrono::microseconds kLongSpinBudget{200};
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -31,12 +44,12 @@ inline void CpuRelax() {
 
 enum class SpinPolicy { kSpinFirst, kBlockAtOnce };
 
-// Spins until ready() or the budget runs out; returns ready(). kBlockAtOnce: checks once.
+// Spins until ready() or `budget` runs out; returns ready(). A zero budget checks once.
 template <typename Ready>
-bool SpinUntil(Ready ready, SpinPolicy policy = SpinPolicy::kSpinFirst) {
+bool SpinUntil(Ready ready, std::chrono::nanoseconds budget) {
   if (ready()) return true;
-  if (policy == SpinPolicy::kBlockAtOnce) return false;
-  auto deadline = std::chrono::steady_clock::now() + kSpinBudget;
+  if (budget <= std::chrono::nanoseconds::zero()) return false;
+  auto deadline = std::chrono::steady_clock::now() + budget;
   for (int i = 1;; ++i) {
     CpuRelax();
     if (ready()) return true;
@@ -46,5 +59,37 @@ bool SpinUntil(Ready ready, SpinPolicy policy = SpinPolicy::kSpinFirst) {
     }
   }
 }
+
+// kSpinFirst: the short budget; kBlockAtOnce: checks once.
+template <typename Ready>
+bool SpinUntil(Ready ready, SpinPolicy policy = SpinPolicy::kSpinFirst) {
+  return SpinUntil(ready, policy == SpinPolicy::kBlockAtOnce
+                              ? std::chrono::nanoseconds::zero()
+                              : std::chrono::nanoseconds(kSpinBudget));
+}
+
+// The spin budget of one waiting thread, from how its last waits went: the long budget
+// while at least kShortNeeded of the last 8 waits that had to wait ended within it, else
+// the short one. Not thread-safe: one per waiting thread.
+class AdaptiveSpin {
+ public:
+  static constexpr int kShortNeeded = 6;
+
+  explicit AdaptiveSpin(SpinPolicy policy = SpinPolicy::kSpinFirst) : policy_(policy) {}
+
+  std::chrono::nanoseconds budget() const {
+    if (policy_ == SpinPolicy::kBlockAtOnce) return std::chrono::nanoseconds::zero();
+    return std::popcount(short_waits_) >= kShortNeeded ? std::chrono::nanoseconds(kLongSpinBudget)
+                                                       : std::chrono::nanoseconds(kSpinBudget);
+  }
+  // How long a wait that did not find its event ready took until it was.
+  void Observe(std::chrono::nanoseconds waited) {
+    short_waits_ = static_cast<uint8_t>((short_waits_ << 1) | (waited <= kLongSpinBudget ? 1 : 0));
+  }
+
+ private:
+  SpinPolicy policy_;
+  uint8_t short_waits_ = 0;  // bit k: the wait k waits back ended within the long budget
+};
 
 }  // namespace pw::cpu

@@ -248,6 +248,43 @@ TEST(SimulatorEngine, AWaitForAnotherStreamCostsTheNodeItsCpu) {
   EXPECT_NEAR(gpu->step_time, 2.5, 1e-9);
 }
 
+// The executor's CPU streams spin before they block, long enough to catch their events
+// where their waits keep ending soon (executor/cpu/spin_wait.h: AdaptiveSpin); pipeline
+// transfer streams block at once.
+TEST(SimulatorEngine, AStreamThatCatchesItsEventsSpinningNeedsNoWakeUp) {
+  // Two cores. The compute stream runs ten 0.1 s ops; op k of the other stream (1 ms) waits
+  // for compute op k, so its thread waits about 0.1 s each time: longer than the short spin
+  // (0.02 s), within the long one (0.2 s). The first six waits block and are woken
+  // (event_latency, 0.01 s); from then on the thread spins long enough and sees each
+  // event spin_latency (0.001 s) after it.
+  for (StreamType stream : {StreamType::kMpComm, StreamType::kPpSend}) {
+    GraphBuilder b(1);
+    std::vector<int> waiters;
+    for (int k = 0; k < 10; ++k) {
+      int op = b.Compute(0, 0.1);
+      waiters.push_back(b.Add(0, stream, InstrKind::kCompute, 1e-3, {op}));
+    }
+    DeviceSpec d = Cores(2);
+    d.set_event_latency(0.01);
+    d.set_spin_budget(0.02);
+    d.set_long_spin_budget(0.2);
+    d.set_spin_latency(1e-3);
+    auto r = Simulate(b.graph(), d);
+    ASSERT_TRUE(r.ok());
+    const bool spins = stream == StreamType::kMpComm;
+    for (int k = 0; k < 10; ++k) {
+      const double latency = spins && k >= 6 ? 1e-3 : 0.01;
+      EXPECT_NEAR(r->timeline[waiters[k]].start, 0.1 * (k + 1) + latency, 1e-9)
+          << StreamTypeName(stream) << " wait " << k;
+    }
+    EXPECT_EQ(r->stream_waits, spins ? 6 : 10);
+    d.set_spin_budget(0);  // a table without the spin: every wait blocks
+    auto blocking = Simulate(b.graph(), d);
+    ASSERT_TRUE(blocking.ok());
+    EXPECT_EQ(blocking->stream_waits, 10);
+  }
+}
+
 TEST(SimulatorEngine, ShortTransfersLateInALongStepFinish) {
   // After 1e5 s of compute a double resolves about 1.5e-11 s, and a microsecond transfer's
   // end rounds: what is left of its work lasts less than that resolution. Transfers of many
