@@ -33,7 +33,9 @@ struct Activity {
   double comm_threads = 0;  // communication: the cores it keeps busy on each member's node
   double latency = 0;       // communication: the part of its time that sharing links leaves
   double ends = 0;          // when it ends at its current rate (AdvanceToNextEvent)
-  bool done = false;        // completed; removed from the running set after the sweep
+  // A collective: waits for its measured straggle (a member's thread was woken for it).
+  bool straggles = true;
+  bool done = false;  // completed; removed from the running set after the sweep
 };
 
 class Engine {
@@ -121,6 +123,7 @@ class Engine {
   // Its stream's thread reached it before its inputs from another stream or rank were ready.
   std::vector<bool> waiting_;
   std::vector<double> wait_since_;  // when its thread began to wait (waiting_)
+  std::vector<bool> woken_;         // its thread blocked in that wait and was woken
   // Per rank and stream: bit k set when its wait k waits back on another stream's event
   // ended within long_spin_budget (the executor's AdaptiveSpin).
   std::vector<uint8_t> short_waits_;
@@ -159,6 +162,7 @@ void Engine::Prepare() {
   arrived_.assign(n_, false);
   waiting_.assign(n_, false);
   wait_since_.assign(n_, 0);
+  woken_.assign(n_, false);
   short_waits_.assign(static_cast<size_t>(g_.world_size) * kNumStreamTypes, 0);
   waits_.assign(g_.world_size, 0);
   joined_.assign(g_.collectives.size(), 0);
@@ -256,6 +260,14 @@ void Engine::Start(int i) {
         a.ranks.push_back(g_.instrs[m].rank);
         a.finish.push_back(m);
       }
+      // On communication streams, only where a member's thread was woken for it (see
+      // ComputeRates); a compute stream's collective is reached by a thread that computed.
+      a.straggles = false;
+      for (int m : c.members) {
+        const StreamType stream = g_.instrs[m].stream;
+        a.straggles =
+            a.straggles || woken_[m] || stream == StreamType::kCompute || !SpinsOnEvents(stream);
+      }
       StartComm(a, in, c.seconds);
       Launch(std::move(a));
       break;
@@ -346,6 +358,7 @@ double Engine::HandOff(const SimInstr& from, int to) {
     double latency = dev_.spin_latency();
     if (waited > budget) {  // it blocked: a wake-up
       Wake(next.rank);
+      woken_[to] = true;
       latency = dev_.event_latency();
     }
     history = static_cast<uint8_t>((history << 1) |
@@ -414,8 +427,10 @@ void Engine::ComputeRates() {
   for (Activity& a : active_) {
     if (a.compute) continue;
     CommEstimate price = CommPrice(*a.comm, a.seconds, a.ranks);
-    // Ranks on shared cores arrive apart: the collective waits for the last one.
-    if (a.comm->kind == InstrKind::kCollective && !TakesTurns(*a.comm))
+    // Ranks on shared cores arrive apart: the collective waits for the last one, whose
+    // thread had to be woken for it (not where every member's thread caught its event
+    // spinning or found it recorded: they were running).
+    if (a.comm->kind == InstrKind::kCollective && a.straggles && !TakesTurns(*a.comm))
       price.seconds += price.straggle;
     a.rate = price.seconds > 0 ? 1.0 / price.seconds : 1e30;
     a.latency = std::min(price.seconds, CommPrice(*a.comm, a.seconds, a.ranks, 0).seconds);

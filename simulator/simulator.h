@@ -23,13 +23,18 @@
 // of a node whose ranks' threads outnumber its cores: there the member that waits gives
 // its core to the late one, so the even sharing already stands for their taking turns
 // (adding the straggle counted it twice: the small and large GPTs' mp 2 x pp 2 plans on 4
-// processes sharing 2 cores were priced 10-16 % slow). Blocked threads must be
-// woken: while every core is busy, an instruction that waited on another stream or rank
-// starts busy_wake_latency later, and communication measured under a number of busy
-// cores is priced with the fits nearest that load. Each such wait also costs the node
-// wait_cpu of CPU (the spin before blocking, the sleep and the wake-up), taken from its
-// cores beside the ranks' work: plans that hand work between streams more often (the
-// overlap passes) burn more of the cores the ranks share.
+// processes sharing 2 cores were priced 10-16 % slow); nor on a communication stream
+// whose members' threads were all running when their events came (see the spin below).
+// Blocked threads must be woken: while every core is busy, an instruction that waited on
+// another rank starts busy_wake_latency later, and communication measured under a number
+// of busy cores is priced with the fits nearest that load. Each such wait also costs the
+// node wait_cpu of CPU (the spin before blocking, the sleep and the wake-up), taken from
+// its cores beside the ranks' work: plans that hand work between streams more often (the
+// overlap passes) burn more of the cores the ranks share. The executor's CPU streams spin
+// before they block (DeviceSpec.spin_budget; long_spin_budget while a stream's recent
+// waits ended within it, as its AdaptiveSpin learns): an event of another stream of the
+// rank that comes while its waiter still spins is seen spin_latency after it, with no
+// wake-up and no wait_cpu; one that comes later costs event_latency and a wake-up.
 //
 // A graph of several steps (RepeatSteps) runs them back to back: a rank's host issues its
 // next step once its own streams have finished the last, as the executor does, so ranks
