@@ -134,6 +134,17 @@ class Engine {
     return dev_.cores_per_node() > 0 && dev_.spin_budget() > 0 && stream != StreamType::kPpSend &&
            stream != StreamType::kPpRecv;
   }
+  int StreamKey(int rank, StreamType stream) const {
+    return rank * kNumStreamTypes + StreamIndex(stream);
+  }
+  // Per rank and stream: the instruction its thread waits at (waiting_), or -1.
+  std::vector<int> waiting_on_;
+  // The spin of a stream's thread now (the executor's AdaptiveSpin, from its history).
+  double SpinBudget(int key) const;
+  // Threads running on `rank`'s node: compute, and communication's share of a core.
+  double NodeThreads(int rank) const;
+  // Stream threads of `rank`'s node that wait for an event and are still spinning.
+  int SpinningThreads(int rank) const;
   // The delay from an event of `from` to the instruction `to` of another stream starting,
   // as its stream's thread waits for it; counts a wake-up where the thread had blocked.
   double HandOff(const SimInstr& from, int to);
@@ -164,6 +175,7 @@ void Engine::Prepare() {
   wait_since_.assign(n_, 0);
   woken_.assign(n_, false);
   short_waits_.assign(static_cast<size_t>(g_.world_size) * kNumStreamTypes, 0);
+  waiting_on_.assign(short_waits_.size(), -1);
   waits_.assign(g_.world_size, 0);
   joined_.assign(g_.collectives.size(), 0);
   comm_active_.assign(g_.world_size, 0);
@@ -198,6 +210,7 @@ void Engine::Prepare() {
         ++pending_[i];
       } else {
         waiting_[i] = pending_[i] > 0;  // its thread waits from the step's start
+        if (waiting_[i]) waiting_on_[StreamKey(r, in.stream)] = i;
       }
       last[s] = i;
       issue_offset_[i] = static_cast<double>(k % per_step + 1) * dev_.launch_overhead();
@@ -337,11 +350,41 @@ void Engine::Finish(int i) {
     if (same_stream && pending_[s] > 1) {
       waiting_[s] = true;
       wait_since_[s] = now_;
+      waiting_on_[StreamKey(next.rank, next.stream)] = s;
     }
     if (!same_stream) at += HandOff(in, s);
     earliest_[s] = std::max(earliest_[s], at);
     if (--pending_[s] == 0) Ready(s);
   }
+}
+
+double Engine::SpinBudget(int key) const {
+  return std::popcount(short_waits_[key]) >= kShortWaitsForLongSpin ? dev_.long_spin_budget()
+                                                                    : dev_.spin_budget();
+}
+
+double Engine::NodeThreads(int rank) const {
+  double threads = NodeComputeDemand(rank);
+  for (const Activity& a : active_)
+    if (!a.compute && !a.done)
+      for (int r : a.ranks)
+        if (Node(r) == Node(rank)) threads += a.comm_threads;
+  return threads;
+}
+
+int Engine::SpinningThreads(int rank) const {
+  int spinning = 0;
+  for (int r = 0; r < g_.world_size; ++r) {
+    if (Node(r) != Node(rank)) continue;
+    for (StreamType stream : kAllStreamTypes) {
+      const int key = StreamKey(r, stream);
+      const int i = waiting_on_[key];
+      if (i >= 0 && t_[i].start < 0 && SpinsOnEvents(stream) &&
+          now_ - wait_since_[i] <= SpinBudget(key))
+        ++spinning;
+    }
+  }
+  return spinning;
 }
 
 double Engine::HandOff(const SimInstr& from, int to) {
@@ -352,17 +395,21 @@ double Engine::HandOff(const SimInstr& from, int to) {
   if (next.rank == from.rank && SpinsOnEvents(next.stream)) {
     if (!releases) return 0;  // recorded before its thread looks: no wait at all
     const double waited = now_ - wait_since_[to];
-    uint8_t& history = short_waits_[next.rank * kNumStreamTypes + StreamIndex(next.stream)];
-    const double budget = std::popcount(history) >= kShortWaitsForLongSpin ? dev_.long_spin_budget()
-                                                                           : dev_.spin_budget();
-    double latency = dev_.spin_latency();
-    if (waited > budget) {  // it blocked: a wake-up
+    const int key = StreamKey(next.rank, next.stream);
+    uint8_t& history = short_waits_[key];
+    // Caught spinning: as soon as the spinning thread runs, which on a node with more
+    // runnable threads (spinners included) than cores is its turn among them.
+    double latency =
+        dev_.spin_latency() * std::max(1.0, (NodeThreads(next.rank) + SpinningThreads(next.rank)) /
+                                                dev_.cores_per_node());
+    if (waited > SpinBudget(key)) {  // it blocked: a wake-up
       Wake(next.rank);
       woken_[to] = true;
       latency = dev_.event_latency();
     }
     history = static_cast<uint8_t>((history << 1) |
                                    (waited + latency <= dev_.long_spin_budget() ? 1 : 0));
+    waiting_on_[key] = -1;
     return latency;
   }
   if (releases) Wake(next.rank);

@@ -33,8 +33,10 @@
 // overlap passes) burn more of the cores the ranks share. The executor's CPU streams spin
 // before they block (DeviceSpec.spin_budget; long_spin_budget while a stream's recent
 // waits ended within it, as its AdaptiveSpin learns): an event of another stream of the
-// rank that comes while its waiter still spins is seen spin_latency after it, with no
-// wake-up and no wait_cpu; one that comes later costs event_latency and a wake-up.
+// rank that comes while its waiter still spins is seen spin_latency after it (times the
+// node's runnable threads, spinners included, over its cores: the spinner sees it on its
+// turn), with no wake-up and no wait_cpu; one that comes later costs event_latency and a
+// wake-up.
 //
 // A graph of several steps (RepeatSteps) runs them back to back: a rank's host issues its
 // next step once its own streams have finished the last, as the executor does, so ranks

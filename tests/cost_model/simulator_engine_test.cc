@@ -312,6 +312,29 @@ TEST(SimulatorEngine, AStreamThatCatchesItsEventsSpinningNeedsNoWakeUp) {
   }
 }
 
+TEST(SimulatorEngine, ASpinningThreadSeesItsEventOnItsTurnAmongTheRunnableThreads) {
+  // One core. Rank 0's mp_comm op waits for its compute op, its thread spinning all along
+  // (a 1 s spin). Alone on the node, the compute op ends at 0.1 s and the spinner, the one
+  // runnable thread, sees it spin_latency (0.01 s) later. Beside rank 1's long op the
+  // compute op ends at 0.2 s, and two threads (rank 1's and the spinner) take turns on the
+  // core: twice the latency.
+  for (bool beside : {false, true}) {
+    GraphBuilder b(2);
+    const int op = b.Compute(0, 0.1);
+    const int waiter = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 1e-3, {op});
+    if (beside) b.Compute(1, 10.0);
+    DeviceSpec d = Cores(1);
+    d.set_event_latency(0.5);
+    d.set_spin_budget(1.0);
+    d.set_long_spin_budget(1.0);
+    d.set_spin_latency(0.01);
+    auto r = Simulate(b.graph(), d);
+    ASSERT_TRUE(r.ok());
+    EXPECT_NEAR(r->timeline[waiter].start, beside ? 0.2 + 0.02 : 0.1 + 0.01, 1e-9);
+    EXPECT_EQ(r->stream_waits, 0);
+  }
+}
+
 TEST(SimulatorEngine, ShortTransfersLateInALongStepFinish) {
   // After 1e5 s of compute a double resolves about 1.5e-11 s, and a microsecond transfer's
   // end rounds: what is left of its work lasts less than that resolution. Transfers of many
