@@ -399,9 +399,8 @@ double Engine::HandOff(const SimInstr& from, int to) {
     uint8_t& history = short_waits_[key];
     // Caught spinning: as soon as the spinning thread runs, which on a node with more
     // runnable threads (spinners included) than cores is its turn among them.
-    double latency =
-        dev_.spin_latency() * std::max(1.0, (NodeThreads(next.rank) + SpinningThreads(next.rank)) /
-                                                dev_.cores_per_node());
+    const double runnable = NodeThreads(next.rank) + SpinningThreads(next.rank);
+    double latency = dev_.spin_latency() * std::max(1.0, runnable / dev_.cores_per_node());
     if (waited > SpinBudget(key)) {  // it blocked: a wake-up
       Wake(next.rank);
       woken_[to] = true;
