@@ -10,13 +10,18 @@ how long its thread waited for another stream or rank (measured: the trace's "wa
 slices; simulated: the gaps between its instructions), measured beside simulated. Then
 the op types that take the most time, over all ranks: measured wall time and the stream
 thread's CPU time, simulated time (under the simulated sharing of the cores) and the cost
-model's estimate (alone). Where the two disagree is where the cost model is wrong.
+model's estimate (alone). Then the hand-offs between a rank's streams: how long a stream
+that waited took to resume after the last op another stream of its rank ended during its
+wait (the event it waited for, as a rule), median and count per pair of streams, measured
+beside simulated. Where the two disagree is where the cost model is wrong.
 """
 
 import argparse
+import bisect
 import collections
 import json
 import os
+import statistics
 import sys
 
 GAP_US = 1.0  # shorter idle time between instructions is not a wait (as run --trace)
@@ -41,26 +46,47 @@ class Stream:
         self.wait_us = 0.0
 
 
+def hand_offs(tracks, waits):
+    """(from, to) -> resume delays in us. `tracks`: stream -> its ops as (start, end);
+    `waits`: stream -> its waits as (start, end), each ending where the stream resumed."""
+    ends = sorted((end, name) for name, ops in tracks.items() for _, end in ops)
+    keys = [e for e, _ in ends]
+    out = collections.defaultdict(list)
+    for to, intervals in waits.items():
+        for start, resumed in intervals:
+            # The last op of another stream that ended inside the wait.
+            k = bisect.bisect_right(keys, resumed) - 1
+            while k >= 0 and ends[k][0] >= start and ends[k][1] == to:
+                k -= 1
+            if k >= 0 and ends[k][0] >= start:
+                out[(ends[k][1], to)].append(resumed - ends[k][0])
+    return out
+
+
 def measured_rank(path):
     evs = events(path)
     names = thread_names(evs)
     streams = collections.defaultdict(Stream)
     ops = collections.defaultdict(lambda: [0.0, 0.0])  # op -> wall, cpu
+    tracks, waits = collections.defaultdict(list), collections.defaultdict(list)
     lo, hi = float("inf"), 0.0
     for e in evs:
         if e.get("ph") != "X":
             continue
-        s = streams[names.get((e["pid"], e["tid"]), str(e["tid"]))]
+        name = names.get((e["pid"], e["tid"]), str(e["tid"]))
+        s = streams[name]
         lo, hi = min(lo, e["ts"]), max(hi, e["ts"] + e["dur"])
         if e["name"] == "wait":
             s.waits += 1
             s.wait_us += e["dur"]
+            waits[name].append((e["ts"], e["ts"] + e["dur"]))
             continue
+        tracks[name].append((e["ts"], e["ts"] + e["dur"]))
         s.busy += e["dur"]
         s.count += 1
         ops[e["name"]][0] += e["dur"]
         ops[e["name"]][1] += e.get("args", {}).get("cpu_us", 0.0)
-    return streams, ops, (hi - lo if hi > lo else 0.0)
+    return streams, ops, (hi - lo if hi > lo else 0.0), hand_offs(tracks, waits)
 
 
 def simulated_ranks(path):
@@ -72,14 +98,19 @@ def simulated_ranks(path):
             by_track[(e["pid"], e["tid"])].append(e)
     ranks = collections.defaultdict(lambda: [collections.defaultdict(Stream), 0.0])
     ops = collections.defaultdict(lambda: collections.defaultdict(lambda: [0.0, 0.0]))
+    tracks = collections.defaultdict(lambda: collections.defaultdict(list))
+    waits = collections.defaultdict(lambda: collections.defaultdict(list))
     for (pid, tid), track in by_track.items():
         track.sort(key=lambda e: e["ts"])
-        s = ranks[pid][0][names.get((pid, tid), str(tid))]
+        name = names.get((pid, tid), str(tid))
+        s = ranks[pid][0][name]
         end = 0.0
         for e in track:
+            tracks[pid][name].append((e["ts"], e["ts"] + e["dur"]))
             if e["ts"] - end > GAP_US:
                 s.waits += 1
                 s.wait_us += e["ts"] - end
+                waits[pid][name].append((end, e["ts"]))
             end = max(end, e["ts"] + e["dur"])
             s.busy += e["dur"]
             s.count += 1
@@ -87,7 +118,7 @@ def simulated_ranks(path):
             o[0] += e["dur"]
             o[1] += e.get("args", {}).get("estimate_us", 0.0)
         ranks[pid][1] = max(ranks[pid][1], end)
-    return ranks, ops
+    return ranks, ops, {pid: hand_offs(tracks[pid], waits[pid]) for pid in tracks}
 
 
 def main():
@@ -99,11 +130,12 @@ def main():
     if not os.path.isdir(args.measured):
         sys.exit(f"{args.measured}: not a folder of rankR.trace.json (pipeweave run --trace DIR)")
     try:
-        sim, sim_ops = simulated_ranks(args.simulated)
+        sim, sim_ops, sim_hand_offs = simulated_ranks(args.simulated)
     except (OSError, ValueError, KeyError) as err:
         sys.exit(f"{args.simulated}: not a trace of pipeweave sim --trace ({err})")
     ms = lambda us: us / 1e3
     all_ops = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    all_hand_offs = collections.defaultdict(lambda: ([], []))  # (from, to) -> measured, simulated
     compared = 0
     for rank in sorted(sim):
         path = os.path.join(args.measured, f"rank{rank}.trace.json")
@@ -111,7 +143,7 @@ def main():
             print(f"rank {rank}: no {path}; skipped")
             continue
         try:
-            streams, ops, span = measured_rank(path)
+            streams, ops, span, measured_hand_offs = measured_rank(path)
         except (OSError, ValueError, KeyError) as err:
             sys.exit(f"{path}: not a trace of pipeweave run --trace ({err})")
         compared += 1
@@ -129,6 +161,10 @@ def main():
         for op, (dur, estimate) in sim_ops[rank].items():
             all_ops[op][2] += dur
             all_ops[op][3] += estimate
+        for pair, delays in measured_hand_offs.items():
+            all_hand_offs[pair][0].extend(delays)
+        for pair, delays in sim_hand_offs.get(rank, {}).items():
+            all_hand_offs[pair][1].extend(delays)
     if not compared:
         sys.exit(f"{args.measured}: no rankR.trace.json for the simulated ranks")
     print("(a measured recv runs from when its stream posts it until its data is there; a\n"
@@ -138,6 +174,12 @@ def main():
     print(f"  {'op':<24} {'measured wall':>13} {'measured CPU':>12} {'simulated':>10} {'estimate':>9}")
     for op, (wall, cpu, dur, estimate) in sorted(all_ops.items(), key=lambda kv: -kv[1][2])[:args.ops]:
         print(f"  {op:<24} {ms(wall):13.2f} {ms(cpu):12.2f} {ms(dur):10.2f} {ms(estimate):9.2f}")
+    print(f"\nhand-offs between a rank's streams, over the {compared} ranks compared (us: a waiting\n"
+          " stream's resume after the last op another stream of its rank ended in its wait)")
+    print(f"  {'from -> to':<26} {'measured: median':>16} {'count':>6}   {'simulated: median':>17} {'count':>6}")
+    median = lambda v: f"{statistics.median(v):.1f}" if v else "-"
+    for (src, dst), (m, s) in sorted(all_hand_offs.items(), key=lambda kv: -len(kv[1][0])):
+        print(f"  {src + ' -> ' + dst:<26} {median(m):>16} {len(m):6d}   {median(s):>17} {len(s):6d}")
 
 
 if __name__ == "__main__":

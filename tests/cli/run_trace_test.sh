@@ -46,6 +46,10 @@ done
 awk '$1 == "compute" && $2 > 0 && $5 > 0 {found = 1} END {exit !found}' <<<"$table" ||
   fail "no compute stream timed on both sides: $table"
 grep -Eq '^  matmul +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "no matmul row: $table"
+# The pipeline's sends wait for the compute stream on both sides: a hand-off row with a
+# median and a count measured and simulated.
+grep -Eq '^  compute -> pp_send +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +[1-9][0-9]*$' <<<"$table" ||
+  fail "no compute -> pp_send hand-off row: $table"
 mkdir -p "$work/empty"
 if err=$("$compare" "$work/empty" "$work/sim.json" 2>&1); then fail "an empty folder compared: $err"; fi
 grep -q "no rankR.trace.json" <<<"$err" || fail "unclear error for an empty folder: $err"
