@@ -6,6 +6,7 @@
 #include <new>
 
 #include "executor/process_resources.h"
+#include "ir/stream_spin.h"
 #include "tools/command.h"
 #include "tools/huge_pages.h"
 
@@ -77,7 +78,10 @@ int main(int argc, char** argv) {
     }
   }
   if (command->trains) RestartWithHugePages(argv);
-  pw::StatusOr<int> result = RunGuarded(*command, args);
+  // The executor's and profile's stream waits follow PW_STREAM_SPIN: a bad value stops
+  // every command here rather than running with a wait the user did not ask for.
+  pw::StatusOr<int> result = pw::StreamSpinFromEnv().status();
+  if (result.ok()) result = RunGuarded(*command, args);
   if (!result.ok()) {
     std::cerr << "pipeweave " << command->name << ": error: " << result.status().message() << "\n";
     return result.status().code() == pw::StatusCode::kInvalidArgument ? 2 : 1;

@@ -17,10 +17,13 @@ namespace {
 // spin, and their spin's yields cost them the scheduler's turn (spin_wait.h). Collective
 // streams spin first: in the overlap plans their events come in quick succession (a
 // column-parallel backward's chunks) and a spin catches most of them; blocking at once made
-// the small GPT's overlap-1f1b plan 9-20 % slower on 4 processes here.
+// the small GPT's overlap-1f1b plan 9-20 % slower on 4 processes here. PW_STREAM_SPIN=block
+// blocks every stream at once.
 SpinPolicy SpinPolicyOf(StreamType type) {
-  return type == StreamType::kPpSend || type == StreamType::kPpRecv ? SpinPolicy::kBlockAtOnce
-                                                                    : SpinPolicy::kSpinFirst;
+  return type == StreamType::kPpSend || type == StreamType::kPpRecv ||
+                 ProcessStreamSpin() == StreamSpin::kBlock
+             ? SpinPolicy::kBlockAtOnce
+             : SpinPolicy::kSpinFirst;
 }
 
 }  // namespace

@@ -12,6 +12,9 @@
 // (pipeline bubbles, long kernels on the other stream) keeps the short spin: spinning there
 // burns a core that other ranks need.
 //
+// PW_STREAM_SPIN (ir/stream_spin.h) picks another way for the process: `short` always
+// spins briefly (this project's executor before the adaptive spin), `block` never spins.
+//
 // Pipeline transfer streams do not spin (`SpinPolicy`): they mostly wait for compute work
 // that takes far longer than the budget, and on a shared core their spin's yields cost
 // more than the spin saves. Linux's EEVDF scheduler moves a yielding thread's
@@ -23,6 +26,8 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+
+#include "ir/stream_spin.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -75,12 +80,16 @@ class AdaptiveSpin {
  public:
   static constexpr int kShortNeeded = 6;
 
-  explicit AdaptiveSpin(SpinPolicy policy = SpinPolicy::kSpinFirst) : policy_(policy) {}
+  explicit AdaptiveSpin(SpinPolicy policy = SpinPolicy::kSpinFirst,
+                        StreamSpin spin = ProcessStreamSpin())
+      : policy_(policy), spin_(spin) {}
 
   std::chrono::nanoseconds budget() const {
-    if (policy_ == SpinPolicy::kBlockAtOnce) return std::chrono::nanoseconds::zero();
-    return std::popcount(short_waits_) >= kShortNeeded ? std::chrono::nanoseconds(kLongSpinBudget)
-                                                       : std::chrono::nanoseconds(kSpinBudget);
+    if (policy_ == SpinPolicy::kBlockAtOnce || spin_ == StreamSpin::kBlock)
+      return std::chrono::nanoseconds::zero();
+    return spin_ == StreamSpin::kAdaptive && std::popcount(short_waits_) >= kShortNeeded
+               ? std::chrono::nanoseconds(kLongSpinBudget)
+               : std::chrono::nanoseconds(kSpinBudget);
   }
   // How long a wait that did not find its event ready took until it was.
   void Observe(std::chrono::nanoseconds waited) {
@@ -89,6 +98,7 @@ class AdaptiveSpin {
 
  private:
   SpinPolicy policy_;
+  StreamSpin spin_;
   uint8_t short_waits_ = 0;  // bit k: the wait k waits back ended within the long budget
 };
 

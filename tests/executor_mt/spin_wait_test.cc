@@ -35,7 +35,7 @@ TEST(SpinWait, SpinningFirstKeepsLookingForTheWholeBudget) {
 
 TEST(SpinWait, AStreamWhoseWaitsEndSoonSpinsLongEnoughToCatchThem) {
   using std::chrono::microseconds;
-  AdaptiveSpin spin;
+  AdaptiveSpin spin(SpinPolicy::kSpinFirst, StreamSpin::kAdaptive);
   EXPECT_EQ(spin.budget(), kSpinBudget);  // nothing learnt yet: the short spin
   for (int k = 0; k < AdaptiveSpin::kShortNeeded - 1; ++k) spin.Observe(microseconds(60));
   EXPECT_EQ(spin.budget(), kSpinBudget);
@@ -51,9 +51,21 @@ TEST(SpinWait, AStreamWhoseWaitsEndSoonSpinsLongEnoughToCatchThem) {
   }
   spin.Observe(microseconds(5000));
   EXPECT_EQ(spin.budget(), kSpinBudget);
-  AdaptiveSpin blocking(SpinPolicy::kBlockAtOnce);
+  AdaptiveSpin blocking(SpinPolicy::kBlockAtOnce, StreamSpin::kAdaptive);
   for (int k = 0; k < 8; ++k) blocking.Observe(microseconds(1));
   EXPECT_EQ(blocking.budget(), std::chrono::nanoseconds::zero());
+}
+
+// PW_STREAM_SPIN=short keeps the brief spin whatever the waits, block never spins.
+TEST(SpinWait, TheProcessSettingOverridesWhatTheWaitsTeach) {
+  AdaptiveSpin brief(SpinPolicy::kSpinFirst, StreamSpin::kShort);
+  AdaptiveSpin never(SpinPolicy::kSpinFirst, StreamSpin::kBlock);
+  for (int k = 0; k < 8; ++k) {
+    brief.Observe(std::chrono::microseconds(50));
+    never.Observe(std::chrono::microseconds(50));
+  }
+  EXPECT_EQ(brief.budget(), kSpinBudget);
+  EXPECT_EQ(never.budget(), std::chrono::nanoseconds::zero());
 }
 
 TEST(SpinWait, AnEventRecordedWithinTheSpinIsCaughtWithoutSleeping) {
