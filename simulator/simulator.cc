@@ -374,8 +374,10 @@ double Engine::NodeThreads(int rank) const {
 
 int Engine::SpinningThreads(int rank) const {
   int spinning = 0;
-  for (int r = 0; r < g_.world_size; ++r) {
-    if (Node(r) != Node(rank)) continue;
+  // The node's ranks, one after another (Node).
+  const int per_node = dev_.ranks_per_node() > 0 ? dev_.ranks_per_node() : g_.world_size;
+  const int first = Node(rank) * per_node;
+  for (int r = first; r < std::min(g_.world_size, first + per_node); ++r) {
     for (StreamType stream : kAllStreamTypes) {
       const int key = StreamKey(r, stream);
       const int i = waiting_on_[key];
