@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "cost_model/proto_file.h"
@@ -47,12 +48,13 @@ DeviceSpec CpuSpec() {
   s.set_reference_op_overhead(2e-6);
   s.set_busy_wake_latency(1e-3);
   s.set_wait_cpu(14e-6);  // measured on this project's 2-core VMs: 13-16 us
-  // The executor's spin (executor/cpu/spin_wait.h: kSpinBudget, kLongSpinBudget; a test
-  // holds them equal); profile measures the latency of a hand-off caught spinning.
-  // PW_STREAM_SPIN=short spins briefly only; block never spins.
+  // The executor's spin (ir/stream_spin.h); profile measures the latency of a hand-off
+  // caught spinning. PW_STREAM_SPIN=short spins briefly only; block never spins.
+  using Seconds = std::chrono::duration<double>;
   const StreamSpin spin = ProcessStreamSpin();
-  s.set_spin_budget(spin == StreamSpin::kBlock ? 0 : 20e-6);
-  s.set_long_spin_budget(spin == StreamSpin::kAdaptive ? 200e-6 : s.spin_budget());
+  s.set_spin_budget(spin == StreamSpin::kBlock ? 0 : Seconds(kSpinBudget).count());
+  s.set_long_spin_budget(spin == StreamSpin::kAdaptive ? Seconds(kLongSpinBudget).count()
+                                                       : s.spin_budget());
   s.set_spin_latency(1e-6);
   // This machine's memory, shared by its rank processes; each also holds its code,
   // libraries and thread stacks (about 100 MiB resident for a rank process here).

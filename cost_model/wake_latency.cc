@@ -11,10 +11,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
+#include "ir/stream_spin.h"
 #include "ir/thread_cpu_clock.h"
 
 namespace pw::cost {
@@ -43,23 +40,21 @@ double PingPong(int hops) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / hops;
 }
 
-// Seconds per hand-off of a token between two threads that spin for it, as the executor's
-// streams do while their events come soon (executor/cpu/spin_wait.h): a pause between
-// looks, a yield every 64.
+// Seconds per hand-off of a token between two threads that spin for it with the
+// executor's spin (SpinUntil), as its streams do while their events come soon.
 double SpinPingPong(int hops) {
   std::atomic<int> moves{0};
   auto player = [&](int me) {
-    for (int i = 1;; ++i) {
-      const int m = moves.load(std::memory_order_acquire);
+    for (;;) {
+      int m = 0;
+      SpinUntil(
+          [&] {
+            m = moves.load(std::memory_order_acquire);
+            return m >= hops || m % 2 == me;
+          },
+          std::chrono::seconds(1));
       if (m >= hops) break;
-      if (m % 2 == me) {
-        moves.store(m + 1, std::memory_order_release);
-        continue;
-      }
-#if defined(__x86_64__) || defined(__i386__)
-      _mm_pause();
-#endif
-      if ((i & 63) == 0) std::this_thread::yield();
+      if (m % 2 == me) moves.store(m + 1, std::memory_order_release);
     }
   };
   auto start = std::chrono::steady_clock::now();

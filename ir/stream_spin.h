@@ -4,10 +4,21 @@
 //   adaptive  spin long enough to catch events that keep coming soon, else briefly (default)
 //   short     always the brief spin, then block
 //   block     block at once
-// The executor waits that way (executor/cpu/spin_wait.h), and `pipeweave profile` records
-// it in the CPU spec, so that the simulator prices the waits the run will make.
+// The executor waits that way (executor/cpu/spin_wait.h says why), `pipeweave profile`
+// times the same spin and records the budgets in the CPU spec, and the simulator replays
+// the same rule (SpinHistory), so that it prices the waits the run will make.
+
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <thread>
 
 #include "ir/status.h"
+#include "ir/stream_type.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace pw {
 
@@ -20,5 +31,52 @@ StatusOr<StreamSpin> StreamSpinFromEnv();
 // The process's setting: PW_STREAM_SPIN read once, adaptive where it is not valid (the
 // commands refuse such a value at their start with StreamSpinFromEnv).
 StreamSpin ProcessStreamSpin();
+
+// The brief spin, and the long one of a stream whose waits mostly end within it.
+inline constexpr std::chrono::microseconds kSpinBudget{20};
+inline constexpr std::chrono::microseconds kLongSpinBudget{200};
+
+// Pipeline transfer streams block at once; the others spin first.
+inline bool StreamSpinsOnEvents(StreamType type) {
+  return type != StreamType::kPpSend && type != StreamType::kPpRecv;
+}
+
+// Whether a stream's thread spins long: at least kShortNeeded of its last 8 waits that had
+// to wait ended within kLongSpinBudget.
+class SpinHistory {
+ public:
+  static constexpr int kShortNeeded = 6;
+  bool spins_long() const { return std::popcount(short_waits_) >= kShortNeeded; }
+  void Observe(bool ended_within_long_budget) {
+    short_waits_ = static_cast<uint8_t>((short_waits_ << 1) | (ended_within_long_budget ? 1 : 0));
+  }
+
+ private:
+  uint8_t short_waits_ = 0;  // bit k: the wait k waits back ended within the long budget
+};
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until ready() or `budget` runs out; returns ready(). A zero budget checks once.
+template <typename Ready>
+bool SpinUntil(Ready ready, std::chrono::nanoseconds budget) {
+  if (ready()) return true;
+  if (budget <= std::chrono::nanoseconds::zero()) return false;
+  auto deadline = std::chrono::steady_clock::now() + budget;
+  for (int i = 1;; ++i) {
+    CpuRelax();
+    if (ready()) return true;
+    if ((i & 63) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();  // let the thread we wait for run on a busy core
+    }
+  }
+}
 
 }  // namespace pw

@@ -1,11 +1,11 @@
 #include "simulator/simulator.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <queue>
 
+#include "ir/stream_spin.h"
 #include "simulator/interval_set.h"
 #include "simulator/memory_fit.h"
 #include "simulator/repeat_steps.h"
@@ -124,15 +124,13 @@ class Engine {
   std::vector<bool> waiting_;
   std::vector<double> wait_since_;  // when its thread began to wait (waiting_)
   std::vector<bool> woken_;         // its thread blocked in that wait and was woken
-  // Per rank and stream: bit k set when its wait k waits back on another stream's event
-  // ended within long_spin_budget (the executor's AdaptiveSpin).
-  std::vector<uint8_t> short_waits_;
-  static constexpr int kShortWaitsForLongSpin = 6;
+  // Per rank and stream: how its waits on other streams' events went, by the executor's
+  // rule (SpinHistory, with long_spin_budget).
+  std::vector<SpinHistory> spin_history_;
   // The executor's CPU streams spin on events before they block (DeviceSpec.spin_budget);
   // its pipeline transfer streams block at once.
   bool SpinsOnEvents(StreamType stream) const {
-    return dev_.cores_per_node() > 0 && dev_.spin_budget() > 0 && stream != StreamType::kPpSend &&
-           stream != StreamType::kPpRecv;
+    return dev_.cores_per_node() > 0 && dev_.spin_budget() > 0 && StreamSpinsOnEvents(stream);
   }
   int StreamKey(int rank, StreamType stream) const {
     return rank * kNumStreamTypes + StreamIndex(stream);
@@ -141,8 +139,9 @@ class Engine {
   std::vector<int> waiting_on_;
   // The spin of a stream's thread now (the executor's AdaptiveSpin, from its history).
   double SpinBudget(int key) const;
-  // Threads running on `rank`'s node: compute, and communication's share of a core.
-  double NodeThreads(int rank) const;
+  // Per node: the threads its running activities keep busy (compute's threads, and
+  // communication's share of a core on each member's node).
+  std::vector<double> NodeDemand() const;
   // Stream threads of `rank`'s node that wait for an event and are still spinning.
   int SpinningThreads(int rank) const;
   // The delay from an event of `from` to the instruction `to` of another stream starting,
@@ -174,8 +173,8 @@ void Engine::Prepare() {
   waiting_.assign(n_, false);
   wait_since_.assign(n_, 0);
   woken_.assign(n_, false);
-  short_waits_.assign(static_cast<size_t>(g_.world_size) * kNumStreamTypes, 0);
-  waiting_on_.assign(short_waits_.size(), -1);
+  spin_history_.assign(static_cast<size_t>(g_.world_size) * kNumStreamTypes, SpinHistory());
+  waiting_on_.assign(spin_history_.size(), -1);
   waits_.assign(g_.world_size, 0);
   joined_.assign(g_.collectives.size(), 0);
   comm_active_.assign(g_.world_size, 0);
@@ -359,17 +358,20 @@ void Engine::Finish(int i) {
 }
 
 double Engine::SpinBudget(int key) const {
-  return std::popcount(short_waits_[key]) >= kShortWaitsForLongSpin ? dev_.long_spin_budget()
-                                                                    : dev_.spin_budget();
+  return spin_history_[key].spins_long() ? dev_.long_spin_budget() : dev_.spin_budget();
 }
 
-double Engine::NodeThreads(int rank) const {
-  double threads = NodeComputeDemand(rank);
-  for (const Activity& a : active_)
-    if (!a.compute && !a.done)
-      for (int r : a.ranks)
-        if (Node(r) == Node(rank)) threads += a.comm_threads;
-  return threads;
+std::vector<double> Engine::NodeDemand() const {
+  std::vector<double> demand(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
+  for (const Activity& a : active_) {
+    if (a.done) continue;
+    if (a.compute) {
+      demand[Node(a.ranks[0])] += a.threads;
+    } else {
+      for (int r : a.ranks) demand[Node(r)] += a.comm_threads;
+    }
+  }
+  return demand;
 }
 
 int Engine::SpinningThreads(int rank) const {
@@ -398,18 +400,16 @@ double Engine::HandOff(const SimInstr& from, int to) {
     if (!releases) return 0;  // recorded before its thread looks: no wait at all
     const double waited = now_ - wait_since_[to];
     const int key = StreamKey(next.rank, next.stream);
-    uint8_t& history = short_waits_[key];
     // Caught spinning: as soon as the spinning thread runs, which on a node with more
     // runnable threads (spinners included) than cores is its turn among them.
-    const double runnable = NodeThreads(next.rank) + SpinningThreads(next.rank);
+    const double runnable = NodeDemand()[Node(next.rank)] + SpinningThreads(next.rank);
     double latency = dev_.spin_latency() * std::max(1.0, runnable / dev_.cores_per_node());
     if (waited > SpinBudget(key)) {  // it blocked: a wake-up
       Wake(next.rank);
       woken_[to] = true;
       latency = dev_.event_latency();
     }
-    history = static_cast<uint8_t>((history << 1) |
-                                   (waited + latency <= dev_.long_spin_budget() ? 1 : 0));
+    spin_history_[key].Observe(waited + latency <= dev_.long_spin_budget());
     waiting_on_[key] = -1;
     return latency;
   }
@@ -486,14 +486,7 @@ void Engine::ComputeRates() {
                                                         : dev_.comm_threads();
   }
   ShareLinks();
-  std::vector<double> demand(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
-  for (const Activity& a : active_) {
-    if (a.compute) {
-      demand[Node(a.ranks[0])] += a.threads;
-    } else {
-      for (int r : a.ranks) demand[Node(r)] += a.comm_threads;
-    }
-  }
+  const std::vector<double> demand = NodeDemand();
   auto share = [&](int rank) { return ThreadRate(dev_, demand[Node(rank)]); };
   for (Activity& a : active_) {
     if (!a.compute) continue;

@@ -20,10 +20,9 @@ namespace {
 // the small GPT's overlap-1f1b plan 9-20 % slower on 4 processes here. PW_STREAM_SPIN=block
 // blocks every stream at once.
 SpinPolicy SpinPolicyOf(StreamType type) {
-  return type == StreamType::kPpSend || type == StreamType::kPpRecv ||
-                 ProcessStreamSpin() == StreamSpin::kBlock
-             ? SpinPolicy::kBlockAtOnce
-             : SpinPolicy::kSpinFirst;
+  return StreamSpinsOnEvents(type) && ProcessStreamSpin() != StreamSpin::kBlock
+             ? SpinPolicy::kSpinFirst
+             : SpinPolicy::kBlockAtOnce;
 }
 
 }  // namespace

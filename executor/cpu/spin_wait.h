@@ -22,48 +22,15 @@
 // compute thread it yielded to, until that thread's slice ends: on this project's 2-core
 // VMs a pipeline send started ~1 ms after its tensor was ready, in most steps.
 
-#include <bit>
 #include <chrono>
-#include <cstdint>
-#include <thread>
 
 #include "ir/stream_spin.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 namespace pw::cpu {
 
-inline constexpr std::chrono::microseconds kSpinBudget{20};
-// The spin of a stream whose waits mostly end within it (AdaptiveSpin).
-inline constexpr std::chrono::microseconds kLongSpinBudget{200};
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
+using pw::SpinUntil;
 
 enum class SpinPolicy { kSpinFirst, kBlockAtOnce };
-
-// Spins until ready() or `budget` runs out; returns ready(). A zero budget checks once.
-template <typename Ready>
-bool SpinUntil(Ready ready, std::chrono::nanoseconds budget) {
-  if (ready()) return true;
-  if (budget <= std::chrono::nanoseconds::zero()) return false;
-  auto deadline = std::chrono::steady_clock::now() + budget;
-  for (int i = 1;; ++i) {
-    CpuRelax();
-    if (ready()) return true;
-    if ((i & 63) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::yield();  // let the thread we wait for run on a busy core
-    }
-  }
-}
 
 // kSpinFirst: the short budget; kBlockAtOnce: checks once.
 template <typename Ready>
@@ -73,13 +40,11 @@ bool SpinUntil(Ready ready, SpinPolicy policy = SpinPolicy::kSpinFirst) {
                               : std::chrono::nanoseconds(kSpinBudget));
 }
 
-// The spin budget of one waiting thread, from how its last waits went: the long budget
-// while at least kShortNeeded of the last 8 waits that had to wait ended within it, else
-// the short one. Not thread-safe: one per waiting thread.
+// The spin budget of one waiting thread, from how its last waits went (SpinHistory): the
+// long budget while they mostly ended within it, else the short one. Not thread-safe: one
+// per waiting thread.
 class AdaptiveSpin {
  public:
-  static constexpr int kShortNeeded = 6;
-
   explicit AdaptiveSpin(SpinPolicy policy = SpinPolicy::kSpinFirst,
                         StreamSpin spin = ProcessStreamSpin())
       : policy_(policy), spin_(spin) {}
@@ -87,19 +52,17 @@ class AdaptiveSpin {
   std::chrono::nanoseconds budget() const {
     if (policy_ == SpinPolicy::kBlockAtOnce || spin_ == StreamSpin::kBlock)
       return std::chrono::nanoseconds::zero();
-    return spin_ == StreamSpin::kAdaptive && std::popcount(short_waits_) >= kShortNeeded
+    return spin_ == StreamSpin::kAdaptive && history_.spins_long()
                ? std::chrono::nanoseconds(kLongSpinBudget)
                : std::chrono::nanoseconds(kSpinBudget);
   }
   // How long a wait that did not find its event ready took until it was.
-  void Observe(std::chrono::nanoseconds waited) {
-    short_waits_ = static_cast<uint8_t>((short_waits_ << 1) | (waited <= kLongSpinBudget ? 1 : 0));
-  }
+  void Observe(std::chrono::nanoseconds waited) { history_.Observe(waited <= kLongSpinBudget); }
 
  private:
   SpinPolicy policy_;
   StreamSpin spin_;
-  uint8_t short_waits_ = 0;  // bit k: the wait k waits back ended within the long budget
+  SpinHistory history_;
 };
 
 }  // namespace pw::cpu

@@ -37,7 +37,7 @@ TEST(SpinWait, AStreamWhoseWaitsEndSoonSpinsLongEnoughToCatchThem) {
   using std::chrono::microseconds;
   AdaptiveSpin spin(SpinPolicy::kSpinFirst, StreamSpin::kAdaptive);
   EXPECT_EQ(spin.budget(), kSpinBudget);  // nothing learnt yet: the short spin
-  for (int k = 0; k < AdaptiveSpin::kShortNeeded - 1; ++k) spin.Observe(microseconds(60));
+  for (int k = 0; k < SpinHistory::kShortNeeded - 1; ++k) spin.Observe(microseconds(60));
   EXPECT_EQ(spin.budget(), kSpinBudget);
   spin.Observe(microseconds(60));  // six of the last eight within the long budget
   EXPECT_EQ(spin.budget(), kLongSpinBudget);
