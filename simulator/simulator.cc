@@ -400,14 +400,15 @@ double Engine::HandOff(const SimInstr& from, int to) {
     if (!releases) return 0;  // recorded before its thread looks: no wait at all
     const double waited = now_ - wait_since_[to];
     const int key = StreamKey(next.rank, next.stream);
-    // Caught spinning: as soon as the spinning thread runs, which on a node with more
-    // runnable threads (spinners included) than cores is its turn among them.
-    const double runnable = NodeDemand()[Node(next.rank)] + SpinningThreads(next.rank);
-    double latency = dev_.spin_latency() * std::max(1.0, runnable / dev_.cores_per_node());
+    double latency = dev_.event_latency();
     if (waited > SpinBudget(key)) {  // it blocked: a wake-up
       Wake(next.rank);
       woken_[to] = true;
-      latency = dev_.event_latency();
+    } else {
+      // Caught spinning: as soon as the spinning thread runs, which on a node with more
+      // runnable threads (spinners included) than cores is its turn among them.
+      const double runnable = NodeDemand()[Node(next.rank)] + SpinningThreads(next.rank);
+      latency = dev_.spin_latency() * std::max(1.0, runnable / dev_.cores_per_node());
     }
     spin_history_[key].Observe(waited + latency <= dev_.long_spin_budget());
     waiting_on_[key] = -1;
