@@ -12,9 +12,10 @@ void AppendType(std::ostringstream& out, const TensorType& t) {
 }
 
 // Dropout's site salt and shard placement pick which bits of its mask are drawn, not how
-// many: every dropout of one shape is one signature.
+// many: every dropout (or fused bias-dropout-add) of one shape is one signature.
 bool PicksBitsOnly(const std::string& op_type, const std::string& attr) {
-  return (op_type == "dropout" || op_type == "dropout_grad") &&
+  return (op_type == "dropout" || op_type == "dropout_grad" || op_type == "bias_dropout_add" ||
+          op_type == "bias_dropout_add_grad") &&
          (attr == "salt" || attr == "shard_axis" || attr == "shard_count" || attr == "group");
 }
 

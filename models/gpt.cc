@@ -90,11 +90,17 @@ class GptBuilder {
   std::string Dropout(const std::string& x, const std::string& out, int64_t salt,
                       int64_t shard_axis = -1, int64_t shard_count = 1) {
     if (c_.dropout <= 0) return x;
-    if (seed_.empty()) seed_ = b_.Input(ops::kDropoutSeedVar, DataType::kInt64, {1});
     OpBuilder op = b_.Op("dropout");
-    op.In("X", x).In("Seed", seed_).Out("Out", out).Attr("p", c_.dropout).Attr("salt", salt);
+    op.In("X", x).In("Seed", DropoutSeed()).Out("Out", out);
+    op.Attr("p", c_.dropout).Attr("salt", salt);
     if (shard_count > 1) op.Attr("shard_axis", shard_axis).Attr("shard_count", shard_count);
     return op.Build();
+  }
+
+  // The dropout seed input, declared at its first use.
+  const std::string& DropoutSeed() {
+    if (seed_.empty()) seed_ = b_.Input(ops::kDropoutSeedVar, DataType::kInt64, {1});
+    return seed_;
   }
 
   // Salts: the embeddings', then three per layer.
@@ -119,35 +125,62 @@ class GptBuilder {
     return b_.Op("bias_add").In("X", x).In("Bias", bias).Out("Out", out).Build();
   }
 
+  // A linear's matmul and its bias var, whose add is left to the caller (fused or not).
+  struct Linear {
+    std::string out;
+    std::string bias;
+  };
+
   // Column-parallel linear: the input is replicated (c_identity: identity forward,
   // all-reduce of its gradient backward), weight and bias hold 1/mp of the columns.
-  std::string ColumnParallel(const std::string& name, const std::string& x, int64_t out_full) {
+  Linear ColumnParallel(const std::string& name, const std::string& x, int64_t out_full) {
     const int64_t h = c_.hidden;
     std::string x_id = p_.Unary("c_identity", x, name + ".in");
     std::string w =
         p_.ShardedParam(name + ".weight", {h, out_full}, 1, NormalInit(name + ".weight", c_.seed));
     std::string b =
         p_.ShardedParam(name + ".bias", {out_full}, 0, ZerosInit(name + ".bias", c_.seed));
-    std::string y = p_.Matmul(x_id, w, name + ".matmul");
-    return BiasAdd(y, b, name + ".out");
+    return {p_.Matmul(x_id, w, name + ".matmul"), b};
   }
 
   // Row-parallel linear: each rank multiplies its 1/mp of the rows, partial sums are
   // all-reduced, and the (replicated) bias is added once, after the reduction.
-  std::string RowParallel(const std::string& name, const std::string& x, int64_t in_full) {
+  Linear RowParallel(const std::string& name, const std::string& x, int64_t in_full) {
     const int64_t h = c_.hidden;
     std::string w =
         p_.ShardedParam(name + ".weight", {in_full, h}, 0, NormalInit(name + ".weight", c_.seed));
     std::string b = p_.Param(name + ".bias", {h}, ZerosInit(name + ".bias", c_.seed));
     std::string partial = p_.Matmul(x, w, name + ".matmul");
-    std::string reduced = p_.Unary("c_allreduce_sum", partial, name + ".allreduce");
-    return BiasAdd(reduced, b, name + ".out");
+    return {p_.Unary("c_allreduce_sum", partial, name + ".allreduce"), b};
+  }
+
+  // gelu(linear + bias): one bias_gelu with bias fusion, else bias_add then gelu.
+  std::string BiasGelu(const Linear& y, const std::string& name, const std::string& out) {
+    if (c_.bias_fusion)
+      return b_.Op("bias_gelu").In("X", y.out).In("Bias", y.bias).Out("Out", out).Build();
+    return p_.Unary("gelu", BiasAdd(y.out, y.bias, name + ".out"), out);
+  }
+
+  // residual + dropout(linear + bias): one bias_dropout_add with bias fusion (dropout p may
+  // be 0 there), else bias_add, dropout and add.
+  std::string BiasDropoutAdd(const Linear& y, const std::string& name, const std::string& residual,
+                             int64_t salt, const std::string& out) {
+    if (!c_.bias_fusion) {
+      std::string branch = Dropout(BiasAdd(y.out, y.bias, name + ".out"), name + ".dropout", salt);
+      return p_.Add(residual, branch, out);
+    }
+    OpBuilder op = b_.Op("bias_dropout_add");
+    op.In("X", y.out).In("Bias", y.bias).In("Residual", residual).Out("Out", out);
+    op.Attr("p", c_.dropout).Attr("salt", salt);
+    if (c_.dropout > 0) op.In("Seed", DropoutSeed());
+    return op.Build();
   }
 
   std::string Layer(int64_t index, const std::string& x) {
     const std::string p = "layer" + std::to_string(index) + ".";
     std::string ln1 = LayerNorm(p + "ln1", x);
-    std::string qkv = ColumnParallel(p + "qkv", ln1, 3 * c_.hidden);
+    Linear qkv_linear = ColumnParallel(p + "qkv", ln1, 3 * c_.hidden);
+    std::string qkv = BiasAdd(qkv_linear.out, qkv_linear.bias, p + "qkv.out");
     std::string attn = c_.unfused_attention ? UnfusedAttention(p, qkv, index)
                                             : b_.Op("attention")
                                                   .In("QKV", qkv)
@@ -156,15 +189,12 @@ class GptBuilder {
                                                   .Attr("num_heads", int64_t{c_.heads / c_.mp})
                                                   .Attr("causal", true)
                                                   .Build();
-    std::string proj =
-        Dropout(RowParallel(p + "proj", attn, c_.hidden), p + "proj.dropout", LayerSalt(index, 1));
-    std::string h1 = p_.Add(x, proj, p + "residual1");
+    std::string h1 = BiasDropoutAdd(RowParallel(p + "proj", attn, c_.hidden), p + "proj", x,
+                                    LayerSalt(index, 1), p + "residual1");
     std::string ln2 = LayerNorm(p + "ln2", h1);
-    std::string fc1 = ColumnParallel(p + "fc1", ln2, c_.ffn);
-    std::string act = p_.Unary("gelu", fc1, p + "gelu");
-    std::string fc2 =
-        Dropout(RowParallel(p + "fc2", act, c_.ffn), p + "fc2.dropout", LayerSalt(index, 2));
-    return p_.Add(h1, fc2, p + "residual2");
+    std::string act = BiasGelu(ColumnParallel(p + "fc1", ln2, c_.ffn), p + "fc1", p + "gelu");
+    return BiasDropoutAdd(RowParallel(p + "fc2", act, c_.ffn), p + "fc2", h1, LayerSalt(index, 2),
+                          p + "residual2");
   }
 
   // Attention as the kernels of 2020-22 frameworks ran it, one op per step: QKV
@@ -250,8 +280,9 @@ void RecordConfig(const GptConfig& c, const std::string& loss, AttrList& meta) {
   meta.Set("vocab", c.vocab);
   RecordParallelLayout(c, meta);
   meta.Set("attention", std::string(c.unfused_attention ? "unfused" : "fused"));
-  // Recorded only when on, so that modules built before dropout read back as they were.
+  // Recorded only when on, so that modules built before them read back as they were.
   if (c.dropout > 0) meta.Set("dropout", c.dropout);
+  if (c.bias_fusion) meta.Set("bias_fusion", true);
   meta.Set("seed", static_cast<int64_t>(c.seed));
 }
 

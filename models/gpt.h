@@ -6,7 +6,9 @@
 //   layer_norm -> c_identity -> QKV matmul [H, 3H/M] (column-parallel) + bias -> attention
 //   (A/M heads, causal) -> out-proj matmul [H/M, H] (row-parallel) -> c_allreduce_sum
 //   -> bias [H] -> residual add -> layer_norm -> c_identity -> FC1 [H, F/M] + bias -> gelu
-//   -> FC2 [F/M, H] -> c_allreduce_sum -> bias [H] -> residual add.
+//   -> FC2 [F/M, H] -> c_allreduce_sum -> bias [H] -> residual add (with bias_fusion the
+//   bias adds after the out-proj and FC2, their dropout and the residual add are one
+//   bias_dropout_add each, FC1's bias and the gelu one bias_gelu).
 // The fused QKV columns are laid out per head as (head, {q, k, v}, head_dim), so a
 // contiguous column shard holds whole heads. The module is the program of mp rank 0;
 // sharded parameters carry full_shape / shard_axis / num_shards in their initializer and
@@ -61,6 +63,11 @@ struct GptConfig {
   // the attention projection and of the MLP before each residual add. The masks' seed is the
   // fed input `dropout_seed` ([1] i64, one per micro-batch).
   double dropout = 0;
+  // Megatron's fused bias epilogues (its --bias-gelu-fusion and --bias-dropout-fusion, on by
+  // default there): fc1's bias and the gelu in one bias_gelu, the attention projection's and
+  // fc2's bias, dropout and residual add in one bias_dropout_add. The same parameters and, in
+  // f32, the same training bit for bit; fewer passes over the activations.
+  bool bias_fusion = false;
   uint64_t seed = 1;
 };
 

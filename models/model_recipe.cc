@@ -52,6 +52,7 @@ StatusOr<ModelRecipe> ReadModelRecipe(const Module& module) {
     PW_RETURN_IF_ERROR(ReadParallelLayout(meta, c));
     c.unfused_attention = meta.Has("attention") && meta.GetString("attention") == "unfused";
     c.dropout = meta.GetFloat("dropout", 0.0);
+    c.bias_fusion = meta.GetBool("bias_fusion", false);
   } else if (recipe.model == "llama") {
     PW_RETURN_IF_ERROR(RequireFields(
         meta, "llama",

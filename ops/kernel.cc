@@ -99,6 +99,10 @@ bool CpuKernelWritesEveryOutput(std::string_view type) {
                                                               "scale",
                                                               "dropout",
                                                               "dropout_grad",
+                                                              "bias_gelu",
+                                                              "bias_gelu_grad",
+                                                              "bias_dropout_add",
+                                                              "bias_dropout_add_grad",
                                                               "attention",
                                                               "attention_grad",
                                                               "layer_norm_grad",
@@ -134,6 +138,7 @@ CpuKernel FindCpuKernel(std::string_view type) {
     ops::cpu::RegisterVocabParallelKernels(*t);
     ops::cpu::RegisterLossScalingKernels(*t);
     ops::cpu::RegisterDropoutKernels(*t);
+    ops::cpu::RegisterBiasFusionKernels(*t);
     return t;
   }();
   auto it = table->find(type);

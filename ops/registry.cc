@@ -77,6 +77,7 @@ OpRegistry Build() {
   RegisterVocabParallelOps(staging);
   RegisterLossScalingOps(staging);
   RegisterDropoutOps(staging);
+  RegisterBiasFusionOps(staging);
   OpRegistry checked;
   for (const std::string& type : staging.Types()) {
     OpDef def = *staging.Find(type);

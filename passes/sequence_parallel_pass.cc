@@ -6,9 +6,9 @@
 //   row-parallel matmul -> c_allreduce_sum      becomes   -> c_reduce_scatter_sum (axis 1)
 //   c_identity -> column-parallel matmul        becomes   c_all_gather (axis 1) -> ...
 //
-// and the ops in between (layer_norm, rms_norm, bias_add, add, gelu, scale, cast, dropout: its
-// mask is the shard of the whole sequence's, ops/dropout_mask.h) run on the
-// shard. The vocabulary-parallel embedding's all-reduce becomes a reduce-scatter; a
+// and the ops in between (layer_norm, rms_norm, bias_add, add, gelu, scale, cast, dropout and
+// bias_dropout_add: their masks are the shard of the whole sequence's, ops/dropout_mask.h) run
+// on the shard. The vocabulary-parallel embedding's all-reduce becomes a reduce-scatter; a
 // replicated tensor a shard op needs whole-sequence-wise (the position table, or a residual
 // that is not sharded yet) is cut with c_split. The LM head's c_identity becomes an
 // all-gather. Found by data flow: an all-reduce over mp is a row-parallel one when its input
@@ -45,9 +45,13 @@ bool IsMpCollective(const Op& op, std::string_view type) {
 // Ops that act on each row (each token) alone: their outputs are sharded when an input is.
 bool IsRowWise(const std::string& type) {
   static const std::unordered_set<std::string> kRowWise = {
-      "layer_norm", "rms_norm", "bias_add", "add", "gelu", "scale", "cast", "dropout"};
+      "layer_norm", "rms_norm", "bias_add",        "add", "gelu", "scale",
+      "cast",       "dropout",  "bias_dropout_add"};
   return kRowWise.count(type) > 0;
 }
+
+// Ops that add a per-column Bias to a shard (its gradient sums over the whole sequence).
+bool AddsBias(const Op& op) { return op.type == "bias_add" || op.type == "bias_dropout_add"; }
 
 class SequenceParallelPass : public Pass {
  public:
@@ -125,24 +129,25 @@ class SequenceParallelPass : public Pass {
             "over mp, or leave sequence-parallel out");
       // Dropout on a shard draws its slice of the whole sequence's mask; its Seed is one
       // value for the micro-batch, not cut.
-      if (op.type == "dropout") {
+      const bool drops = op.type == "dropout" || op.type == "bias_dropout_add";
+      if (drops) {
         if (op.attrs.GetInt("shard_count", 1) > 1)
-          return InvalidArgument(
-              "sequence-parallel: dropout '", OriginName(op), "' is already sharded along axis ",
-              op.attrs.GetInt("shard_axis", -1), " and cannot be cut along the sequence too");
+          return InvalidArgument("sequence-parallel: ", op.type, " '", OriginName(op),
+                                 "' is already sharded along axis ",
+                                 op.attrs.GetInt("shard_axis", -1),
+                                 " and cannot be cut along the sequence too");
         op.SetAttr("shard_axis", int64_t{kSeqAxis}).SetAttr("shard_count", int64_t{mp});
         op.SetAttr("group", std::string("mp"));
       }
       // Replicated inputs the op combines with a shard element by element: cut them.
       for (Slot& slot : op.inputs) {
         if (op.type == "layer_norm" || op.type == "rms_norm") break;  // Scale, Bias: per column
-        if (op.type == "dropout" && slot.name == "Seed") continue;
+        if (drops && slot.name == "Seed") continue;
         for (std::string& v : slot.vars) {
           if (sharded_.count(v)) continue;
           const Var* var = program.FindVar(v);
           if (!var) return NotFound("sequence-parallel: var '", v, "' is not declared");
-          if (op.type == "bias_add" && slot.name == "Bias" &&
-              static_cast<int>(var->shape.size()) < 2)
+          if (AddsBias(op) && slot.name == "Bias" && static_cast<int>(var->shape.size()) < 2)
             continue;  // [H]: the same for every token
           PW_ASSIGN_OR_RETURN(v, Split(program, out, op, v, mp));
           context.AddStatistic("splits");
@@ -150,7 +155,7 @@ class SequenceParallelPass : public Pass {
       }
       // A per-column parameter now sees a shard of the rows: its gradient gathers them.
       if (op.type == "layer_norm" || op.type == "rms_norm" ||
-          (op.type == "bias_add" && program.FindVar(op.Input("Bias"))->shape.size() < 2)) {
+          (AddsBias(op) && program.FindVar(op.Input("Bias"))->shape.size() < 2)) {
         op.SetAttr(ops::kSeqParallelGroup, std::string("mp"));
         op.SetAttr(ops::kSeqParallelAxis, int64_t{kSeqAxis});
         op.SetAttr(ops::kSeqParallelNranks, int64_t{mp});

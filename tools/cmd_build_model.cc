@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "           [--seed N (1)]\n"
     "           [--placement loop|v (loop)] [--vocab-parallel on|off (on)]\n"
     "           [--stage-layers N,N,... (L / (P x V) each)] [--attention fused|unfused (fused)]\n"
-    "           [--dropout P (0)] -o FILE\n"
+    "           [--dropout P (0)] [--bias-fusion on|off (off)] -o FILE\n"
     "       pipeweave build-model llama --layers L --hidden H --heads A --kv-heads G --ffn F\n"
     "           --seq S --vocab V [--rope-theta T (10000)] and the gpt flags from\n"
     "           --micro-batch-size on -o FILE\n"
@@ -44,6 +44,9 @@ constexpr const char* kUsage =
     "--dropout P applies Megatron's dropout with probability P (0 <= P < 1) to the embeddings,\n"
     "the attention probabilities and the attention and MLP outputs; it needs --attention\n"
     "unfused. Its masks are drawn from the fed input dropout_seed, one per micro-batch.\n"
+    "--bias-fusion on builds Megatron's fused bias epilogues (on by default in Megatron-LM):\n"
+    "fc1's bias add and gelu as one bias_gelu, the attention projection's and fc2's bias add,\n"
+    "dropout and residual add as one bias_dropout_add; same parameters, same training in f32.\n"
     "llama: RMSNorm, SwiGLU (gate and up column-parallel), rotary embeddings (base T) and\n"
     "grouped-query attention with G kv heads (G divides A; split over mp when G >= M, a single\n"
     "one replicated), no biases.";
@@ -52,7 +55,7 @@ constexpr const char* kUsage =
 const char* const kTransformerOnly[] = {
     "heads", "ffn", "dp", "mp", "vpp", "placement", "vocab-parallel", "stage-layers"};
 const char* const kLlamaOnly[] = {"kv-heads", "rope-theta"};
-const char* const kGptOnly[] = {"attention", "dropout"};
+const char* const kGptOnly[] = {"attention", "dropout", "bias-fusion"};
 
 // A parallel degree: the mesh's limit, checked before anything is built.
 StatusOr<int> GetDegree(const Flags& flags, const std::string& name) {
@@ -118,6 +121,10 @@ StatusOr<Module> BuildGptFromFlags(const Flags& flags) {
     return InvalidArgument("flag --attention takes fused or unfused, got '", attention, "'");
   c.unfused_attention = attention == "unfused";
   PW_ASSIGN_OR_RETURN(c.dropout, flags.GetDouble("dropout", 0.0, 0.0, 1.0));
+  const std::string bias_fusion = flags.Get("bias-fusion", "off");
+  if (bias_fusion != "on" && bias_fusion != "off")
+    return InvalidArgument("flag --bias-fusion takes on or off, got '", bias_fusion, "'");
+  c.bias_fusion = bias_fusion == "on";
   return models::BuildGpt(c);
 }
 
@@ -159,10 +166,12 @@ StatusOr<Module> BuildUnetFromFlags(const Flags& flags) {
 
 StatusOr<int> RunBuildModel(const std::vector<std::string>& args) {
   Flags flags;
-  for (const char* name : {"layers", "hidden", "heads",        "kv-heads",         "ffn",
-                           "seq",    "vocab",  "rope-theta",   "micro-batch-size", "dp",
-                           "mp",     "pp",     "vpp",          "placement",        "vocab-parallel",
-                           "seed",   "output", "stage-layers", "attention",        "dropout"})
+  for (const char* name :
+       {"layers",     "hidden", "heads",        "kv-heads",         "ffn",
+        "seq",        "vocab",  "rope-theta",   "micro-batch-size", "dp",
+        "mp",         "pp",     "vpp",          "placement",        "vocab-parallel",
+        "seed",       "output", "stage-layers", "attention",        "dropout",
+        "bias-fusion"})
     flags.Value(name);
   flags.Alias("o", "output");
   PW_RETURN_IF_ERROR(flags.Parse(args));

@@ -1,5 +1,7 @@
 #include "ops/defs/def_util.h"
 
+#include <algorithm>
+
 #include "ops/defs/defaults.h"
 
 namespace pw::ops {
@@ -80,6 +82,17 @@ Status Mismatch(const InferContext& ctx, std::string_view a, const Shape& sa, st
                 const Shape& sb, std::string_view why) {
   return InvalidArgument(ctx.op().type, ": ", a, " ", ShapeToString(sa), " and ", b, " ",
                          ShapeToString(sb), ": ", why);
+}
+
+Status CheckBias(const InferContext& ctx, std::string_view x, std::string_view bias) {
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, x));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, x, dtype, 1));
+  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, bias, dtype, 1));
+  const Shape& xs = ctx.Input(x).shape;
+  const Shape& bs = ctx.Input(bias).shape;
+  if (bs.size() > xs.size() || !std::equal(bs.rbegin(), bs.rend(), xs.rbegin()))
+    return Mismatch(ctx, x, xs, bias, bs, StrCat(bias, " must equal ", x, "'s trailing dims"));
+  return OkStatus();
 }
 
 namespace {

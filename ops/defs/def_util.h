@@ -42,6 +42,9 @@ Status CheckRank(const InferContext& ctx, std::string_view slot, DataType dtype,
 // Checks that two inputs have the same dtype and shape.
 Status CheckSameType(const InferContext& ctx, std::string_view a, std::string_view b, size_t ia = 0,
                      size_t ib = 0);
+// Checks that `bias` is floating, of `x`'s dtype, and equals x's trailing dims (it is
+// broadcast over the leading ones).
+Status CheckBias(const InferContext& ctx, std::string_view x, std::string_view bias);
 // An InvalidArgument naming both slots and their shapes: "op: X [2, 3] and Y [4]: why".
 Status Mismatch(const InferContext& ctx, std::string_view a, const Shape& sa, std::string_view b,
                 const Shape& sb, std::string_view why);

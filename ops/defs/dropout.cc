@@ -5,10 +5,10 @@
 // of an element-wise op (read one tensor, write one).
 
 #include "ops/defs/def_util.h"
+#include "ops/defs/dropout_attrs.h"
 #include "ops/defs/register.h"
 
 namespace pw::ops {
-namespace {
 
 std::vector<AttrDef> DropoutAttrs() {
   return {RequiredAttr("p", AttrType::kFloat),
@@ -20,13 +20,18 @@ std::vector<AttrDef> DropoutAttrs() {
           DefaultAttr("group", std::string("mp"))};
 }
 
-// Checks p, the seed and the shard attributes against the tensor in `slot`.
-Status CheckDropout(const InferContext& ctx, std::string_view slot) {
+void CopyDropoutAttrs(const Op& from, Op& to) {
+  for (const char* attr : {"p", "salt", "shard_axis", "shard_count", "group"})
+    if (const Attribute* a = from.attrs.Find(attr)) to.attrs.Set(attr, *a);
+}
+
+Status CheckDropout(const InferContext& ctx, std::string_view slot, bool allow_zero) {
   const double p = ctx.attrs().GetFloat("p");
-  if (!(p > 0.0 && p < 1.0))
-    return InvalidArgument(ctx.op().type, ": p must be in (0, 1), got ", p,
-                           " (for p = 0 leave the op out)");
-  PW_RETURN_IF_ERROR(CheckOneElement(ctx, "Seed", DataType::kInt64));
+  if (allow_zero ? !(p >= 0.0 && p < 1.0) : !(p > 0.0 && p < 1.0))
+    return InvalidArgument(ctx.op().type, ": p must be in ", allow_zero ? "[0, 1)" : "(0, 1)",
+                           ", got ", p, allow_zero ? "" : " (for p = 0 leave the op out)");
+  if (p > 0.0 || ctx.InputCount("Seed") > 0)
+    PW_RETURN_IF_ERROR(CheckOneElement(ctx, "Seed", DataType::kInt64));
   PW_RETURN_IF_ERROR(FloatDtype(ctx, slot).status());
   const int64_t count = ctx.attrs().GetInt("shard_count", 1);
   const int64_t axis = ctx.attrs().GetInt("shard_axis", -1);
@@ -38,6 +43,8 @@ Status CheckDropout(const InferContext& ctx, std::string_view slot) {
                            " (shard_count ", count, " needs one)");
   return OkStatus();
 }
+
+namespace {
 
 Status InferDropout(InferContext& ctx) {
   PW_RETURN_IF_ERROR(CheckDropout(ctx, "X"));
@@ -53,8 +60,7 @@ Status DropoutGrad(GradContext& ctx) {
   op.SetInput("Seed", {fwd.Input("Seed")})
       .SetInput(GradVarName("Out"), {ctx.Grad(fwd.Output("Out"))});
   op.SetOutput(GradVarName("X"), {ctx.Grad(x)});
-  for (const char* attr : {"p", "salt", "shard_axis", "shard_count", "group"})
-    if (const Attribute* a = fwd.attrs.Find(attr)) op.attrs.Set(attr, *a);
+  CopyDropoutAttrs(fwd, op);
   MarkWeightGrad(ctx, op);
   return OkStatus();
 }

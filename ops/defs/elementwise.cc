@@ -8,16 +8,8 @@
 namespace pw::ops {
 namespace {
 
-// Bias must equal X's trailing dims; it is broadcast over the leading ones.
 Status InferBiasAdd(InferContext& ctx) {
-  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, "X"));
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "X", dtype, 1));
-  PW_RETURN_IF_ERROR(CheckRankAtLeast(ctx, "Bias", dtype, 1));
-  const Shape& x = ctx.Input("X").shape;
-  const Shape& b = ctx.Input("Bias").shape;
-  if (b.size() > x.size() || !std::equal(b.rbegin(), b.rend(), x.rbegin())) {
-    return Mismatch(ctx, "X", x, "Bias", b, "Bias must equal X's trailing dims");
-  }
+  PW_RETURN_IF_ERROR(CheckBias(ctx, "X", "Bias"));
   ctx.SetOutput("Out", ctx.Input("X"));
   return OkStatus();
 }

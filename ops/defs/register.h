@@ -24,5 +24,6 @@ void RegisterCastOps(OpRegistry& registry);
 void RegisterVocabParallelOps(OpRegistry& registry);
 void RegisterLossScalingOps(OpRegistry& registry);
 void RegisterDropoutOps(OpRegistry& registry);
+void RegisterBiasFusionOps(OpRegistry& registry);
 
 }  // namespace pw::ops

@@ -34,6 +34,12 @@ pw_expect_error(number_layers_huge "flag --layers: expected an integer in [1, 40
   build-model gpt --layers 99999999999 --hidden 64 --heads 4 --seq 16 --vocab 128 -o ${out}/h1.pb)
 pw_expect_error(number_mp_zero "flag --mp: expected an integer in [1, 65536], got '0'" ${out}/h2.pb
   build-model gpt --layers 2 --hidden 64 --heads 4 --seq 16 --vocab 128 --mp 0 -o ${out}/h2.pb)
+pw_expect_error(build_model_bias_fusion_value "flag --bias-fusion takes on or off, got 'yes'"
+  ${out}/h5.pb build-model gpt --layers 2 --hidden 64 --heads 4 --seq 16 --vocab 128
+  --bias-fusion yes -o ${out}/h5.pb)
+pw_expect_error(build_model_bias_fusion_llama "flag --bias-fusion applies to gpt, not llama"
+  ${out}/h6.pb build-model llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --seq 16
+  --vocab 128 --bias-fusion on -o ${out}/h6.pb)
 pw_expect_error(number_option_lr_nan "expected a finite number, got 'nan'" ${out}/h3.pb
   opt ${bad}/train_good.pbtxt -p "append-backward{lr=nan}" -o ${out}/h3.pb)
 pw_expect_error(number_option_micro_batches_wraps

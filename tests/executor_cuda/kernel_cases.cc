@@ -737,6 +737,53 @@ void AddLlamaCases(Maker& m, std::vector<KernelCase>& cases) {
   }
 }
 
+// bias_gelu, bias_dropout_add and their grads: rows of 9 against a bias of 9 (Philox's groups
+// of four cross the rows), the dropout whole and as shard 0 of 2 along the sequence, p 0
+// without a seed, a grad with only the bias output, and row-group partial sums.
+void AddBiasFusionCases(Maker& m, std::vector<KernelCase>& cases) {
+  const Tensor x = m.Uniform({2, 4, 9}, -3, 3), bias = m.Uniform({9}), dy = m.Uniform({2, 4, 9});
+  {
+    KernelCase c{
+        "bias_gelu", MakeOp("bias_gelu", {{"X", {"x"}}, {"Bias", {"b"}}}, {{"Out", {kOut}}}), {}};
+    c.inputs = {{"x", x}, {"b", bias}};
+    cases.push_back(std::move(c));
+  }
+  for (bool both : {true, false}) {
+    std::vector<Slot> outs = {{G("Bias"), {"db"}}};
+    if (both) outs.insert(outs.begin(), {G("X"), {kOut}});
+    KernelCase c{
+        both ? "bias_gelu_grad" : "bias_gelu_grad_bias_only",
+        MakeOp("bias_gelu_grad", {{"X", {"x"}}, {"Bias", {"b"}}, {G("Out"), {"dy"}}}, outs),
+        {}};
+    c.inputs = {{"x", x}, {"b", bias}, {"dy", dy}};
+    cases.push_back(std::move(c));
+  }
+  for (int64_t shards : {1, 2, 0}) {  // 0: p 0, no seed
+    std::vector<Slot> ins = {{"X", {"x"}}, {"Bias", {"b"}}, {"Residual", {"r"}}};
+    if (shards > 0) ins.push_back({"Seed", {"seed"}});
+    KernelCase c{shards == 1   ? "bias_dropout_add"
+                 : shards == 2 ? "bias_dropout_add_sharded"
+                               : "bias_dropout_add_no_dropout",
+                 MakeOp("bias_dropout_add", ins, {{"Out", {kOut}}}),
+                 {}};
+    c.op.SetAttr("p", shards > 0 ? 0.3 : 0.0).SetAttr("salt", int64_t{5});
+    if (shards > 1) c.op.SetAttr("shard_axis", int64_t{1}).SetAttr("shard_count", shards);
+    c.inputs = {{"x", x}, {"b", bias}, {"r", dy}};
+    if (shards > 0) c.inputs["seed"] = m.Ids({1}, int64_t{1} << 40);
+    cases.push_back(std::move(c));
+  }
+  for (int64_t partials : {0, 4}) {
+    KernelCase c{partials ? "bias_dropout_add_grad_partials" : "bias_dropout_add_grad",
+                 MakeOp("bias_dropout_add_grad", {{"Seed", {"seed"}}, {G("Out"), {"dy"}}},
+                        {{G("X"), {kOut}}, {G("Bias"), {"db"}}}),
+                 {}};
+    c.op.SetAttr("p", 0.3).SetAttr("salt", int64_t{5}).SetAttr("bias_shape", Shape{9});
+    c.op.SetAttr("partial_groups", partials);
+    c.inputs = {{"dy", dy}, {"seed", m.Ids({1}, int64_t{1} << 40)}};
+    cases.push_back(std::move(c));
+  }
+}
+
 std::vector<KernelCase> KernelCases() {
   Maker m;
   std::vector<KernelCase> cases;
@@ -752,6 +799,7 @@ std::vector<KernelCase> KernelCases() {
   AddLossScalingCases(m, cases);
   AddOptimizerCases(m, cases);
   AddLlamaCases(m, cases);
+  AddBiasFusionCases(m, cases);
   return cases;
 }
 

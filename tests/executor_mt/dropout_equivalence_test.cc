@@ -2,7 +2,8 @@
 // branches): every layout draws the single-rank program's masks, so the invariant holds as
 // without dropout. Pipeline schedules and recomputation bit for bit, sequence parallelism
 // bit for bit against its plain mp plan, mp 2 (head-sharded probabilities) and dp 2 within
-// the equivalence tests' rounding. Ranks run as threads.
+// the equivalence tests' rounding; Megatron's fused bias epilogues (bias_gelu,
+// bias_dropout_add) bit for bit against the unfused ops in every layout. Ranks run as threads.
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@ constexpr const char* kTraining = "append-backward{optimizer=sgd,lr=0.1}";
 struct Layout {
   int mp = 1, pp = 1, vpp = 1, dp = 1;
   double dropout = 0.1;
+  bool bias_fusion = false;
 };
 
 StatusOr<Module> Planned(const Layout& l, const std::string& before, const std::string& after,
@@ -30,6 +32,7 @@ StatusOr<Module> Planned(const Layout& l, const std::string& before, const std::
   c.dp = l.dp;
   c.unfused_attention = true;
   c.dropout = l.dropout;
+  c.bias_fusion = l.bias_fusion;
   PW_ASSIGN_OR_RETURN(Module m, models::BuildGpt(c));
   std::string pipeline = before + kTraining + after;
   if (l.pp > 1)
@@ -159,6 +162,45 @@ TEST_F(DropoutEquivalence, SequenceParallelIsBitIdentical) {
       ASSERT_TRUE(run.ok()) << run.status().ToString();
       ExpectSameTraining(*sp, *run, *plain, *base_run, Match::kBitIdentical);
     }
+  }
+}
+
+// The fused bias epilogues train bit for bit as bias_add, gelu, dropout and add, with and
+// without dropout, pipelined (their grads in zero-bubble's B and W), recomputed, and on
+// sequence shards (the bias gradients' row-group partial sums).
+TEST_F(DropoutEquivalence, BiasFusionIsBitIdentical) {
+  struct Case {
+    Layout layout;
+    const char* before;
+    const char* after;
+    const char* schedule;
+    bool split_backward;
+  };
+  for (const Case& c :
+       {Case{{}, "", "", "1f1b", false}, Case{{.dropout = 0}, "", "", "1f1b", false},
+        Case{{.pp = 2}, "", "", "zb-h1", true},
+        Case{{.pp = 2}, "", ",recompute{policy=full}", "1f1b", false},
+        Case{{.mp = 2}, "sequence-parallel,", ",recompute{policy=selective}", "1f1b", false},
+        Case{{.mp = 2, .pp = 2}, "sequence-parallel,", "", "1f1b", false}}) {
+    Layout fused = c.layout;
+    fused.bias_fusion = true;
+    SCOPED_TRACE(StrCat("mp ", fused.mp, " pp ", fused.pp, " dropout ", fused.dropout, " ",
+                        c.before, c.after));
+    auto plain = Planned(c.layout, c.before, c.after, c.schedule, c.split_backward);
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    auto m = Planned(fused, c.before, c.after, c.schedule, c.split_backward);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    // Recomputation replays some forward ops: at least the layers' own.
+    EXPECT_GE(CountOps(*m, "bias_gelu"), 4);
+    EXPECT_GE(CountOps(*m, "bias_dropout_add"), 2 * 4);
+    EXPECT_EQ(CountOps(*m, "bias_gelu_grad"), 4);
+    EXPECT_EQ(CountOps(*m, "bias_dropout_add_grad"), 2 * 4);
+    EXPECT_EQ(CountOps(*m, "gelu"), 0);
+    auto base_run = Train(*plain);
+    ASSERT_TRUE(base_run.ok()) << base_run.status().ToString();
+    auto run = Train(*m);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ExpectSameTraining(*m, *run, *plain, *base_run, Match::kBitIdentical);
   }
 }
 

@@ -2,7 +2,8 @@
 // and every parameter byte), GPT and Llama, mp 2, 4 and 8, one program and a 1f1b plan over
 // two stages, f32 and bf16. Norm and bias parameter gradients add the ranks' row-group
 // partial sums (mp dividing gcd(seq, 8)); at mp 3 the shards cut the groups and the
-// activations are all-gathered instead. Ranks run as threads; launcher_test repeats mp 2
+// activations are all-gathered instead. The same with the fused bias epilogues (the
+// bias_dropout_add on the shards). Ranks run as threads; launcher_test repeats mp 2
 // over Gloo processes.
 
 #include <gtest/gtest.h>
@@ -26,12 +27,13 @@ struct Case {
   int mp = 2;
   int pp = 1;
   bool bf16 = false;
-  bool recompute = false;  // recompute{policy=selective}: re-gathers in the backward
+  bool recompute = false;    // recompute{policy=selective}: re-gathers in the backward
+  bool bias_fusion = false;  // gpt: bias_dropout_add runs on the shards
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
   *out << c.model << " mp=" << c.mp << " pp=" << c.pp << (c.bf16 ? " bf16" : " f32")
-       << (c.recompute ? " selective recompute" : "");
+       << (c.recompute ? " selective recompute" : "") << (c.bias_fusion ? " bias fusion" : "");
 }
 
 StatusOr<Module> Build(const Case& c) {
@@ -42,6 +44,7 @@ StatusOr<Module> Build(const Case& c) {
     return models::BuildLlama(l);
   }
   models::GptConfig g = SmallGptConfig(c.mp, c.pp);
+  g.bias_fusion = c.bias_fusion;
   if (c.mp > g.heads) g.heads = c.mp;
   if (c.mp == 3) {  // 3 heads of 16, vocabulary 3 x 32, sequence 24: 8 groups, 3 shards
     g.hidden = 48;
@@ -90,13 +93,14 @@ TEST_P(SequenceParallel, TrainsBitIdenticallyToThePlainModel) {
     EXPECT_LT(run->peak_bytes[r], base->peak_bytes[r]) << "rank " << r;
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, SequenceParallel,
-                         ::testing::Values(Case{"gpt", 2}, Case{"gpt", 4}, Case{"gpt", 8},
-                                           Case{"gpt", 2, 2}, Case{"gpt", 2, 1, true},
-                                           Case{"llama", 2}, Case{"llama", 4}, Case{"llama", 2, 2},
-                                           Case{"llama", 4, 1, true},
-                                           Case{"gpt", 4, 2, false, true},
-                                           Case{"llama", 2, 1, true, true}, Case{"gpt", 3}));
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, SequenceParallel,
+    ::testing::Values(Case{"gpt", 2}, Case{"gpt", 4}, Case{"gpt", 8}, Case{"gpt", 2, 2},
+                      Case{"gpt", 2, 1, true}, Case{"llama", 2}, Case{"llama", 4},
+                      Case{"llama", 2, 2}, Case{"llama", 4, 1, true},
+                      Case{"gpt", 4, 2, false, true}, Case{"llama", 2, 1, true, true},
+                      Case{"gpt", 3}, Case{"gpt", 2, 2, false, false, true},
+                      Case{"gpt", 4, 1, true, true, true}, Case{"gpt", 3, 1, false, false, true}));
 
 // With selective recomputation the all-gathers run again in the backward: no backward op
 // reads a forward all-gather's output (the layer holds its sequence shard instead of the

@@ -89,6 +89,45 @@ TEST(GptTest, LayerHasMegatronLayout) {
   EXPECT_EQ(ops[14]->Input("Y"), "layer1.fc2.weight");
 }
 
+// Megatron's fused epilogues: the same parameters; fc1's bias with the gelu, the projection's
+// and fc2's bias with their dropout and residual add.
+TEST(GptTest, BiasFusionBuildsMegatronsFusedEpilogues) {
+  GptConfig c = Tiny();
+  c.mp = 2;
+  c.unfused_attention = true;
+  c.dropout = 0.1;
+  Module plain = Build(c);
+  c.bias_fusion = true;
+  Module m = Build(c);
+  EXPECT_TRUE(VerifyModule(m, ops::Registry()).ok());
+  const Program& p = m.main_program();
+  std::vector<std::string> layer;
+  for (const Op* op : OpsOf(p, "layer1.")) layer.push_back(op->type);
+  EXPECT_THAT(std::vector<std::string>(layer.end() - 9, layer.end()),
+              ElementsAre("c_allreduce_sum", "bias_dropout_add", "layer_norm", "c_identity",
+                          "matmul", "bias_gelu", "matmul", "c_allreduce_sum", "bias_dropout_add"));
+  const Op* fc2 = OpsOf(p, "layer1.residual2")[0];
+  EXPECT_EQ(fc2->type, "bias_dropout_add");
+  EXPECT_EQ(fc2->Input("Bias"), "layer1.fc2.bias");
+  EXPECT_EQ(fc2->Input("Residual"), "layer1.residual1");
+  EXPECT_EQ(fc2->Input("Seed"), "dropout_seed");
+  EXPECT_DOUBLE_EQ(fc2->attrs.GetFloat("p"), 0.1);
+  std::set<std::string> params, plain_params;
+  for (const Var& v : p.vars())
+    if (v.is_parameter) params.insert(v.name + ShapeToString(v.shape));
+  for (const Var& v : plain.main_program().vars())
+    if (v.is_parameter) plain_params.insert(v.name + ShapeToString(v.shape));
+  EXPECT_EQ(params, plain_params);
+  EXPECT_TRUE(m.metadata.GetBool("bias_fusion"));
+  EXPECT_FALSE(plain.metadata.Has("bias_fusion"));
+  EXPECT_LT(p.ops().size(), plain.main_program().ops().size());
+  // Without dropout the epilogue still adds the bias and the residual, with no seed input.
+  c.dropout = 0;
+  Module no_dropout = Build(c);
+  EXPECT_EQ(no_dropout.main_program().FindVar("dropout_seed"), nullptr);
+  EXPECT_TRUE(OpsOf(no_dropout.main_program(), "layer1.residual2")[0]->Input("Seed").empty());
+}
+
 TEST(GptTest, EmbeddingAndHead) {
   Module m = Build(Tiny());
   const Program& p = m.main_program();

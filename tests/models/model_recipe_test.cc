@@ -22,6 +22,7 @@ TEST(ModelRecipe, GptBuildsTheSameModuleAgain) {
   c.vpp = 2;
   c.placement = StagePlacement::kV;
   c.vocab_parallel = false;
+  c.bias_fusion = true;
   c.seed = 7;
   StatusOr<Module> built = BuildGpt(c);
   ASSERT_TRUE(built.ok()) << built.status().message();
@@ -31,6 +32,7 @@ TEST(ModelRecipe, GptBuildsTheSameModuleAgain) {
   EXPECT_EQ(recipe->micro_batch_size(), 2);
   EXPECT_EQ(recipe->gpt.placement, StagePlacement::kV);
   EXPECT_FALSE(recipe->gpt.vocab_parallel);
+  EXPECT_TRUE(recipe->gpt.bias_fusion);
   StatusOr<Module> again = BuildFromRecipe(*recipe);
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_TRUE(*again == *built);

@@ -17,24 +17,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class RankOf : public Communicator {
- public:
-  RankOf(int rank, int size) : rank_(rank), size_(size) {}
-  Status AllReduceSum(std::string_view, float*, int64_t) override { return OkStatus(); }
-  Status AllReduceMax(std::string_view, float*, int64_t) override { return OkStatus(); }
-  int GroupRank(std::string_view) const override { return rank_; }
-  int GroupSize(std::string_view) const override { return size_; }
-
- private:
-  int rank_, size_;
-};
-
-Tensor Seed(int64_t value) {
-  Tensor t(DataType::kInt64, {1});
-  t.i64()[0] = value;
-  return t;
-}
-
 Op DropoutOp(double p, int64_t salt = 0) {
   Op op = MakeOp("dropout", {{"X", {"x"}}, {"Seed", {"seed"}}}, {{"Out", {"out"}}});
   op.SetAttr("p", p).SetAttr("salt", salt);
@@ -44,14 +26,10 @@ Op DropoutOp(double p, int64_t salt = 0) {
 Tensor RunDropout(const Op& op, const Tensor& x, int64_t seed, Communicator* comm = nullptr) {
   TensorEnv env;
   env.Set("x", x);
-  env.Set("seed", Seed(seed));
+  env.Set("seed", SeedTensor(seed));
   Status s = RunOps({op}, env, comm);
   EXPECT_TRUE(s.ok()) << s.message();
   return s.ok() ? *env.Find("out") : Tensor();
-}
-
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.numel() == b.numel() && std::equal(a.f32(), a.f32() + a.numel(), b.f32());
 }
 
 // Random123's known answers for philox4x32 with 10 rounds (kat_vectors).
@@ -101,20 +79,6 @@ TEST(Dropout, MaskIsAFunctionOfSeedSaltAndIndex) {
   EXPECT_TRUE(SameBits(threaded, RunDropout(DropoutOp(0.3), big_x, 7)));
 }
 
-// Slices [begin, begin + n) of `axis` of a row-major tensor.
-Tensor Slice(const Tensor& t, int axis, int64_t begin, int64_t n) {
-  Shape shape = t.shape();
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
-  const int64_t extent = shape[axis];
-  shape[axis] = n;
-  Tensor out(DataType::kFloat32, shape);
-  for (int64_t o = 0; o < outer; ++o)
-    std::copy_n(t.f32() + (o * extent + begin) * inner, n * inner, out.f32() + o * n * inner);
-  return out;
-}
-
 // Heads of [B, heads, S, S] probabilities over mp, or a sequence shard of [B, S, H]: each
 // rank's mask is its slice of the whole tensor's. Rows of 5 and 3 elements cross Philox's
 // four-element groups.
@@ -131,7 +95,7 @@ TEST(Dropout, ShardDrawsItsSliceOfTheWholeMask) {
     for (int r = 0; r < c.shards; ++r) {
       Op op = DropoutOp(0.4, 5);
       op.SetAttr("shard_axis", int64_t{c.axis}).SetAttr("shard_count", int64_t{c.shards});
-      RankOf comm(r, c.shards);
+      GroupMember comm(r, c.shards);
       Tensor got = RunDropout(op, Slice(x, c.axis, r * n, n), 11, &comm);
       EXPECT_TRUE(SameBits(got, Slice(whole, c.axis, r * n, n)))
           << ShapeToString(c.shape) << " axis " << c.axis << " rank " << r;
@@ -143,7 +107,7 @@ TEST(Dropout, GradDrawsTheForwardMaskAgain) {
   GradCheck c;
   c.op = DropoutOp(0.25, 3);
   c.inputs["x"] = RandomTensor({3, 7}, 5);
-  c.inputs["seed"] = Seed(99);
+  c.inputs["seed"] = SeedTensor(99);
   GradCheckResult r = CheckGradients(c);
   ASSERT_EQ(r.grad_ops.size(), 1u);
   EXPECT_EQ(r.grad_ops[0].type, "dropout_grad");
@@ -154,7 +118,7 @@ TEST(Dropout, GradDrawsTheForwardMaskAgain) {
 TEST(Dropout, BadAttributesAreOneLineErrors) {
   TensorEnv env;
   env.Set("x", RandomTensor({2, 4}, 6));
-  env.Set("seed", Seed(1));
+  env.Set("seed", SeedTensor(1));
   Status s = RunOps({DropoutOp(0.0)}, env);
   EXPECT_THAT(s.message(), HasSubstr("p must be in (0, 1), got 0 (for p = 0 leave the op out)"));
   Op op = DropoutOp(0.1);
@@ -162,7 +126,7 @@ TEST(Dropout, BadAttributesAreOneLineErrors) {
   s = RunOps({op}, env);
   EXPECT_THAT(s.message(), HasSubstr("shard_axis -1 is not an axis of"));
   op.SetAttr("shard_axis", int64_t{1});
-  RankOf three(0, 3);
+  GroupMember three(0, 3);
   s = RunOps({op}, env, &three);
   EXPECT_THAT(s.message(), HasSubstr("shard_count 2 but group 'mp' has 3 members"));
   env.Set("seed", RandomTensor({1}, 7));

@@ -513,8 +513,8 @@ TEST(OpsGrad, Concat) {
 }
 
 // Every differentiable op type is covered above (c_embedding and c_softmax_cross_entropy
-// against the single-rank ops in vocab_parallel_test.cc, dropout in dropout_test.cc); new
-// ones must be added here.
+// against the single-rank ops in vocab_parallel_test.cc, dropout in dropout_test.cc,
+// bias_gelu and bias_dropout_add in bias_fusions_test.cc); new ones must be added here.
 TEST(OpsGrad, EveryOpWithAGradMakerIsChecked) {
   std::istringstream words(
       "matmul embedding bias_add add gelu scale sum layer_norm attention softmax "
@@ -522,7 +522,7 @@ TEST(OpsGrad, EveryOpWithAGradMakerIsChecked) {
       "c_split "
       "reshape transpose split "
       "concat cast c_embedding c_softmax_cross_entropy rms_norm swiglu rotary_embedding "
-      "gqa_attention dropout");
+      "gqa_attention dropout bias_gelu bias_dropout_add");
   std::set<std::string> checked{std::istream_iterator<std::string>(words), {}};
   for (const std::string& type : ops::Registry().Types()) {
     if (ops::Registry().Find(type)->grad) EXPECT_TRUE(checked.count(type)) << type;

@@ -66,7 +66,8 @@ Op Matmul(bool tx = false, bool ty = false) {
 
 TEST(OpsInfer, RegistryListsEveryOp) {
   std::istringstream words(
-      "adam add attention attention_grad bias_add bias_add_grad c_all_gather c_allreduce_coalesced "
+      "adam add attention attention_grad bias_add bias_add_grad bias_dropout_add "
+      "bias_dropout_add_grad bias_gelu bias_gelu_grad c_all_gather c_allreduce_coalesced "
       "c_allreduce_max "
       "c_allreduce_sum c_embedding c_embedding_grad c_identity c_member_concat c_member_sum "
       "c_reduce_scatter_coalesced c_reduce_scatter_sum c_shift c_softmax_cross_entropy "

@@ -1,6 +1,7 @@
 #include "tests/ops/op_runner.h"
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 
 #include "ir/op_def.h"
@@ -112,6 +113,29 @@ Tensor MakeTensor(const Shape& shape, const std::vector<float>& values) {
   Tensor t(DataType::kFloat32, shape);
   std::copy(values.begin(), values.end(), t.f32());
   return t;
+}
+
+Tensor SeedTensor(int64_t value) {
+  Tensor t(DataType::kInt64, {1});
+  t.i64()[0] = value;
+  return t;
+}
+
+Tensor Slice(const Tensor& t, int axis, int64_t begin, int64_t n) {
+  Shape shape = t.shape();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t extent = shape[axis];
+  shape[axis] = n;
+  Tensor out(DataType::kFloat32, shape);
+  for (int64_t o = 0; o < outer; ++o)
+    std::copy_n(t.f32() + (o * extent + begin) * inner, n * inner, out.f32() + o * n * inner);
+  return out;
+}
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.f32(), b.f32(), sizeof(float) * a.numel()) == 0;
 }
 
 }  // namespace pw::testing

@@ -48,5 +48,25 @@ Op AdamOp();
 Tensor RandomTensor(const Shape& shape, uint32_t seed, float low = -1.f, float high = 1.f);
 Tensor RandomIds(const Shape& shape, int64_t vocab, uint32_t seed);
 Tensor MakeTensor(const Shape& shape, const std::vector<float>& values);
+// A dropout seed: i64 [1].
+Tensor SeedTensor(int64_t value);
+// Slices [begin, begin + n) of `axis` of a row-major f32 tensor.
+Tensor Slice(const Tensor& t, int axis, int64_t begin, int64_t n);
+// Same shape and the same bits in every element.
+bool SameBits(const Tensor& a, const Tensor& b);
+
+// Member `rank` of groups of `size` (0: unknown, not checked), whose collectives the test
+// does by hand: the reductions leave their buffers as they are.
+class GroupMember : public Communicator {
+ public:
+  explicit GroupMember(int rank, int size = 0) : rank_(rank), size_(size) {}
+  Status AllReduceSum(std::string_view, float*, int64_t) override { return OkStatus(); }
+  Status AllReduceMax(std::string_view, float*, int64_t) override { return OkStatus(); }
+  int GroupRank(std::string_view) const override { return rank_; }
+  int GroupSize(std::string_view) const override { return size_; }
+
+ private:
+  int rank_, size_;
+};
 
 }  // namespace pw::testing

@@ -40,10 +40,6 @@ Tensor Gather(const std::vector<Tensor>& parts, const std::vector<int64_t>& orde
   return out;
 }
 
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.numel() == b.numel() && std::memcmp(a.f32(), b.f32(), sizeof(float) * a.numel()) == 0;
-}
-
 struct Case {
   std::string type;
   std::vector<std::string> grads;  // output slots

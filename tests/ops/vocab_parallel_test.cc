@@ -16,18 +16,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A rank of a group whose collectives the test does by hand.
-class RankOf : public Communicator {
- public:
-  explicit RankOf(int rank) : rank_(rank) {}
-  Status AllReduceSum(std::string_view, float*, int64_t) override { return OkStatus(); }
-  Status AllReduceMax(std::string_view, float*, int64_t) override { return OkStatus(); }
-  int GroupRank(std::string_view) const override { return rank_; }
-
- private:
-  int rank_;
-};
-
 // Columns [begin, begin + n) of a [rows, cols] tensor.
 Tensor Columns(const Tensor& t, int64_t begin, int64_t n) {
   const int64_t cols = t.dim(-1), rows = t.numel() / cols;
@@ -67,7 +55,7 @@ TEST(VocabParallel, EmbeddingShardsSumToTheLookup) {
     env.Set("ids", ids);
     Op op = MakeOp("c_embedding", {{"Ids", {"ids"}}, {"W", {"w"}}}, {{"Out", {"o"}}});
     op.SetAttr("vocab_size", kVocab);
-    RankOf rank(r);
+    GroupMember rank(r);
     ASSERT_TRUE(RunOps({op}, env, &rank).ok());
     for (int64_t i = 0; i < sum.numel(); ++i) sum.f32()[i] += env.Find("o")->f32()[i];
     // The gradient: this rank's rows only.
@@ -103,7 +91,7 @@ TEST(VocabParallel, CrossEntropyMatchesTheSingleRankOp) {
   ASSERT_TRUE(RunOps({ce, ce_grad}, full).ok());
 
   TensorEnv env[2];
-  RankOf ranks[2] = {RankOf(0), RankOf(1)};
+  GroupMember ranks[2] = {GroupMember(0), GroupMember(1)};
   Op max = MakeOp("reduce_max", {{"X", {"x"}}}, {{"Out", {"m"}}});
   Op stats = MakeOp("c_softmax_stats", {{"Logits", {"x"}}, {"Max", {"m"}}, {"Label", {"label"}}},
                     {{"SumExp", {"s"}}, {"TargetLogit", {"t"}}});

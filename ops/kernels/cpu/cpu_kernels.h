@@ -77,6 +77,7 @@ void RegisterElementwiseKernels(KernelTable& table);
 void RegisterNormKernels(KernelTable& table);
 void RegisterRmsNormKernels(KernelTable& table);
 void RegisterSwigluKernels(KernelTable& table);
+void RegisterBiasFusionKernels(KernelTable& table);
 void RegisterRotaryKernels(KernelTable& table);
 void RegisterAttentionKernels(KernelTable& table);
 void RegisterGqaAttentionKernels(KernelTable& table);

@@ -24,6 +24,16 @@ inline unsigned GridForRows(int64_t rows) {
   return static_cast<unsigned>(rows < kMaxBlocks ? rows : kMaxBlocks);
 }
 
+// gelu(x) = x·Φ(x) (erf form) and its slope Φ(x) + x·φ(x): gelu, bias_gelu and their grads.
+__device__ inline float GeluValue(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+__device__ inline float GeluSlope(float x) {
+  const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+  const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+  return cdf + x * pdf;
+}
+
 __device__ inline int64_t GlobalThread() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }

@@ -7,9 +7,6 @@
 namespace pw::ops::cuda {
 namespace {
 
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
 __global__ void BiasAddKernel(const float* x, const float* bias, float* out, int64_t n, int64_t d) {
   for (int64_t i = GlobalThread(); i < n; i += GlobalStride()) out[i] = x[i] + bias[i % d];
 }
@@ -35,17 +32,11 @@ __global__ void AddKernel(const float* x, const float* y, float* out, int64_t n)
 }
 
 __global__ void GeluKernel(const float* x, float* out, int64_t n) {
-  for (int64_t i = GlobalThread(); i < n; i += GlobalStride())
-    out[i] = 0.5f * x[i] * (1.0f + erff(x[i] * kInvSqrt2));
+  for (int64_t i = GlobalThread(); i < n; i += GlobalStride()) out[i] = GeluValue(x[i]);
 }
 
 __global__ void GeluGradKernel(const float* x, const float* g, float* dx, int64_t n) {
-  for (int64_t i = GlobalThread(); i < n; i += GlobalStride()) {
-    float xi = x[i];
-    float cdf = 0.5f * (1.0f + erff(xi * kInvSqrt2));
-    float pdf = kInvSqrt2Pi * expf(-0.5f * xi * xi);
-    dx[i] = g[i] * (cdf + xi * pdf);
-  }
+  for (int64_t i = GlobalThread(); i < n; i += GlobalStride()) dx[i] = g[i] * GeluSlope(x[i]);
 }
 
 __global__ void ScaleKernel(const float* x, float* out, int64_t n, float scale, float bias) {

@@ -19,6 +19,7 @@ CpuKernel FindCudaKernel(std::string_view type) {
     ops::cuda::RegisterNormKernels(*t);
     ops::cuda::RegisterRmsNormKernels(*t);
     ops::cuda::RegisterSwigluKernels(*t);
+    ops::cuda::RegisterBiasFusionKernels(*t);
     ops::cuda::RegisterRotaryKernels(*t);
     ops::cuda::RegisterAttentionKernels(*t);
     ops::cuda::RegisterGqaAttentionKernels(*t);
