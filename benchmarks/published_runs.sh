@@ -233,7 +233,7 @@ simulate() {
     --heads "${F[$id,heads]}" --ffn "${F[$id,ffn]}" --seq "${F[$id,seq]}" \
     --vocab "${F[$id,vocab]}" --micro-batch-size "${F[$id,mbs]}" --mp "${F[$id,tp]}" \
     --pp "${F[$id,pp]}" --vpp "${F[$id,vpp]}" --dp "$dp" --attention unfused \
-    --dropout "${F[$id,dropout]}" ${F[$id,stage_layers]:+--stage-layers "${F[$id,stage_layers]}"} \
+    --dropout "${F[$id,dropout]}" ${PW_BUILD_FLAGS:-} ${F[$id,stage_layers]:+--stage-layers "${F[$id,stage_layers]}"} \
     -o "$module" >/dev/null 2>"$work/$id.err"; then
     return
   fi

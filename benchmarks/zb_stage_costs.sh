@@ -36,7 +36,7 @@ for model in 1.5B 6.2B 14.6B 28.3B; do
   counts+=",$((per - 1))"
   "$pw" build-model gpt --layers "$layers" --hidden "$hidden" --heads "$heads" \
     --ffn $((4 * hidden)) --seq 1024 --vocab 32000 --micro-batch-size "$mbs" --pp "$pp" \
-    --attention unfused --dropout 0.1 --stage-layers "$counts" -o "$work/m.pbtxt" >/dev/null
+    --attention unfused --dropout 0.1 ${PW_BUILD_FLAGS:-} --stage-layers "$counts" -o "$work/m.pbtxt" >/dev/null
   "$pw" opt "$work/m.pbtxt" --device "${PW_DEVICE:-a100}" --stats -o "$work/p.pb" -p \
     "append-backward{optimizer=adam},amp{dtype=fp16},split-program{split-backward=true},schedule{kind=zb-auto,mem-limit=$((2 * pp)),micro-batches=$m}" \
     2>"$work/stats.txt" >/dev/null

@@ -130,11 +130,10 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
       if (op.type == "update_loss_scaling")
         out_->loss_scale_rule = ops::LossScaleRule::Of(op.attrs);
       // A split{view} binds its blocks to its input's bytes (an op that writes a block
-      // later, the distributed optimizer's update, writes through it).
-      if (const SeqSlot& block = seq_.slots[item.writes.front()];
-          block.view_of >= 0 && (op.type == "split" || op.type == "c_split") &&
-          op.attrs.GetBool("view", false)) {
-        instr.view_source = slots_[block.view_of];
+      // later, the distributed optimizer's update, writes through it), and an op that runs
+      // as a view (ir/alias_ops.h) its output.
+      if (seq_.BindsView(item)) {
+        instr.view_source = slots_[seq_.slots[item.writes.front()].view_of];
         for (int s : item.writes) instr.view_offsets.push_back(seq_.slots[s].view_offset);
       }
       break;

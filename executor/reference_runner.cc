@@ -11,6 +11,7 @@
 #include "executor/initializer.h"
 #include "executor/process_resources.h"
 #include "executor/scope.h"
+#include "ir/alias_ops.h"
 #include "ir/verifier.h"
 #include "ops/dropout_mask.h"
 #include "ops/kernel.h"
@@ -29,6 +30,7 @@ struct PlannedOp {
   CpuKernel kernel = nullptr;
   std::vector<std::string> free_after;
   bool zero_outputs = true;  // false when the kernel writes every element of its outputs
+  bool view = false;         // runs as a view of its input (ir/alias_ops.h): no kernel
 };
 
 std::string Where(const PlannedOp& p) { return StrCat("op ", p.index, " (", p.op->type, ")"); }
@@ -103,9 +105,12 @@ Status ReferenceRunner::CheckModule() const {
 
 Status ReferenceRunner::PlanOps() {
   const std::vector<Op>& ops = program_.ops();
+  const std::set<std::string> in_place = InPlaceVars(program_);
   for (size_t i = 0; i < ops.size(); ++i) {
     PlannedOp p{
         i, &ops[i], FindCpuKernel(ops[i].type), {}, !CpuKernelWritesEveryOutput(ops[i].type)};
+    // Collectives run over a group of one here.
+    p.view = RunsAsView(ops[i], 1, in_place);
     if (!p.kernel)
       return Unimplemented(Where(p), ": no CPU kernel for op type '", ops[i].type, "'");
     (ops[i].role == OpRole::kOptimize ? optimize_ops_ : train_ops_).push_back(std::move(p));
@@ -273,6 +278,14 @@ Status ReferenceRunner::Prepare() {
 
 Status ReferenceRunner::RunOp(const PlannedOp& p, Scope& scope) const {
   const Op& op = *p.op;
+  if (p.view) {  // the output holds the input's bytes; they live while either is held
+    const Tensor* in = scope.Find(op.Input("X"));
+    if (!in) return Internal(Where(p), ": input '", op.Input("X"), "' has no value");
+    const Var* decl = program_.FindVar(op.Output("Out"));
+    if (!decl) return Internal(Where(p), ": output '", op.Output("Out"), "' is not declared");
+    scope.Set(op.Output("Out"), in->View(0, decl->shape));
+    return OkStatus();
+  }
   KernelContext ctx{op, {}, {}, nullptr};  // no communicator: collectives over a group of one
   ctx.inputs.resize(op.inputs.size());
   for (size_t i = 0; i < op.inputs.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "ir/alias_ops.h"
 #include "ir/event_ref.h"
 #include "ir/grad_reduce.h"
 #include "ir/p2p_vars.h"
@@ -46,6 +47,15 @@ bool HasOwnDpAllReduce(const Program& optimizer) {
     op.ForEachOutput([&](const std::string& v) { computed.insert(v); });
   }
   return false;
+}
+
+bool RankSequence::BindsView(const WorkItem& item) const {
+  if (item.kind != WorkKind::kOp || item.writes.empty()) return false;
+  const SeqSlot& block = slots[item.writes.front()];
+  if (block.view_of < 0) return false;
+  if (block.alias) return true;
+  const Op& o = op(item);
+  return (o.type == "split" || o.type == "c_split") && o.attrs.GetBool("view", false);
 }
 
 int RankSequence::SlotOf(const WorkItem& item, const std::string& var) const {
@@ -122,6 +132,9 @@ class RankSequenceBuilder {
                         ProgramVars& vars);
   int Add(WorkItem item);
   void MarkViews(const WorkItem& split);
+  void MarkAlias(const WorkItem& item);
+  void HoldViewSources();
+  const std::set<std::string>& InPlaceOf(const Program& program);
   void MarkMemberView(const WorkItem& split, const Op& op);
   // Lowers job j's program; `only_op` >= 0: that one op alone (an optimizer op issued
   // early, see hoisted_).
@@ -181,6 +194,7 @@ class RankSequenceBuilder {
   std::unordered_map<const Program*, ProgramVars> program_vars_;
   // FusesGradAccumulation per (program, op), asked once, not for every micro-batch.
   std::map<std::pair<const Program*, size_t>, bool> fuses_;
+  std::unordered_map<const Program*, std::set<std::string>> in_place_;  // InPlaceOf
   bool Fuses(const Program& program, size_t op, const Var& grad) {
     auto [it, inserted] = fuses_.try_emplace({&program, op});
     if (inserted)
@@ -551,6 +565,41 @@ void RankSequenceBuilder::MarkViews(const WorkItem& split) {
   }
 }
 
+// The output of an op that runs as a view holds its input's bytes (the bytes its input
+// holds, when that is a view itself). Parameters, optimizer state and gradient sums keep
+// their own bytes: the host allocates, zeroes and buckets those.
+void RankSequenceBuilder::MarkAlias(const WorkItem& item) {
+  if (item.reads.size() != 1 || item.writes.size() != 1) return;
+  const SeqSlot& in = seq_.slots[item.reads.front()];
+  SeqSlot& out = seq_.slots[item.writes.front()];
+  const int root = in.view_of >= 0 ? in.view_of : item.reads.front();
+  const SeqSlot& source = seq_.slots[root];
+  if (source.persistable || source.accumulator || in.held_as >= 0 || out.persistable ||
+      out.accumulator || out.fed || out.view_of >= 0)
+    return;
+  out.view_of = root;
+  out.view_offset = in.view_of >= 0 ? in.view_offset : 0;
+  out.alias = true;
+}
+
+const std::set<std::string>& RankSequenceBuilder::InPlaceOf(const Program& program) {
+  auto it = in_place_.find(&program);
+  if (it == in_place_.end()) it = in_place_.emplace(&program, InPlaceVars(program)).first;
+  return it->second;
+}
+
+// Every use of an alias view reads its source too: the source's bytes, which the view
+// holds, are freed after the view's last use, not the source's own.
+void RankSequenceBuilder::HoldViewSources() {
+  for (WorkItem& item : seq_.items) {
+    std::vector<int> sources;
+    for (const std::vector<int>* list : {&item.reads, &item.writes})
+      for (int s : *list)
+        if (seq_.slots[s].alias) sources.push_back(seq_.slots[s].view_of);
+    for (int s : sources) AppendDistinct(item.reads, s);
+  }
+}
+
 // A c_split{view}'s slice is this rank's member's (shifted by offset) of its input, whose
 // dims before the axis are all 1 (the verifier holds that): the slices lie one after another.
 void RankSequenceBuilder::MarkMemberView(const WorkItem& split, const Op& op) {
@@ -629,6 +678,9 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
       }
     if (op.type == "split" && op.attrs.GetBool("view", false)) MarkViews(item);
     if (op.type == "c_split" && op.attrs.GetBool("view", false)) MarkMemberView(item, op);
+    const int group_size = static_cast<int>(
+        RankLayout(module_.mesh).Group(op.attrs.GetString("group", "mp"), seq_.rank).size());
+    if (RunsAsView(op, group_size, InPlaceOf(program))) MarkAlias(item);
     for (const std::string& w : op.wait_events) {
       PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where()));
       if (e >= 0) AppendDistinct(item.wait_events, e);
@@ -787,6 +839,7 @@ StatusOr<RankSequence> RankSequenceBuilder::Run() {
     PW_RETURN_IF_ERROR(IsP2pJob(seq_.jobs[j]->kind) ? LowerP2pJob(jj) : LowerProgramJob(jj));
   }
   PW_RETURN_IF_ERROR(MarkShardHeldParameters());
+  HoldViewSources();
   return std::move(seq_);
 }
 

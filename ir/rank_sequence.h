@@ -71,6 +71,10 @@ struct SeqSlot {
   // from `view_offset` bytes on.
   int view_of = -1;
   int64_t view_offset = 0;
+  // A view the whole of whose bytes are its source's (an op that RunsAsView: reshape,
+  // c_identity, an all-reduce over one rank; ir/alias_ops.h). Every item that uses it also
+  // reads `view_of`, so the source lives until the view's last use.
+  bool alias = false;
   // A parameter that only a sync between steps reads whole (RankSequence::sync_gathers:
   // amp's f32 master under overlap-param-gather): between syncs it holds only the bytes of
   // slot `held_as`, the c_split{view} of its own rows that the update writes, as a
@@ -141,6 +145,9 @@ struct RankSequence {
   const Program& program(const WorkItem& item) const { return *programs[item.job]; }
   // The slot of `var` as `item` sees it; -1 when it touches no such var.
   int SlotOf(const WorkItem& item, const std::string& var) const;
+  // Whether `item` only binds its output to its input's bytes (a split{view} or an op that
+  // runs as a view): no kernel runs, no byte moves.
+  bool BindsView(const WorkItem& item) const;
   // One line naming the work, for errors: "op 3 (matmul) of program 'stage0_forward' for
   // micro-batch 2", "1SEND_F2 of 'x' to pipeline rank 2", "accumulation of gradient 'w@GRAD'
   // of micro-batch 0".

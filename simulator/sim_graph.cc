@@ -148,6 +148,7 @@ StatusOr<const OpPrice*> RankLowerer::Price(const Op& op, const Program& program
 
 Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInstr& instr) {
   const WorkItem& item = seq_.items[i];
+  if (seq_.BindsView(item)) return OkStatus();  // binds its output to its input's bytes: free
   PW_ASSIGN_OR_RETURN(const OpPrice* price, Price(op, program));
   instr.seconds = price->seconds;
   instr.path = price->path;
