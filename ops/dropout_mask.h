@@ -52,6 +52,23 @@ PW_HOST_DEVICE inline PhiloxBlock DropoutBlock(uint64_t seed, uint64_t salt, uin
                     static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
+// The words of a run of elements, as a kernel walks them: one Philox call per group of
+// four consecutive global indices.
+struct DropoutWords {
+  uint64_t seed = 0, salt = 0;
+  uint64_t group = ~uint64_t{0};
+  PhiloxBlock block{};
+
+  // The word of the element at global index g.
+  PW_HOST_DEVICE uint32_t Of(uint64_t g) {
+    if (g / 4 != group) {
+      group = g / 4;
+      block = DropoutBlock(seed, salt, group);
+    }
+    return block.w[g % 4];
+  }
+};
+
 // An element is dropped when its word is below this: round(p · 2^32), p in [0, 1).
 PW_HOST_DEVICE inline uint32_t DropoutThreshold(double p) {
   const double t = p * 4294967296.0 + 0.5;

@@ -14,18 +14,12 @@ namespace pw::ops::cpu {
 
 inline void DropoutMapF32(const float* in, float* out, int64_t begin, int64_t end, uint64_t seed,
                           const DropoutArgs& a) {
-  uint64_t group = ~uint64_t{0};
-  PhiloxBlock block{};
+  DropoutWords words{seed, a.salt};
   int64_t l = begin;
   while (l < end) {
     const int64_t row_end = std::min(end, (l / a.layout.inner + 1) * a.layout.inner);
-    for (uint64_t g = static_cast<uint64_t>(a.layout.Global(l)); l < row_end; ++l, ++g) {
-      if (g / 4 != group) {
-        group = g / 4;
-        block = DropoutBlock(seed, a.salt, group);
-      }
-      out[l - begin] = block.w[g % 4] >= a.threshold ? in[l - begin] * a.scale : 0.0f;
-    }
+    for (uint64_t g = static_cast<uint64_t>(a.layout.Global(l)); l < row_end; ++l, ++g)
+      out[l - begin] = words.Of(g) >= a.threshold ? in[l - begin] * a.scale : 0.0f;
   }
 }
 

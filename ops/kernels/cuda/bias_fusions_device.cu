@@ -27,19 +27,14 @@ __global__ void BiasDropoutAddKernel(const float* x, const float* bias, const fl
   const uint64_t seed = drop ? static_cast<uint64_t>(*mask.seed) : 0;
   const int64_t quads = (n + 3) / 4;
   for (int64_t q = GlobalThread(); q < quads; q += GlobalStride()) {
-    uint64_t group = ~uint64_t{0};
-    PhiloxBlock block{};
+    DropoutWords words{seed, mask.salt};
     const int64_t end = q * 4 + 4 < n ? q * 4 + 4 : n;
     for (int64_t l = q * 4; l < end; ++l) {
       float t = x[l] + bias[l % d];
-      if (drop) {
-        const uint64_t g = static_cast<uint64_t>(mask.layout.Global(l));
-        if (g / 4 != group) {
-          group = g / 4;
-          block = DropoutBlock(seed, mask.salt, group);
-        }
-        t = block.w[g % 4] >= mask.threshold ? t * mask.scale : 0.0f;
-      }
+      if (drop)
+        t = words.Of(static_cast<uint64_t>(mask.layout.Global(l))) >= mask.threshold
+                ? t * mask.scale
+                : 0.0f;
       out[l] = residual[l] + t;
     }
   }

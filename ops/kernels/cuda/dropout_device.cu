@@ -14,17 +14,11 @@ __global__ void DropoutKernel(const float* in, float* out, int64_t n, const int6
   const uint64_t seed = static_cast<uint64_t>(*seed_ptr);
   const int64_t quads = (n + 3) / 4;
   for (int64_t q = GlobalThread(); q < quads; q += GlobalStride()) {
-    uint64_t group = ~uint64_t{0};
-    PhiloxBlock block{};
+    DropoutWords words{seed, salt};
     const int64_t end = q * 4 + 4 < n ? q * 4 + 4 : n;
-    for (int64_t l = q * 4; l < end; ++l) {
-      const uint64_t g = static_cast<uint64_t>(layout.Global(l));
-      if (g / 4 != group) {
-        group = g / 4;
-        block = DropoutBlock(seed, salt, group);
-      }
-      out[l] = block.w[g % 4] >= threshold ? in[l] * scale : 0.0f;
-    }
+    for (int64_t l = q * 4; l < end; ++l)
+      out[l] =
+          words.Of(static_cast<uint64_t>(layout.Global(l))) >= threshold ? in[l] * scale : 0.0f;
   }
 }
 
