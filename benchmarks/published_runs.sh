@@ -90,10 +90,13 @@
 #     (Megatron checks for overflow either way); the DeepSpeed pipeline engine of smith22 is
 #     planned as 1f1b.
 #   - Dropout (the CSV's `dropout`, 0.1 in every run here) is built as its own ops on the
-#     embeddings, the attention probabilities and the attention and MLP outputs; the backward
-#     draws the mask again from the seed (PyTorch's dropout stores a 1-byte mask instead: one
-#     byte more an element each way), and Megatron's fused bias-dropout-add kernel is three
-#     element-wise ops here (bias_add, dropout, add).
+#     embeddings and the attention probabilities; the backward draws the mask again from the
+#     seed (PyTorch's dropout stores a 1-byte mask instead: one byte more an element each
+#     way). The attention and MLP outputs' dropout is Megatron's fused bias-dropout-add, and
+#     fc1's bias and GELU its fused bias-GELU (build-model --bias-fusion on; both on by
+#     default in Megatron-LM, NeMo and Megatron-DeepSpeed): one pass over memory each. Views
+#     (the attention's reshapes, the tensor-parallel regions' identity, an all-reduce over one
+#     rank) move nothing, as PyTorch's and Megatron's do not.
 #   - Attention is built unfused (build-model --attention unfused: q.k^T, a causal softmax
 #     and times v as separate ops whose scores go through memory), as every one of these
 #     runs computed it (Megatron's batched GEMMs and fused scale-mask-softmax kernels; flash
@@ -233,7 +236,8 @@ simulate() {
     --heads "${F[$id,heads]}" --ffn "${F[$id,ffn]}" --seq "${F[$id,seq]}" \
     --vocab "${F[$id,vocab]}" --micro-batch-size "${F[$id,mbs]}" --mp "${F[$id,tp]}" \
     --pp "${F[$id,pp]}" --vpp "${F[$id,vpp]}" --dp "$dp" --attention unfused \
-    --dropout "${F[$id,dropout]}" ${PW_BUILD_FLAGS:-} ${F[$id,stage_layers]:+--stage-layers "${F[$id,stage_layers]}"} \
+    --dropout "${F[$id,dropout]}" --bias-fusion on \
+    ${F[$id,stage_layers]:+--stage-layers "${F[$id,stage_layers]}"} \
     -o "$module" >/dev/null 2>"$work/$id.err"; then
     return
   fi

@@ -4,7 +4,8 @@
 # its Table 4, as the paper's Table 9 profiled them on its A100s
 # (tests/planning/data/zero_bubble_table5.csv) and as `opt --device a100` prices the stages
 # of the same model built as benchmarks/published_runs.sh builds qi24's rows (fp16,
-# unfused attention, dropout 0.1, one layer fewer on the first and last stages). F too cheap
+# unfused attention, dropout 0.1, Megatron's fused bias epilogues, one layer fewer on the
+# first and last stages). F too cheap
 # against W makes zero-bubble schedules gain too much over 1F1B; their sum sets a row's
 # level. The a100 spec's GEMM wave overhead and bandwidth curve are fitted to these 12
 # figures (cost_model/device_spec.cc). Prints one row per model and exits 0 (a figure, not a
@@ -36,7 +37,8 @@ for model in 1.5B 6.2B 14.6B 28.3B; do
   counts+=",$((per - 1))"
   "$pw" build-model gpt --layers "$layers" --hidden "$hidden" --heads "$heads" \
     --ffn $((4 * hidden)) --seq 1024 --vocab 32000 --micro-batch-size "$mbs" --pp "$pp" \
-    --attention unfused --dropout 0.1 ${PW_BUILD_FLAGS:-} --stage-layers "$counts" -o "$work/m.pbtxt" >/dev/null
+    --attention unfused --dropout 0.1 --bias-fusion on --stage-layers "$counts" \
+    -o "$work/m.pbtxt" >/dev/null
   "$pw" opt "$work/m.pbtxt" --device "${PW_DEVICE:-a100}" --stats -o "$work/p.pb" -p \
     "append-backward{optimizer=adam},amp{dtype=fp16},split-program{split-backward=true},schedule{kind=zb-auto,mem-limit=$((2 * pp)),micro-batches=$m}" \
     2>"$work/stats.txt" >/dev/null
