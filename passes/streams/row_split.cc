@@ -81,11 +81,15 @@ bool OnlyAllReduceReads(const Program& program, int index) {
 }
 
 // The operand of tail op `op` that is not the chain's var `in`: a bias_add's bias, an
-// add's other summand.
+// add's other summand, a bias_dropout_add's residual.
 std::string OtherOperand(const Op& op, const std::string& in) {
   if (op.type == "bias_add") return op.Input("Bias");
+  if (op.type == "bias_dropout_add") return op.Input("Residual");
   return op.Input("X") == in ? op.Input("Y") : op.Input("X");
 }
+
+// Tail ops whose other operand has the chain's shape and is cut into the same row blocks.
+bool CutsOperand(const Op& op) { return op.type == "add" || op.type == "bias_dropout_add"; }
 
 // The ops a row split replaces, from op `first` on: `matmuls` matmuls (one, or those a
 // sum adds up), the sum (`summed`), the all-reduce (`reduce`) and `tail` row-wise ops.
@@ -161,7 +165,7 @@ StatusOr<int> Split(Program& program, const SplitSpan& span, int blocks) {
   for (size_t m = 0; m < originals.size(); ++m) split_rows(xs[m], x_blocks[m]);
   std::vector<std::vector<std::string>> operand_blocks(tail_ops.size());
   for (size_t t = 0; t < tail_ops.size(); ++t) {
-    if (tail_ops[t].type != "add") continue;
+    if (!CutsOperand(tail_ops[t])) continue;
     const Var operand = *program.FindVar(OtherOperand(tail_ops[t], chain[t]));
     for (int b = 0; b < blocks; ++b) operand_blocks[t].push_back(block_var(operand, b));
     split_rows(operand, operand_blocks[t]);
@@ -254,10 +258,16 @@ int RowWiseTail(const Program& program, int index) {
     const Var* out = program.FindVar(op.Output("Out"));
     if (!chain || !out || out->shape != chain->shape || out->persistable) break;
     if (!op.wait_events.empty() || !op.record_events.empty() || Readers(program, in) != 1) break;
-    if (op.type == "bias_add") {
+    // A bias_dropout_add without dropout (a mask is drawn by the whole tensor's indices, which
+    // a block's rows do not know) adds a bias and a residual.
+    const bool bias_residual =
+        op.type == "bias_dropout_add" && op.attrs.GetFloat("p", 0) == 0 && op.Input("Seed").empty();
+    if (op.type != "bias_add" && op.type != "add" && !bias_residual) break;
+    if (op.type == "bias_add" || bias_residual) {
       const Var* bias = program.FindVar(op.Input("Bias"));
       if (op.Input("X") != in || !bias || bias->shape.size() != 1) break;
-    } else if (op.type == "add") {
+    }
+    if (CutsOperand(op)) {
       if (op.Input("X") != in && op.Input("Y") != in) break;
       const std::string other = OtherOperand(op, in);
       const Var* summand = program.FindVar(other);
@@ -269,8 +279,6 @@ int RowWiseTail(const Program& program, int index) {
       if (other == in || made_here || !summand || summand->persistable ||
           summand->shape != chain->shape || !x || summand->shape.size() != x->shape.size())
         break;
-    } else {
-      break;
     }
     in = op.Output("Out");
   }

@@ -49,6 +49,7 @@ struct Case {
   double slower = 1;
   const char* after_backward = "";  // passes between append-backward and split-program
   int pp = 2;
+  bool bias_fusion = false;  // row blocks carry the fused bias and residual add
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.kind << " dp=" << c.dp; }
@@ -57,6 +58,7 @@ Module PlannedGpt(const Case& c) {
   models::GptConfig g = SmallGptConfig(2, c.pp, c.vpp, c.placement);
   g.seq = c.seq;
   g.micro_batch_size = c.micro_batch_size;
+  g.bias_fusion = c.bias_fusion;
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   built->mesh.dp = c.dp;
@@ -121,7 +123,7 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
     auto tails = [](const Program& p) {
       int n = 0;
       for (const Op& op : p.ops())
-        n += (op.type == "bias_add" || op.type == "add") &&
+        n += (op.type == "bias_add" || op.type == "add" || op.type == "bias_dropout_add") &&
              op.Output("Out").find("@ROWS") != std::string::npos;
       return n;
     };
@@ -235,11 +237,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"fthenb", 1, false, kLoop, 1, kRowSplit, 128, 1, 1e4},
                       Case{"1f1b", 1, false, kLoop, 2, kRowSplit, 128, 1, 1e4},
                       // bf16 compute: the blocks' bias and residual adds round alike too.
-                      Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64, 2, 1, ",amp{dtype=bf16}"}),
+                      Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64, 2, 1, ",amp{dtype=bf16}"},
+                      // Fused bias epilogues (no dropout): bias_dropout_add runs per block.
+                      Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64, 2, 1, "", 2, true}),
     [](const auto& info) {
       std::string name = StrCat(info.param.kind, "_dp", info.param.dp,
                                 info.param.overlap == kRowSplitAll ? "_split_all" : "_cost_model",
-                                *info.param.after_backward ? "_bf16" : "");
+                                *info.param.after_backward ? "_bf16" : "",
+                                info.param.bias_fusion ? "_bias_fusion" : "");
       for (char& ch : name)
         if (ch == '-') ch = '_';
       return name;

@@ -216,6 +216,42 @@ TEST(RowSplitTest, CarriesTheBiasAndResidualAddAfterTheAllReduceIntoTheBlocks) {
   EXPECT_EQ(RowWiseTail(broadcast, 0), 1);
 }
 
+// With Megatron's fused epilogue the bias and residual add are one bias_dropout_add: without
+// dropout it runs per block (its residual cut like an add's summand); with dropout its mask
+// is the whole tensor's, which a block's rows do not draw, so the chain stops before it.
+TEST(RowSplitTest, CarriesAFusedBiasAndResidualAddWithoutDropout) {
+  auto fused = [](double p) {
+    Program prog = RowParallelLinear({1, 256, 32});
+    std::vector<Op>& ops = prog.ops();
+    Op bda;
+    bda.type = "bias_dropout_add";
+    bda.SetInput("X", {"y"}).SetInput("Bias", {"bias"}).SetInput("Residual", {"residual"});
+    bda.SetOutput("Out", {"h"}).SetAttr("p", p);
+    if (p > 0) {
+      prog.AddVar(Var{"seed", DataType::kInt64, {1}});
+      bda.SetInput("Seed", {"seed"});
+    }
+    ops.erase(ops.begin() + 2, ops.begin() + 4);  // the bias_add and add
+    ops.insert(ops.begin() + 2, bda);
+    prog.RemoveVarsIf([](const Var& v) { return v.name == "biased"; });
+    return prog;
+  };
+  Program p = fused(0);
+  ASSERT_EQ(RowWiseTail(p, 0), 1);
+  ASSERT_TRUE(SplitRowsWithAllReduce(p, 0, 2, 1).ok());
+  std::vector<std::string> types;
+  for (const Op& op : p.ops()) types.push_back(op.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"split", "split", "matmul", "c_allreduce_sum",
+                                             "matmul", "c_allreduce_sum", "bias_dropout_add",
+                                             "bias_dropout_add", "concat", "scale"}));
+  EXPECT_EQ(p.ops()[1].Input("X"), "residual");
+  EXPECT_NE(p.ops()[6].Input("Residual"), "residual");  // a block of it
+  EXPECT_EQ(p.ops()[6].Input("Bias"), "bias");
+  Status verified = VerifyProgram(p, ops::Registry());
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
+  EXPECT_EQ(RowWiseTail(fused(0.1), 0), 0);
+}
+
 // Input gradients of two linears sharing their input, summed, then all-reduced: per block
 // both matmuls, their sum and its all-reduce, bit-identical on the CPU kernels.
 Program SummedLinears() {
