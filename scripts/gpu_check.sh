@@ -95,7 +95,12 @@ section "2. the small GPT and the small Llama on CUDA beside the CPU reference"
   --micro-batch-size 2 --seed 1 -o "$work/gpt.pbtxt"
 "$pw" build-model llama --layers 4 --hidden 64 --heads 4 --kv-heads 2 --ffn 176 --seq 16 \
   --vocab 128 --micro-batch-size 2 --seed 1 -o "$work/llama.pbtxt"
-for model in gpt llama; do
+# Megatron's layer as the published runs build it: unfused attention, dropout, fused bias
+# epilogues (bias_gelu, bias_dropout_add) and views.
+"$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
+  --micro-batch-size 2 --seed 1 --attention unfused --dropout 0.1 --bias-fusion on \
+  -o "$work/gpt_megatron.pbtxt"
+for model in gpt llama gpt_megatron; do
   "$pw" opt "$work/$model.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01}' \
     -o "$work/${model}_f32.pb"
   "$pw" opt "$work/$model.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01},amp{dtype=bf16}' \
