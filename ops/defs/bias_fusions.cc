@@ -13,18 +13,12 @@
 // (sequence parallelism); its bias gradient then takes the shards' partial sums as
 // bias_add_grad's does.
 
-#include <algorithm>
-
 #include "ops/defs/def_util.h"
 #include "ops/defs/dropout_attrs.h"
 #include "ops/defs/register.h"
 
 namespace pw::ops {
 namespace {
-
-double BytesOf(const TensorType& t) {
-  return static_cast<double>(NumElements(t.shape)) * DataTypeSize(t.dtype);
-}
 
 // A grad that writes the input gradient and sums the bias gradient over it reads it once
 // more (the CUDA backend's column sum is a kernel of its own, as Megatron's is).
@@ -126,15 +120,8 @@ Status BiasDropoutAddGrad(GradContext& ctx) {
 Status InferBiasDropoutAddGrad(InferContext& ctx) {
   const std::string dout = GradVarName("Out");
   PW_RETURN_IF_ERROR(CheckDropout(ctx, dout, /*allow_zero=*/true));
-  const Shape& g = ctx.Input(dout).shape;
-  const DataType dtype = ctx.Input(dout).dtype;
-  Shape b = ctx.attrs().GetInts("bias_shape");
-  if (b.empty() || b.size() > g.size() || !std::equal(b.rbegin(), b.rend(), g.rbegin()))
-    return Mismatch(ctx, dout, g, "bias_shape", b,
-                    "bias_shape must equal Out@GRAD's trailing dims");
+  PW_ASSIGN_OR_RETURN(TensorType dbias, BiasGradType(ctx, dout));
   ctx.SetOutput(GradVarName("X"), ctx.Input(dout));
-  PW_ASSIGN_OR_RETURN(TensorType dbias,
-                      RowSumType(ctx, Shape(g.begin(), g.end() - b.size()), b, dtype));
   ctx.SetOutput(GradVarName("Bias"), dbias);
   return OkStatus();
 }

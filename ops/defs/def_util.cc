@@ -95,18 +95,16 @@ Status CheckBias(const InferContext& ctx, std::string_view x, std::string_view b
   return OkStatus();
 }
 
-namespace {
-double Bytes(const TensorType& t) {
+double BytesOf(const TensorType& t) {
   return static_cast<double>(NumElements(t.shape)) * DataTypeSize(t.dtype);
 }
-}  // namespace
 
 double IoBytes(const InferContext& ctx) {
   double bytes = 0;
   for (const Slot& s : ctx.op().inputs)
-    for (size_t j = 0; j < s.vars.size(); ++j) bytes += Bytes(ctx.Input(s.name, j));
+    for (size_t j = 0; j < s.vars.size(); ++j) bytes += BytesOf(ctx.Input(s.name, j));
   for (const auto& slot : ctx.outputs())
-    for (const TensorType& t : slot) bytes += Bytes(t);
+    for (const TensorType& t : slot) bytes += BytesOf(t);
   return bytes;
 }
 
@@ -249,6 +247,16 @@ StatusOr<TensorType> RowSumType(const InferContext& ctx, const Shape& rows, cons
   shape.push_back(per_lead);
   shape.insert(shape.end(), cols.begin(), cols.end());
   return TensorType{DataType::kFloat32, std::move(shape)};
+}
+
+StatusOr<TensorType> BiasGradType(const InferContext& ctx, std::string_view dout) {
+  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, dout));
+  const Shape& g = ctx.Input(dout).shape;
+  Shape b = ctx.attrs().GetInts("bias_shape");
+  if (b.empty() || b.size() > g.size() || !std::equal(b.rbegin(), b.rend(), g.rbegin()))
+    return Mismatch(ctx, dout, g, "bias_shape", b,
+                    StrCat("bias_shape must equal ", dout, "'s trailing dims"));
+  return RowSumType(ctx, Shape(g.begin(), g.end() - b.size()), b, dtype);
 }
 
 }  // namespace pw::ops

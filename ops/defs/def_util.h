@@ -49,6 +49,8 @@ Status CheckBias(const InferContext& ctx, std::string_view x, std::string_view b
 Status Mismatch(const InferContext& ctx, std::string_view a, const Shape& sa, std::string_view b,
                 const Shape& sb, std::string_view why);
 
+// Bytes of a tensor of type `t`.
+double BytesOf(const TensorType& t);
 // Bytes of every input and output var.
 double IoBytes(const InferContext& ctx);
 // `flops_per_element` times the elements of output `slot`, plus IoBytes.
@@ -101,6 +103,11 @@ AttrDef PartialGroupsAttr();
 // or, as its `partial_groups` attribute asks, the f32 [.., partial_groups, cols...] partials.
 StatusOr<TensorType> RowSumType(const InferContext& ctx, const Shape& rows, const Shape& cols,
                                 DataType dtype);
+
+// The Bias@GRAD a bias gradient op writes: Out@GRAD (input `dout`) summed over its leading
+// dims down to the `bias_shape` attribute (which must equal its trailing dims), or the
+// partial sums its `partial_groups` attribute asks for (RowSumType).
+StatusOr<TensorType> BiasGradType(const InferContext& ctx, std::string_view dout);
 
 // `attrs` and SeqParallelAttrs().
 std::vector<AttrDef> WithSeqParallel(std::vector<AttrDef> attrs);

@@ -42,17 +42,8 @@ Status BiasAddGrad(GradContext& ctx) {
 }
 
 Status InferBiasAddGrad(InferContext& ctx) {
-  const std::string dout = GradVarName("Out");
-  PW_ASSIGN_OR_RETURN(DataType dtype, FloatDtype(ctx, dout));
-  const Shape& g = ctx.Input(dout).shape;
-  Shape b = ctx.attrs().GetInts("bias_shape");
-  if (b.empty() || b.size() > g.size() || !std::equal(b.rbegin(), b.rend(), g.rbegin())) {
-    return Mismatch(ctx, dout, g, "bias_shape", b,
-                    "bias_shape must equal Out@GRAD's trailing dims");
-  }
-  PW_ASSIGN_OR_RETURN(TensorType out,
-                      RowSumType(ctx, Shape(g.begin(), g.end() - b.size()), b, dtype));
-  ctx.SetOutput(GradVarName("Bias"), out);
+  PW_ASSIGN_OR_RETURN(TensorType dbias, BiasGradType(ctx, GradVarName("Out")));
+  ctx.SetOutput(GradVarName("Bias"), dbias);
   return OkStatus();
 }
 

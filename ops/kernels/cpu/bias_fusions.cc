@@ -1,8 +1,7 @@
 // bias_gelu, bias_dropout_add and their grads on the CPU: row by row, X + Bias into a
 // scratch row that stays in cache, then the unfused ops' own vector maps on it (GeluF32,
 // the dropout map, AddF32), so every element gets the bits the unfused ops give it. The
-// grads' bias sums go through GroupedColumnSums over the input gradient, in bias_add_grad's
-// row groups.
+// grads sum the bias gradient over the input gradient as bias_add_grad does (SumBiasGrad).
 
 #include <algorithm>
 #include <optional>
@@ -12,7 +11,6 @@
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/dropout_map.h"
 #include "ops/kernels/cpu/parallel_for.h"
-#include "ops/kernels/cpu/row_group_sums.h"
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
@@ -33,17 +31,6 @@ class GradTarget {
   Tensor* dx_;
   std::vector<float> scratch_;
 };
-
-// Bias@GRAD = the rows of `dx` ([rows..., bias dims]) summed in bias_add_grad's groups.
-void SumBiasGrad(const KernelContext& ctx, const float* dx, const Shape& dx_shape,
-                 const Shape& bias_shape, Tensor& dbias) {
-  const Shape rows(dx_shape.begin(), dx_shape.end() - bias_shape.size());
-  const int64_t d = NumElements(bias_shape);
-  GroupedColumnSums(
-      GroupRowsFor(rows, ctx.attrs()), d,
-      [&](int64_t r, int64_t b, int64_t e, float* acc) { AddF32(acc, dx + r * d + b, acc, e - b); },
-      dbias.f32());
-}
 
 Status BiasGelu(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");

@@ -68,6 +68,11 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 void CrossEntropyGradRow(const float* p, int64_t n, bool ignored, float dloss, int64_t target,
                          float* dx);
 
+// Bias@GRAD = the rows of `g` ([rows..., bias_shape]) summed in bias_add_grad's row groups
+// (ops/defs/row_groups.h; the op's partial_groups attribute asks for partial sums).
+void SumBiasGrad(const KernelContext& ctx, const float* g, const Shape& g_shape,
+                 const Shape& bias_shape, Tensor& dbias);
+
 // Copies src into dst unless they share storage (an in-place op).
 void CopyIfDistinct(const Tensor& src, Tensor& dst);
 

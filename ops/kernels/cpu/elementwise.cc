@@ -11,6 +11,17 @@
 #include "ops/kernels/cpu/vector_math.h"
 
 namespace pw::ops::cpu {
+
+void SumBiasGrad(const KernelContext& ctx, const float* g, const Shape& g_shape,
+                 const Shape& bias_shape, Tensor& dbias) {
+  const Shape rows(g_shape.begin(), g_shape.end() - bias_shape.size());
+  const int64_t d = NumElements(bias_shape);
+  GroupedColumnSums(
+      GroupRowsFor(rows, ctx.attrs()), d,
+      [&](int64_t r, int64_t b, int64_t e, float* acc) { AddF32(acc, g + r * d + b, acc, e - b); },
+      dbias.f32());
+}
+
 namespace {
 
 Status BiasAdd(KernelContext& ctx) {
@@ -29,16 +40,8 @@ Status BiasAdd(KernelContext& ctx) {
 // partial sum is the output.
 Status BiasAddGrad(KernelContext& ctx) {
   const Tensor& g = *ctx.In(GradVarName("Out"));
-  Tensor& db = *ctx.Out(GradVarName("Bias"));
-  const Shape& bias_shape = ctx.attrs().GetInts("bias_shape");
-  const Shape rows(g.shape().begin(), g.shape().end() - bias_shape.size());
-  const int64_t d = NumElements(bias_shape);
-  GroupedColumnSums(
-      GroupRowsFor(rows, ctx.attrs()), d,
-      [&](int64_t r, int64_t b, int64_t e, float* acc) {
-        AddF32(acc, g.f32() + r * d + b, acc, e - b);
-      },
-      db.f32());
+  SumBiasGrad(ctx, g.f32(), g.shape(), ctx.attrs().GetInts("bias_shape"),
+              *ctx.Out(GradVarName("Bias")));
   return OkStatus();
 }
 

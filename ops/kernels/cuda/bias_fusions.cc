@@ -23,14 +23,6 @@ StatusOr<float*> GradTarget(KernelContext& ctx, int64_t n, std::optional<Scratch
   return static_cast<float*>(scratch->get());
 }
 
-// Bias@GRAD = the rows of dx ([rows..., bias dims]) summed in bias_add_grad's groups.
-void SumBiasGrad(const KernelContext& ctx, const float* dx, const Shape& dx_shape,
-                 const Shape& bias_shape, Tensor& dbias) {
-  const Shape rows(dx_shape.begin(), dx_shape.end() - bias_shape.size());
-  LaunchColumnSum(dx, dbias.f32(), GroupRowsFor(rows, ctx.attrs()), NumElements(bias_shape),
-                  Stream());
-}
-
 Status BiasGelu(KernelContext& ctx) {
   const Tensor& x = *ctx.In("X");
   LaunchBiasGelu(x.f32(), ctx.In("Bias")->f32(), ctx.Out("Out")->f32(), x.numel(),

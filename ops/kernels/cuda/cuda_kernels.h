@@ -95,6 +95,11 @@ class Scratch {
   void* ptr_ = nullptr;
 };
 
+// Bias@GRAD = the rows of `g` ([rows..., bias_shape]) summed in bias_add_grad's row groups
+// (ops/defs/row_groups.h), queued on the launch's stream.
+void SumBiasGrad(const KernelContext& ctx, const float* g, const Shape& g_shape,
+                 const Shape& bias_shape, Tensor& dbias);
+
 void RegisterMatmulKernels(KernelTable& table);
 void RegisterEmbeddingKernels(KernelTable& table);
 void RegisterElementwiseKernels(KernelTable& table);

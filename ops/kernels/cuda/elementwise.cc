@@ -4,6 +4,14 @@
 #include "ops/kernels/cuda/launchers.h"
 
 namespace pw::ops::cuda {
+
+void SumBiasGrad(const KernelContext& ctx, const float* g, const Shape& g_shape,
+                 const Shape& bias_shape, Tensor& dbias) {
+  const Shape rows(g_shape.begin(), g_shape.end() - bias_shape.size());
+  LaunchColumnSum(g, dbias.f32(), GroupRowsFor(rows, ctx.attrs()), NumElements(bias_shape),
+                  CurrentLaunch().stream);
+}
+
 namespace {
 
 cudaStream_t Stream() { return CurrentLaunch().stream; }
@@ -19,10 +27,8 @@ Status BiasAdd(KernelContext& ctx) {
 
 Status BiasAddGrad(KernelContext& ctx) {
   const Tensor& g = *ctx.In(GradVarName("Out"));
-  const Shape& bias_shape = ctx.attrs().GetInts("bias_shape");
-  const Shape rows(g.shape().begin(), g.shape().end() - bias_shape.size());
-  LaunchColumnSum(g.f32(), ctx.Out(GradVarName("Bias"))->f32(), GroupRowsFor(rows, ctx.attrs()),
-                  NumElements(bias_shape), Stream());
+  SumBiasGrad(ctx, g.f32(), g.shape(), ctx.attrs().GetInts("bias_shape"),
+              *ctx.Out(GradVarName("Bias")));
   return OkStatus();
 }
 
