@@ -135,6 +135,8 @@ class RankSequenceBuilder {
   void MarkAlias(const WorkItem& item);
   void HoldViewSources();
   const std::set<std::string>& InPlaceOf(const Program& program);
+  // The members of this rank's group of `kind` ("mp", "dp", "pp"), asked once per kind.
+  int GroupSize(const std::string& kind);
   void MarkMemberView(const WorkItem& split, const Op& op);
   // Lowers job j's program; `only_op` >= 0: that one op alone (an optimizer op issued
   // early, see hoisted_).
@@ -195,6 +197,7 @@ class RankSequenceBuilder {
   // FusesGradAccumulation per (program, op), asked once, not for every micro-batch.
   std::map<std::pair<const Program*, size_t>, bool> fuses_;
   std::unordered_map<const Program*, std::set<std::string>> in_place_;  // InPlaceOf
+  std::map<std::string, int> group_sizes_;                              // GroupSize
   bool Fuses(const Program& program, size_t op, const Var& grad) {
     auto [it, inserted] = fuses_.try_emplace({&program, op});
     if (inserted)
@@ -588,6 +591,16 @@ const std::set<std::string>& RankSequenceBuilder::InPlaceOf(const Program& progr
   return it->second;
 }
 
+int RankSequenceBuilder::GroupSize(const std::string& kind) {
+  auto it = group_sizes_.find(kind);
+  if (it == group_sizes_.end())
+    it =
+        group_sizes_
+            .emplace(kind, static_cast<int>(RankLayout(module_.mesh).Group(kind, seq_.rank).size()))
+            .first;
+  return it->second;
+}
+
 // Every use of an alias view reads its source too: the source's bytes, which the view
 // holds, are freed after the view's last use, not the source's own.
 void RankSequenceBuilder::HoldViewSources() {
@@ -678,9 +691,8 @@ Status RankSequenceBuilder::LowerProgramJob(int j, int only_op) {
       }
     if (op.type == "split" && op.attrs.GetBool("view", false)) MarkViews(item);
     if (op.type == "c_split" && op.attrs.GetBool("view", false)) MarkMemberView(item, op);
-    const int group_size = static_cast<int>(
-        RankLayout(module_.mesh).Group(op.attrs.GetString("group", "mp"), seq_.rank).size());
-    if (RunsAsView(op, group_size, InPlaceOf(program))) MarkAlias(item);
+    if (RunsAsView(op, GroupSize(op.attrs.GetString("group", "mp")), InPlaceOf(program)))
+      MarkAlias(item);
     for (const std::string& w : op.wait_events) {
       PW_ASSIGN_OR_RETURN(int e, WaitTarget(w, job.micro_batch, where()));
       if (e >= 0) AppendDistinct(item.wait_events, e);
