@@ -79,18 +79,24 @@ PW_HOST_DEVICE inline uint32_t DropoutThreshold(double p) {
 PW_HOST_DEVICE inline float DropoutScale(double p) { return static_cast<float>(1.0 / (1.0 - p)); }
 
 // Where a tensor's elements sit in the whole (unsharded) tensor: the local tensor is rows of
-// `inner` contiguous elements; local row `row` = (o, i) with i < `axis_extent` is global row
-// o · axis_extent · shards + shard · axis_extent + i. Unsharded: shards 1, shard 0.
+// `inner` contiguous elements along one axis, and is block `block` of `blocks` equal blocks
+// (a row split's) of this rank's shard `shard` of `shards` (a sequence or head shard) along
+// that axis. Local row `row` = (o, i) with i < `axis_extent` is row block · axis_extent + i of
+// the shard, whose extent is blocks · axis_extent, and the shard's row r is global row
+// (o · shards + shard) · blocks · axis_extent + r. Whole: shards and blocks 1.
 struct DropoutLayout {
-  int64_t inner = 1;        // elements after the shard axis (all of them when unsharded)
-  int64_t axis_extent = 1;  // the local extent of the shard axis
+  int64_t inner = 1;        // elements after the axis (all of them when whole)
+  int64_t axis_extent = 1;  // the local extent of the axis
   int64_t shards = 1;
   int64_t shard = 0;
+  int64_t blocks = 1;
+  int64_t block = 0;
 
   PW_HOST_DEVICE int64_t Global(int64_t local) const {
     const int64_t row = local / inner, j = local - row * inner;
     const int64_t o = row / axis_extent, i = row - o * axis_extent;
-    return ((o * shards + shard) * axis_extent + i) * inner + j;
+    const int64_t shard_extent = blocks * axis_extent;
+    return ((o * shards + shard) * shard_extent + block * axis_extent + i) * inner + j;
   }
 };
 

@@ -17,11 +17,15 @@ std::vector<AttrDef> DropoutAttrs() {
           // The tensor is this rank's slice `shard_count` of the whole along `shard_axis`
           // (heads sharded over mp, a sequence shard): the mask is the whole tensor's.
           DefaultAttr("shard_axis", int64_t{-1}), DefaultAttr("shard_count", int64_t{1}),
-          DefaultAttr("group", std::string("mp"))};
+          DefaultAttr("group", std::string("mp")),
+          // The tensor is row block `block` of `block_count` equal blocks of that slice along
+          // the same axis (overlap-row-split's blocks): the mask is still the whole tensor's.
+          DefaultAttr("block_count", int64_t{1}), DefaultAttr("block", int64_t{0})};
 }
 
 void CopyDropoutAttrs(const Op& from, Op& to) {
-  for (const char* attr : {"p", "salt", "shard_axis", "shard_count", "group"})
+  for (const char* attr :
+       {"p", "salt", "shard_axis", "shard_count", "group", "block_count", "block"})
     if (const Attribute* a = from.attrs.Find(attr)) to.attrs.Set(attr, *a);
 }
 
@@ -36,11 +40,17 @@ Status CheckDropout(const InferContext& ctx, std::string_view slot, bool allow_z
   const int64_t count = ctx.attrs().GetInt("shard_count", 1);
   const int64_t axis = ctx.attrs().GetInt("shard_axis", -1);
   const int rank = static_cast<int>(ctx.Input(slot).shape.size());
+  const int64_t blocks = ctx.attrs().GetInt("block_count", 1);
+  const int64_t block = ctx.attrs().GetInt("block", 0);
   if (count < 1) return InvalidArgument(ctx.op().type, ": shard_count must be >= 1, got ", count);
-  if (count > 1 && (axis < 0 || axis >= rank))
+  if (blocks < 1 || block < 0 || block >= blocks)
+    return InvalidArgument(ctx.op().type, ": block ", block, " of block_count ", blocks,
+                           " is not a block (block_count >= 1, 0 <= block < block_count)");
+  if ((count > 1 || blocks > 1) && (axis < 0 || axis >= rank))
     return InvalidArgument(ctx.op().type, ": shard_axis ", axis, " is not an axis of ",
-                           WhereVar(ctx, slot), " ", ShapeToString(ctx.Input(slot).shape),
-                           " (shard_count ", count, " needs one)");
+                           WhereVar(ctx, slot), " ", ShapeToString(ctx.Input(slot).shape), " (",
+                           count > 1 ? "shard_count " : "block_count ", count > 1 ? count : blocks,
+                           " needs one)");
   return OkStatus();
 }
 

@@ -1,7 +1,7 @@
 // overlap-row-split: overlap-1f1b's adaptive op splitting for plans whose jobs run alone.
 // A row-parallel matmul's two-rank tensor-parallel all-reduce has nothing to hide under
 // where no other job runs beside it (zero-bubble kinds, fthenb, 1f1b without
-// overlap-1f1b): cut into row blocks, with the bias and residual adds after it, each
+// overlap-1f1b): cut into row blocks, with the bias, dropout and residual add after it, each
 // block's all-reduce runs under the next block's work (row_split.h: bit-identical). The
 // number of blocks comes from the cost model (row_split_choice.h), in forward programs
 // and in split backwards' input-gradient programs (a full backward's all-reduces already
@@ -28,7 +28,8 @@ class OverlapRowSplitPass : public Pass {
   std::string_view description() const override {
     return "cuts each row-parallel matmul of the forward and backward-input programs whose "
            "tensor-parallel all-reduce nothing else hides into row blocks, with the "
-           "bias and residual adds after it, so that each block's all-reduce runs under the "
+           "bias, dropout and residual add after it, so that each block's all-reduce runs under "
+           "the "
            "next block's work (bit-identical at any group size: every transport sums in member "
            "order), and a forward's sequence-parallel all-gathers and reduce-scatters, with "
            "their matmuls, into chunks of every member's rows, in the numbers of blocks the "

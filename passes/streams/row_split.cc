@@ -81,8 +81,9 @@ bool OnlyAllReduceReads(const Program& program, int index) {
 }
 
 // The operand of tail op `op` that is not the chain's var `in`: a bias_add's bias, an
-// add's other summand, a bias_dropout_add's residual.
+// add's other summand, a bias_dropout_add's residual (a dropout has none).
 std::string OtherOperand(const Op& op, const std::string& in) {
+  if (op.type == "dropout") return "";
   if (op.type == "bias_add") return op.Input("Bias");
   if (op.type == "bias_dropout_add") return op.Input("Residual");
   return op.Input("X") == in ? op.Input("Y") : op.Input("X");
@@ -90,6 +91,19 @@ std::string OtherOperand(const Op& op, const std::string& in) {
 
 // Tail ops whose other operand has the chain's shape and is cut into the same row blocks.
 bool CutsOperand(const Op& op) { return op.type == "add" || op.type == "bias_dropout_add"; }
+
+// Tail ops that draw a dropout mask: a dropout, a bias_dropout_add with p > 0.
+bool DrawsMask(const Op& op) {
+  return op.type == "dropout" || (op.type == "bias_dropout_add" && op.attrs.GetFloat("p", 0) > 0);
+}
+
+// Whether a block of the rows along `axis` can draw its part of the whole tensor's mask:
+// the op's mask is not cut into blocks already, and any shard it is of lies along the same
+// axis (DropoutLayout nests the blocks in the shard).
+bool MaskCutsAlong(const Op& op, int64_t axis) {
+  if (op.attrs.GetInt("block_count", 1) != 1) return false;
+  return op.attrs.GetInt("shard_count", 1) <= 1 || op.attrs.GetInt("shard_axis", -1) == axis;
+}
 
 // The ops a row split replaces, from op `first` on: `matmuls` matmuls (one, or those a
 // sum adds up), the sum (`summed`), the all-reduce (`reduce`) and `tail` row-wise ops.
@@ -202,6 +216,11 @@ StatusOr<int> Split(Program& program, const SplitSpan& span, int blocks) {
   for (int b = 0; b < blocks; ++b)
     for (size_t t = 0; t < tail_ops.size(); ++t) {
       Op op = tail_ops[t];
+      // A block draws its rows' part of the whole tensor's mask.
+      if (DrawsMask(op))
+        op.SetAttr("shard_axis", axis)
+            .SetAttr("block_count", static_cast<int64_t>(blocks))
+            .SetAttr("block", static_cast<int64_t>(b));
       const std::string other = OtherOperand(op, chain[t]);
       for (Slot& s : op.inputs)
         for (std::string& v : s.vars) {
@@ -258,12 +277,15 @@ int RowWiseTail(const Program& program, int index) {
     const Var* out = program.FindVar(op.Output("Out"));
     if (!chain || !out || out->shape != chain->shape || out->persistable) break;
     if (!op.wait_events.empty() || !op.record_events.empty() || Readers(program, in) != 1) break;
-    // A bias_dropout_add without dropout (a mask is drawn by the whole tensor's indices, which
-    // a block's rows do not know) adds a bias and a residual.
-    const bool bias_residual =
-        op.type == "bias_dropout_add" && op.attrs.GetFloat("p", 0) == 0 && op.Input("Seed").empty();
-    if (op.type != "bias_add" && op.type != "add" && !bias_residual) break;
-    if (op.type == "bias_add" || bias_residual) {
+    if (op.type != "bias_add" && op.type != "add" && op.type != "bias_dropout_add" &&
+        op.type != "dropout")
+      break;
+    if (op.Input("X") != in && (op.type == "dropout" || op.type == "bias_dropout_add")) break;
+    // A mask is drawn by the whole tensor's indices: a block says which rows it holds.
+    if (DrawsMask(op) && (!x || chain->shape.size() != x->shape.size() ||
+                          !MaskCutsAlong(op, static_cast<int64_t>(x->shape.size()) - 2)))
+      break;
+    if (op.type == "bias_add" || op.type == "bias_dropout_add") {
       const Var* bias = program.FindVar(op.Input("Bias"));
       if (op.Input("X") != in || !bias || bias->shape.size() != 1) break;
     }

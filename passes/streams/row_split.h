@@ -70,10 +70,12 @@ StatusOr<int> SplitRowsOfSumWithAllReduce(Program& program, int index, int block
 // The element-wise ops right after that all-reduce that can run per row block as well,
 // each the only reader of the one before: a bias_add (the bias broadcast over the rows),
 // an add whose other summand has the same shape (cut into the same blocks, as views where
-// they lie one after another), and a bias_dropout_add without dropout (bias and residual). Each
-// element is computed as before, so the bits are too; the blocks of the first rows then run while
-// the last rows are still reduced. How many of them follow op `index + 1` (0 when the matmul does
-// not qualify); `index` may also be the sum of SummedMatmuls.
+// they lie one after another), a dropout, and a bias_dropout_add (bias, dropout and residual).
+// A block's dropout draws its rows' part of the whole tensor's mask (the block and block_count
+// attributes, ops/dropout_mask.h). Each element is computed as before, so the bits are too; the
+// blocks of the first rows then run while the last rows are still reduced. How many of them
+// follow op `index + 1` (0 when the matmul does not qualify); `index` may also be the sum of
+// SummedMatmuls.
 int RowWiseTail(const Program& program, int index);
 
 // The split, carrying the first `tail` (<= RowWiseTail) of those ops into the blocks:

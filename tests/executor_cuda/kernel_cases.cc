@@ -164,6 +164,17 @@ void AddElementwiseCases(Maker& m, std::vector<KernelCase>& cases) {
       c.inputs["seed"] = m.Ids({1}, int64_t{1} << 40);
       cases.push_back(std::move(c));
     }
+    {
+      // Row block 2 of 3 along axis 1 (overlap-row-split's blocks).
+      KernelCase c{"dropout_row_block",
+                   MakeOp("dropout", {{"X", {"x"}}, {"Seed", {"seed"}}}, {{"Out", {kOut}}}),
+                   {}};
+      c.op.SetAttr("p", 0.3).SetAttr("salt", int64_t{5}).SetAttr("shard_axis", int64_t{1});
+      c.op.SetAttr("block_count", int64_t{3}).SetAttr("block", int64_t{2});
+      c.inputs["x"] = m.Uniform({2, 3, 9});
+      c.inputs["seed"] = m.Ids({1}, int64_t{1} << 40);
+      cases.push_back(std::move(c));
+    }
     KernelCase c{
         "dropout_grad",
         MakeOp("dropout_grad", {{"Seed", {"seed"}}, {G("Out"), {"g"}}}, {{G("X"), {kOut}}}),

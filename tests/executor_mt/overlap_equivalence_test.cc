@@ -50,6 +50,7 @@ struct Case {
   const char* after_backward = "";  // passes between append-backward and split-program
   int pp = 2;
   bool bias_fusion = false;  // row blocks carry the fused bias and residual add
+  double dropout = 0;        // row blocks draw their rows' part of the dropout mask
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.kind << " dp=" << c.dp; }
@@ -59,6 +60,8 @@ Module PlannedGpt(const Case& c) {
   g.seq = c.seq;
   g.micro_batch_size = c.micro_batch_size;
   g.bias_fusion = c.bias_fusion;
+  g.dropout = c.dropout;
+  g.unfused_attention = c.dropout > 0;  // the fused attention op has no dropout
   auto built = models::BuildGpt(g);
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   built->mesh.dp = c.dp;
@@ -128,6 +131,15 @@ TEST_P(OverlapEquivalenceTest, BitIdenticalToThePlanWithoutThePasses) {
       return n;
     };
     EXPECT_GT(count(*overlapped, tails), 0);
+    // With dropout, the blocks carry it too, each drawing its rows of the whole mask.
+    auto mask_blocks = [](const Program& p) {
+      int n = 0;
+      for (const Op& op : p.ops())
+        n += (op.type == "dropout" || op.type == "bias_dropout_add") &&
+             op.attrs.GetInt("block_count", 1) > 1;
+      return n;
+    };
+    if (GetParam().dropout > 0) EXPECT_GT(count(*overlapped, mask_blocks), 0);
     // A split backward's input gradient has no weight gradient to hide its all-reduce under:
     // overlap-row-split cuts it too.
     if (GetParam().split_backward && !pairs)
@@ -239,12 +251,17 @@ INSTANTIATE_TEST_SUITE_P(
                       // bf16 compute: the blocks' bias and residual adds round alike too.
                       Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64, 2, 1, ",amp{dtype=bf16}"},
                       // Fused bias epilogues (no dropout): bias_dropout_add runs per block.
-                      Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64, 2, 1, "", 2, true}),
+                      Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64, 2, 1, "", 2, true},
+                      // Dropout: each block's dropout (fused, or its own op) draws its rows'
+                      // part of the whole tensor's mask.
+                      Case{"zb-h1", 1, true, kLoop, 1, kRowSplitAll, 64, 2, 1, "", 2, true, 0.1},
+                      Case{"1f1b", 1, false, kLoop, 1, kRowSplitAll, 64, 2, 1, "", 2, false, 0.1}),
     [](const auto& info) {
       std::string name = StrCat(info.param.kind, "_dp", info.param.dp,
                                 info.param.overlap == kRowSplitAll ? "_split_all" : "_cost_model",
                                 *info.param.after_backward ? "_bf16" : "",
-                                info.param.bias_fusion ? "_bias_fusion" : "");
+                                info.param.bias_fusion ? "_bias_fusion" : "",
+                                info.param.dropout > 0 ? "_dropout" : "");
       for (char& ch : name)
         if (ch == '-') ch = '_';
       return name;

@@ -150,6 +150,34 @@ TEST(BiasFusions, BiasDropoutAddGivesTheUnfusedOpsBits) {
   }
 }
 
+// overlap-row-split's blocks: each of 4 row blocks, its residual's rows beside it, gives its
+// rows of the whole tensor's output (its rows of the whole mask).
+TEST(BiasFusions, BiasDropoutAddRowBlockGivesItsRowsOfTheWhole) {
+  const Shape shape = {2, 8, 37};
+  const Tensor x = RandomTensor(shape, 21), res = RandomTensor(shape, 22);
+  const Tensor bias = RandomTensor({37}, 23);
+  auto run = [&](const Tensor& xs, const Tensor& rs, int blocks, int block) {
+    TensorEnv env;
+    env.Set("x", xs);
+    env.Set("r", rs);
+    env.Set("b", bias);
+    env.Set("seed", SeedTensor(5));
+    Op op = BiasDropoutAddOp(0.25);
+    if (blocks > 1)
+      op.SetAttr("shard_axis", int64_t{1})
+          .SetAttr("block_count", int64_t{blocks})
+          .SetAttr("block", int64_t{block});
+    Status s = RunOps({op}, env);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return s.ok() ? *env.Find("out") : Tensor();
+  };
+  const Tensor whole = run(x, res, 1, 0);
+  for (int b = 0; b < 4; ++b)
+    EXPECT_TRUE(SameBits(run(Slice(x, 1, 2 * b, 2), Slice(res, 1, 2 * b, 2), 4, b),
+                         Slice(whole, 1, 2 * b, 2)))
+        << "block " << b;
+}
+
 // p 0: no mask, no seed; the residual add and bias still happen.
 TEST(BiasFusions, BiasDropoutAddWithoutDropoutIsBiasAndResidual) {
   TensorEnv env;

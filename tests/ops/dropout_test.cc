@@ -103,6 +103,34 @@ TEST(Dropout, ShardDrawsItsSliceOfTheWholeMask) {
   }
 }
 
+// overlap-row-split's blocks: block b of k equal blocks along an axis, of the whole tensor or
+// of a rank's shard along the same axis, draws its rows of the whole tensor's mask.
+TEST(Dropout, RowBlockDrawsItsRowsOfTheWholeMask) {
+  struct Case {
+    Shape shape;
+    int axis;
+    int shards;
+    int blocks;
+  };
+  for (const Case& c : {Case{{2, 8, 3}, 1, 1, 4}, Case{{6, 5}, 0, 1, 3}, Case{{2, 8, 3}, 1, 2, 2},
+                        Case{{12, 4}, 0, 3, 2}}) {
+    const Tensor x = RandomTensor(c.shape, 8, 0.5f, 1.5f);
+    const Tensor whole = RunDropout(DropoutOp(0.3, 2), x, 21);
+    const int64_t shard_rows = c.shape[c.axis] / c.shards, rows = shard_rows / c.blocks;
+    for (int r = 0; r < c.shards; ++r)
+      for (int b = 0; b < c.blocks; ++b) {
+        Op op = DropoutOp(0.3, 2);
+        op.SetAttr("shard_axis", int64_t{c.axis}).SetAttr("shard_count", int64_t{c.shards});
+        op.SetAttr("block_count", int64_t{c.blocks}).SetAttr("block", int64_t{b});
+        GroupMember comm(r, c.shards);
+        const int64_t first = r * shard_rows + b * rows;
+        Tensor got = RunDropout(op, Slice(x, c.axis, first, rows), 21, &comm);
+        EXPECT_TRUE(SameBits(got, Slice(whole, c.axis, first, rows)))
+            << ShapeToString(c.shape) << " axis " << c.axis << " rank " << r << " block " << b;
+      }
+  }
+}
+
 TEST(Dropout, GradDrawsTheForwardMaskAgain) {
   GradCheck c;
   c.op = DropoutOp(0.25, 3);
@@ -129,6 +157,13 @@ TEST(Dropout, BadAttributesAreOneLineErrors) {
   GroupMember three(0, 3);
   s = RunOps({op}, env, &three);
   EXPECT_THAT(s.message(), HasSubstr("shard_count 2 but group 'mp' has 3 members"));
+  Op blocked = DropoutOp(0.1);
+  blocked.SetAttr("block_count", int64_t{2});
+  s = RunOps({blocked}, env);
+  EXPECT_THAT(s.message(), HasSubstr("block_count 2 needs one"));
+  blocked.SetAttr("shard_axis", int64_t{0}).SetAttr("block", int64_t{2});
+  s = RunOps({blocked}, env);
+  EXPECT_THAT(s.message(), HasSubstr("block 2 of block_count 2 is not a block"));
   env.Set("seed", RandomTensor({1}, 7));
   s = RunOps({DropoutOp(0.1)}, env);
   EXPECT_THAT(s.message(), HasSubstr("Seed"));

@@ -216,10 +216,11 @@ TEST(RowSplitTest, CarriesTheBiasAndResidualAddAfterTheAllReduceIntoTheBlocks) {
   EXPECT_EQ(RowWiseTail(broadcast, 0), 1);
 }
 
-// With Megatron's fused epilogue the bias and residual add are one bias_dropout_add: without
-// dropout it runs per block (its residual cut like an add's summand); with dropout its mask
-// is the whole tensor's, which a block's rows do not draw, so the chain stops before it.
-TEST(RowSplitTest, CarriesAFusedBiasAndResidualAddWithoutDropout) {
+// With Megatron's fused epilogue the bias and residual add are one bias_dropout_add: it runs
+// per block (its residual cut like an add's summand); with dropout each block draws its rows
+// of the whole tensor's mask (block and block_count along the rows' axis). A mask already cut
+// along another axis (a shard of heads) stops the chain before it.
+TEST(RowSplitTest, CarriesAFusedBiasDropoutAndResidualAdd) {
   auto fused = [](double p) {
     Program prog = RowParallelLinear({1, 256, 32});
     std::vector<Op>& ops = prog.ops();
@@ -249,7 +250,54 @@ TEST(RowSplitTest, CarriesAFusedBiasAndResidualAddWithoutDropout) {
   EXPECT_EQ(p.ops()[6].Input("Bias"), "bias");
   Status verified = VerifyProgram(p, ops::Registry());
   EXPECT_TRUE(verified.ok()) << verified.ToString();
-  EXPECT_EQ(RowWiseTail(fused(0.1), 0), 0);
+  EXPECT_FALSE(p.ops()[6].attrs.Has("block_count"));  // no mask: nothing to place
+
+  Program dropped = fused(0.1);
+  ASSERT_EQ(RowWiseTail(dropped, 0), 1);
+  ASSERT_TRUE(SplitRowsWithAllReduce(dropped, 0, 2, 1).ok());
+  for (int b = 0; b < 2; ++b) {
+    const Op& block = dropped.ops()[6 + b];
+    ASSERT_EQ(block.type, "bias_dropout_add");
+    EXPECT_EQ(block.attrs.GetInt("shard_axis", -1), 1);  // the rows of [1, 256, 64]
+    EXPECT_EQ(block.attrs.GetInt("block_count", 1), 2);
+    EXPECT_EQ(block.attrs.GetInt("block", -1), b);
+    EXPECT_EQ(block.Input("Seed"), "seed");
+  }
+  verified = VerifyProgram(dropped, ops::Registry());
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
+
+  Program heads = fused(0.1);
+  heads.ops()[2].SetAttr("shard_axis", int64_t{2}).SetAttr("shard_count", int64_t{2});
+  EXPECT_EQ(RowWiseTail(heads, 0), 0);
+  Program sequence = fused(0.1);
+  sequence.ops()[2].SetAttr("shard_axis", int64_t{1}).SetAttr("shard_count", int64_t{2});
+  EXPECT_EQ(RowWiseTail(sequence, 0), 1);  // blocks of a sequence shard: the same axis
+}
+
+// The unfused model's chain: bias_add, dropout, add, each per block.
+TEST(RowSplitTest, CarriesADropoutBetweenTheBiasAndTheResidualAdd) {
+  Program p = RowParallelLinear({2, 128, 32});
+  p.AddVar(Var{"seed", DataType::kInt64, {1}});
+  p.AddVar(Var{"dropped", DataType::kFloat32, {2, 128, 64}});
+  Op dropout;
+  dropout.type = "dropout";
+  dropout.SetInput("X", {"biased"}).SetInput("Seed", {"seed"}).SetOutput("Out", {"dropped"});
+  dropout.SetAttr("p", 0.1).SetAttr("salt", int64_t{3});
+  p.ops().insert(p.ops().begin() + 3, dropout);
+  p.ops()[4].SetInput("Y", {"dropped"});
+  ASSERT_EQ(RowWiseTail(p, 0), 3);
+  ASSERT_TRUE(SplitRowsWithAllReduce(p, 0, 2, 3).ok());
+  int blocks = 0;
+  for (const Op& op : p.ops())
+    if (op.type == "dropout") {
+      EXPECT_EQ(op.attrs.GetInt("block", -1), blocks++);
+      EXPECT_EQ(op.attrs.GetInt("block_count", 1), 2);
+      EXPECT_EQ(op.attrs.GetInt("shard_axis", -1), 1);
+      EXPECT_EQ(op.attrs.GetInt("salt", 0), 3);
+    }
+  EXPECT_EQ(blocks, 2);
+  Status verified = VerifyProgram(p, ops::Registry());
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
 }
 
 // Input gradients of two linears sharing their input, summed, then all-reduced: per block
