@@ -155,6 +155,7 @@ class Engine {
   std::vector<Activity> active_;
   std::vector<Activity> to_launch_;           // waits' CPU, launched after the current sweep
   std::vector<int> comm_active_;              // per rank: running transfers and collectives
+  std::vector<int> ops_computing_;            // per rank: running compute instructions
   std::vector<double> node_compute_threads_;  // per node: threads running compute
   std::vector<int> node_ranks_;               // per node: its ranks
   using Timed = std::pair<double, int>;
@@ -178,6 +179,7 @@ void Engine::Prepare() {
   waits_.assign(g_.world_size, 0);
   joined_.assign(g_.collectives.size(), 0);
   comm_active_.assign(g_.world_size, 0);
+  ops_computing_.assign(g_.world_size, 0);
   node_compute_threads_.assign(static_cast<size_t>(Node(g_.world_size - 1)) + 1, 0.0);
   node_ranks_.assign(node_compute_threads_.size(), 0);
   for (int r = 0; r < g_.world_size; ++r) ++node_ranks_[Node(r)];
@@ -240,6 +242,7 @@ void Engine::Launch(Activity a) {
   a.began = now_;
   if (a.compute) {
     node_compute_threads_[Node(a.ranks[0])] += a.threads;
+    if (!a.finish.empty()) ++ops_computing_[a.ranks[0]];  // not a wake-up's CPU
   } else {
     for (int r : a.ranks) ++comm_active_[r];
   }
@@ -273,12 +276,16 @@ void Engine::Start(int i) {
         a.finish.push_back(m);
       }
       // On communication streams, only where a member's thread was woken for it (see
-      // ComputeRates); a compute stream's collective is reached by a thread that computed.
+      // ComputeRates), or where a member's rank computes beside it on shared cores (its
+      // thread competes with that compute, and the members reach it apart); a compute
+      // stream's collective is reached by a thread that computed.
       a.straggles = false;
       for (int m : c.members) {
         const StreamType stream = g_.instrs[m].stream;
-        a.straggles =
-            a.straggles || woken_[m] || stream == StreamType::kCompute || !SpinsOnEvents(stream);
+        const int rank = g_.instrs[m].rank;
+        a.straggles = a.straggles || woken_[m] || stream == StreamType::kCompute ||
+                      !SpinsOnEvents(stream) ||
+                      (dev_.cores_per_node() > 0 && ops_computing_[rank] > 0);
       }
       StartComm(a, in, c.seconds);
       Launch(std::move(a));
@@ -438,6 +445,7 @@ void Engine::CompleteActivity(Activity& a) {
   a.done = true;
   if (a.compute) {
     node_compute_threads_[Node(a.ranks[0])] -= a.threads;
+    if (!a.finish.empty()) --ops_computing_[a.ranks[0]];
   } else {
     for (int r : a.ranks) --comm_active_[r];
   }
