@@ -1,9 +1,11 @@
 #pragma once
 // Measures what the runtimes add to every op besides its kernel — the executor's dispatch,
 // slot bookkeeping and events, and the sequential reference runner's scope lookups — on a
-// tiny GPT whose kernels take a few microseconds: its step time measured with each runtime,
-// minus the simulated sum of its profiled kernels, divided by its op count. The figures go
-// into the CPU DeviceSpec (op_overhead, reference_op_overhead).
+// tiny GPT whose kernels take a few microseconds: the executor's step time minus the
+// simulated sum of its profiled kernels, divided by its op count; the reference runner's
+// as the executor's plus what its step takes beyond the executor's (less the gradient
+// additions it runs on top), per op. The figures go into the CPU DeviceSpec (op_overhead,
+// reference_op_overhead).
 
 #include "cost_model/profiler.h"
 
