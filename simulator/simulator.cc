@@ -33,8 +33,11 @@ struct Activity {
   double comm_threads = 0;  // communication: the cores it keeps busy on each member's node
   double latency = 0;       // communication: the part of its time that sharing links leaves
   double ends = 0;          // when it ends at its current rate (AdvanceToNextEvent)
-  // A collective: waits for its measured straggle (a member's thread was woken for it).
+  // A collective: waits for its measured straggle (a member's thread was woken for it);
+  // not priced yet (whether its ranks compute beside it is known once the instructions
+  // that start at its launch have started).
   bool straggles = true;
+  bool unpriced = false;
   bool done = false;  // completed; removed from the running set after the sweep
 };
 
@@ -276,16 +279,14 @@ void Engine::Start(int i) {
         a.finish.push_back(m);
       }
       // On communication streams, only where a member's thread was woken for it (see
-      // ComputeRates), or where a member's rank computes beside it on shared cores (its
-      // thread competes with that compute, and the members reach it apart); a compute
+      // ComputeRates), or where a member's rank computes beside it (ComputeRates); a compute
       // stream's collective is reached by a thread that computed.
       a.straggles = false;
+      a.unpriced = true;
       for (int m : c.members) {
         const StreamType stream = g_.instrs[m].stream;
-        const int rank = g_.instrs[m].rank;
-        a.straggles = a.straggles || woken_[m] || stream == StreamType::kCompute ||
-                      !SpinsOnEvents(stream) ||
-                      (dev_.cores_per_node() > 0 && ops_computing_[rank] > 0);
+        a.straggles =
+            a.straggles || woken_[m] || stream == StreamType::kCompute || !SpinsOnEvents(stream);
       }
       StartComm(a, in, c.seconds);
       Launch(std::move(a));
@@ -483,6 +484,14 @@ void Engine::ComputeRates() {
   // its CPU time is also what it keeps of the cores.
   for (Activity& a : active_) {
     if (a.compute) continue;
+    // A member's rank that computes beside the collective on shared cores (an overlap
+    // pass's plan): the member's thread competes with that compute, and the ranks reach it
+    // apart. Judged once, when every instruction that starts with it has started.
+    if (a.unpriced) {
+      a.unpriced = false;
+      if (dev_.cores_per_node() > 0)
+        for (int r : a.ranks) a.straggles = a.straggles || ops_computing_[r] > 0;
+    }
     CommEstimate price = CommPrice(*a.comm, a.seconds, a.ranks);
     // Ranks on shared cores arrive apart: the collective waits for the last one, whose
     // thread had to be woken for it (not where every member's thread caught its event

@@ -227,6 +227,25 @@ TEST(SimulatorEngine, CommunicationThreadsThatWereRunningReachACollectiveTogethe
   EXPECT_NEAR(blocking->timeline[c].end, 1e-6 + 1.25, 1e-9);
 }
 
+TEST(SimulatorEngine, ACollectiveBesideItsRanksComputeWaitsForItsStragglers) {
+  // As above, the mp_comm threads catch their events spinning; but rank 0 goes on computing
+  // (an overlap pass's plan) while the all-reduce runs: its thread competes with that
+  // compute for the cores the ranks share, the members reach the collective apart, and it
+  // waits for the straggle again.
+  const CommModel comm = StragglingAllReduce();
+  GraphBuilder b(2);
+  const int f0 = b.Compute(0, 1e-6), f1 = b.Compute(1, 1e-6);
+  const std::vector<int> m = b.Collective({0, 1}, 1.0, StreamType::kMpComm);
+  b.graph().instrs[m[0]].deps.push_back(f0);
+  b.graph().instrs[m[1]].deps.push_back(f1);
+  b.Compute(0, 2.0, {f0});  // the next op of rank 0's compute stream
+  DeviceSpec d = Cores(2);
+  d.set_spin_latency(0);
+  auto beside = Simulate(b.graph(), d, {}, &comm);
+  ASSERT_TRUE(beside.ok()) << beside.status().message();
+  EXPECT_NEAR(beside->timeline[m[1]].end, 1e-6 + 1.25, 1e-9);
+}
+
 TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
   // Rank 0: a 1 s op on the compute stream, then an op on mp_comm that waits for it, and
   // rank 1 an op that waits for it too; rank 2 keeps the node's only core busy for 3 s.
