@@ -171,6 +171,17 @@ CommModel StragglingAllReduce() {
   return CommModel(*BuiltinDeviceSpec("cpu"), {fit});
 }
 
+// Ranks 0 and 1 each run an op of `seconds` on their compute streams, then all-reduce on
+// their mp_comm streams, each member waiting for its rank's op. Returns {op of rank 0,
+// the collective's last member}.
+std::pair<int, int> CommStreamCollectiveAfterCompute(GraphBuilder& b, double seconds) {
+  const int f0 = b.Compute(0, seconds), f1 = b.Compute(1, seconds);
+  const std::vector<int> m = b.Collective({0, 1}, 1.0, StreamType::kMpComm);
+  b.graph().instrs[m[0]].deps.push_back(f0);
+  b.graph().instrs[m[1]].deps.push_back(f1);
+  return {f0, m[1]};
+}
+
 TEST(SimulatorEngine, ACollectiveWaitsForItsStragglers) {
   // Equal ranks reach it together in the simulation; on shared cores the last one came
   // 0.25 s after the others on average, and the collective waits for it.
@@ -195,11 +206,7 @@ TEST(SimulatorEngine, RanksTakingTurnsOnTheCoresWaitForNoStraggler) {
   EXPECT_NEAR(turns->timeline[a].end, 1.0, 1e-9);
   // Each member's mp_comm thread waits 1 s for its compute stream and is woken for it.
   GraphBuilder on_comm_stream(2);
-  const int f0 = on_comm_stream.Compute(0, 1.0), f1 = on_comm_stream.Compute(1, 1.0);
-  const std::vector<int> m = on_comm_stream.Collective({0, 1}, 1.0, StreamType::kMpComm);
-  on_comm_stream.graph().instrs[m[0]].deps.push_back(f0);
-  on_comm_stream.graph().instrs[m[1]].deps.push_back(f1);
-  const int c = m[1];
+  const int c = CommStreamCollectiveAfterCompute(on_comm_stream, 1.0).second;
   auto beside = Simulate(on_comm_stream.graph(), Cores(1), {}, &comm);
   ASSERT_TRUE(beside.ok()) << beside.status().message();
   EXPECT_NEAR(beside->timeline[c].end, 2.0 + 1.25, 1e-9);  // the core shared until 2 s
@@ -211,11 +218,7 @@ TEST(SimulatorEngine, CommunicationThreadsThatWereRunningReachACollectiveTogethe
   // that does not model the spin every wait blocks and the straggle is back.
   const CommModel comm = StragglingAllReduce();
   GraphBuilder b(2);
-  const int f0 = b.Compute(0, 1e-6), f1 = b.Compute(1, 1e-6);
-  const std::vector<int> m = b.Collective({0, 1}, 1.0, StreamType::kMpComm);
-  b.graph().instrs[m[0]].deps.push_back(f0);
-  b.graph().instrs[m[1]].deps.push_back(f1);
-  const int c = m[1];
+  const int c = CommStreamCollectiveAfterCompute(b, 1e-6).second;
   DeviceSpec d = Cores(2);
   d.set_spin_latency(0);
   auto spinning = Simulate(b.graph(), d, {}, &comm);
@@ -234,16 +237,13 @@ TEST(SimulatorEngine, ACollectiveBesideItsRanksComputeWaitsForItsStragglers) {
   // waits for the straggle again.
   const CommModel comm = StragglingAllReduce();
   GraphBuilder b(2);
-  const int f0 = b.Compute(0, 1e-6), f1 = b.Compute(1, 1e-6);
-  const std::vector<int> m = b.Collective({0, 1}, 1.0, StreamType::kMpComm);
-  b.graph().instrs[m[0]].deps.push_back(f0);
-  b.graph().instrs[m[1]].deps.push_back(f1);
+  const auto [f0, c] = CommStreamCollectiveAfterCompute(b, 1e-6);
   b.Compute(0, 2.0, {f0});  // the next op of rank 0's compute stream
   DeviceSpec d = Cores(2);
   d.set_spin_latency(0);
   auto beside = Simulate(b.graph(), d, {}, &comm);
   ASSERT_TRUE(beside.ok()) << beside.status().message();
-  EXPECT_NEAR(beside->timeline[m[1]].end, 1e-6 + 1.25, 1e-9);
+  EXPECT_NEAR(beside->timeline[c].end, 1e-6 + 1.25, 1e-9);
 }
 
 TEST(SimulatorEngine, WakingOnBusyCoresCostsTheSchedulerLatency) {
