@@ -11,9 +11,10 @@ slices; simulated: the gaps between its instructions), measured beside simulated
 the op types that take the most time, over all ranks: measured wall time and the stream
 thread's CPU time, simulated time (under the simulated sharing of the cores) and the cost
 model's estimate (alone). Then the hand-offs between a rank's streams: how long a stream
-that waited took to resume after the last op another stream of its rank ended during its
-wait (the event it waited for, as a rule), median and count per pair of streams, measured
-beside simulated. Where the two disagree is where the cost model is wrong.
+that waited took to resume after the instruction of another stream of its rank whose event
+it waited for ended (each trace names it: handoff_from, handoff_us; in traces without them,
+the last op another stream ended during the wait), median and count per pair of streams,
+measured beside simulated. Where the two disagree is where the cost model is wrong.
 """
 
 import argparse
@@ -46,9 +47,23 @@ class Stream:
         self.wait_us = 0.0
 
 
+def recorded_hand_offs(slices):
+    """(from, to) -> resume delays in us, from the slices' own args (handoff_from,
+    handoff_us: the instruction of another stream whose event a slice's stream waited for,
+    as both `run --trace` and `sim --trace` write them); None when no slice has them (a
+    trace written before they were)."""
+    out = collections.defaultdict(list)
+    for stream, e in slices:
+        a = e.get("args", {})
+        if "handoff_us" in a:
+            out[(a["handoff_from"], stream)].append(a["handoff_us"])
+    return out if out else None
+
+
 def hand_offs(tracks, waits):
     """(from, to) -> resume delays in us. `tracks`: stream -> its ops as (start, end);
-    `waits`: stream -> its waits as (start, end), each ending where the stream resumed."""
+    `waits`: stream -> its waits as (start, end), each ending where the stream resumed.
+    The event is taken to be the last op of another stream that ended inside the wait."""
     ends = sorted((end, name) for name, ops in tracks.items() for _, end in ops)
     keys = [e for e, _ in ends]
     out = collections.defaultdict(list)
@@ -69,11 +84,13 @@ def measured_rank(path):
     streams = collections.defaultdict(Stream)
     ops = collections.defaultdict(lambda: [0.0, 0.0])  # op -> wall, cpu
     tracks, waits = collections.defaultdict(list), collections.defaultdict(list)
+    slices = []
     lo, hi = float("inf"), 0.0
     for e in evs:
         if e.get("ph") != "X":
             continue
         name = names.get((e["pid"], e["tid"]), str(e["tid"]))
+        slices.append((name, e))
         s = streams[name]
         lo, hi = min(lo, e["ts"]), max(hi, e["ts"] + e["dur"])
         if e["name"] == "wait":
@@ -86,7 +103,9 @@ def measured_rank(path):
         s.count += 1
         ops[e["name"]][0] += e["dur"]
         ops[e["name"]][1] += e.get("args", {}).get("cpu_us", 0.0)
-    return streams, ops, (hi - lo if hi > lo else 0.0), hand_offs(tracks, waits)
+    recorded = recorded_hand_offs(slices)
+    return (streams, ops, (hi - lo if hi > lo else 0.0),
+            recorded if recorded is not None else hand_offs(tracks, waits))
 
 
 def simulated_ranks(path):
@@ -100,9 +119,11 @@ def simulated_ranks(path):
     ops = collections.defaultdict(lambda: collections.defaultdict(lambda: [0.0, 0.0]))
     tracks = collections.defaultdict(lambda: collections.defaultdict(list))
     waits = collections.defaultdict(lambda: collections.defaultdict(list))
+    slices = collections.defaultdict(list)
     for (pid, tid), track in by_track.items():
         track.sort(key=lambda e: e["ts"])
         name = names.get((pid, tid), str(tid))
+        slices[pid].extend((name, e) for e in track)
         s = ranks[pid][0][name]
         end = 0.0
         for e in track:
@@ -118,7 +139,11 @@ def simulated_ranks(path):
             o[0] += e["dur"]
             o[1] += e.get("args", {}).get("estimate_us", 0.0)
         ranks[pid][1] = max(ranks[pid][1], end)
-    return ranks, ops, {pid: hand_offs(tracks[pid], waits[pid]) for pid in tracks}
+    offs = {}
+    for pid in tracks:
+        recorded = recorded_hand_offs(slices[pid])
+        offs[pid] = recorded if recorded is not None else hand_offs(tracks[pid], waits[pid])
+    return ranks, ops, offs
 
 
 def main():
@@ -175,7 +200,8 @@ def main():
     for op, (wall, cpu, dur, estimate) in sorted(all_ops.items(), key=lambda kv: -kv[1][2])[:args.ops]:
         print(f"  {op:<24} {ms(wall):13.2f} {ms(cpu):12.2f} {ms(dur):10.2f} {ms(estimate):9.2f}")
     print(f"\nhand-offs between a rank's streams, over the {compared} ranks compared (us: a waiting\n"
-          " stream's resume after the last op another stream of its rank ended in its wait)")
+          " stream's resume after the end of the instruction of another stream whose event it\n"
+          " waited for)")
     print(f"  {'from -> to':<26} {'measured: median':>16} {'count':>6}   {'simulated: median':>17} {'count':>6}")
     median = lambda v: f"{statistics.median(v):.1f}" if v else "-"
     for (src, dst), (m, s) in sorted(all_hand_offs.items(), key=lambda kv: -len(kv[1][0])):

@@ -1,5 +1,7 @@
 #include "tools/step_trace.h"
 
+#include <unordered_map>
+
 #include "viz/chrome_trace.h"
 
 namespace pw::tools {
@@ -41,10 +43,18 @@ std::string StepTraceJson(const Interpreter& interp, const StepTimes& step) {
   }
   const double origin = static_cast<double>(step.began_ns);
   auto us = [&](int64_t ns) { return (static_cast<double>(ns) - origin) / 1e3; };
+  // The instruction that records each event: what a wait for it waits for.
+  std::unordered_map<const Event*, size_t> recorder;
+  for (size_t i = 0; i < plan.instrs.size(); ++i)
+    for (const Event* e : plan.instrs[i].records) recorder[e] = i;
+  auto ran = [&](size_t i) {
+    return i < step.times.size() && step.times[i].ended != 0 &&
+           step.times[i].began >= step.began_ns;
+  };
   for (size_t i = 0; i < plan.instrs.size() && i < step.times.size(); ++i) {
     const Instr& instr = plan.instrs[i];
     const Instr::Times& t = step.times[i];
-    if (t.ended == 0 || t.began < step.began_ns) continue;  // not run this step
+    if (!ran(i)) continue;  // not run this step
     const int tid = StreamIndex(instr.stream);
     if (t.began - t.taken > 1000)  // waited more than 1 us for its events
       trace.AddComplete("wait", "wait", rank, tid, us(t.taken), us(t.began) - us(t.taken));
@@ -54,6 +64,25 @@ std::string StepTraceJson(const Interpreter& interp, const StepTimes& step) {
     std::string args = StrCat("{\"micro_batch\": ", instr.micro_batch,
                               ", \"cpu_us\": ", static_cast<double>(t.cpu) / 1e3, ", \"where\": ");
     AppendJsonString(args, instr.where);
+    // A hand-off: its stream waited, and the last of the events it waited for was recorded
+    // by another stream during that wait; from that instruction's end to this one's start.
+    const Instr* released_by = nullptr;
+    int64_t released_at = 0;
+    for (const Event* e : instr.waits) {
+      auto it = recorder.find(e);
+      if (it == recorder.end() || !ran(it->second)) continue;
+      const Instr& from = plan.instrs[it->second];
+      const int64_t end = step.times[it->second].ended;
+      if (from.stream != instr.stream && end > released_at) {
+        released_by = &from;
+        released_at = end;
+      }
+    }
+    if (released_by && t.began - t.taken > 1000 && released_at >= t.taken &&
+        released_at <= t.began) {
+      args += StrCat(", \"handoff_from\": \"", StreamTypeName(released_by->stream),
+                     "\", \"handoff_us\": ", static_cast<double>(t.began - released_at) / 1e3);
+    }
     args += "}";
     trace.AddComplete(name, KindName(instr.kind), rank, tid, us(t.began), us(t.ended) - us(t.began),
                       args);

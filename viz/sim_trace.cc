@@ -35,6 +35,17 @@ std::string SimTraceJson(const SimGraph& g, const SimResult& r) {
   }
   if (r.timeline.size() != g.instrs.size()) return trace.Finish();
   const double us = 1e6;
+  // Each instruction's predecessor on its stream (-1 for a stream's first).
+  std::vector<int> previous_on_stream(g.instrs.size(), -1);
+  for (int rank = 0; rank < g.world_size; ++rank) {
+    std::array<int, kNumStreamTypes> last;
+    last.fill(-1);
+    for (int i : g.rank_order[rank]) {
+      const int s = static_cast<int>(g.instrs[i].stream);
+      previous_on_stream[i] = last[s];
+      last[s] = i;
+    }
+  }
   for (size_t i = 0; i < g.instrs.size(); ++i) {
     const SimInstr& in = g.instrs[i];
     const InstrTime& t = r.timeline[i];
@@ -48,6 +59,20 @@ std::string SimTraceJson(const SimGraph& g, const SimResult& r) {
     if (in.bytes > 0) {
       args += ", \"bytes\": ";
       AppendJsonNumber(args, in.bytes);
+    }
+    // A hand-off: the instruction of another stream of its rank it waited for (one that
+    // ended after its stream's previous instruction), from that one's end to its start.
+    const int previous = previous_on_stream[i];
+    const double free_at = previous >= 0 ? r.timeline[previous].end : 0;
+    int released_by = -1;
+    for (int d : in.deps)
+      if (g.instrs[d].stream != in.stream && r.timeline[d].end > free_at &&
+          (released_by < 0 || r.timeline[d].end > r.timeline[released_by].end))
+        released_by = d;
+    if (released_by >= 0 && t.start >= r.timeline[released_by].end) {
+      args += StrCat(", \"handoff_from\": \"", StreamTypeName(g.instrs[released_by].stream),
+                     "\", \"handoff_us\": ");
+      AppendJsonNumber(args, (t.start - r.timeline[released_by].end) * us);
     }
     args += "}";
     trace.AddComplete(in.name, Category(in), in.rank, static_cast<int>(in.stream), begin * us,

@@ -29,6 +29,9 @@ assert all(e["args"]["cpu_us"] >= 0 for e in done), done[0]
 assert any(e["name"] == "matmul" and e["args"]["cpu_us"] > 0 for e in done)
 threads = {e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
 assert "compute" in threads, threads
+# A pipeline stream that waited for the compute stream's event names that hand-off.
+offs = [e["args"] for e in done if "handoff_us" in e["args"]]
+assert offs and all(a["handoff_us"] >= 0 and a["handoff_from"] in threads for a in offs), offs[:3]
 PY
 done
 
@@ -37,6 +40,12 @@ done
 "$pw" sim "$work/gpt.pbtxt" --threads 1 --micro-batches 4 --trace "$work/sim.json" \
   --pipeline "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p" \
   >/dev/null || fail "sim exited $?"
+python3 - "$work/sim.json" <<'PY' || fail "no hand-offs in the simulated trace"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+offs = [e["args"] for e in events if e.get("ph") == "X" and "handoff_us" in e.get("args", {})]
+assert offs and all(a["handoff_us"] >= 0 for a in offs), offs[:3]
+PY
 compare=$(dirname "$0")/../../scripts/compare_traces.py
 table=$("$compare" "$work/trace" "$work/sim.json") || fail "compare_traces exited $?: $table"
 for rank in 0 1; do
