@@ -24,6 +24,11 @@ class Event {
   virtual void Reset() = 0;
 };
 
+// What a traced step records of each instruction (Instr::times): when it was taken up, began
+// and ended, and with kTimesAndCpu its stream thread's CPU time in it, which costs two reads
+// of the thread's CPU clock (system calls) per instruction.
+enum class Tracing : uint8_t { kOff, kTimes, kTimesAndCpu };
+
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -36,8 +41,9 @@ class Stream {
   // other streams never wait forever) but runs nothing else.
   virtual Status Synchronize() = 0;
   // While on, every instruction run records its Instr::times (a backend that cannot trace
-  // leaves them 0). Set between steps, when no stream runs.
-  virtual void SetTracing(bool on) {}
+  // leaves them 0); the stream thread's CPU time too with kTimesAndCpu. Set between steps,
+  // when no stream runs.
+  virtual void SetTracing(Tracing tracing) {}
 };
 
 class Backend {

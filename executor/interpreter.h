@@ -60,7 +60,8 @@ class Interpreter {
   // time in milliseconds, copies included.
   StatusOr<double> WarmUp(const FeedFn& feed);
   // Whether the next steps record each instruction's times (Instr::times), for a trace.
-  void set_tracing(bool on) { tracing_ = on; }
+  void set_tracing(Tracing tracing) { tracing_ = tracing; }
+  Tracing tracing() const { return tracing_; }
   // When the last step began (steady-clock nanoseconds), the origin of its times.
   int64_t step_began_ns() const { return step_began_ns_; }
 
@@ -130,7 +131,7 @@ class Interpreter {
   bool validation_pending_ = false;  // a post-validated step ran since the last validation
   std::unique_ptr<LoweredPlan> plan_;
   std::array<Stream*, kNumStreamTypes> streams_{};
-  bool tracing_ = false;
+  Tracing tracing_ = Tracing::kOff;
   int64_t step_began_ns_ = 0;
 };
 

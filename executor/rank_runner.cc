@@ -84,7 +84,9 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
   for (int64_t step = start; step < options.steps; ++step) {
     feed->set_step(step);
     const bool traced = options.on_traced_step && step + options.traced_steps >= options.steps;
-    interp->set_tracing(traced);
+    interp->set_tracing(!traced                  ? Tracing::kOff
+                        : options.trace_cpu_time ? Tracing::kTimesAndCpu
+                                                 : Tracing::kTimes);
     PW_ASSIGN_OR_RETURN(StepStats stats, interp->RunStep(feed->fn()));
     if (traced) PW_RETURN_IF_ERROR(options.on_traced_step(*interp));
     RankStepReport report;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A measured step beside the simulated one, stream by stream and op by op.
 
-    pipeweave run PLAN.pb --nproc N --steps 20 --trace measured/
+    pipeweave run PLAN.pb --nproc N --steps 20 --trace measured/ [--trace-cpu]
     pipeweave sim PLAN.pb --costs COSTS --trace sim.json
     scripts/compare_traces.py measured/ sim.json [--ops K]
 
@@ -9,7 +9,7 @@ Per rank: the step's length, and per stream the time its instructions ran, how o
 how long its thread waited for another stream or rank (measured: the trace's "wait"
 slices; simulated: the gaps between its instructions), measured beside simulated. Then
 the op types that take the most time, over all ranks: measured wall time and the stream
-thread's CPU time, simulated time (under the simulated sharing of the cores) and the cost
+thread's CPU time (with run --trace-cpu; "-" without), simulated time (under the simulated sharing of the cores) and the cost
 model's estimate (alone). Then the hand-offs between a rank's streams: how long a stream
 that waited took to resume after the instruction of another stream of its rank whose event
 it waited for ended (each trace names it: handoff_from, handoff_us; in traces without them,
@@ -26,6 +26,7 @@ import statistics
 import sys
 
 GAP_US = 1.0  # shorter idle time between instructions is not a wait (as run --trace)
+has_cpu = [False]  # whether a measured trace carried cpu_us (run --trace-cpu)
 
 
 def events(path):
@@ -102,7 +103,9 @@ def measured_rank(path):
         s.busy += e["dur"]
         s.count += 1
         ops[e["name"]][0] += e["dur"]
-        ops[e["name"]][1] += e.get("args", {}).get("cpu_us", 0.0)
+        if "cpu_us" in e.get("args", {}):
+            ops[e["name"]][1] += e["args"]["cpu_us"]
+            has_cpu[0] = True
     recorded = recorded_hand_offs(slices)
     return (streams, ops, (hi - lo if hi > lo else 0.0),
             recorded if recorded is not None else hand_offs(tracks, waits))
@@ -162,6 +165,7 @@ def main():
     all_ops = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     all_hand_offs = collections.defaultdict(lambda: ([], []))  # (from, to) -> measured, simulated
     compared = 0
+    has_cpu[0] = False
     for rank in sorted(sim):
         path = os.path.join(args.measured, f"rank{rank}.trace.json")
         if not os.path.exists(path):
@@ -198,7 +202,8 @@ def main():
     print(f"\nop types, over the {compared} ranks compared (ms): the {args.ops} longest simulated")
     print(f"  {'op':<24} {'measured wall':>13} {'measured CPU':>12} {'simulated':>10} {'estimate':>9}")
     for op, (wall, cpu, dur, estimate) in sorted(all_ops.items(), key=lambda kv: -kv[1][2])[:args.ops]:
-        print(f"  {op:<24} {ms(wall):13.2f} {ms(cpu):12.2f} {ms(dur):10.2f} {ms(estimate):9.2f}")
+        cpu_ms = f"{ms(cpu):.2f}" if has_cpu[0] else "-"
+        print(f"  {op:<24} {ms(wall):13.2f} {cpu_ms:>12} {ms(dur):10.2f} {ms(estimate):9.2f}")
     print(f"\nhand-offs between a rank's streams, over the {compared} ranks compared (us: a waiting\n"
           " stream's resume after the end of the instruction of another stream whose event it\n"
           " waited for)")

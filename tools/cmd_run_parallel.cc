@@ -44,7 +44,8 @@ constexpr const char* kUsage =
     "           [--micro-batches M | --global-batch G]\n"
     "           [--pipeline PASSES] [--report json] [--run-dir DIR] [--save-params DIR]\n"
     "           [--strict-events] [--data TEXT_FILE] [--compare-reference FILE]\n"
-    "           [--backend cpu|cuda] [--threads N] [--trace DIR] [--warmup-steps W (1)]\n"
+    "           [--backend cpu|cuda] [--threads N] [--trace DIR [--trace-cpu]] [--warmup-steps W "
+    "(1)]\n"
     "           [--transfers tcp|gloo (tcp)]\n"
     "           [--checkpoint-dir DIR [--checkpoint-every K] [--keep N]] [--resume PATH]\n"
     "   or: pipeweave run-parallel FILE --rank R --world-size N --store DIR|redis://HOST:PORT\n"
@@ -68,9 +69,11 @@ constexpr const char* kUsage =
     "--trace DIR writes DIR/rankR.trace.json per rank: the step before the last as measured\n"
     "(the last itself meets the ranks that finish first leaving), one track per stream, each\n"
     "instruction from when it began to when it ended and the waits for its events (the\n"
-    "tracks of 'pipeweave sim --trace', to open side by side). Tracing reads the stream thread's\n"
-    "CPU clock twice per instruction (a system call each, for cpu_us), most of what it\n"
-    "costs: on ranks sharing cores a traced step runs ~10-25 % longer than the others.\n"
+    "tracks of 'pipeweave sim --trace', to open side by side); on ranks sharing cores a traced\n"
+    "step runs ~5 % longer than the others.\n"
+    "--trace-cpu adds each instruction's stream-thread CPU time (cpu_us: without the time it\n"
+    "waited for a core) at two reads of the thread's CPU clock per instruction (system\n"
+    "calls): a traced step then runs ~35 % longer on ranks sharing cores.\n"
     "--warmup-steps W runs W untimed steps on the first step's data before it and undoes\n"
     "their updates (bit for bit), so that the first timed step costs what the later ones do\n"
     "(kernels generated, memory faulted in); 0 times the first step cold.\n"
@@ -201,6 +204,7 @@ StatusOr<int> RunOneRank(const Flags& flags, const RankPlacement& placement) {
     // last runs 5-50 % longer than the others on shared cores, while the ranks that finish
     // it first sync their parameters and exit beside the rest. Written after the run.
     options.run.traced_steps = 2;
+    options.run.trace_cpu_time = flags.Has("trace-cpu");
     auto captured = std::make_shared<std::optional<StepTimes>>();
     options.run.on_traced_step = [captured](const Interpreter& interp) {
       if (!captured->has_value()) *captured = CaptureStepTimes(interp);
@@ -333,6 +337,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     options.args.push_back(std::to_string(run.data.data_seed));
   }
   if (flags.Has("strict-events")) options.args.push_back("--strict-events");
+  if (flags.Has("trace-cpu")) options.args.push_back("--trace-cpu");
   for (const char* name : {"checkpoint-dir", "checkpoint-every", "keep"})
     if (flags.Has(name)) {
       options.args.push_back(StrCat("--", name));
@@ -501,6 +506,7 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
     flags.Value(name);
   DeclareCheckpointFlags(flags);
   flags.Switch("strict-events");
+  flags.Switch("trace-cpu");
   PW_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.positional().size() != 1)
     return InvalidArgument("expected one module file, got ", flags.positional().size(),

@@ -53,6 +53,7 @@ StatusOr<std::map<std::string, std::vector<double>>> MeasureOpsInRun(const Modul
   run.steps = options.steps;
   run.warmup_steps = 1;
   run.traced_steps = options.steps;
+  run.trace_cpu_time = cpu_time;
   run.on_traced_step = [&](const Interpreter& interp) -> Status {
     std::lock_guard<std::mutex> lock(mu);
     SignatureKeys& rank_keys = keys[&interp];

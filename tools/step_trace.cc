@@ -26,6 +26,7 @@ const char* KindName(Instr::Kind kind) {
 StepTimes CaptureStepTimes(const Interpreter& interp) {
   StepTimes step;
   step.began_ns = interp.step_began_ns();
+  step.cpu_time = interp.tracing() == Tracing::kTimesAndCpu;
   step.times.reserve(interp.lowered().instrs.size());
   for (const Instr& instr : interp.lowered().instrs) step.times.push_back(instr.times);
   return step;
@@ -60,9 +61,10 @@ std::string StepTraceJson(const Interpreter& interp, const StepTimes& step) {
       trace.AddComplete("wait", "wait", rank, tid, us(t.taken), us(t.began) - us(t.taken));
     std::string name =
         instr.kind == Instr::Kind::kKernel && instr.op ? instr.op->type : KindName(instr.kind);
+    std::string args = StrCat("{\"micro_batch\": ", instr.micro_batch);
     // cpu_us: the stream thread's CPU time in it, without the time it waited for a core.
-    std::string args = StrCat("{\"micro_batch\": ", instr.micro_batch,
-                              ", \"cpu_us\": ", static_cast<double>(t.cpu) / 1e3, ", \"where\": ");
+    if (step.cpu_time) args += StrCat(", \"cpu_us\": ", static_cast<double>(t.cpu) / 1e3);
+    args += ", \"where\": ";
     AppendJsonString(args, instr.where);
     // A hand-off: its stream waited, and the last of the events it waited for was recorded
     // by another stream during that wait; from that instruction's end to this one's start.

@@ -59,7 +59,8 @@ bool RunsAlone(const Instr& instr) {
 void SerializeComputeKernels(bool on) { g_serialize_compute.store(on); }
 
 void CpuStream::Run(const Instr* instr) {
-  if (tracing_) instr->times.taken = NowNs();
+  const bool traced = tracing_ != Tracing::kOff, cpu_time = tracing_ == Tracing::kTimesAndCpu;
+  if (traced) instr->times.taken = NowNs();
   bool ok = status_.ok() && !poisoned_;
   for (Event* e : instr->waits) {
     auto* event = static_cast<CpuEvent*>(e);
@@ -73,15 +74,15 @@ void CpuStream::Run(const Instr* instr) {
   poisoned_ = !ok;  // later work on this stream may depend on this instruction
   std::unique_lock<std::mutex> alone;
   if (ok && RunsAlone(*instr)) alone = std::unique_lock<std::mutex>(ComputeKernelMutex());
-  const int64_t cpu_began = tracing_ ? ThreadCpuNanos() : 0;
-  if (tracing_) instr->times.began = NowNs();
+  const int64_t cpu_began = cpu_time ? ThreadCpuNanos() : 0;
+  if (traced) instr->times.began = NowNs();
   if (ok) {
     Status s = ExecuteInstr(*instr);
     if (!s.ok()) status_ = s.WithContext(instr->where);
     ok = s.ok();
   }
-  if (tracing_) {
-    instr->times.ended = NowNs();
+  if (traced) instr->times.ended = NowNs();
+  if (cpu_time) {
     const int64_t cpu_ended = ThreadCpuNanos();
     instr->times.cpu = std::max<int64_t>(0, cpu_ended - cpu_began - ThreadCpuClockCostNanos());
   }

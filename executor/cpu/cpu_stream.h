@@ -17,18 +17,18 @@ class CpuStream final : public Stream {
 
   void Enqueue(const Instr* instr) override { worker_.Push(instr); }
   Status Synchronize() override;
-  void SetTracing(bool on) override { tracing_ = on; }
+  void SetTracing(Tracing tracing) override { tracing_ = tracing; }
 
  private:
   void Run(const Instr* instr);
 
   StreamType type_;
-  StreamComm* comm_;        // may be null
-  Status status_;           // worker thread; read by the host after Drain
-  bool poisoned_ = false;   // worker thread: skipping, since work it depends on failed
-  bool tracing_ = false;    // set by the host between steps
-  AdaptiveSpin wait_spin_;  // worker thread: how long to spin on an event
-  StreamWorker worker_;     // last: its thread starts in the constructor
+  StreamComm* comm_;                 // may be null
+  Status status_;                    // worker thread; read by the host after Drain
+  bool poisoned_ = false;            // worker thread: skipping, since work it depends on failed
+  Tracing tracing_ = Tracing::kOff;  // set by the host between steps
+  AdaptiveSpin wait_spin_;           // worker thread: how long to spin on an event
+  StreamWorker worker_;              // last: its thread starts in the constructor
 };
 
 // Runs one instruction's action (no events, no release).

@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*"; exit 1; }
   -o "$work/gpt.pbtxt" >/dev/null || fail "build-model"
 "$pw" run-parallel "$work/gpt.pbtxt" --nproc 2 --steps 2 --threads 1 --run-dir "$work/run" \
   --pipeline "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p" \
-  --trace "$work/trace" >/dev/null || fail "run-parallel exited $?"
+  --trace "$work/trace" --trace-cpu >/dev/null || fail "run-parallel exited $?"
 for rank in 0 1; do
   f="$work/trace/rank$rank.trace.json"
   [[ -s $f ]] || fail "no $f"
@@ -59,6 +59,18 @@ grep -Eq '^  matmul +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "n
 # median and a count measured and simulated.
 grep -Eq '^  compute -> pp_send +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +[1-9][0-9]*$' <<<"$table" ||
   fail "no compute -> pp_send hand-off row: $table"
+# Without --trace-cpu no instruction reads the thread's CPU clock (a system call each):
+# no cpu_us, and the table says so.
+"$pw" run-parallel "$work/gpt.pbtxt" --nproc 2 --steps 2 --threads 1 --run-dir "$work/run2" \
+  --pipeline "append-backward,split-program,schedule{kind=1f1b,micro-batches=4},insert-p2p" \
+  --trace "$work/trace_plain" >/dev/null || fail "run-parallel without --trace-cpu exited $?"
+python3 - "$work/trace_plain/rank0.trace.json" <<'PY' || fail "cpu_us without --trace-cpu"
+import json, sys
+done = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+assert done and not any("cpu_us" in e.get("args", {}) for e in done)
+PY
+table=$("$compare" "$work/trace_plain" "$work/sim.json") || fail "compare_traces exited $?: $table"
+grep -Eq '^  matmul +[0-9.]+ +- +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "no matmul row without CPU: $table"
 mkdir -p "$work/empty"
 if err=$("$compare" "$work/empty" "$work/sim.json" 2>&1); then fail "an empty folder compared: $err"; fi
 grep -q "no rankR.trace.json" <<<"$err" || fail "unclear error for an empty folder: $err"

@@ -41,6 +41,7 @@ Traced Train(const Module& module, bool serialize) {
   o.steps = kSteps;
   o.data.data_seed = 1;
   o.traced_steps = kSteps;
+  o.trace_cpu_time = true;  // as profile --in-run times kernels at one BLAS thread
   o.on_traced_step = [&](const Interpreter& interp) {
     ++calls;
     for (const Instr& instr : interp.lowered().instrs)
