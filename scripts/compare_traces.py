@@ -9,12 +9,13 @@ Per rank: the step's length, and per stream the time its instructions ran, how o
 how long its thread waited for another stream or rank (measured: the trace's "wait"
 slices; simulated: the gaps between its instructions), measured beside simulated. Then
 the op types that take the most time, over all ranks: measured wall time and the stream
-thread's CPU time (with run --trace-cpu; "-" without), simulated time (under the simulated sharing of the cores) and the cost
-model's estimate (alone). Then the hand-offs between a rank's streams: how long a stream
-that waited took to resume after the instruction of another stream of its rank whose event
-it waited for ended (each trace names it: handoff_from, handoff_us; in traces without them,
-the last op another stream ended during the wait), median and count per pair of streams,
-measured beside simulated. Where the two disagree is where the cost model is wrong.
+thread's CPU time (with run --trace-cpu; "-" without), simulated time (under the simulated
+sharing of the cores) and the cost model's estimate (alone). Then the hand-offs between a
+rank's streams: how long a stream that waited took to resume after the instruction of
+another stream of its rank whose event it waited for ended (each trace names it:
+handoff_from, handoff_us; in traces without them, the last op another stream ended during
+the wait), median, mean and count per pair of streams, measured beside simulated. Where
+the two disagree is where the cost model is wrong.
 """
 
 import argparse
@@ -207,10 +208,15 @@ def main():
     print(f"\nhand-offs between a rank's streams, over the {compared} ranks compared (us: a waiting\n"
           " stream's resume after the end of the instruction of another stream whose event it\n"
           " waited for)")
-    print(f"  {'from -> to':<26} {'measured: median':>16} {'count':>6}   {'simulated: median':>17} {'count':>6}")
+    print(f"  {'from -> to':<26} {'measured: median':>16} {'mean':>6} {'count':>6}"
+          f"   {'simulated: median':>17} {'mean':>6} {'count':>6}")
+    # The mean beside the median: on shared cores the slow hand-offs (a thread that waits for
+    # a core) are the tail, and they add up.
     median = lambda v: f"{statistics.median(v):.1f}" if v else "-"
+    mean = lambda v: f"{statistics.mean(v):.1f}" if v else "-"
     for (src, dst), (m, s) in sorted(all_hand_offs.items(), key=lambda kv: -len(kv[1][0])):
-        print(f"  {src + ' -> ' + dst:<26} {median(m):>16} {len(m):6d}   {median(s):>17} {len(s):6d}")
+        print(f"  {src + ' -> ' + dst:<26} {median(m):>16} {mean(m):>6} {len(m):6d}"
+              f"   {median(s):>17} {mean(s):>6} {len(s):6d}")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,8 @@ awk '$1 == "compute" && $2 > 0 && $5 > 0 {found = 1} END {exit !found}' <<<"$tab
 grep -Eq '^  matmul +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "no matmul row: $table"
 # The pipeline's sends wait for the compute stream on both sides: a hand-off row with a
 # median and a count measured and simulated.
-grep -Eq '^  compute -> pp_send +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +[1-9][0-9]*$' <<<"$table" ||
+grep -Eq '^  compute -> pp_send +[0-9.]+ +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[1-9][0-9]*$' \
+  <<<"$table" ||
   fail "no compute -> pp_send hand-off row: $table"
 # Without --trace-cpu no instruction reads the thread's CPU clock (a system call each):
 # no cpu_us, and the table says so.
