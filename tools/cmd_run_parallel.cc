@@ -512,6 +512,10 @@ StatusOr<int> RunParallel(const std::vector<std::string>& args) {
     return InvalidArgument("expected one module file, got ", flags.positional().size(),
                            " positional arguments");
   PW_RETURN_IF_ERROR(ReadTransfersFlag(flags).status());
+  if (flags.Has("trace-cpu") && flags.Get("trace").empty())
+    return InvalidArgument(
+        "--trace-cpu adds CPU times to the traces --trace DIR writes: pass "
+        "--trace DIR too");
   const GetEnv env = [](const char* name) { return std::getenv(name); };
   if (flags.Has("nproc") && !flags.Has("rank")) {
     if (auto placed = EnvRankOfMany(env))

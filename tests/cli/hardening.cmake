@@ -23,6 +23,9 @@ pw_expect_error(number_w_mem_inf "flag --w-mem: expected a finite number in [0, 
   - check ${plan} --w-mem inf)
 pw_expect_error(number_negative_steps "flag --steps: expected an integer in [0, 2147483647], got '-1'"
   - run ${bad}/train_good.pbtxt --reference --steps -1)
+pw_expect_error(trace_cpu_without_trace
+  "--trace-cpu adds CPU times to the traces --trace DIR writes: pass --trace DIR too"
+  - run ${bad}/train_good.pbtxt --nproc 1 --steps 1 --trace-cpu)
 pw_expect_error(number_hex_seed "flag --seed: expected an integer >= 0, got '0x10'"
   - run ${bad}/train_good.pbtxt --reference --steps 1 --seed 0x10)
 pw_expect_error(number_schedule_costs_nan "bad --costs entry 'F=nan'" -
