@@ -119,6 +119,15 @@ double SampleTime(const ::pipeweave::proto::CommSample& s) {
   return s.mean() > 0 ? s.mean() : s.median();
 }
 
+// A fit's straggle for collectives on compute streams and on communication streams; where
+// one kind was not measured, the other stands for it.
+double ComputeStreamStraggle(const CommFit& f) {
+  return f.has_straggle() ? f.straggle() : f.comm_stream_straggle();
+}
+double CommStreamStraggle(const CommFit& f) {
+  return f.has_comm_stream_straggle() ? f.comm_stream_straggle() : f.straggle();
+}
+
 // Time of `fit` for `bytes` over `group_size` ranks: its samples interpolated within their
 // range when the fit is of that group size, else its alpha-beta line (scaled along the ring
 // from the fit's group size).
@@ -181,8 +190,11 @@ CommEstimate CommModel::Time(CommKind kind, double bytes, int group_size, GroupS
     double t =
         span_cores > 0 ? static_cast<double>(busy_cores - below->busy_cores()) / span_cores : 0;
     double cpu = below->cpu_per_op() + t * (above->cpu_per_op() - below->cpu_per_op());
-    double straggle = below->straggle() + t * (above->straggle() - below->straggle());
-    return {share * (lo + t * (hi - lo)), true, share * cpu, straggle};
+    auto between = [&](double (*of)(const CommFit&)) {
+      return of(*below) + t * (of(*above) - of(*below));
+    };
+    return {share * (lo + t * (hi - lo)), true, share * cpu, between(ComputeStreamStraggle),
+            between(CommStreamStraggle)};
   }
   return {SpecTime(kind, bytes, group_size, span), false};
 }

@@ -60,9 +60,10 @@ CommFit FitCommSamples(const std::string& kind, int group_size,
 
 struct CommEstimate {
   double seconds = 0;
-  bool from_fit = false;  // false: from the DeviceSpec's links
-  double cpu = 0;         // CPU seconds each member spends on it (CommFit.cpu_per_op)
-  double straggle = 0;    // expected wait for a group's last member (CommFit.straggle)
+  bool from_fit = false;            // false: from the DeviceSpec's links
+  double cpu = 0;                   // CPU seconds each member spends on it (CommFit.cpu_per_op)
+  double straggle = 0;              // expected wait for a group's last member (CommFit.straggle)
+  double comm_stream_straggle = 0;  // the same on a communication stream
 };
 
 class CommModel {

@@ -1,6 +1,7 @@
 #include "cost_model/comm_profiler.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "cost_model/profiler.h"
@@ -8,9 +9,10 @@
 namespace pw::cost {
 
 std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfileOptions& o) {
-  // (kind, group size) -> bytes -> times; and the straggles of each kind and group size.
+  // (kind, group size) -> bytes -> times; and the straggles of each kind and group size, on
+  // compute streams [0] and on communication streams [1].
   std::map<std::pair<CommKind, int>, std::map<int64_t, std::vector<double>>> times;
-  std::map<std::pair<CommKind, int>, std::vector<double>> straggles;
+  std::map<std::pair<CommKind, int>, std::array<std::vector<double>, 2>> straggles;
   int ops_per_rank = 0;  // operations a rank took part in, summed over ranks
   for (const MeasuredComm& m : run.ops) {
     // A group of one (an mp=1 module's all-reduces) moves nothing: no fit, and the simulator
@@ -18,7 +20,7 @@ std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfile
     if (m.group_size < 2) continue;
     const auto key = std::make_pair(m.kind, m.group_size);
     times[key][m.bytes].push_back(m.seconds);
-    if (m.kind == CommKind::kAllReduce) straggles[key].push_back(m.straggle);
+    if (m.kind == CommKind::kAllReduce) straggles[key][m.on_comm_stream].push_back(m.straggle);
     ops_per_rank += m.group_size;
   }
   const double cpu_per_op =
@@ -38,9 +40,13 @@ std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfile
     fit.set_ranks(run.ranks);
     fit.set_compute_gap(o.compute_gap);
     fit.set_cpu_per_op(cpu_per_op);
-    double straggle = 0;
-    for (double s : straggles[key]) straggle += s;
-    if (!straggles[key].empty()) fit.set_straggle(straggle / straggles[key].size());
+    auto mean_of = [](const std::vector<double>& v) {
+      double sum = 0;
+      for (double s : v) sum += s;
+      return sum / v.size();
+    };
+    if (!straggles[key][0].empty()) fit.set_straggle(mean_of(straggles[key][0]));
+    if (!straggles[key][1].empty()) fit.set_comm_stream_straggle(mean_of(straggles[key][1]));
     fits.push_back(std::move(fit));
   }
   return fits;

@@ -33,7 +33,8 @@ struct MeasuredComm {
   // From the last member's arrival (all-reduce) or from the later of send and recv being
   // posted (send/recv) until it completed.
   double seconds = 0;
-  double straggle = 0;  // all-reduce: the last arrival after the members' mean arrival
+  double straggle = 0;          // all-reduce: the last arrival after the members' mean arrival
+  bool on_comm_stream = false;  // a collective on a communication stream, not a compute one
 };
 
 struct CommRunResult {

@@ -42,7 +42,7 @@ Status CheckComm(const CommFit& f) {
     return InvalidArgument("comm fit ", f.kind(), ": group_size must be >= 2, got ",
                            f.group_size());
   if (!Valid(f.alpha()) || !Valid(f.beta()) || !Valid(f.residual()) || !Valid(f.compute_gap()) ||
-      !Valid(f.cpu_per_op()) || !Valid(f.straggle()))
+      !Valid(f.cpu_per_op()) || !Valid(f.straggle()) || !Valid(f.comm_stream_straggle()))
     return InvalidArgument(
         "comm fit ", f.kind(), " over ", f.group_size(),
         " ranks: alpha, beta, residual, compute_gap, cpu_per_op and straggle must be "
@@ -86,7 +86,14 @@ CommFit MergeFits(const CommFit& a, const CommFit& b) {
   out.set_ranks(std::max(a.ranks(), b.ranks()));
   out.set_compute_gap((a.compute_gap() + b.compute_gap()) / 2);
   out.set_cpu_per_op((a.cpu_per_op() + b.cpu_per_op()) / 2);
-  out.set_straggle((a.straggle() + b.straggle()) / 2);
+  // Each straggle over the tables that measured it.
+  auto merge = [](bool has_a, double va, bool has_b, double vb, auto set) {
+    if (has_a || has_b) set(has_a && has_b ? (va + vb) / 2 : has_a ? va : vb);
+  };
+  merge(a.has_straggle(), a.straggle(), b.has_straggle(), b.straggle(),
+        [&](double v) { out.set_straggle(v); });
+  merge(a.has_comm_stream_straggle(), a.comm_stream_straggle(), b.has_comm_stream_straggle(),
+        b.comm_stream_straggle(), [&](double v) { out.set_comm_stream_straggle(v); });
   return out;
 }
 
@@ -171,6 +178,11 @@ void OpCostTable::AddComm(const CommFit& fit) {
   *proto_.add_comm() = fit;
 }
 
+void OpCostTable::MergeComm(const CommFit& fit) {
+  const CommFit* mine = FindComm(fit.kind(), fit.group_size(), fit.busy_cores());
+  AddComm(mine ? MergeFits(*mine, fit) : fit);
+}
+
 Status OpCostTable::Merge(const OpCostTable& other) {
   if (!device().empty() && !other.device().empty() && device() != other.device())
     return InvalidArgument("cannot merge a cost table of device '", other.device(),
@@ -187,10 +199,7 @@ Status OpCostTable::Merge(const OpCostTable& other) {
     const OpCostEntry* mine = Find(e.key());
     Add(mine ? MergeEntries(*mine, e) : e);
   }
-  for (const CommFit& f : other.proto_.comm()) {
-    const CommFit* mine = FindComm(f.kind(), f.group_size(), f.busy_cores());
-    AddComm(mine ? MergeFits(*mine, f) : f);
-  }
+  for (const CommFit& f : other.proto_.comm()) MergeComm(f);
   return OkStatus();
 }
 

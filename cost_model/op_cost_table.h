@@ -41,6 +41,9 @@ class OpCostTable {
   void Add(const OpCostEntry& entry);
   // Replaces the fit of the same kind, group size and busy cores.
   void AddComm(const CommFit& fit);
+  // Adds `fit`, merged with the fit already held for its kind, group size and load (their
+  // samples pooled, their figures averaged): measurements of several runs priced together.
+  void MergeComm(const CommFit& fit);
 
   // Folds `other` in: an entry both have becomes their repeat-weighted mean (min of mins,
   // max of maxes); comm fits are refit over the union of their samples. Tables of

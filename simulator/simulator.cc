@@ -497,7 +497,8 @@ void Engine::ComputeRates() {
     // thread had to be woken for it (not where every member's thread caught its event
     // spinning or found it recorded: they were running).
     if (a.comm->kind == InstrKind::kCollective && a.straggles && !TakesTurns(*a.comm))
-      price.seconds += price.straggle;
+      price.seconds +=
+          a.comm->stream == StreamType::kCompute ? price.straggle : price.comm_stream_straggle;
     a.rate = price.seconds > 0 ? 1.0 / price.seconds : 1e30;
     a.latency = std::min(price.seconds, CommPrice(*a.comm, a.seconds, a.ranks, 0).seconds);
     a.comm_threads = price.cpu > 0 && price.seconds > 0 ? std::min(1.0, price.cpu / price.seconds)

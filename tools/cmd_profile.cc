@@ -31,6 +31,19 @@
 namespace pw::tools {
 namespace {
 
+// How far behind its last member came, on compute streams and on communication streams.
+std::string StragglesText(const cost::CommFit& f) {
+  char buf[160] = "";
+  if (f.has_straggle() && f.has_comm_stream_straggle())
+    std::snprintf(buf, sizeof buf, ", last member %.1f us behind (%.1f on communication streams)",
+                  f.straggle() * 1e6, f.comm_stream_straggle() * 1e6);
+  else if (f.has_straggle() || f.has_comm_stream_straggle())
+    std::snprintf(buf, sizeof buf, ", last member %.1f us behind%s",
+                  (f.has_straggle() ? f.straggle() : f.comm_stream_straggle()) * 1e6,
+                  f.has_straggle() ? "" : " (on communication streams)");
+  return buf;
+}
+
 constexpr const char* kUsage =
     "pipeweave profile FILE [FILE...] -o COSTS [--repeat N (20)] [--warmup N (3)]\n"
     "           [--threads N] [--pipeline PASSES] [--merge] [--comm]\n"
@@ -278,14 +291,13 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
           MeasureComm(module, result.table, static_cast<int>(comm_steps), placement);
       if (!fits.ok()) return fits.status().WithContext(module.name);
       for (const cost::CommFit& f : *fits) {
-        result.table.AddComm(f);
+        result.table.MergeComm(f);  // several plans' runs: their measurements pooled
         std::fprintf(stderr,
                      "%s over %d ranks (%d in the run, %.3f ms compute between): %.1f us + %.3f "
-                     "us/KiB (residual %.1f %%), %.1f us CPU per operation, last member %.1f us "
-                     "behind\n",
+                     "us/KiB (residual %.1f %%), %.1f us CPU per operation%s\n",
                      f.kind().c_str(), f.group_size(), f.ranks(), f.compute_gap() * 1e3,
                      f.alpha() * 1e6, f.beta() * 1024 * 1e6, 100 * f.residual(),
-                     f.cpu_per_op() * 1e6, f.straggle() * 1e6);
+                     f.cpu_per_op() * 1e6, StragglesText(f).c_str());
         // What each size took, measured: a fit over sizes far apart (statistics of a few
         // bytes beside activations) says little about either.
         for (const auto& sample : f.samples())

@@ -331,6 +331,7 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
       m.bytes = seen.begin()->second.bytes;
       m.seconds = std::max(0.0, done - last);
       m.straggle = last - mean;
+      m.on_comm_stream = std::get<1>(key) != StreamTypeName(StreamType::kCompute);
       out.ops.push_back(m);
     }
     for (const auto& [key, recv] : recvs) {

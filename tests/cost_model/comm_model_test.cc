@@ -167,6 +167,42 @@ TEST(CommProfiler, FitsWhatTheRunMeasured) {
   EXPECT_FALSE(ProfileComm(bench, plan, o).ok());
 }
 
+// Ranks come apart differently at collectives on compute streams (inline, in lockstep) and on
+// communication streams (beside their compute): each kind gets its own straggle, and where
+// a table measured only one, it stands for both.
+TEST(CommProfiler, StragglesOnComputeAndCommunicationStreamsApart) {
+  CommRunResult run;
+  run.ranks = 2;
+  for (int i = 0; i < 4; ++i) {
+    MeasuredComm m;
+    m.bytes = 4096;
+    m.seconds = 1e-3;
+    m.on_comm_stream = i % 2 == 1;
+    m.straggle = m.on_comm_stream ? 0.8e-3 : 0.1e-3;
+    run.ops.push_back(m);
+  }
+  std::vector<CommFit> fits = FitMeasuredComm(run, CommProfileOptions{});
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_NEAR(fits[0].straggle(), 0.1e-3, 1e-12);
+  EXPECT_NEAR(fits[0].comm_stream_straggle(), 0.8e-3, 1e-12);
+  CommEstimate e = CommModel(*BuiltinDeviceSpec("cpu"), fits)
+                       .Time(CommKind::kAllReduce, 4096, 2, GroupSpan::Pair(false));
+  EXPECT_NEAR(e.straggle, 0.1e-3, 1e-12);
+  EXPECT_NEAR(e.comm_stream_straggle, 0.8e-3, 1e-12);
+  // Only compute streams measured (a table written before the split reads the same way).
+  CommFit inline_only = fits[0];
+  inline_only.clear_comm_stream_straggle();
+  e = CommModel(*BuiltinDeviceSpec("cpu"), {inline_only})
+          .Time(CommKind::kAllReduce, 4096, 2, GroupSpan::Pair(false));
+  EXPECT_NEAR(e.comm_stream_straggle, 0.1e-3, 1e-12);
+  // Only communication streams measured.
+  CommFit beside_only = fits[0];
+  beside_only.clear_straggle();
+  e = CommModel(*BuiltinDeviceSpec("cpu"), {beside_only})
+          .Time(CommKind::kAllReduce, 4096, 2, GroupSpan::Pair(false));
+  EXPECT_NEAR(e.straggle, 0.8e-3, 1e-12);
+}
+
 TEST(CommProfiler, TheDutyCycleIsComputePerCommunication) {
   // Rank 0: 3 ms of compute and 2 collectives; rank 1: 1 ms and 1 collective and 1 send.
   SimGraph g;
