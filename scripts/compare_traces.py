@@ -27,7 +27,6 @@ import statistics
 import sys
 
 GAP_US = 1.0  # shorter idle time between instructions is not a wait (as run --trace)
-has_cpu = [False]  # whether a measured trace carried cpu_us (run --trace-cpu)
 
 
 def events(path):
@@ -84,7 +83,7 @@ def measured_rank(path):
     evs = events(path)
     names = thread_names(evs)
     streams = collections.defaultdict(Stream)
-    ops = collections.defaultdict(lambda: [0.0, 0.0])  # op -> wall, cpu
+    ops = collections.defaultdict(lambda: [0.0, None])  # op -> wall, cpu (None: no cpu_us)
     tracks, waits = collections.defaultdict(list), collections.defaultdict(list)
     slices = []
     lo, hi = float("inf"), 0.0
@@ -104,9 +103,8 @@ def measured_rank(path):
         s.busy += e["dur"]
         s.count += 1
         ops[e["name"]][0] += e["dur"]
-        if "cpu_us" in e.get("args", {}):
-            ops[e["name"]][1] += e["args"]["cpu_us"]
-            has_cpu[0] = True
+        if "cpu_us" in e.get("args", {}):  # run --trace-cpu
+            ops[e["name"]][1] = (ops[e["name"]][1] or 0.0) + e["args"]["cpu_us"]
     recorded = recorded_hand_offs(slices)
     return (streams, ops, (hi - lo if hi > lo else 0.0),
             recorded if recorded is not None else hand_offs(tracks, waits))
@@ -163,10 +161,9 @@ def main():
     except (OSError, ValueError, KeyError) as err:
         sys.exit(f"{args.simulated}: not a trace of pipeweave sim --trace ({err})")
     ms = lambda us: us / 1e3
-    all_ops = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    all_ops = collections.defaultdict(lambda: [0.0, None, 0.0, 0.0])
     all_hand_offs = collections.defaultdict(lambda: ([], []))  # (from, to) -> measured, simulated
     compared = 0
-    has_cpu[0] = False
     for rank in sorted(sim):
         path = os.path.join(args.measured, f"rank{rank}.trace.json")
         if not os.path.exists(path):
@@ -187,7 +184,8 @@ def main():
                   f"   {ms(s.busy):17.2f} {s.waits:6d} {ms(s.wait_us):9.2f}")
         for op, (wall, cpu) in ops.items():
             all_ops[op][0] += wall
-            all_ops[op][1] += cpu
+            if cpu is not None:
+                all_ops[op][1] = (all_ops[op][1] or 0.0) + cpu
         for op, (dur, estimate) in sim_ops[rank].items():
             all_ops[op][2] += dur
             all_ops[op][3] += estimate
@@ -203,7 +201,7 @@ def main():
     print(f"\nop types, over the {compared} ranks compared (ms): the {args.ops} longest simulated")
     print(f"  {'op':<24} {'measured wall':>13} {'measured CPU':>12} {'simulated':>10} {'estimate':>9}")
     for op, (wall, cpu, dur, estimate) in sorted(all_ops.items(), key=lambda kv: -kv[1][2])[:args.ops]:
-        cpu_ms = f"{ms(cpu):.2f}" if has_cpu[0] else "-"
+        cpu_ms = f"{ms(cpu):.2f}" if cpu is not None else "-"
         print(f"  {op:<24} {ms(wall):13.2f} {cpu_ms:>12} {ms(dur):10.2f} {ms(estimate):9.2f}")
     print(f"\nhand-offs between a rank's streams, over the {compared} ranks compared (us: a waiting\n"
           " stream's resume after the end of the instruction of another stream whose event it\n"
