@@ -64,6 +64,47 @@ double SpinPingPong(int hops) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / hops;
 }
 
+// Seconds from an event to a thread spinning for it (the executor's spin) on the same core
+// as the recording thread, which computes on for `period` between its records, the other
+// `cores` - 1 cores busy: the wait of a communication stream whose rank's compute runs
+// beside it on a full node. Each record's wait counts, also those the spinner caught late.
+double HeldSpinHandOff(int cores, int records, std::chrono::microseconds period) {
+  BusyThreads busy([cores] {
+    std::vector<int> cpus;
+    for (int c = 1; c < cores; ++c) cpus.push_back(c);
+    return cpus;
+  }());
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> recorded(records);
+  std::atomic<int> count{0};
+  double waited = 0;
+  std::thread spinner([&] {
+    PinThisThread(0);
+    for (int seen = 0; seen < records;) {
+      int now_count = 0;
+      SpinUntil([&] { return (now_count = count.load(std::memory_order_acquire)) > seen; },
+                std::chrono::seconds(1));
+      const Clock::time_point now = Clock::now();
+      for (; seen < now_count; ++seen)
+        waited += std::chrono::duration<double>(now - recorded[seen]).count();
+    }
+  });
+  std::thread holder([&] {
+    PinThisThread(0);
+    volatile double x = 1.0;
+    for (int k = 0; k < records; ++k) {
+      const Clock::time_point until = Clock::now() + period;
+      while (Clock::now() < until)
+        for (int i = 0; i < 100; ++i) x = x * 1.0000001 + 1e-9;
+      recorded[k] = Clock::now();
+      count.store(k + 1, std::memory_order_release);
+    }
+  });
+  holder.join();
+  spinner.join();
+  return waited / records;
+}
+
 }  // namespace
 
 BusyThreads::BusyThreads(const std::vector<int>& cpus) {
@@ -92,8 +133,12 @@ WakeLatency MeasureWakeLatency(int cores, int hops) {
   WakeLatency w;
   w.idle = PingPong(hops);
   w.spin = SpinPingPong(hops * 10);
-  BusyThreads busy(std::vector<int>(cores, -1));
-  w.busy = PingPong(std::max(10, hops / 10));  // slow hops: fewer of them
+  {
+    BusyThreads busy(std::vector<int>(cores, -1));
+    w.busy = PingPong(std::max(10, hops / 10));  // slow hops: fewer of them
+  }
+  // A typical op of the small models' plans between records.
+  w.held_spin = HeldSpinHandOff(cores, hops * 10, std::chrono::microseconds(50));
   return w;
 }
 

@@ -4,7 +4,8 @@
 // condition variables (as stream workers wait on events), first alone, then beside one
 // spinning thread per core; the difference is what a rank's stream pays to resume while
 // other ranks compute on all cores. And how long a hand-off takes between threads that
-// spin for it (as stream workers do while their events come soon). And how fast k busy threads run
+// spin for it (as stream workers do while their events come soon), and how long such a
+// spinner waits for a turn on a core that a computing thread holds. And how fast k busy threads run
 // when other users' processes share the cores.
 
 #include <atomic>
@@ -34,6 +35,9 @@ struct WakeLatency {
   double idle = 0;  // seconds per hand-off
   double busy = 0;
   double spin = 0;  // between two threads that spin for it instead of sleeping
+  // From a thread that records an event and computes on to a thread spinning for it on
+  // the same core, every other core busy: the spinner's turn on a core compute holds.
+  double held_spin = 0;
 };
 
 WakeLatency MeasureWakeLatency(int cores, int hops = 200);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <queue>
 
 #include "ir/stream_spin.h"
@@ -149,8 +150,20 @@ class Engine {
   int SpinningThreads(int rank) const;
   // The delay from an event of `from` to the instruction `to` of another stream starting,
   // as its stream's thread waits for it; counts a wake-up where the thread had blocked.
-  double HandOff(const SimInstr& from, int to);
-  std::vector<int> waits_;  // per rank: such waits, each woken by another stream or rank
+  // None: its thread caught it spinning, and the delay depends on what the node's threads
+  // run once this instant's instructions have started (PriceCaughtHandOffs).
+  std::optional<double> HandOff(const SimInstr& from, int to);
+  // A spinner's turn among the node's runnable threads (spin_latency).
+  double CaughtSpinLatency(int rank) const;
+  // On a node whose cores all compute: when the first computing thread waits (its op and
+  // the ones its stream runs on without waiting end), at most held_spin_latency.
+  double HeldCoreRelease(int node) const;
+  void PriceCaughtHandOffs();
+  // Hand-offs to spinning threads (the instruction, how long its thread had waited), priced
+  // after the sweep of the instant they came in.
+  std::vector<std::pair<int, double>> caught_;
+  std::vector<int> stream_next_;  // the next instruction on its rank's stream, or -1
+  std::vector<int> waits_;        // per rank: such waits, each woken by another stream or rank
   std::vector<int> slot_uses_;
   std::vector<int> unfinished_in_step_;  // per rank and step (StepIndex)
   std::vector<double> issue_offset_;     // host launches before it, from its step's issue
@@ -200,6 +213,7 @@ void Engine::Prepare() {
   const int steps = g_.steps;
   unfinished_in_step_.assign(static_cast<size_t>(g_.world_size) * steps, 0);
   issue_offset_.assign(n_, 0);
+  stream_next_.assign(n_, -1);
   for (int r = 0; r < g_.world_size; ++r) {
     std::array<int, kNumStreamTypes> last;
     last.fill(-1);
@@ -210,6 +224,7 @@ void Engine::Prepare() {
       const SimInstr& in = g_.instrs[i];
       int s = static_cast<int>(in.stream);
       if (last[s] >= 0) {
+        stream_next_[last[s]] = i;
         succ_[last[s]].push_back(i);
         ++pending_[i];
       } else {
@@ -359,7 +374,14 @@ void Engine::Finish(int i) {
       wait_since_[s] = now_;
       waiting_on_[StreamKey(next.rank, next.stream)] = s;
     }
-    if (!same_stream) at += HandOff(in, s);
+    if (!same_stream) {
+      const std::optional<double> latency = HandOff(in, s);
+      if (!latency) {  // priced once this instant's instructions have started
+        --pending_[s];
+        continue;
+      }
+      at += *latency;
+    }
     earliest_[s] = std::max(earliest_[s], at);
     if (--pending_[s] == 0) Ready(s);
   }
@@ -399,7 +421,7 @@ int Engine::SpinningThreads(int rank) const {
   return spinning;
 }
 
-double Engine::HandOff(const SimInstr& from, int to) {
+std::optional<double> Engine::HandOff(const SimInstr& from, int to) {
   const SimInstr& next = g_.instrs[to];
   // Its thread waits for this event (and nothing else): the instruction starts when the
   // waiter sees it.
@@ -408,19 +430,18 @@ double Engine::HandOff(const SimInstr& from, int to) {
     if (!releases) return 0;  // recorded before its thread looks: no wait at all
     const double waited = now_ - wait_since_[to];
     const int key = StreamKey(next.rank, next.stream);
-    double latency = dev_.event_latency();
-    if (waited > SpinBudget(key)) {  // it blocked: a wake-up
-      Wake(next.rank);
-      woken_[to] = true;
-    } else {
-      // Caught spinning: as soon as the spinning thread runs, which on a node with more
-      // runnable threads (spinners included) than cores is its turn among them.
-      const double runnable = NodeDemand()[Node(next.rank)] + SpinningThreads(next.rank);
-      latency = dev_.spin_latency() * std::max(1.0, runnable / dev_.cores_per_node());
+    if (waited <= SpinBudget(key)) {
+      // Caught spinning: seen as soon as the spinning thread runs, which depends on what
+      // the node's threads run once this instant's instructions have started.
+      caught_.push_back({to, waited});
+      return std::nullopt;
     }
-    spin_history_[key].Observe(waited + latency <= dev_.long_spin_budget());
+    // It blocked: a wake-up.
+    Wake(next.rank);
+    woken_[to] = true;
+    spin_history_[key].Observe(waited + dev_.event_latency() <= dev_.long_spin_budget());
     waiting_on_[key] = -1;
-    return latency;
+    return dev_.event_latency();
   }
   if (releases) Wake(next.rank);
   // Waking another rank's thread on a node whose cores all compute waits for a core; a
@@ -428,6 +449,52 @@ double Engine::HandOff(const SimInstr& from, int to) {
   double latency = dev_.event_latency();
   if (next.rank != from.rank && NodeBusy(next.rank)) latency += dev_.busy_wake_latency();
   return latency;
+}
+
+double Engine::CaughtSpinLatency(int rank) const {
+  const double runnable = NodeDemand()[Node(rank)] + SpinningThreads(rank);
+  return dev_.spin_latency() * std::max(1.0, runnable / dev_.cores_per_node());
+}
+
+double Engine::HeldCoreRelease(int node) const {
+  const double cap = dev_.held_spin_latency();
+  double first = cap;
+  for (const Activity& a : active_) {
+    if (!a.compute || a.done || Node(a.ranks[0]) != node) continue;
+    // Its op's rest (or a wake-up's CPU), then the ops its stream runs on without waiting
+    // for another stream.
+    double release = a.work / a.rate;
+    const int op = a.finish.empty() ? -1 : a.finish[0];
+    for (int j = op >= 0 ? stream_next_[op] : -1; j >= 0 && release < first; j = stream_next_[j]) {
+      const SimInstr& in = g_.instrs[j];
+      if (pending_[j] != 1 || in.kind != InstrKind::kCompute) break;
+      release += in.seconds + op_overhead_;
+    }
+    first = std::min(first, release);
+  }
+  return first;
+}
+
+void Engine::PriceCaughtHandOffs() {
+  // Every spinner still counts among the runnable threads while the others are priced.
+  std::vector<double> latency;
+  for (const auto& [to, waited] : caught_) {
+    const SimInstr& next = g_.instrs[to];
+    latency.push_back(CaughtSpinLatency(next.rank));
+    if (dev_.held_spin_latency() > 0 &&
+        node_compute_threads_[Node(next.rank)] >= dev_.cores_per_node())
+      latency.back() = std::max(latency.back(), HeldCoreRelease(Node(next.rank)));
+  }
+  for (size_t k = 0; k < caught_.size(); ++k) {
+    const auto [to, waited] = caught_[k];
+    const SimInstr& next = g_.instrs[to];
+    const int key = StreamKey(next.rank, next.stream);
+    spin_history_[key].Observe(waited + latency[k] <= dev_.long_spin_budget());
+    waiting_on_[key] = -1;
+    earliest_[to] = std::max(earliest_[to], now_ + latency[k]);
+    if (pending_[to] == 0) Ready(to);
+  }
+  caught_.clear();
 }
 
 void Engine::Wake(int rank) {
@@ -719,6 +786,10 @@ StatusOr<SimResult> Engine::Run() {
   while (done_ < n_) {
     const bool started = StartReadyInstructions();
     if (CompleteFinishedActivities() || started) continue;
+    if (!caught_.empty()) {
+      PriceCaughtHandOffs();
+      continue;
+    }
     if (active_.empty() && heap_.empty()) return Deadlock();
     PW_RETURN_IF_ERROR(AdvanceToNextEvent());
   }

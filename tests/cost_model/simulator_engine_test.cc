@@ -354,6 +354,37 @@ TEST(SimulatorEngine, ASpinningThreadSeesItsEventOnItsTurnAmongTheRunnableThread
   }
 }
 
+TEST(SimulatorEngine, ASpinnerOnACoreThatComputeHoldsRunsWhenTheComputeWaits) {
+  // One core. Rank 0's compute stream runs A (0.1 s), B (0.3 s), C (0.2 s); its mp_comm op
+  // waits for A, its thread spinning. When A ends B starts at once and holds the core: the
+  // spinner runs once the compute thread waits, after C (0.6 s), or when the scheduler
+  // gives it a turn (held_spin_latency) if that comes first. Where C waits for the mp_comm
+  // op the compute thread waits after B (0.4 s). Without held_spin_latency (tables written
+  // before) the spinner takes its turn among the two runnable threads (2 x 0.01 s).
+  struct Case {
+    bool c_waits;
+    double held_spin_latency, seen;
+  };
+  for (const Case& c : {Case{false, 1.0, 0.6}, Case{false, 0.25, 0.35}, Case{true, 1.0, 0.4},
+                        Case{false, 0.0, 0.12}}) {
+    GraphBuilder b(1);
+    const int a = b.Compute(0, 0.1);
+    b.Compute(0, 0.3);
+    const int waiter = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 1e-3, {a});
+    b.Compute(0, 0.2, c.c_waits ? std::vector<int>{waiter} : std::vector<int>{});
+    DeviceSpec d = Cores(1);
+    d.set_event_latency(0.5);
+    d.set_spin_budget(1.0);
+    d.set_long_spin_budget(1.0);
+    d.set_spin_latency(0.01);
+    d.set_held_spin_latency(c.held_spin_latency);
+    auto r = Simulate(b.graph(), d);
+    ASSERT_TRUE(r.ok());
+    EXPECT_NEAR(r->timeline[waiter].start, c.seen, 1e-9)
+        << "C waits: " << c.c_waits << ", held_spin_latency " << c.held_spin_latency;
+    EXPECT_EQ(r->stream_waits, 0);
+  }
+}
 TEST(SimulatorEngine, ShortTransfersLateInALongStepFinish) {
   // After 1e5 s of compute a double resolves about 1.5e-11 s, and a microsecond transfer's
   // end rounds: what is left of its work lasts less than that resolution. Transfers of many
