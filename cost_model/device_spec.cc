@@ -303,6 +303,7 @@ Status ValidateDeviceSpec(const DeviceSpec& s) {
   PW_RETURN_IF_ERROR(non_negative("long_spin_budget", s.long_spin_budget()));
   PW_RETURN_IF_ERROR(non_negative("spin_latency", s.spin_latency()));
   PW_RETURN_IF_ERROR(non_negative("held_spin_latency", s.held_spin_latency()));
+  PW_RETURN_IF_ERROR(non_negative("held_wake_factor", s.held_wake_factor()));
   for (double r : s.thread_rate())
     if (!std::isfinite(r) || r <= 0 || r > 1)
       return InvalidArgument("device spec '", s.name(), "': thread_rate entries must be in (0, 1]");

@@ -332,6 +332,7 @@ DeviceSpec MeasureCpuSpec() {
   spec.set_busy_wake_latency(std::max(0.0, wake.busy - wake.idle));
   spec.set_spin_latency(wake.spin);
   spec.set_held_spin_latency(wake.held_spin);
+  spec.set_held_wake_factor(wake.held_wake_factor);
   for (double r : MeasureThreadRates(cores)) spec.add_thread_rate(r);
   return spec;
 }

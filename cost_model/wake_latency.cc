@@ -64,44 +64,61 @@ double SpinPingPong(int hops) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / hops;
 }
 
-// Seconds from an event to a thread spinning for it (the executor's spin) on the same core
-// as the recording thread, which computes on for `period` between its records, the other
-// `cores` - 1 cores busy: the wait of a communication stream whose rank's compute runs
-// beside it on a full node. Each record's wait counts, also those the spinner caught late.
-double HeldSpinHandOff(int cores, int records, std::chrono::microseconds period) {
+// Seconds from an event to the thread that waits for it, both on CPU 0, every other core
+// busy: the recording thread computes on for `period` between its records, as a rank's
+// compute stream runs on past the events its communication streams wait for. The waiter
+// spins for each record with the executor's spin, or blocks on a condition variable and,
+// woken, computes for `work` (a collective's CPU) before it waits again. The mean over
+// every record, those the waiter saw late included.
+double HeldCoreHandOff(int cores, int records, std::chrono::microseconds period, bool spin,
+                       std::chrono::microseconds work) {
   BusyThreads busy([cores] {
     std::vector<int> cpus;
     for (int c = 1; c < cores; ++c) cpus.push_back(c);
     return cpus;
   }());
   using Clock = std::chrono::steady_clock;
+  auto compute_until = [](Clock::time_point until) {
+    volatile double x = 1.0;
+    while (Clock::now() < until)
+      for (int i = 0; i < 100; ++i) x = x * 1.0000001 + 1e-9;
+  };
   std::vector<Clock::time_point> recorded(records);
   std::atomic<int> count{0};
+  std::mutex mu;
+  std::condition_variable cv;
   double waited = 0;
-  std::thread spinner([&] {
+  std::thread waiter([&] {
     PinThisThread(0);
     for (int seen = 0; seen < records;) {
       int now_count = 0;
-      SpinUntil([&] { return (now_count = count.load(std::memory_order_acquire)) > seen; },
-                std::chrono::seconds(1));
+      auto ready = [&] { return (now_count = count.load(std::memory_order_acquire)) > seen; };
+      if (spin) {
+        SpinUntil(ready, std::chrono::seconds(1));
+      } else {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, ready);
+      }
       const Clock::time_point now = Clock::now();
       for (; seen < now_count; ++seen)
         waited += std::chrono::duration<double>(now - recorded[seen]).count();
+      if (!spin) compute_until(Clock::now() + work);
     }
   });
   std::thread holder([&] {
     PinThisThread(0);
-    volatile double x = 1.0;
     for (int k = 0; k < records; ++k) {
-      const Clock::time_point until = Clock::now() + period;
-      while (Clock::now() < until)
-        for (int i = 0; i < 100; ++i) x = x * 1.0000001 + 1e-9;
-      recorded[k] = Clock::now();
-      count.store(k + 1, std::memory_order_release);
+      compute_until(Clock::now() + period);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        recorded[k] = Clock::now();
+        count.store(k + 1, std::memory_order_release);
+      }
+      cv.notify_one();
     }
   });
   holder.join();
-  spinner.join();
+  waiter.join();
   return waited / records;
 }
 
@@ -137,8 +154,13 @@ WakeLatency MeasureWakeLatency(int cores, int hops) {
     BusyThreads busy(std::vector<int>(cores, -1));
     w.busy = PingPong(std::max(10, hops / 10));  // slow hops: fewer of them
   }
+  using std::chrono::microseconds;
   // A typical op of the small models' plans between records.
-  w.held_spin = HeldSpinHandOff(cores, hops * 10, std::chrono::microseconds(50));
+  w.held_spin = HeldCoreHandOff(cores, hops * 10, microseconds(50), true, microseconds(0));
+  // Half of each millisecond in the woken thread's own work.
+  constexpr microseconds kWork(500);
+  w.held_wake_factor = HeldCoreHandOff(cores, hops * 5, microseconds(1000), false, kWork) /
+                       std::chrono::duration<double>(kWork).count();
   return w;
 }
 

@@ -38,6 +38,9 @@ struct WakeLatency {
   // From a thread that records an event and computes on to a thread spinning for it on
   // the same core, every other core busy: the spinner's turn on a core compute holds.
   double held_spin = 0;
+  // The same with a waiter that blocks and, woken, computes before it waits again: its
+  // mean wait over the CPU it used in between (the scheduler owes a thread that ran less).
+  double held_wake_factor = 0;
 };
 
 WakeLatency MeasureWakeLatency(int cores, int hops = 200);

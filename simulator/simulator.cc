@@ -40,6 +40,7 @@ struct Activity {
   bool straggles = true;
   bool unpriced = false;
   bool done = false;  // completed; removed from the running set after the sweep
+  double cpu = 0;     // CPU seconds its thread has used (each member's, for communication)
 };
 
 class Engine {
@@ -150,19 +151,28 @@ class Engine {
   int SpinningThreads(int rank) const;
   // The delay from an event of `from` to the instruction `to` of another stream starting,
   // as its stream's thread waits for it; counts a wake-up where the thread had blocked.
-  // None: its thread caught it spinning, and the delay depends on what the node's threads
-  // run once this instant's instructions have started (PriceCaughtHandOffs).
+  // None for a thread of the same rank that spins on events (see Resume).
   std::optional<double> HandOff(const SimInstr& from, int to);
+  // A stream thread of the rank that recorded the event resumes: caught spinning, or woken.
+  // Priced once the instructions of that instant have started (PriceResumes): on a node
+  // whose cores they all hold, the thread waits for a core.
+  struct Resume {
+    int instr;
+    double waited;  // how long its thread had waited for the event
+    bool woken;     // it had blocked
+  };
+  std::vector<Resume> resumes_;
+  void PriceResumes();
   // A spinner's turn among the node's runnable threads (spin_latency).
   double CaughtSpinLatency(int rank) const;
-  // On a node whose cores all compute: when the first computing thread waits (its op and
-  // the ones its stream runs on without waiting end), at most held_spin_latency.
+  // Threads of the node's running ops.
+  double NodeOpThreads(int node) const;
+  // When the first thread running an op on `node` waits (its op and the ones its stream
+  // runs on without waiting for another stream end), at most held_spin_latency.
   double HeldCoreRelease(int node) const;
-  void PriceCaughtHandOffs();
-  // Hand-offs to spinning threads (the instruction, how long its thread had waited), priced
-  // after the sweep of the instant they came in.
-  std::vector<std::pair<int, double>> caught_;
   std::vector<int> stream_next_;  // the next instruction on its rank's stream, or -1
+  std::vector<int> stream_prev_;  // the one before, or -1
+  std::vector<double> cpu_used_;  // per instruction: the CPU its thread used in it
   std::vector<int> waits_;        // per rank: such waits, each woken by another stream or rank
   std::vector<int> slot_uses_;
   std::vector<int> unfinished_in_step_;  // per rank and step (StepIndex)
@@ -214,6 +224,8 @@ void Engine::Prepare() {
   unfinished_in_step_.assign(static_cast<size_t>(g_.world_size) * steps, 0);
   issue_offset_.assign(n_, 0);
   stream_next_.assign(n_, -1);
+  stream_prev_.assign(n_, -1);
+  cpu_used_.assign(n_, 0);
   for (int r = 0; r < g_.world_size; ++r) {
     std::array<int, kNumStreamTypes> last;
     last.fill(-1);
@@ -225,6 +237,7 @@ void Engine::Prepare() {
       int s = static_cast<int>(in.stream);
       if (last[s] >= 0) {
         stream_next_[last[s]] = i;
+        stream_prev_[i] = last[s];
         succ_[last[s]].push_back(i);
         ++pending_[i];
       } else {
@@ -430,18 +443,15 @@ std::optional<double> Engine::HandOff(const SimInstr& from, int to) {
     if (!releases) return 0;  // recorded before its thread looks: no wait at all
     const double waited = now_ - wait_since_[to];
     const int key = StreamKey(next.rank, next.stream);
-    if (waited <= SpinBudget(key)) {
-      // Caught spinning: seen as soon as the spinning thread runs, which depends on what
-      // the node's threads run once this instant's instructions have started.
-      caught_.push_back({to, waited});
-      return std::nullopt;
+    // Caught spinning, or blocked and woken. When its thread runs depends on what the
+    // node's threads run once this instant's instructions have started.
+    const bool woken = waited > SpinBudget(key);
+    if (woken) {
+      Wake(next.rank);
+      woken_[to] = true;
     }
-    // It blocked: a wake-up.
-    Wake(next.rank);
-    woken_[to] = true;
-    spin_history_[key].Observe(waited + dev_.event_latency() <= dev_.long_spin_budget());
-    waiting_on_[key] = -1;
-    return dev_.event_latency();
+    resumes_.push_back({to, waited, woken});
+    return std::nullopt;
   }
   if (releases) Wake(next.rank);
   // Waking another rank's thread on a node whose cores all compute waits for a core; a
@@ -456,16 +466,21 @@ double Engine::CaughtSpinLatency(int rank) const {
   return dev_.spin_latency() * std::max(1.0, runnable / dev_.cores_per_node());
 }
 
+double Engine::NodeOpThreads(int node) const {
+  double threads = 0;
+  for (const Activity& a : active_)
+    if (a.compute && !a.done && !a.finish.empty() && Node(a.ranks[0]) == node) threads += a.threads;
+  return threads;
+}
+
 double Engine::HeldCoreRelease(int node) const {
   const double cap = dev_.held_spin_latency();
   double first = cap;
   for (const Activity& a : active_) {
-    if (!a.compute || a.done || Node(a.ranks[0]) != node) continue;
-    // Its op's rest (or a wake-up's CPU), then the ops its stream runs on without waiting
-    // for another stream.
+    if (!a.compute || a.done || a.finish.empty() || Node(a.ranks[0]) != node) continue;
+    // Its op's rest, then the ops its stream runs on without waiting for another stream.
     double release = a.work / a.rate;
-    const int op = a.finish.empty() ? -1 : a.finish[0];
-    for (int j = op >= 0 ? stream_next_[op] : -1; j >= 0 && release < first; j = stream_next_[j]) {
+    for (int j = stream_next_[a.finish[0]]; j >= 0 && release < first; j = stream_next_[j]) {
       const SimInstr& in = g_.instrs[j];
       if (pending_[j] != 1 || in.kind != InstrKind::kCompute) break;
       release += in.seconds + op_overhead_;
@@ -475,26 +490,32 @@ double Engine::HeldCoreRelease(int node) const {
   return first;
 }
 
-void Engine::PriceCaughtHandOffs() {
+void Engine::PriceResumes() {
   // Every spinner still counts among the runnable threads while the others are priced.
   std::vector<double> latency;
-  for (const auto& [to, waited] : caught_) {
-    const SimInstr& next = g_.instrs[to];
-    latency.push_back(CaughtSpinLatency(next.rank));
-    if (dev_.held_spin_latency() > 0 &&
-        node_compute_threads_[Node(next.rank)] >= dev_.cores_per_node())
-      latency.back() = std::max(latency.back(), HeldCoreRelease(Node(next.rank)));
-  }
-  for (size_t k = 0; k < caught_.size(); ++k) {
-    const auto [to, waited] = caught_[k];
-    const SimInstr& next = g_.instrs[to];
+  for (const Resume& r : resumes_) {
+    const SimInstr& next = g_.instrs[r.instr];
     const int key = StreamKey(next.rank, next.stream);
-    spin_history_[key].Observe(waited + latency[k] <= dev_.long_spin_budget());
-    waiting_on_[key] = -1;
-    earliest_[to] = std::max(earliest_[to], now_ + latency[k]);
-    if (pending_[to] == 0) Ready(to);
+    double seconds = r.woken ? dev_.event_latency() : CaughtSpinLatency(next.rank);
+    const int node = Node(next.rank);
+    if (dev_.held_spin_latency() > 0 && NodeOpThreads(node) >= dev_.cores_per_node()) {
+      // The CPU its thread used since it last slept: its last instruction and the spin.
+      const int last = stream_prev_[r.instr];
+      const double ran = (last >= 0 ? cpu_used_[last] : 0) + std::min(r.waited, SpinBudget(key));
+      seconds = std::max(seconds, std::min(HeldCoreRelease(node), dev_.held_wake_factor() * ran));
+    }
+    latency.push_back(seconds);
   }
-  caught_.clear();
+  for (size_t k = 0; k < resumes_.size(); ++k) {
+    const Resume& r = resumes_[k];
+    const SimInstr& next = g_.instrs[r.instr];
+    const int key = StreamKey(next.rank, next.stream);
+    spin_history_[key].Observe(r.waited + latency[k] <= dev_.long_spin_budget());
+    waiting_on_[key] = -1;
+    earliest_[r.instr] = std::max(earliest_[r.instr], now_ + latency[k]);
+    if (pending_[r.instr] == 0) Ready(r.instr);
+  }
+  resumes_.clear();
 }
 
 void Engine::Wake(int rank) {
@@ -527,6 +548,7 @@ void Engine::CompleteActivity(Activity& a) {
       Finish(a.recv);
     }
   }
+  for (int i : a.finish) cpu_used_[i] = a.cpu;
   for (int i : a.finish) Finish(i);
 }
 
@@ -774,7 +796,10 @@ Status Engine::AdvanceToNextEvent() {
   if (!std::isfinite(next))
     return Internal("the simulation stopped at ", now_, " s: no running work can progress");
   const double dt = next - now_;
-  for (Activity& a : active_) a.work = a.ends <= next ? 0.0 : std::max(0.0, a.work - a.rate * dt);
+  for (Activity& a : active_) {
+    a.cpu += (a.compute ? std::min(1.0, a.rate) : a.comm_threads) * dt;
+    a.work = a.ends <= next ? 0.0 : std::max(0.0, a.work - a.rate * dt);
+  }
   now_ = next;
   return OkStatus();
 }
@@ -786,8 +811,8 @@ StatusOr<SimResult> Engine::Run() {
   while (done_ < n_) {
     const bool started = StartReadyInstructions();
     if (CompleteFinishedActivities() || started) continue;
-    if (!caught_.empty()) {
-      PriceCaughtHandOffs();
+    if (!resumes_.empty()) {
+      PriceResumes();
       continue;
     }
     if (active_.empty() && heap_.empty()) return Deadlock();

@@ -354,37 +354,44 @@ TEST(SimulatorEngine, ASpinningThreadSeesItsEventOnItsTurnAmongTheRunnableThread
   }
 }
 
-TEST(SimulatorEngine, ASpinnerOnACoreThatComputeHoldsRunsWhenTheComputeWaits) {
+TEST(SimulatorEngine, AThreadResumingOnACoreThatComputeHoldsWaitsForIt) {
   // One core. Rank 0's compute stream runs A (0.1 s), B (0.3 s), C (0.2 s); its mp_comm op
-  // waits for A, its thread spinning. When A ends B starts at once and holds the core: the
-  // spinner runs once the compute thread waits, after C (0.6 s), or when the scheduler
-  // gives it a turn (held_spin_latency) if that comes first. Where C waits for the mp_comm
-  // op the compute thread waits after B (0.4 s). Without held_spin_latency (tables written
-  // before) the spinner takes its turn among the two runnable threads (2 x 0.01 s).
+  // waits for A from the step's start. When A ends B starts at once and holds the core: the
+  // waiter runs once the compute thread waits, after C (0.6 s), or when the scheduler gives
+  // it the core: after held_spin_latency, or held_wake_factor times the CPU it used since it
+  // last slept (its spin: 0.1 s spinning, the 0.05 s spin before it blocked), whichever
+  // comes first. Where C waits for the mp_comm op the compute thread waits after B (0.4 s).
+  // Without the held figures (tables written before) a spinner takes its turn among the two
+  // runnable threads (2 x spin_latency) and a woken thread event_latency.
   struct Case {
     bool c_waits;
-    double held_spin_latency, seen;
+    double spin_budget, held_spin_latency, held_wake_factor, seen;
   };
-  for (const Case& c : {Case{false, 1.0, 0.6}, Case{false, 0.25, 0.35}, Case{true, 1.0, 0.4},
-                        Case{false, 0.0, 0.12}}) {
+  for (const Case& c : {Case{false, 1.0, 1.0, 100, 0.6}, Case{false, 1.0, 0.25, 100, 0.35},
+                        Case{true, 1.0, 1.0, 100, 0.4}, Case{false, 1.0, 1.0, 2, 0.1 + 0.2},
+                        Case{false, 0.05, 1.0, 2, 0.1 + 0.1}, Case{false, 1.0, 0, 0, 0.12},
+                        Case{false, 0.05, 0, 0, 0.1 + 0.001}}) {
     GraphBuilder b(1);
     const int a = b.Compute(0, 0.1);
     b.Compute(0, 0.3);
     const int waiter = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 1e-3, {a});
     b.Compute(0, 0.2, c.c_waits ? std::vector<int>{waiter} : std::vector<int>{});
     DeviceSpec d = Cores(1);
-    d.set_event_latency(0.5);
-    d.set_spin_budget(1.0);
-    d.set_long_spin_budget(1.0);
+    d.set_event_latency(0.001);
+    d.set_spin_budget(c.spin_budget);
+    d.set_long_spin_budget(c.spin_budget);
     d.set_spin_latency(0.01);
     d.set_held_spin_latency(c.held_spin_latency);
+    d.set_held_wake_factor(c.held_wake_factor);
     auto r = Simulate(b.graph(), d);
     ASSERT_TRUE(r.ok());
     EXPECT_NEAR(r->timeline[waiter].start, c.seen, 1e-9)
-        << "C waits: " << c.c_waits << ", held_spin_latency " << c.held_spin_latency;
-    EXPECT_EQ(r->stream_waits, 0);
+        << "C waits: " << c.c_waits << ", spin " << c.spin_budget << ", held "
+        << c.held_spin_latency << ", factor " << c.held_wake_factor;
+    EXPECT_EQ(r->stream_waits, c.spin_budget < 0.1 ? 1 : 0);
   }
 }
+
 TEST(SimulatorEngine, ShortTransfersLateInALongStepFinish) {
   // After 1e5 s of compute a double resolves about 1.5e-11 s, and a microsecond transfer's
   // end rounds: what is left of its work lasts less than that resolution. Transfers of many
