@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "cost_model/wake_latency.h"
 #include "ops/registry.h"
 
 namespace pw::cost {
@@ -167,6 +170,15 @@ TEST(Profiler, MeasuresAPeakPerDtype) {
       found = found || (peak.dtype() == DataTypeName(dtype) && peak.flops_per_s() > 0);
     EXPECT_TRUE(found) << DataTypeName(dtype);
   }
+}
+
+TEST(Profiler, MeasuresTheWaitOfAThreadOnACoreThatComputeHolds) {
+  // Every record is seen after it is made: both waits are positive (and finite: the
+  // measurement ends).
+  WakeLatency w = MeasureWakeLatency(2, 20);
+  EXPECT_GT(w.held_spin, 0);
+  EXPECT_GT(w.held_wake_factor, 0);
+  EXPECT_TRUE(std::isfinite(w.held_spin) && std::isfinite(w.held_wake_factor));
 }
 
 TEST(Profiler, CountsTheParametersARankHolds) {
