@@ -279,6 +279,11 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     std::fprintf(stderr, "CPU per wait for another stream's event on busy cores: %.1f us\n",
                  spec.wait_cpu() * 1e6);
   }
+  if (!on_gpu && spec.cores_per_node() > 0)
+    std::fprintf(stderr,
+                 "a stream thread's turn on a core that compute holds: %.2f ms spinning, %.2f x "
+                 "the CPU it used since it slept once woken\n",
+                 spec.held_spin_latency() * 1e3, spec.held_wake_factor());
 
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");
