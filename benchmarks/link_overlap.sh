@@ -79,18 +79,21 @@ for p in $plans; do
     -o "$out/$p.pb" > /dev/null
 done
 
-# trace PLAN_FILE TAG: a 3-step run of the plan on the hosts with --trace; prints, from
-# rank 0's last step, each stream's time in compute ops, in collectives (the wire, and the
-# peer's lateness) and in waits for another stream (the compute stream's waits by the
-# program they hold up): where the wire costs compute.
+# trace PLAN_FILE TAG: a 5-step run of the plan on the hosts with --trace (the fourth step:
+# the second, traced before, still met first-touch page faults of 20 ms in an op) and
+# --trace-cpu (each op's thread CPU time beside its wall time: an op slowed by the threads it
+# shares the cores with; two clock reads an instruction cost nothing against this model's
+# millisecond ops); prints, from rank 0's traced step, each stream's time in compute ops, in
+# collectives (the wire, and the peer's lateness) and in waits for another stream (the compute
+# stream's waits by the program they hold up): where the wire costs compute.
 trace() {
   local plan=$1 tag=$2 r pids=()
   mkdir -p "$out/trace_$tag"
   for ((r = 0; r < ranks; ++r)); do
     local addr_var=PW_NETNS_ADDR_$((r + 1))
     "$cluster" exec --name "$name" $((r + 1)) "$pw" run-parallel "$plan" --rank $r --world-size $ranks \
-      --store "$PW_NETNS_STORE/trace-$tag" --hostname "${!addr_var}" --threads 1 --steps 3 \
-      --warmup-steps 0 --trace "$out/trace_$tag" > "$out/trace_$tag.rank$r.log" 2>&1 &
+      --store "$PW_NETNS_STORE/trace-$tag" --hostname "${!addr_var}" --threads 1 --steps 5 \
+      --warmup-steps 0 --trace "$out/trace_$tag" --trace-cpu > "$out/trace_$tag.rank$r.log" 2>&1 &
     pids+=($!)
   done
   for ((r = 0; r < ranks; ++r)); do wait "${pids[r]}" || { echo "trace $tag: rank $r failed" >&2; exit 1; }; done
