@@ -64,19 +64,19 @@ double SpinPingPong(int hops) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / hops;
 }
 
-// Seconds from an event to the thread that waits for it, both on CPU 0, every other core
-// busy: the recording thread computes on for `period` between its records, as a rank's
-// compute stream runs on past the events its communication streams wait for. The waiter
-// spins for each record with the executor's spin, or blocks on a condition variable and,
-// woken, computes for `work` (a collective's CPU) before it waits again. The mean over
-// every record, those the waiter saw late included.
-double HeldCoreHandOff(int cores, int records, std::chrono::microseconds period, bool spin,
+// Seconds from an event to the thread that waits for it, both on the first CPU this
+// process may use, each other one busy: the recording thread computes on for `period`
+// between its records, as a rank's compute stream runs on past the events its
+// communication streams wait for. The waiter spins for each record with the executor's
+// spin, or blocks on a condition variable and, woken, computes for `work` (a collective's
+// CPU) before it waits again. The mean over every record, those the waiter saw late
+// included.
+double HeldCoreHandOff(int records, std::chrono::microseconds period, bool spin,
                        std::chrono::microseconds work) {
-  BusyThreads busy([cores] {
-    std::vector<int> cpus;
-    for (int c = 1; c < cores; ++c) cpus.push_back(c);
-    return cpus;
-  }());
+  std::vector<int> others = AllowedCpus();
+  const int shared = others.empty() ? 0 : others.front();
+  if (!others.empty()) others.erase(others.begin());
+  BusyThreads busy(others);
   using Clock = std::chrono::steady_clock;
   auto compute_until = [](Clock::time_point until) {
     volatile double x = 1.0;
@@ -89,7 +89,7 @@ double HeldCoreHandOff(int cores, int records, std::chrono::microseconds period,
   std::condition_variable cv;
   double waited = 0;
   std::thread waiter([&] {
-    PinThisThread(0);
+    PinThisThread(shared);
     for (int seen = 0; seen < records;) {
       int now_count = 0;
       auto ready = [&] { return (now_count = count.load(std::memory_order_acquire)) > seen; };
@@ -106,7 +106,7 @@ double HeldCoreHandOff(int cores, int records, std::chrono::microseconds period,
     }
   });
   std::thread holder([&] {
-    PinThisThread(0);
+    PinThisThread(shared);
     for (int k = 0; k < records; ++k) {
       compute_until(Clock::now() + period);
       {
@@ -139,6 +139,16 @@ BusyThreads::~BusyThreads() {
   for (std::thread& t : threads_) t.join();
 }
 
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
 void PinThisThread(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -156,10 +166,10 @@ WakeLatency MeasureWakeLatency(int cores, int hops) {
   }
   using std::chrono::microseconds;
   // A typical op of the small models' plans between records.
-  w.held_spin = HeldCoreHandOff(cores, hops * 10, microseconds(50), true, microseconds(0));
+  w.held_spin = HeldCoreHandOff(hops * 10, microseconds(50), true, microseconds(0));
   // Half of each millisecond in the woken thread's own work.
   constexpr microseconds kWork(500);
-  w.held_wake_factor = HeldCoreHandOff(cores, hops * 5, microseconds(1000), false, kWork) /
+  w.held_wake_factor = HeldCoreHandOff(hops * 5, microseconds(1000), false, kWork) /
                        std::chrono::duration<double>(kWork).count();
   return w;
 }

@@ -31,6 +31,9 @@ class BusyThreads {
 // Pins the calling thread to one CPU (best effort: an error leaves it where it was).
 void PinThisThread(int cpu);
 
+// The CPUs this process may run on.
+std::vector<int> AllowedCpus();
+
 struct WakeLatency {
   double idle = 0;  // seconds per hand-off
   double busy = 0;

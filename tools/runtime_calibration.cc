@@ -1,7 +1,5 @@
 #include "tools/runtime_calibration.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <deque>
 #include <thread>
@@ -120,17 +118,6 @@ StatusOr<RuntimeOverheads> CalibrateRuntimes(const cost::ProfileOptions& options
 
 namespace {
 
-// The CPUs this process may run on.
-std::vector<int> AllowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
-
 // The players sit on two different cores, each beside a busy thread: a wake-up crosses
 // cores, as most of a run's do (on one core a hand-off is a plain switch, ~4 us here, and
 // unpinned threads measured either figure depending on where the scheduler put them).
@@ -169,7 +156,7 @@ double WaitCpuOnce(const std::vector<int>& cpus, int turns) {
 }  // namespace
 
 double MeasureWaitCpu(int cores, int turns) {
-  std::vector<int> cpus = AllowedCpus();
+  std::vector<int> cpus = cost::AllowedCpus();
   if (cpus.empty()) cpus.push_back(0);
   if (static_cast<int>(cpus.size()) > cores) cpus.resize(std::max(cores, 1));
   // Hand-offs on busy cores come in bursts of slow and fast ones: the median of rounds.
