@@ -253,6 +253,17 @@ TEST(DeviceSpec, ValidationNamesTheBadField) {
   Status s = ValidateDeviceSpec(d);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("memory_bandwidth"), std::string::npos) << s.message();
+  // The held-core figures (a hand-edited spec file can carry any number).
+  auto refused = [](const DeviceSpec& bad, const std::string& field) {
+    Status st = ValidateDeviceSpec(bad);
+    return !st.ok() && st.message().find(field + " must be >= 0") != std::string::npos;
+  };
+  d = SimpleDevice();
+  d.set_held_spin_latency(-1e-3);
+  EXPECT_TRUE(refused(d, "held_spin_latency"));
+  d = SimpleDevice();
+  d.set_held_wake_factor(-1);
+  EXPECT_TRUE(refused(d, "held_wake_factor"));
   d = SimpleDevice();
   d.clear_peak_flops();
   EXPECT_FALSE(ValidateDeviceSpec(d).ok());
