@@ -43,10 +43,9 @@ Status CheckComm(const CommFit& f) {
                            f.group_size());
   if (!Valid(f.alpha()) || !Valid(f.beta()) || !Valid(f.residual()) || !Valid(f.compute_gap()) ||
       !Valid(f.cpu_per_op()) || !Valid(f.straggle()) || !Valid(f.comm_stream_straggle()))
-    return InvalidArgument(
-        "comm fit ", f.kind(), " over ", f.group_size(),
-        " ranks: alpha, beta, residual, compute_gap, cpu_per_op and straggle must be "
-        "finite and >= 0");
+    return InvalidArgument("comm fit ", f.kind(), " over ", f.group_size(),
+                           " ranks: alpha, beta, residual, compute_gap, cpu_per_op, straggle and "
+                           "comm_stream_straggle must be finite and >= 0");
   for (const auto& s : f.samples())
     if (!Valid(s.bytes()) || !Valid(s.median()) || !Valid(s.spread()) || !Valid(s.mean()))
       return InvalidArgument("comm fit ", f.kind(), " over ", f.group_size(),

@@ -105,6 +105,15 @@ TEST(OpCostTable, RejectsNegativeAndMissingCostsNamingTheEntry) {
   proto.mutable_comm(0)->set_alpha(std::nan(""));
   EXPECT_FALSE(OpCostTable::FromProto(proto).ok());
 
+  // Each straggle of a comm fit, the communication streams' one too.
+  proto = SampleTable().proto();
+  proto.mutable_comm(0)->set_comm_stream_straggle(-1e-6);
+  StatusOr<OpCostTable> straggle = OpCostTable::FromProto(proto);
+  ASSERT_FALSE(straggle.ok());
+  EXPECT_NE(straggle.status().message().find("comm_stream_straggle must be finite and >= 0"),
+            std::string::npos)
+      << straggle.status().message();
+
   // The halves of an all-reduce are measured kinds of their own; other names are refused.
   for (const char* kind : {"all_gather", "reduce_scatter"}) {
     proto = SampleTable().proto();
