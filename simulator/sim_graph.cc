@@ -1,6 +1,7 @@
 #include "simulator/sim_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <tuple>
@@ -564,6 +565,20 @@ StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimato
   PW_RETURN_IF_ERROR(assembler.MatchP2p());
   PW_RETURN_IF_ERROR(assembler.MatchCollectives());
   return g;
+}
+
+std::vector<int> StreamPredecessors(const SimGraph& g) {
+  std::vector<int> previous(g.instrs.size(), -1);
+  for (const std::vector<int>& order : g.rank_order) {
+    std::array<int, kNumStreamTypes> last;
+    last.fill(-1);
+    for (int i : order) {
+      const int s = static_cast<int>(g.instrs[i].stream);
+      previous[i] = last[s];
+      last[s] = i;
+    }
+  }
+  return previous;
 }
 
 }  // namespace pw::cost

@@ -128,4 +128,8 @@ struct SimGraphOptions {
 StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimator,
                                  const OpRegistry& registry, const SimGraphOptions& options = {});
 
+// Each instruction's predecessor on its rank's stream (in host order), or -1 for a stream's
+// first: the instruction its stream's thread ran before it.
+std::vector<int> StreamPredecessors(const SimGraph& g);
+
 }  // namespace pw::cost

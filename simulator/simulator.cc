@@ -223,28 +223,23 @@ void Engine::Prepare() {
   const int steps = g_.steps;
   unfinished_in_step_.assign(static_cast<size_t>(g_.world_size) * steps, 0);
   issue_offset_.assign(n_, 0);
+  stream_prev_ = StreamPredecessors(g_);
   stream_next_.assign(n_, -1);
-  stream_prev_.assign(n_, -1);
   cpu_used_.assign(n_, 0);
   for (int r = 0; r < g_.world_size; ++r) {
-    std::array<int, kNumStreamTypes> last;
-    last.fill(-1);
     const std::vector<int>& order = g_.rank_order[r];
     const size_t per_step = order.size() / steps;
     for (size_t k = 0; k < order.size(); ++k) {
       int i = order[k];
       const SimInstr& in = g_.instrs[i];
-      int s = static_cast<int>(in.stream);
-      if (last[s] >= 0) {
-        stream_next_[last[s]] = i;
-        stream_prev_[i] = last[s];
-        succ_[last[s]].push_back(i);
+      if (const int previous = stream_prev_[i]; previous >= 0) {
+        stream_next_[previous] = i;
+        succ_[previous].push_back(i);
         ++pending_[i];
       } else {
         waiting_[i] = pending_[i] > 0;  // its thread waits from the step's start
         if (waiting_[i]) waiting_on_[StreamKey(r, in.stream)] = i;
       }
-      last[s] = i;
       issue_offset_[i] = static_cast<double>(k % per_step + 1) * dev_.launch_overhead();
       ++unfinished_in_step_[StepIndex(r, in.step)];
       if (in.step == 0) {

@@ -35,17 +35,7 @@ std::string SimTraceJson(const SimGraph& g, const SimResult& r) {
   }
   if (r.timeline.size() != g.instrs.size()) return trace.Finish();
   const double us = 1e6;
-  // Each instruction's predecessor on its stream (-1 for a stream's first).
-  std::vector<int> previous_on_stream(g.instrs.size(), -1);
-  for (int rank = 0; rank < g.world_size; ++rank) {
-    std::array<int, kNumStreamTypes> last;
-    last.fill(-1);
-    for (int i : g.rank_order[rank]) {
-      const int s = static_cast<int>(g.instrs[i].stream);
-      previous_on_stream[i] = last[s];
-      last[s] = i;
-    }
-  }
+  const std::vector<int> previous_on_stream = StreamPredecessors(g);
   for (size_t i = 0; i < g.instrs.size(); ++i) {
     const SimInstr& in = g.instrs[i];
     const InstrTime& t = r.timeline[i];
