@@ -16,9 +16,9 @@
 //      to back runs back to back (the statistics say how many).
 //   3. Op splitting (row_split.h): a matmul whose all-reduce no other job hides is cut
 //      into row blocks with the all-reduce, so that each block's runs under the next
-//      block's matmul (bit-identical at any group size: collectives sum in member order); the bias,
-//      dropout and residual add after it run per block too (each block's dropout draws its rows of
-//      the whole mask), the first blocks' while the last blocks'
+//      block's matmul (bit-identical at any group size: collectives sum in member order);
+//      the bias, dropout and residual add after it run per block too (each block's dropout
+//      draws its rows of the whole mask), the first blocks' while the last blocks'
 //      all-reduces are still on the link. The blocks are
 //      views of the matmul's input (split{view}) where they lie one after another, and the
 //      cuts live in a variant of the forward program that only the forwards with no
@@ -105,8 +105,8 @@ class Overlap1F1BPass : public Pass {
            "from the cost model (needs opt --device, and --costs for measured ops) and are "
            "checked with the simulator; pairs that would not gain run back to back. "
            "split-ops=auto cuts a row-parallel matmul and its all-reduce (with the bias, "
-           "dropout and residual add after it) into row blocks (views of its inputs where they are "
-           "contiguous) so each block's all-reduce runs under the next block's work "
+           "dropout and residual add after it) into row blocks (views of its inputs where they "
+           "are contiguous) so each block's all-reduce runs under the next block's work "
            "(bit-identical at any group size: every transport sums in member order), "
            "and sequence parallelism's all-gathers and reduce-scatters, with the matmuls "
            "beside them, into chunks of every member's rows (each chunk's collective under "
