@@ -43,6 +43,7 @@ MemoryFit FitMemory(const SimResult& result, const DeviceSpec& device, int64_t l
   const double capacity =
       limit_bytes > 0 ? static_cast<double>(limit_bytes) : device.memory_capacity();
   fit.capacity = static_cast<int64_t>(capacity);
+  fit.limited = limit_bytes > 0;
   fit.checked = capacity > 0;
   fit.shared_node = device.cores_per_node() > 0;
   const auto reserved = static_cast<int64_t>(device.memory_reserved());
@@ -74,9 +75,12 @@ std::string MemoryFit::Summary() const {
   if (!checked) return "memory: not checked (device '" + device + "' has no memory_capacity)";
   const RankFit* tightest = Tightest();
   if (!tightest) return "memory: no ranks";
-  const std::string of = FormatBytes(static_cast<double>(tightest->need)) + " of " +
-                         FormatBytes(static_cast<double>(capacity)) + " " +
-                         (shared_node ? "shared by the node's ranks" : "per " + device);
+  std::string of = FormatBytes(static_cast<double>(tightest->need)) + " of " +
+                   FormatBytes(static_cast<double>(capacity)) + " " +
+                   (shared_node ? "shared by the node's ranks"
+                    : limited   ? "per rank"
+                                : "per " + device);
+  if (limited) of += ", a limit given in place of " + device + "'s memory";
   if (fits)
     return "memory: every rank fits (the most: rank " + std::to_string(tightest->rank) + ", " + of +
            ")";

@@ -25,6 +25,7 @@ struct MemoryFit {
   bool checked = false;  // false: the device's memory is unknown (capacity 0)
   bool fits = true;
   bool shared_node = false;
+  bool limited = false;  // the capacity is a limit given in place of the device's memory
   std::string device;
   int64_t capacity = 0;
   std::vector<RankFit> ranks;

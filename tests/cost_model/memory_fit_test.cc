@@ -83,7 +83,10 @@ TEST(MemoryFitTest, ALimitReplacesTheCapacityAndUnknownMemoryIsNotChecked) {
   DeviceSpec spec = *BuiltinDeviceSpec("h100");
   spec.set_memory_reserved(0);
   EXPECT_TRUE(FitMemory(Peaks({40 * kGiB}), spec).fits);
-  EXPECT_FALSE(FitMemory(Peaks({40 * kGiB}), spec, 32 * kGiB).fits);
+  MemoryFit limited = FitMemory(Peaks({40 * kGiB}), spec, 32 * kGiB);
+  EXPECT_FALSE(limited.fits);
+  EXPECT_THAT(limited.Summary(),
+              HasSubstr("of 32.0 GiB per rank, a limit given in place of h100-sxm's memory"));
   spec.set_memory_capacity(0);
   MemoryFit unknown = FitMemory(Peaks({1000 * kGiB}), spec);
   EXPECT_FALSE(unknown.checked);
