@@ -278,10 +278,12 @@ Status AddShapes(Report& report, std::shared_ptr<const cost::Estimator> estimato
 // Every other dp x pp x mp split of the module's ranks joins the report's variants; each is
 // searched narrowly on the op-level simulator (its best schedule kinds only).
 Status AddSplits(Report& report, int64_t global_batch) {
-  const Variant& built = report.variants[0];
-  PW_ASSIGN_OR_RETURN(models::ModelRecipe recipe, models::ReadModelRecipe(built.module));
+  // Read before the variants grow: their vector moves them.
+  const Module& built = report.variants[0].module;
+  const int ranks = built.mesh.world_size();
+  PW_ASSIGN_OR_RETURN(models::ModelRecipe recipe, models::ReadModelRecipe(built));
   // A mesh set by hand on a built module (dp is not always recorded by older builds).
-  (recipe.model == "gpt" ? recipe.gpt.dp : recipe.llama.dp) = built.module.mesh.dp;
+  (recipe.model == "gpt" ? recipe.gpt.dp : recipe.llama.dp) = built.mesh.dp;
   int searched = 0;
   for (ShapeChoice& choice : MeshSplits(recipe, global_batch)) {
     StatusOr<Module> module = models::BuildFromRecipe(choice.recipe);
@@ -295,7 +297,7 @@ Status AddSplits(Report& report, int64_t global_batch) {
     ++searched;
   }
   std::fprintf(stderr, "tune: %d other dp x pp x mp splits of %d ranks searched\n", searched,
-               built.module.mesh.world_size());
+               ranks);
   return OkStatus();
 }
 
