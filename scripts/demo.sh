@@ -139,7 +139,7 @@ median_ms() {
 declare -A runs=()
 for round in 1 2 3; do
   for kind in 1f1b fthenb; do
-    runs[$kind]+=" $("$pw" run "$out/gpt_mp2pp2_$kind.pb" --nproc 4 --steps 16 --report json |
+    runs[$kind]+=" $("$pw" run "$out/gpt_mp2pp2_$kind.pb" --nproc 4 --steps 40 --report json |
       median_ms)"
   done
 done
@@ -157,7 +157,7 @@ for kind in 1f1b fthenb; do
       k, p, m, r, (p - m) / m * 100 }'
 done
 echo "simulated steps as Chrome traces: $out/gpt_1f1b.sim.trace.json, $out/gpt_fthenb.sim.trace.json"
-echo "(each run's figure is the median of its 15 steps after the first; on a machine shared with"
+echo "(each run's figure is the median of its 39 steps after the first; on a machine shared with"
 echo " other work both move with its load; benchmarks/cost_model_accuracy.sh profiles before every"
 echo " round, with a larger GPT too)"
 
