@@ -79,9 +79,7 @@ double HeldCoreHandOff(int records, std::chrono::microseconds period, bool spin,
   BusyThreads busy(others);
   using Clock = std::chrono::steady_clock;
   auto compute_until = [](Clock::time_point until) {
-    volatile double x = 1.0;
-    while (Clock::now() < until)
-      for (int i = 0; i < 100; ++i) x = x * 1.0000001 + 1e-9;
+    while (Clock::now() < until) BurnCpu(100);
   };
   std::vector<Clock::time_point> recorded(records);
   std::atomic<int> count{0};
@@ -124,13 +122,16 @@ double HeldCoreHandOff(int records, std::chrono::microseconds period, bool spin,
 
 }  // namespace
 
+void BurnCpu(int iterations) {
+  volatile double x = 1.0;
+  for (int i = 0; i < iterations; ++i) x = x * 1.0000001 + 1e-9;
+}
+
 BusyThreads::BusyThreads(const std::vector<int>& cpus) {
   for (int cpu : cpus)
     threads_.emplace_back([this, cpu] {
       if (cpu >= 0) PinThisThread(cpu);
-      volatile double x = 1.0;
-      while (!stop_.load(std::memory_order_relaxed))
-        for (int k = 0; k < 1000; ++k) x = x * 1.0000001 + 1e-9;
+      while (!stop_.load(std::memory_order_relaxed)) BurnCpu(1000);
     });
 }
 
@@ -185,16 +186,12 @@ double ThreadRateOnce(int k, double seconds) {
   const auto open = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
   for (int t = 0; t < k; ++t)
     threads.emplace_back([&rate, seconds, t, open] {
-      volatile double x = 1.0;
-      auto spin = [&x] {
-        for (int i = 0; i < 10000; ++i) x = x * 1.0000001 + 1e-9;
-      };
-      while (std::chrono::steady_clock::now() < open) spin();
+      while (std::chrono::steady_clock::now() < open) BurnCpu(10000);
       const double cpu0 = ThreadCpuSeconds();
       auto start = std::chrono::steady_clock::now();
       double wall = 0;
       while (wall < seconds) {
-        spin();
+        BurnCpu(10000);
         wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }
       const double cpu = ThreadCpuSeconds() - cpu0;

@@ -14,6 +14,10 @@
 
 namespace pw::cost {
 
+// Arithmetic that keeps the calling thread's core busy for `iterations` multiply-adds
+// (~1 ns each here): the stand-in for an op's computation in these measurements.
+void BurnCpu(int iterations);
+
 // Threads that keep cores busy with arithmetic until destroyed, standing for ranks that
 // compute on every core: one per entry of `cpus`, pinned to that CPU, or unpinned for -1.
 class BusyThreads {

@@ -126,10 +126,7 @@ double WaitCpuOnce(const std::vector<int>& cpus, int turns) {
   std::deque<cpu::CpuEvent> to_a(turns), to_b(turns);
   cost::BusyThreads busy(cpus);
   // A turn's work, a few microseconds, and the CPU outside it.
-  auto work = [] {
-    volatile double x = 1.0;
-    for (int k = 0; k < 2000; ++k) x = x * 1.0000001 + 1e-9;
-  };
+  auto work = [] { cost::BurnCpu(2000); };
   std::vector<double> overhead(2, 0);
   auto player = [&](int me) {
     cost::PinThisThread(cpus[me % cpus.size()]);
