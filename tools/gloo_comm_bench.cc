@@ -23,6 +23,7 @@
 #include "ir/rank_layout.h"
 #include "ops/kernel.h"
 #include "tools/cluster_env.h"
+#include "tools/comm_bench_report.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 
@@ -51,13 +52,8 @@ std::string Fmt(double t) {
 
 // ---- One rank process ----
 
-// What the rank's communications did once measuring started, as report lines:
-//   a STREAM GROUP SEQ BYTES ARRIVED DONE   an all-reduce (SEQ counts the stream's
-//                                           all-reduces over GROUP from the first step);
-//                                           g and x the same for an all-gather and a
-//                                           reduce-scatter (BYTES: the whole buffer)
-//   s PEER TAG BYTES POSTED                 a send
-//   r PEER TAG BYTES POSTED DONE            a recv
+// What the rank's communications did once measuring started, as report lines
+// (tools/comm_bench_report.h has their format).
 class Recorder {
  public:
   void Start() { measuring_ = true; }
@@ -225,11 +221,6 @@ StatusOr<int> RunCommBench(const std::vector<std::string>& args) {
 
 // ---- The launching side ----
 
-struct AllReduceSeen {
-  int64_t bytes = 0;
-  double arrived = 0, done = 0;
-};
-
 class GlooCommBenchmark final : public cost::CommBenchmark {
  public:
   explicit GlooCommBenchmark(CommBenchPlacement placement) : placement_(std::move(placement)) {}
@@ -260,91 +251,7 @@ class GlooCommBenchmark final : public cost::CommBenchmark {
     launch.on_report = [&](int rank, const std::string& line) { lines[rank].push_back(line); };
     PW_ASSIGN_OR_RETURN(LaunchResult launched, LaunchRanks(launch));
     if (!launched.ok) return Unavailable("the measuring run failed: ", launched.failure);
-    return Collect(plan.mesh, lines);
-  }
-
-  static StatusOr<cost::CommRunResult> Collect(const Mesh& mesh,
-                                               const std::vector<std::vector<std::string>>& lines) {
-    const RankLayout layout(mesh);
-    const int n = mesh.world_size();
-    cost::CommRunResult out;
-    out.ranks = n;
-    // (kind, stream, group kind, the group's first rank, seq) -> rank -> what it saw.
-    std::map<std::tuple<char, std::string, std::string, int, int64_t>, std::map<int, AllReduceSeen>>
-        collectives;
-    // (sender, receiver, tag) -> posted times and size.
-    std::map<std::tuple<int, int, uint64_t>, double> sends;
-    std::map<std::tuple<int, int, uint64_t>, std::tuple<int64_t, double, double>> recvs;
-    int reported = 0;
-    for (int r = 0; r < n; ++r)
-      for (const std::string& line : lines[r]) {
-        std::istringstream in(line);
-        std::string what;
-        in >> what;
-        if (what == "a" || what == "g" || what == "x") {
-          std::string stream, group;
-          int64_t seq = 0;
-          AllReduceSeen seen;
-          if (!(in >> stream >> group >> seq >> seen.bytes >> seen.arrived >> seen.done)) continue;
-          std::vector<int> members = layout.Group(group, r);
-          if (members.empty()) continue;
-          collectives[{what[0], stream, group, members.front(), seq}][r] = seen;
-        } else if (what == "s") {
-          int peer = 0;
-          uint64_t tag = 0;
-          int64_t bytes = 0;
-          double posted = 0;
-          if (in >> peer >> tag >> bytes >> posted) sends[{r, peer, tag}] = posted;
-        } else if (what == "r") {
-          int peer = 0;
-          uint64_t tag = 0;
-          int64_t bytes = 0;
-          double posted = 0, done = 0;
-          if (in >> peer >> tag >> bytes >> posted >> done)
-            recvs[{peer, r, tag}] = {bytes, posted, done};
-        } else if (what == "c") {
-          double cpu = 0;
-          int measured = 0;
-          if (in >> cpu >> measured) {
-            out.process_cpu += cpu;
-            out.measured_steps = measured;
-            ++reported;
-          }
-        }
-      }
-    if (reported < n) return Internal("the measuring run: a rank reported nothing");
-    for (const auto& [key, seen] : collectives) {
-      const std::vector<int> members = layout.Group(std::get<2>(key), std::get<3>(key));
-      if (seen.size() != members.size()) continue;  // a member's op fell in its first step
-      double last = 0, mean = 0, done = 0;
-      for (const auto& [rank, s] : seen) {
-        last = std::max(last, s.arrived);
-        mean += s.arrived / seen.size();
-        done += s.done / seen.size();
-      }
-      cost::MeasuredComm m;
-      const char kind = std::get<0>(key);
-      m.kind = kind == 'g'   ? cost::CommKind::kAllGather
-               : kind == 'x' ? cost::CommKind::kReduceScatter
-                             : cost::CommKind::kAllReduce;
-      m.group_size = static_cast<int>(members.size());
-      m.bytes = seen.begin()->second.bytes;
-      m.seconds = std::max(0.0, done - last);
-      m.straggle = last - mean;
-      m.on_comm_stream = std::get<1>(key) != StreamTypeName(StreamType::kCompute);
-      out.ops.push_back(m);
-    }
-    for (const auto& [key, recv] : recvs) {
-      auto send = sends.find(key);
-      if (send == sends.end()) continue;
-      const auto& [bytes, posted, done] = recv;
-      cost::MeasuredComm m;
-      m.kind = cost::CommKind::kSendRecv;
-      m.bytes = bytes;
-      m.seconds = std::max(0.0, done - std::max(posted, send->second));
-      out.ops.push_back(m);
-    }
-    return out;
+    return PairCommReports(plan.mesh, lines);
   }
 
   CommBenchPlacement placement_;
