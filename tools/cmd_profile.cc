@@ -76,8 +76,9 @@ constexpr const char* kUsage =
     "scripts/netns_cluster.sh) and meet in that Redis store, so the link between them is\n"
     "what gets measured.\n"
     "--in-run times the ops inside a training run instead of one at a time: the module's\n"
-    "plan (without one: its sequential plan of M micro-batches) trains N steps after an\n"
-    "untimed one, its ranks as threads of this process, and every kernel instruction is\n"
+    "plan (without one: its sequential plan of M micro-batches) trains N steps, its ranks as\n"
+    "threads of this process, in up to three runs spread through the profile (each after an\n"
+    "untimed step: the machine's speed moves over seconds), and every kernel instruction is\n"
     "timed where it runs, after the op that ran before it (with 1 kernel thread: the CPU\n"
     "time of its stream's thread, so ranks sharing the cores do not inflate it). Caches,\n"
     "allocator and kernel threads are then as a step leaves them, which an op timed alone\n"
@@ -241,29 +242,39 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   options.progress = [&](size_t done, size_t total, const std::string& key) {
     bar.Update(done, total, key);
   };
-  // --in-run: the signatures the runs execute are timed there; the rest alone.
+  // --in-run: the signatures the runs execute are timed there, the rest alone. The steps
+  // are split over up to three runs spread through the profile (before the ops timed alone,
+  // after them, after the calibration): this machine's speed moves over seconds, and one
+  // run of a few steps meets one moment of it.
   std::map<std::string, std::vector<double>> run_seconds;
-  if (in_run) {
+  const int in_run_rounds = in_run ? static_cast<int>(std::min<int64_t>(3, in_run_steps)) : 0;
+  int in_run_round = 0;
+  auto measure_in_run = [&]() -> Status {
+    if (in_run_round == in_run_rounds) return OkStatus();
     InRunOptions run;
-    run.steps = static_cast<int>(in_run_steps);
+    // The steps left, over the rounds left.
+    const int64_t done = in_run_steps * in_run_round / in_run_rounds;
+    run.steps = static_cast<int>(in_run_steps * (in_run_round + 1) / in_run_rounds - done);
     run.micro_batches = static_cast<int>(micro_batches);
     run.kernel_threads = options.blas_threads;
+    ++in_run_round;
     for (const Module& module : to_run) {
-      bar.Update(0, ops.size(), StrCat("a ", in_run_steps, "-step run of ", module.name));
+      bar.Update(0, ops.size(),
+                 StrCat("a ", run.steps, "-step run of ", module.name, " (", in_run_round, " of ",
+                        in_run_rounds, ")"));
       StatusOr<std::map<std::string, std::vector<double>>> measured = MeasureOpsInRun(module, run);
       if (!measured.ok()) return measured.status().WithContext(StrCat("--in-run of ", module.name));
       for (auto& [key, seconds] : *measured)
         run_seconds[key].insert(run_seconds[key].end(), seconds.begin(), seconds.end());
     }
-  }
+    return OkStatus();
+  };
+  PW_RETURN_IF_ERROR(measure_in_run());
   std::vector<cost::CostedOp> alone;
   for (const cost::CostedOp& c : ops)
     if (!run_seconds.count(c.sig.key)) alone.push_back(c);
   PW_ASSIGN_OR_RETURN(cost::ProfileResult result, cost::ProfileOps(alone, options));
-  for (const cost::CostedOp& c : ops)
-    if (auto it = run_seconds.find(c.sig.key); it != run_seconds.end())
-      result.table.Add(cost::EntryFromSamples(
-          c.sig, it->second, options.blas_threads == 1 ? it->second : std::vector<double>{}));
+  PW_RETURN_IF_ERROR(measure_in_run());
   bar.Finish();
   cost::DeviceSpec& spec = *result.table.mutable_proto().mutable_device_spec();
   if (!on_gpu && !flags.Has("no-calibrate")) {
@@ -284,6 +295,12 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                  "a stream thread's turn on a core that compute holds: %.2f ms spinning, %.2f x "
                  "the CPU it used since it slept once woken\n",
                  spec.held_spin_latency() * 1e3, spec.held_wake_factor());
+  while (in_run_round < in_run_rounds) PW_RETURN_IF_ERROR(measure_in_run());
+  bar.Finish();
+  for (const cost::CostedOp& c : ops)
+    if (auto it = run_seconds.find(c.sig.key); it != run_seconds.end())
+      result.table.Add(cost::EntryFromSamples(
+          c.sig, it->second, options.blas_threads == 1 ? it->second : std::vector<double>{}));
 
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");
