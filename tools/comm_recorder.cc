@@ -82,29 +82,18 @@ class TimedComm final : public StreamComm {
   Status Send(int peer, uint64_t tag, const Tensor& tensor) override {
     const double posted = MonotonicSeconds();
     Status s = inner_->Send(peer, tag, tensor);
-    if (recorder_.measuring()) {
-      CommRecord& r = log_->records.emplace_back();
-      r.what = 's';
-      r.peer = peer;
-      r.tag = tag;
-      r.bytes = tensor.nbytes();
-      r.began = posted;
-    }
+    Record({.what = 's', .peer = peer, .tag = tag, .bytes = tensor.nbytes(), .began = posted});
     return s;
   }
   Status Recv(int peer, uint64_t tag, Tensor& tensor) override {
     const double posted = MonotonicSeconds();
     Status s = inner_->Recv(peer, tag, tensor);
-    const double done = MonotonicSeconds();
-    if (recorder_.measuring()) {
-      CommRecord& r = log_->records.emplace_back();
-      r.what = 'r';
-      r.peer = peer;
-      r.tag = tag;
-      r.bytes = tensor.nbytes();
-      r.began = posted;
-      r.done = done;
-    }
+    Record({.what = 'r',
+            .peer = peer,
+            .tag = tag,
+            .bytes = tensor.nbytes(),
+            .began = posted,
+            .done = MonotonicSeconds()});
     return s;
   }
   Status Flush() override { return inner_->Flush(); }
@@ -131,17 +120,17 @@ class TimedComm final : public StreamComm {
     const int64_t seq = counters[index].count++;
     const double arrived = MonotonicSeconds();
     Status s = run();
-    const double done = MonotonicSeconds();
-    if (recorder_.measuring()) {
-      CommRecord& r = log_->records.emplace_back();
-      r.what = kind;
-      r.counter = index;
-      r.seq = seq;
-      r.bytes = bytes;
-      r.began = arrived;
-      r.done = done;
-    }
+    Record({.what = kind,
+            .counter = index,
+            .seq = seq,
+            .bytes = bytes,
+            .began = arrived,
+            .done = MonotonicSeconds()});
     return s;
+  }
+  // Keeps `r` once measuring has started.
+  void Record(const CommRecord& r) {
+    if (recorder_.measuring()) log_->records.push_back(r);
   }
 
   std::unique_ptr<StreamComm> inner_;
