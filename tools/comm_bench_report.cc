@@ -24,6 +24,8 @@ StatusOr<cost::CommRunResult> PairCommReports(const Mesh& mesh,
                                               const std::vector<std::vector<std::string>>& lines) {
   const RankLayout layout(mesh);
   const int n = mesh.world_size();
+  if (static_cast<int>(lines.size()) != n)
+    return Internal("the measuring run: ", lines.size(), " ranks' reports for ", n, " ranks");
   cost::CommRunResult out;
   out.ranks = n;
   // (kind, stream, group kind, the group's first rank, seq) -> rank -> what it saw.

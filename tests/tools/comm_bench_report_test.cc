@@ -82,5 +82,12 @@ TEST(CommBenchReport, ARankThatReportedNothingIsAnError) {
   EXPECT_NE(run.status().message().find("a rank reported nothing"), std::string::npos);
 }
 
+TEST(CommBenchReport, ReportsForAnotherRankCountAreAnError) {
+  StatusOr<cost::CommRunResult> run = PairCommReports(PipelineOfTwo(), {{"c 0.1 1"}});
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("1 ranks' reports for 2 ranks"), std::string::npos)
+      << run.status().message();
+}
+
 }  // namespace
 }  // namespace pw::tools
