@@ -11,12 +11,6 @@
 
 namespace pw::tools {
 
-double MonotonicSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 // One operation as its stream's thread saw it.
 struct CommRecord {
   char what = 'a';   // a, g, x: a collective; s, r: a send, a recv
@@ -43,6 +37,20 @@ struct StreamLog {
 };
 
 namespace {
+
+// One clock for every process of the machine, so that ranks' times compare.
+double MonotonicSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Seconds as the report writes them: to the nanosecond.
+std::string Fmt(double t) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.9f", t);
+  return buf;
+}
 
 // A stream's communicator with a clock around every operation.
 class TimedComm final : public StreamComm {
@@ -137,16 +145,6 @@ class TimedComm final : public StreamComm {
   CommRecorder& recorder_;
   std::shared_ptr<StreamLog> log_;
 };
-
-}  // namespace
-
-namespace {
-
-std::string Fmt(double t) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.9f", t);
-  return buf;
-}
 
 }  // namespace
 

@@ -16,9 +16,6 @@
 
 namespace pw::tools {
 
-// One clock for every process of the machine, so that ranks' times compare.
-double MonotonicSeconds();
-
 struct StreamLog;  // what one stream's communicator recorded
 
 class CommRecorder {
