@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# What one op costs depends on the schedule around it, measured: the small GPT at mp 2 x
-# pp 2 (the demo's plans: 4 layers, hidden 64, 8 micro-batches) scheduled 1f1b and fthenb,
-# each profiled inside its own run (`profile --in-run`, its ranks as threads, every kernel's
-# thread CPU time), the two alternated round by round. The same ops, shapes and count;
-# what differs is what the schedule keeps alive between them (fthenb holds every
-# micro-batch's activations until its backward). The simulator prices both from one
-# table, so their ratio here is what it cannot see.
+# Does what one op costs depend on the schedule around it? The small GPT at mp 2 x pp 2 (the
+# demo's plans: 4 layers, hidden 64, 8 micro-batches) scheduled 1f1b and fthenb: the same
+# ops, shapes and count; what differs is what the schedule keeps alive between them
+# (fthenb holds every micro-batch's activations until its backward). The simulator prices
+# both from one table. Measured two ways each round, the schedules alternated:
+#   - as `profile --in-run` measures them: the plan's ranks as threads of one process,
+#     every kernel's thread CPU time over 6 steps (what the table holds);
+#   - as `run` runs them: 4 rank processes, one traced step (`run --trace --trace-cpu`),
+#     every kernel instruction's thread CPU time.
+# A ratio above 1 in both would be the schedule's; in the first alone, the profile's.
 #
 #   benchmarks/schedule_kernel_costs.sh [ROUNDS (6)]
 #
-# Prints per round the kernels' CPU per step of each schedule, then per op type the mean
-# over rounds and the ratio fthenb / 1f1b. PW_TOOL names the pipeweave binary. About a
-# minute with 6 rounds on 2 cores.
+# Prints per round the kernels' CPU per step of each schedule both ways, the median ratios
+# fthenb / 1f1b, then per op type the means of the in-run profiles. PW_TOOL names the
+# pipeweave binary. About 1.5 minutes with 6 rounds on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pw=${PW_TOOL:-$root/build/tools/pipeweave}
@@ -30,11 +33,13 @@ for ((r = 1; r <= rounds; r++)); do
   for kind in 1f1b fthenb; do
     "$pw" profile "$work/$kind.pb" -o "$work/${kind}_$r.pbtxt" --in-run --no-calibrate \
       >/dev/null 2>&1
+    "$pw" run "$work/$kind.pb" --nproc 4 --steps 4 --trace "$work/${kind}_trace_$r" \
+      --trace-cpu >/dev/null 2>&1
   done
 done
 
 python3 - "$work" "$rounds" <<'EOF'
-import re, statistics, sys
+import glob, json, re, statistics, sys
 
 work, rounds = sys.argv[1], int(sys.argv[2])
 STEPS = 6  # profile --in-run's timed steps
@@ -52,19 +57,37 @@ def by_type(path):
             out[kind] = out.get(kind, 0) + float(cpu.group(1)) * int(repeats.group(1)) / STEPS
     return out
 
+def traced(folder):
+    """The kernels' CPU seconds of the traced step, over every rank (collectives left out)."""
+    total = 0.0
+    for path in glob.glob(f"{folder}/rank*.trace.json"):
+        for e in json.load(open(path))["traceEvents"]:
+            if (e.get("ph") == "X" and e.get("cat") == "compute" and e["name"] != "wait"
+                    and not e["name"].startswith("c_") and "cpu_us" in e.get("args", {})):
+                total += e["args"]["cpu_us"] * 1e-6
+    return total
+
 tables = {k: [by_type(f"{work}/{k}_{r}.pbtxt") for r in range(1, rounds + 1)]
           for k in ("1f1b", "fthenb")}
-ratios = []
-print("round   1f1b ms   fthenb ms   fthenb/1f1b   (kernels' CPU per step, 4 ranks)")
+runs = {k: [traced(f"{work}/{k}_trace_{r}") for r in range(1, rounds + 1)]
+        for k in ("1f1b", "fthenb")}
+ratios, run_ratios = [], []
+print("kernels' CPU per step, 4 ranks (ms):")
+print("         profile --in-run (threads)           run (4 processes, traced)")
+print("round   1f1b   fthenb   fthenb/1f1b          1f1b   fthenb   fthenb/1f1b")
 for r in range(rounds):
     a, b = sum(tables["1f1b"][r].values()), sum(tables["fthenb"][r].values())
+    c, d = runs["1f1b"][r], runs["fthenb"][r]
     ratios.append(b / a)
-    print(f"{r + 1:5d} {a * 1e3:9.2f} {b * 1e3:11.2f} {b / a:13.3f}")
-print(f"median ratio {statistics.median(ratios):.3f} (min {min(ratios):.3f}, "
-      f"max {max(ratios):.3f})")
+    run_ratios.append(d / c)
+    print(f"{r + 1:5d} {a * 1e3:6.2f} {b * 1e3:8.2f} {b / a:13.3f}        "
+          f"{c * 1e3:6.2f} {d * 1e3:8.2f} {d / c:13.3f}")
+for name, rs in (("profile --in-run", ratios), ("run", run_ratios)):
+    print(f"{name:17s} median ratio {statistics.median(rs):.3f} (min {min(rs):.3f}, "
+          f"max {max(rs):.3f})")
 mean = {k: {t: sum(d.get(t, 0) for d in tables[k]) / rounds for t in tables[k][0]}
         for k in tables}
-print(f"\n{'op type':26s} {'1f1b ms':>9s} {'fthenb ms':>10s} {'ratio':>7s}")
+print(f"\nprofile --in-run, by op type:\n{'op type':26s} {'1f1b ms':>9s} {'fthenb ms':>10s} {'ratio':>7s}")
 for t in sorted(mean["1f1b"], key=lambda t: -mean["1f1b"][t])[:15]:
     a, b = mean["1f1b"][t], mean["fthenb"].get(t, 0)
     print(f"{t:26s} {a * 1e3:9.3f} {b * 1e3:10.3f} {b / a:7.2f}")
