@@ -14,8 +14,11 @@ sharing of the cores) and the cost model's estimate (alone). Then the hand-offs 
 rank's streams: how long a stream that waited took to resume after the instruction of
 another stream of its rank whose event it waited for ended (each trace names it:
 handoff_from, handoff_us; in traces without them, the last op another stream ended during
-the wait), median, mean and count per pair of streams, measured beside simulated. Where
-the two disagree is where the cost model is wrong.
+the wait), median, mean and count per pair of streams, measured beside simulated. Last,
+each rank's collectives (the op types the simulated trace marks as such): their wall time,
+median, mean and count, measured beside simulated, since a collective's time holds its
+wait for the last member of its group. Where the two disagree is where the cost model is
+wrong.
 """
 
 import argparse
@@ -84,6 +87,7 @@ def measured_rank(path):
     names = thread_names(evs)
     streams = collections.defaultdict(Stream)
     ops = collections.defaultdict(lambda: [0.0, None])  # op -> wall, cpu (None: no cpu_us)
+    durations = collections.defaultdict(list)  # op -> each instruction's wall
     tracks, waits = collections.defaultdict(list), collections.defaultdict(list)
     slices = []
     lo, hi = float("inf"), 0.0
@@ -103,11 +107,12 @@ def measured_rank(path):
         s.busy += e["dur"]
         s.count += 1
         ops[e["name"]][0] += e["dur"]
+        durations[e["name"]].append(e["dur"])
         if "cpu_us" in e.get("args", {}):  # run --trace-cpu
             ops[e["name"]][1] = (ops[e["name"]][1] or 0.0) + e["args"]["cpu_us"]
     recorded = recorded_hand_offs(slices)
     return (streams, ops, (hi - lo if hi > lo else 0.0),
-            recorded if recorded is not None else hand_offs(tracks, waits))
+            recorded if recorded is not None else hand_offs(tracks, waits), durations)
 
 
 def simulated_ranks(path):
@@ -122,6 +127,7 @@ def simulated_ranks(path):
     tracks = collections.defaultdict(lambda: collections.defaultdict(list))
     waits = collections.defaultdict(lambda: collections.defaultdict(list))
     slices = collections.defaultdict(list)
+    collectives = collections.defaultdict(lambda: collections.defaultdict(list))  # pid -> op -> us
     for (pid, tid), track in by_track.items():
         track.sort(key=lambda e: e["ts"])
         name = names.get((pid, tid), str(tid))
@@ -140,12 +146,14 @@ def simulated_ranks(path):
             o = ops[pid][e["name"]]
             o[0] += e["dur"]
             o[1] += e.get("args", {}).get("estimate_us", 0.0)
+            if e.get("cat") == "collective":
+                collectives[pid][e["name"]].append(e["dur"])
         ranks[pid][1] = max(ranks[pid][1], end)
     offs = {}
     for pid in tracks:
         recorded = recorded_hand_offs(slices[pid])
         offs[pid] = recorded if recorded is not None else hand_offs(tracks[pid], waits[pid])
-    return ranks, ops, offs
+    return ranks, ops, offs, collectives
 
 
 def main():
@@ -157,12 +165,13 @@ def main():
     if not os.path.isdir(args.measured):
         sys.exit(f"{args.measured}: not a folder of rankR.trace.json (pipeweave run --trace DIR)")
     try:
-        sim, sim_ops, sim_hand_offs = simulated_ranks(args.simulated)
+        sim, sim_ops, sim_hand_offs, sim_collectives = simulated_ranks(args.simulated)
     except (OSError, ValueError, KeyError) as err:
         sys.exit(f"{args.simulated}: not a trace of pipeweave sim --trace ({err})")
     ms = lambda us: us / 1e3
     all_ops = collections.defaultdict(lambda: [0.0, None, 0.0, 0.0])
     all_hand_offs = collections.defaultdict(lambda: ([], []))  # (from, to) -> measured, simulated
+    collective_rows = []  # (rank, op, measured us, simulated us)
     compared = 0
     for rank in sorted(sim):
         path = os.path.join(args.measured, f"rank{rank}.trace.json")
@@ -170,7 +179,7 @@ def main():
             print(f"rank {rank}: no {path}; skipped")
             continue
         try:
-            streams, ops, span, measured_hand_offs = measured_rank(path)
+            streams, ops, span, measured_hand_offs, durations = measured_rank(path)
         except (OSError, ValueError, KeyError) as err:
             sys.exit(f"{path}: not a trace of pipeweave run --trace ({err})")
         compared += 1
@@ -193,6 +202,8 @@ def main():
             all_hand_offs[pair][0].extend(delays)
         for pair, delays in sim_hand_offs.get(rank, {}).items():
             all_hand_offs[pair][1].extend(delays)
+        for op, simulated in sorted(sim_collectives.get(rank, {}).items()):
+            collective_rows.append((rank, op, durations.get(op, []), simulated))
     if not compared:
         sys.exit(f"{args.measured}: no rankR.trace.json for the simulated ranks")
     print("(a measured recv runs from when its stream posts it until its data is there; a\n"
@@ -215,6 +226,14 @@ def main():
     for (src, dst), (m, s) in sorted(all_hand_offs.items(), key=lambda kv: -len(kv[1][0])):
         print(f"  {src + ' -> ' + dst:<26} {median(m):>16} {mean(m):>6} {len(m):6d}"
               f"   {median(s):>17} {mean(s):>6} {len(s):6d}")
+
+    if collective_rows:
+        print("\ncollectives per rank (us: each one's wall, its wait for the last member included)")
+        print(f"  {'rank':>4} {'op':<22} {'measured: median':>16} {'mean':>6} {'count':>6}"
+              f"   {'simulated: median':>17} {'mean':>6} {'count':>6}")
+        for rank, op, m, s in collective_rows:
+            print(f"  {rank:>4} {op:<22} {median(m):>16} {mean(m):>6} {len(m):6d}"
+                  f"   {median(s):>17} {mean(s):>6} {len(s):6d}")
 
 
 if __name__ == "__main__":

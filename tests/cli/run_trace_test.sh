@@ -72,6 +72,25 @@ assert done and not any("cpu_us" in e.get("args", {}) for e in done)
 PY
 table=$("$compare" "$work/trace_plain" "$work/sim.json") || fail "compare_traces exited $?: $table"
 grep -Eq '^  matmul +[0-9.]+ +- +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "no matmul row without CPU: $table"
+# A rank's collectives, measured beside simulated (two hand-made traces: one all-reduce of
+# 30 and one of 50 us measured, two of 20 us simulated).
+mkdir -p "$work/synthetic"
+python3 - "$work/synthetic" <<'PY'
+import json, sys
+meta = [{"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "compute"}}]
+def op(name, ts, dur, cat):
+    return {"ph": "X", "name": name, "pid": 0, "tid": 0, "cat": cat, "ts": ts, "dur": dur}
+measured = meta + [op("matmul", 0, 10, "compute"), op("c_allreduce_sum", 10, 30, "compute"),
+                   op("c_allreduce_sum", 40, 50, "compute")]
+simulated = meta + [op("matmul", 0, 10, "compute"), op("c_allreduce_sum", 10, 20, "collective"),
+                    op("c_allreduce_sum", 30, 20, "collective")]
+json.dump({"traceEvents": measured}, open(sys.argv[1] + "/rank0.trace.json", "w"))
+json.dump({"traceEvents": simulated}, open(sys.argv[1] + "/sim.json", "w"))
+PY
+table=$("$compare" "$work/synthetic" "$work/synthetic/sim.json") ||
+  fail "compare_traces exited $? on the hand-made traces: $table"
+grep -Eq '^ +0 c_allreduce_sum +40\.0 +40\.0 +2 +20\.0 +20\.0 +2$' <<<"$table" ||
+  fail "no collective row for rank 0: $table"
 mkdir -p "$work/empty"
 if err=$("$compare" "$work/empty" "$work/sim.json" 2>&1); then fail "an empty folder compared: $err"; fi
 grep -q "no rankR.trace.json" <<<"$err" || fail "unclear error for an empty folder: $err"
