@@ -13,7 +13,8 @@
 #   benchmarks/schedule_kernel_costs.sh [ROUNDS (6)]
 #
 # Prints per round the kernels' CPU per step of each schedule both ways, the median ratios
-# fthenb / 1f1b, then per op type the means of the in-run profiles. PW_TOOL names the
+# fthenb / 1f1b, where the runs' traced steps went (span, kernels and all-reduces on the
+# compute stream, wall and CPU), then per op type the means of the in-run profiles. PW_TOOL names the
 # pipeweave binary. About 1.5 minutes with 6 rounds on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,15 +58,24 @@ def by_type(path):
             out[kind] = out.get(kind, 0) + float(cpu.group(1)) * int(repeats.group(1)) / STEPS
     return out
 
+COLLECTIVES = ("c_allreduce", "c_all_gather", "c_reduce_scatter")
+
 def traced(folder):
-    """The kernels' CPU seconds of the traced step, over every rank (collectives left out)."""
-    total = 0.0
-    for path in glob.glob(f"{folder}/rank*.trace.json"):
-        for e in json.load(open(path))["traceEvents"]:
-            if (e.get("ph") == "X" and e.get("cat") == "compute" and e["name"] != "wait"
-                    and not e["name"].startswith("c_") and "cpu_us" in e.get("args", {})):
-                total += e["args"]["cpu_us"] * 1e-6
-    return total
+    """The traced step over every rank, seconds: its span (mean over ranks), and the compute
+    stream's kernels and collectives, wall and thread CPU."""
+    parts = dict(span=0.0, kernels=0.0, kernels_cpu=0.0, collectives=0.0, collectives_cpu=0.0)
+    paths = glob.glob(f"{folder}/rank*.trace.json")
+    for path in paths:
+        done = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
+        parts["span"] += (max(e["ts"] + e["dur"] for e in done) -
+                          min(e["ts"] for e in done)) * 1e-6 / len(paths)
+        for e in done:
+            if e.get("cat") != "compute" or e["name"] == "wait":
+                continue
+            kind = "collectives" if e["name"].startswith(COLLECTIVES) else "kernels"
+            parts[kind] += e["dur"] * 1e-6
+            parts[kind + "_cpu"] += e.get("args", {}).get("cpu_us", 0.0) * 1e-6
+    return parts
 
 tables = {k: [by_type(f"{work}/{k}_{r}.pbtxt") for r in range(1, rounds + 1)]
           for k in ("1f1b", "fthenb")}
@@ -77,7 +87,7 @@ print("         profile --in-run (threads)           run (4 processes, traced)")
 print("round   1f1b   fthenb   fthenb/1f1b          1f1b   fthenb   fthenb/1f1b")
 for r in range(rounds):
     a, b = sum(tables["1f1b"][r].values()), sum(tables["fthenb"][r].values())
-    c, d = runs["1f1b"][r], runs["fthenb"][r]
+    c, d = runs["1f1b"][r]["kernels_cpu"], runs["fthenb"][r]["kernels_cpu"]
     ratios.append(b / a)
     run_ratios.append(d / c)
     print(f"{r + 1:5d} {a * 1e3:6.2f} {b * 1e3:8.2f} {b / a:13.3f}        "
@@ -85,6 +95,15 @@ for r in range(rounds):
 for name, rs in (("profile --in-run", ratios), ("run", run_ratios)):
     print(f"{name:17s} median ratio {statistics.median(rs):.3f} (min {min(rs):.3f}, "
           f"max {max(rs):.3f})")
+# Where the traced steps went: with the cores full under both schedules, a longer step is
+# time the ranks' threads waited for a core or for each other (the collectives' wall).
+print("\nrun, the traced step (ms, medians over rounds; span: mean over ranks, the rest summed "
+      "over the 4 ranks)")
+print(f"{'':8s} {'span':>7s} {'kernels':>8s} {'(CPU)':>7s} {'all-reduces':>12s} {'(CPU)':>7s}")
+for k in ("1f1b", "fthenb"):
+    med = {p: statistics.median(run[p] for run in runs[k]) * 1e3 for p in runs[k][0]}
+    print(f"{k:8s} {med['span']:7.2f} {med['kernels']:8.2f} {med['kernels_cpu']:7.2f} "
+          f"{med['collectives']:12.2f} {med['collectives_cpu']:7.2f}")
 mean = {k: {t: sum(d.get(t, 0) for d in tables[k]) / rounds for t in tables[k][0]}
         for k in tables}
 print(f"\nprofile --in-run, by op type:\n{'op type':26s} {'1f1b ms':>9s} {'fthenb ms':>10s} {'ratio':>7s}")
