@@ -14,8 +14,8 @@
 #
 # Prints per round the kernels' CPU per step of each schedule both ways, the median ratios
 # fthenb / 1f1b, where the runs' traced steps went (span, kernels and all-reduces on the
-# compute stream, wall and CPU), then per op type the means of the in-run profiles. PW_TOOL names the
-# pipeweave binary. About 1.5 minutes with 6 rounds on 2 cores.
+# compute stream, wall and CPU), then per op type the means of the in-run profiles.
+# PW_TOOL names the pipeweave binary. About 1.5 minutes with 6 rounds on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pw=${PW_TOOL:-$root/build/tools/pipeweave}
@@ -106,7 +106,8 @@ for k in ("1f1b", "fthenb"):
           f"{med['collectives']:12.2f} {med['collectives_cpu']:7.2f}")
 mean = {k: {t: sum(d.get(t, 0) for d in tables[k]) / rounds for t in tables[k][0]}
         for k in tables}
-print(f"\nprofile --in-run, by op type:\n{'op type':26s} {'1f1b ms':>9s} {'fthenb ms':>10s} {'ratio':>7s}")
+print("\nprofile --in-run, by op type:")
+print(f"{'op type':26s} {'1f1b ms':>9s} {'fthenb ms':>10s} {'ratio':>7s}")
 for t in sorted(mean["1f1b"], key=lambda t: -mean["1f1b"][t])[:15]:
     a, b = mean["1f1b"][t], mean["fthenb"].get(t, 0)
     print(f"{t:26s} {a * 1e3:9.3f} {b * 1e3:10.3f} {b / a:7.2f}")
