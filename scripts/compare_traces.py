@@ -19,6 +19,13 @@ each rank's collectives (the op types the simulated trace marks as such): their 
 median, mean and count, measured beside simulated, since a collective's time holds its
 wait for the last member of its group. Where the two disagree is where the cost model is
 wrong.
+
+Ranks that ran on one host (their traces name the host and where the step began on its
+steady clock) are put on one time line: then each rank's step start relative to the first
+rank's, and the pipeline transfers from the sender's send to the receiver's data (paired as
+the simulated trace pairs them), measured beside simulated. --merge OUT.json writes that
+time line as one trace to open in Perfetto or chrome://tracing: the measured ranks with
+arrows for their transfers, and below them the simulated ranks.
 """
 
 import argparse
@@ -26,6 +33,7 @@ import bisect
 import collections
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -36,6 +44,69 @@ def events(path):
     with open(path) as f:
         doc = json.load(f)
     return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def other_data(path):
+    with open(path) as f:
+        doc = json.load(f)
+    return doc.get("otherData", {}) if isinstance(doc, dict) else {}
+
+
+# A pipeline transfer's job, as both traces name it: the rank's index in its program, SEND or
+# RECV, the kind of tensor (F: activation, B: gradient) and the micro-batch ("0SEND_F3").
+JOB = re.compile(r"^(\d+)(SEND|RECV)_([A-Z]+)(\d+)")
+
+
+def measured_offsets(paths):
+    """rank -> where its traced step began, in us after the earliest rank's; None unless every
+    trace says where on one host's steady clock (run --trace on one machine)."""
+    began, hosts = {}, set()
+    for rank, path in paths.items():
+        data = other_data(path)
+        if data.get("clock") != "steady" or "step_began_us" not in data:
+            return None
+        began[rank] = data["step_began_us"]
+        hosts.add(data.get("host"))
+    if len(hosts) != 1 or not began:
+        return None
+    first = min(began.values())
+    return {rank: t - first for rank, t in began.items()}
+
+
+def transfer_slices(evs, key):
+    """(rank, job) -> the slice of each send or recv in a trace; `key` gives a slice's job."""
+    out = {}
+    for e in evs:
+        if e.get("ph") == "X" and e.get("cat") in ("send", "recv"):
+            job = key(e)
+            if job:
+                out[(e["pid"], job)] = e
+    return out
+
+
+def simulated_transfers(evs):
+    """[(sender, send job, receiver, recv job)] from the simulated trace's flow arrows: a
+    send's arrow starts where it began and ends where its data arrived, inside the recv."""
+    slices = transfer_slices(evs, lambda e: e.get("args", {}).get("job"))
+    sends = {(e["pid"], e["ts"]): job for (pid, job), e in slices.items() if e["cat"] == "send"}
+    recvs = collections.defaultdict(list)
+    for (pid, job), e in slices.items():
+        if e["cat"] == "recv":
+            recvs[pid].append((e["ts"], e["ts"] + e["dur"], job))
+    starts = {e["id"]: e for e in evs if e.get("ph") == "s"}
+    pairs = []
+    for f in (e for e in evs if e.get("ph") == "f"):
+        s = starts.get(f["id"])
+        send_job = s and sends.get((s["pid"], s["ts"]))
+        inside = [job for lo, hi, job in recvs[f["pid"]] if lo - 1e-6 <= f["ts"] <= hi + 1e-6]
+        if send_job and inside:
+            pairs.append((s["pid"], send_job, f["pid"], inside[0]))
+    return pairs
+
+
+def measured_job(e):
+    m = JOB.match(e.get("args", {}).get("where", ""))
+    return m.group(0) if m else None
 
 
 def thread_names(evs):
@@ -161,6 +232,9 @@ def main():
     parser.add_argument("measured", help="the folder `pipeweave run --trace` wrote")
     parser.add_argument("simulated", help="the file `pipeweave sim --trace` wrote")
     parser.add_argument("--ops", type=int, default=12, help="op types to list (12)")
+    parser.add_argument("--merge", metavar="OUT",
+                        help="write the measured ranks on one time line, and the simulated "
+                        "ones below them, as one Chrome trace")
     args = parser.parse_args()
     if not os.path.isdir(args.measured):
         sys.exit(f"{args.measured}: not a folder of rankR.trace.json (pipeweave run --trace DIR)")
@@ -173,11 +247,13 @@ def main():
     all_hand_offs = collections.defaultdict(lambda: ([], []))  # (from, to) -> measured, simulated
     collective_rows = []  # (rank, op, measured us, simulated us)
     compared = 0
+    paths = {}
     for rank in sorted(sim):
         path = os.path.join(args.measured, f"rank{rank}.trace.json")
         if not os.path.exists(path):
             print(f"rank {rank}: no {path}; skipped")
             continue
+        paths[rank] = path
         try:
             streams, ops, span, measured_hand_offs, durations = measured_rank(path)
         except (OSError, ValueError, KeyError) as err:
@@ -234,6 +310,108 @@ def main():
         for rank, op, m, s in collective_rows:
             print(f"  {rank:>4} {op:<22} {median(m):>16} {mean(m):>6} {len(m):6d}"
                   f"   {median(s):>17} {mean(s):>6} {len(s):6d}")
+
+    offsets = measured_offsets(paths)
+    if offsets is None:
+        print("\n(the measured ranks are not on one clock: traces of another host, or written "
+              "before\n they said where their step began; no transfers compared)")
+        if args.merge:
+            sys.exit("--merge needs the ranks' traces of one `pipeweave run --trace` on one host")
+        return
+    sim_evs = events(args.simulated)
+    measured_evs = {rank: events(path) for rank, path in paths.items()}
+    print_starts(offsets, measured_evs, sim_evs)
+    print_transfers(offsets, measured_evs, sim_evs, median, mean)
+    if args.merge:
+        write_merged(args.merge, offsets, measured_evs, sim_evs)
+        print(f"\nwrote {args.merge}: measured ranks (pid R) on one time line, simulated ranks "
+              f"(pid {SIM_PID} + R) below")
+
+
+SIM_PID = 1000  # the simulated ranks' processes in a merged trace
+
+
+def first_ops(evs_by_rank, offsets):
+    """rank -> when its first op (a compute instruction) began, after the earliest rank's."""
+    first = {}
+    for rank, evs in evs_by_rank.items():
+        starts = [e["ts"] for e in evs if e.get("ph") == "X" and e.get("cat") == "compute"]
+        if starts:
+            first[rank] = min(starts) + offsets.get(rank, 0.0)
+    base = min(first.values()) if first else 0.0
+    return {rank: t - base for rank, t in first.items()}
+
+
+def print_starts(offsets, measured_evs, sim_evs):
+    sim_by_rank = collections.defaultdict(list)
+    for e in sim_evs:
+        sim_by_rank[e.get("pid", 0)].append(e)
+    measured, simulated = first_ops(measured_evs, offsets), first_ops(sim_by_rank, {})
+    print("\neach rank's first op, after the first rank's (us; measured on the host's clock)")
+    print(f"  {'rank':>4} {'measured':>9} {'simulated':>9}")
+    for rank in sorted(measured):
+        shown = f"{simulated[rank]:9.0f}" if rank in simulated else f"{'-':>9}"
+        print(f"  {rank:>4} {measured[rank]:9.0f} {shown}")
+
+
+def print_transfers(offsets, measured_evs, sim_evs, median, mean):
+    """Each pipeline transfer from its send's start on the sender to the end of its recv on
+    the receiver (the data there), by sender, receiver and kind, measured beside simulated."""
+    sim_slices = transfer_slices(sim_evs, lambda e: e.get("args", {}).get("job"))
+    measured = {}
+    for rank, evs in measured_evs.items():
+        for (pid, job), e in transfer_slices(evs, measured_job).items():
+            measured[(rank, job)] = e
+    rows = collections.defaultdict(lambda: ([], []))
+    for src, send_job, dst, recv_job in simulated_transfers(sim_evs):
+        kind = JOB.match(send_job).group(3)
+        row = rows[(src, dst, kind)]
+        s, r = sim_slices[(src, send_job)], sim_slices[(dst, recv_job)]
+        row[1].append(r["ts"] + r["dur"] - s["ts"])
+        ms, mr = measured.get((src, send_job)), measured.get((dst, recv_job))
+        if ms and mr:
+            row[0].append(offsets[dst] + mr["ts"] + mr["dur"] - (offsets[src] + ms["ts"]))
+    if not rows:
+        return
+    print("\npipeline transfers (us: from the sender's send starting to the receiver having the "
+          "data;\n F activations, B gradients)")
+    print(f"  {'from -> to':<12} {'kind':>4} {'measured: median':>16} {'mean':>6} {'count':>6}"
+          f"   {'simulated: median':>17} {'mean':>6} {'count':>6}")
+    for (src, dst, kind), (m, s) in sorted(rows.items()):
+        print(f"  {f'{src} -> {dst}':<12} {kind:>4} {median(m):>16} {mean(m):>6} {len(m):6d}"
+              f"   {median(s):>17} {mean(s):>6} {len(s):6d}")
+
+
+def write_merged(out, offsets, measured_evs, sim_evs):
+    merged = []
+    ids = 0
+    sends = {}
+    for rank, evs in sorted(measured_evs.items()):
+        for e in evs:
+            e = dict(e, pid=rank)
+            if "ts" in e:
+                e["ts"] = e["ts"] + offsets[rank]
+            merged.append(e)
+            job = measured_job(e) if e.get("ph") == "X" else None
+            if job:
+                sends[(rank, job)] = e
+    for src, send_job, dst, recv_job in simulated_transfers(sim_evs):
+        s, r = sends.get((src, send_job)), sends.get((dst, recv_job))
+        if s and r:
+            ids += 1
+            merged.append({"ph": "s", "name": "transfer", "cat": "flow", "id": ids, "pid": src,
+                           "tid": s["tid"], "ts": s["ts"]})
+            merged.append({"ph": "f", "name": "transfer", "cat": "flow", "id": ids, "pid": dst,
+                           "tid": r["tid"], "ts": r["ts"] + r["dur"], "bp": "e"})
+    for e in sim_evs:
+        e = dict(e, pid=SIM_PID + e.get("pid", 0))
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            e["args"] = {"name": f"rank {e['pid'] - SIM_PID} (simulated)"}
+        if e.get("ph") in ("s", "f"):
+            e["id"] = e["id"] + ids
+        merged.append(e)
+    with open(out, "w") as f:
+        json.dump({"traceEvents": merged, "displayTimeUnit": "ms"}, f)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "executor/watchdog.h"
 #include "viz/chrome_trace.h"
 
 namespace pw::tools {
@@ -42,6 +43,14 @@ std::string StepTraceJson(const Interpreter& interp, const StepTimes& step) {
     trace.SetThreadName(rank, tid, StreamTypeName(type));
     trace.SetThreadSortIndex(rank, tid, tid);
   }
+  // Where the step began on the machine's steady clock (CLOCK_MONOTONIC, shared by its
+  // processes): the ranks of one host line up on it (scripts/compare_traces.py).
+  std::string began_us, host;
+  AppendJsonNumber(began_us, static_cast<double>(step.began_ns) / 1e3);
+  AppendJsonString(host, Watchdog::HostName());
+  trace.SetOtherData("clock", "\"steady\"");
+  trace.SetOtherData("step_began_us", began_us);
+  trace.SetOtherData("host", host);
   const double origin = static_cast<double>(step.began_ns);
   auto us = [&](int64_t ns) { return (static_cast<double>(ns) - origin) / 1e3; };
   // The instruction that records each event: what a wait for it waits for.

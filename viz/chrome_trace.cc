@@ -116,10 +116,19 @@ void ChromeTraceWriter::AddFlow(std::string_view name, uint64_t id, int from_pid
   }
 }
 
+void ChromeTraceWriter::SetOtherData(std::string_view key, std::string_view json_value) {
+  if (!other_data_.empty()) other_data_ += ',';
+  AppendJsonString(other_data_, key);
+  other_data_ += ':';
+  other_data_ += json_value;
+}
+
 std::string ChromeTraceWriter::Finish() const {
   std::string out = "{\"traceEvents\":[\n";
   out += events_;
-  out += "\n],\"displayTimeUnit\":\"ms\"}\n";
+  out += "\n],\"displayTimeUnit\":\"ms\"";
+  if (!other_data_.empty()) out += ",\"otherData\":{" + other_data_ + "}";
+  out += "}\n";
   return out;
 }
 

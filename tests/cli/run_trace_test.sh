@@ -32,6 +32,9 @@ assert "compute" in threads, threads
 # A pipeline stream that waited for the compute stream's event names that hand-off.
 offs = [e["args"] for e in done if "handoff_us" in e["args"]]
 assert offs and all(a["handoff_us"] >= 0 and a["handoff_from"] in threads for a in offs), offs[:3]
+# Where the step began on the host's steady clock, so that the ranks line up.
+other = json.load(open(sys.argv[1]))["otherData"]
+assert other["clock"] == "steady" and other["step_began_us"] > 0 and other["host"], other
 PY
 done
 
@@ -60,6 +63,27 @@ grep -Eq '^  matmul +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "n
 grep -Eq '^  compute -> pp_send +[0-9.]+ +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[1-9][0-9]*$' \
   <<<"$table" ||
   fail "no compute -> pp_send hand-off row: $table"
+# The ranks on one clock: when each began its first op, and the transfers (4 activations
+# and 4 gradients) from the send to the data on the other side, both measured and simulated.
+for rank in 0 1; do
+  grep -Eq "^ +$rank +[0-9]+ +[0-9]+$" <<<"$table" || fail "no first-op row for rank $rank: $table"
+done
+grep -Eq '^  0 -> 1 +F +[0-9.]+ +[0-9.]+ +4 +[0-9.]+ +[0-9.]+ +4$' <<<"$table" ||
+  fail "no activation transfer row: $table"
+grep -Eq '^  1 -> 0 +B +[0-9.]+ +[0-9.]+ +4 +[0-9.]+ +[0-9.]+ +4$' <<<"$table" ||
+  fail "no gradient transfer row: $table"
+"$compare" "$work/trace" "$work/sim.json" --merge "$work/merged.json" >/dev/null ||
+  fail "compare_traces --merge exited $?"
+python3 - "$work/merged.json" <<'PY' || fail "merged trace: $(head -c 300 "$work/merged.json")"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+assert names[0] == "rank 0 (measured)" and names[1001] == "rank 1 (simulated)", names
+# Each measured transfer an arrow from the sender's send to the receiver's recv.
+starts = [e for e in events if e.get("ph") == "s" and e["pid"] in (0, 1)]
+assert len(starts) == 8 and all(e["name"] == "transfer" for e in starts), starts[:2]
+assert min(e["ts"] for e in events if e.get("ph") == "X" and e["pid"] < 2) >= 0
+PY
 # Without --trace-cpu no instruction reads the thread's CPU clock (a system call each):
 # no cpu_us, and the table says so.
 "$pw" run-parallel "$work/gpt.pbtxt" --nproc 2 --steps 2 --threads 1 --run-dir "$work/run2" \
@@ -91,6 +115,47 @@ table=$("$compare" "$work/synthetic" "$work/synthetic/sim.json") ||
   fail "compare_traces exited $? on the hand-made traces: $table"
 grep -Eq '^ +0 c_allreduce_sum +40\.0 +40\.0 +2 +20\.0 +20\.0 +2$' <<<"$table" ||
   fail "no collective row for rank 0: $table"
+grep -q "not on one clock" <<<"$table" || fail "traces without a clock not said: $table"
+if err=$("$compare" "$work/synthetic" "$work/synthetic/sim.json" --merge "$work/m.json" 2>&1); then
+  fail "merged traces without a clock: $err"
+fi
+grep -q "one host" <<<"$err" || fail "unclear error merging traces without a clock: $err"
+# Two hand-made ranks on one clock, rank 1's step begun 100 us after rank 0's: rank 0's send
+# at 10 us reaches rank 1's recv, which ends at 50 us of rank 1's step: 140 us measured; the
+# simulated transfer's arrow lands 35 us after the send.
+mkdir -p "$work/aligned"
+python3 - "$work/aligned" <<'PY'
+import json, sys
+def rank(r, began, ops):
+    meta = [{"ph": "M", "name": "thread_name", "pid": r, "tid": t, "args": {"name": n}}
+            for t, n in ((0, "compute"), (2, "pp_send"), (3, "pp_recv"))]
+    evs = [{"ph": "X", "name": n, "pid": r, "tid": t, "cat": c, "ts": ts, "dur": d,
+            "args": {"where": w}} for n, t, c, ts, d, w in ops]
+    other = {"clock": "steady", "step_began_us": began, "host": "h"}
+    json.dump({"traceEvents": meta + evs, "otherData": other},
+              open(f"{sys.argv[1]}/rank{r}.trace.json", "w"))
+rank(0, 1000.0, [("matmul", 0, "compute", 0, 10, "op"),
+                 ("send", 2, "send", 10, 5, "0SEND_F0 of 'x' to pipeline rank 1")])
+rank(1, 1100.0, [("recv", 3, "recv", 0, 50, "1RECV_F0 of 'x' from pipeline rank 0"),
+                 ("matmul", 0, "compute", 60, 10, "op")])
+meta = [{"ph": "M", "name": "thread_name", "pid": r, "tid": t, "args": {"name": n}}
+        for r in (0, 1) for t, n in ((0, "compute"), (2, "pp_send"), (3, "pp_recv"))]
+sim = meta + [
+    {"ph": "X", "name": "matmul", "pid": 0, "tid": 0, "cat": "compute", "ts": 0, "dur": 10},
+    {"ph": "X", "name": "SEND x", "pid": 0, "tid": 2, "cat": "send", "ts": 10, "dur": 35,
+     "args": {"job": "0SEND_F0"}},
+    {"ph": "X", "name": "RECV x", "pid": 1, "tid": 3, "cat": "recv", "ts": 10, "dur": 35,
+     "args": {"job": "1RECV_F0"}},
+    {"ph": "X", "name": "matmul", "pid": 1, "tid": 0, "cat": "compute", "ts": 45, "dur": 10},
+    {"ph": "s", "name": "SEND x", "pid": 0, "tid": 2, "cat": "flow", "id": 1, "ts": 10},
+    {"ph": "f", "name": "SEND x", "pid": 1, "tid": 3, "cat": "flow", "id": 1, "ts": 45, "bp": "e"}]
+json.dump({"traceEvents": sim}, open(sys.argv[1] + "/sim.json", "w"))
+PY
+table=$("$compare" "$work/aligned" "$work/aligned/sim.json") ||
+  fail "compare_traces exited $? on the aligned traces: $table"
+grep -Eq '^ +1 +160 +45$' <<<"$table" || fail "rank 1's first op not at 160 / 45 us: $table"
+grep -Eq '^  0 -> 1 +F +140\.0 +140\.0 +1 +35\.0 +35\.0 +1$' <<<"$table" ||
+  fail "no 140 / 35 us transfer row: $table"
 mkdir -p "$work/empty"
 if err=$("$compare" "$work/empty" "$work/sim.json" 2>&1); then fail "an empty folder compared: $err"; fi
 grep -q "no rankR.trace.json" <<<"$err" || fail "unclear error for an empty folder: $err"

@@ -21,6 +21,20 @@ TEST(ChromeTrace, WritesCompleteEventsAndMetadata) {
             std::string::npos);
   EXPECT_NE(json.find("rank \\\"0\\\""), std::string::npos);
   EXPECT_EQ(trace.num_events(), 5u);
+  EXPECT_EQ(json.find("otherData"), std::string::npos);  // none set
+}
+
+TEST(ChromeTrace, OtherDataClosesTheDocument) {
+  ChromeTraceWriter trace;
+  trace.SetProcessName(0, "rank 0");
+  trace.SetOtherData("clock", "\"steady\"");
+  trace.SetOtherData("step \"began\" us", "12.5");
+  const std::string json = trace.Finish();
+  EXPECT_NE(json.find("\"displayTimeUnit\":\"ms\",\"otherData\":{\"clock\":\"steady\","
+                      "\"step \\\"began\\\" us\":12.5}}"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(trace.num_events(), 1u);  // other data is not an event
 }
 
 TEST(ScheduleSvg, DrawsOneBlockPerComputeAction) {
