@@ -29,6 +29,9 @@ struct Instr {
   Kind kind = Kind::kKernel;
   StreamType stream = StreamType::kCompute;
   std::string where;  // "op 3 (matmul) of program 'fwd0' for micro-batch 2", for errors
+  // The plan's job it does (LoweredPlan::job_names: "0F2", "1SEND_B3", "0OPT"); -1 for
+  // step-level work. Traces name it, as the simulator's do.
+  int job = -1;
 
   std::vector<Event*> waits;     // before running
   std::vector<Event*> records;   // after running

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ir/p2p_vars.h"
+#include "ir/plan_actions.h"
 #include "ir/post_validation.h"
 #include "ir/rank_layout.h"
 #include "ir/rank_sequence.h"
@@ -193,6 +194,7 @@ void Lowerer::MakeInstr(int i, Instr& instr) {
   }
   instr.stream = item.stream;
   instr.where = seq_.Describe(i);
+  instr.job = item.job;
   instr.micro_batch = item.micro_batch;
   for (int s : item.feeds) instr.feeds.push_back(Instr::Feed{slots_[s], seq_.slots[s].var});
   for (int s : item.reads) AppendDistinct(instr.uses, slots_[s]);
@@ -290,6 +292,7 @@ StatusOr<std::unique_ptr<LoweredPlan>> Lowerer::Run() {
   PW_ASSIGN_OR_RETURN(seq_, BuildRankSequence(module_, rank_, seq_options));
   out_->rank = rank_;
   out_->num_micro_batches = seq_.num_micro_batches;
+  for (const Job* job : seq_.jobs) out_->job_names.push_back(JobToString(*job));
   out_->losses.assign(seq_.num_micro_batches, std::numeric_limits<double>::quiet_NaN());
   MakeSlots();
 

@@ -41,7 +41,8 @@ struct LoweringOptions {
 struct LoweredPlan {
   int rank = 0;
   int num_micro_batches = 0;
-  std::vector<Instr> instrs;  // in host order
+  std::vector<Instr> instrs;           // in host order
+  std::vector<std::string> job_names;  // by Instr::job, as the plan prints them ("0F2")
   std::deque<ValueSlot> slots;
   std::deque<Op> synthetic_ops;
   std::vector<std::unique_ptr<Event>> events;

@@ -23,7 +23,10 @@ wrong.
 Ranks that ran on one host (their traces name the host and where the step began on its
 steady clock) are put on one time line: then each rank's step start relative to the first
 rank's, and the pipeline transfers from the sender's send to the receiver's data (paired as
-the simulated trace pairs them), measured beside simulated. --merge OUT.json writes that
+the simulated trace pairs them), measured beside simulated. Then each rank's jobs (a
+micro-batch's forward F, backward B or W, the optimizer OPT...): the median over its
+micro-batches of a job's time at work (its instructions) and its span (first start to last
+end), measured beside simulated. --merge OUT.json writes that
 time line as one trace to open in Perfetto or chrome://tracing: the measured ranks with
 arrows for their transfers, and below them the simulated ranks.
 """
@@ -102,6 +105,49 @@ def simulated_transfers(evs):
         if send_job and inside:
             pairs.append((s["pid"], send_job, f["pid"], inside[0]))
     return pairs
+
+
+JOB_KIND = re.compile(r"^\d+([A-Z_]+?)\d*$")
+
+
+def job_times(evs_by_rank):
+    """(rank, kind) -> [(work us, span us)] per job, from the slices' job args ("0F3": rank
+    0's forward of micro-batch 3); pipeline transfers and step-level work left out."""
+    jobs = collections.defaultdict(lambda: [0.0, float("inf"), 0.0])
+    for rank, evs in evs_by_rank.items():
+        for e in evs:
+            job = e.get("args", {}).get("job") if e.get("ph") == "X" else None
+            if not job or e.get("cat") in ("send", "recv", "wait"):
+                continue
+            j = jobs[(rank, job)]
+            j[0] += e["dur"]
+            j[1] = min(j[1], e["ts"])
+            j[2] = max(j[2], e["ts"] + e["dur"])
+    out = collections.defaultdict(list)
+    for (rank, job), (work, first, last) in jobs.items():
+        m = JOB_KIND.match(job)
+        if m and not m.group(1).startswith(("SEND", "RECV")):
+            out[(rank, m.group(1))].append((work, last - first))
+    return out
+
+
+def print_jobs(measured_evs, sim_evs, median):
+    if not any(e.get("args", {}).get("job") for evs in measured_evs.values() for e in evs):
+        print("\n(the measured traces name no jobs: written before they did; no jobs compared)")
+        return
+    sim_by_rank = collections.defaultdict(list)
+    for e in sim_evs:
+        sim_by_rank[e.get("pid", 0)].append(e)
+    measured, simulated = job_times(measured_evs), job_times(sim_by_rank)
+    print("\njobs per rank (us: the median over micro-batches of a job's time at work and of its "
+          "span,\n first start to last end)")
+    print(f"  {'rank':>4} {'job':<6} {'measured: work':>14} {'span':>7} {'count':>6}"
+          f"   {'simulated: work':>15} {'span':>7} {'count':>6}")
+    for key in sorted(set(measured) | set(simulated)):
+        m, s = measured.get(key, []), simulated.get(key, [])
+        print(f"  {key[0]:>4} {key[1]:<6} {median([w for w, _ in m]):>14} "
+              f"{median([x for _, x in m]):>7} {len(m):6d}   {median([w for w, _ in s]):>15} "
+              f"{median([x for _, x in s]):>7} {len(s):6d}")
 
 
 def measured_job(e):
@@ -311,6 +357,10 @@ def main():
             print(f"  {rank:>4} {op:<22} {median(m):>16} {mean(m):>6} {len(m):6d}"
                   f"   {median(s):>17} {mean(s):>6} {len(s):6d}")
 
+    measured_evs = {rank: events(path) for rank, path in paths.items()}
+    sim_evs = events(args.simulated)
+    print_jobs(measured_evs, sim_evs, median)
+
     offsets = measured_offsets(paths)
     if offsets is None:
         print("\n(the measured ranks are not on one clock: traces of another host, or written "
@@ -318,8 +368,6 @@ def main():
         if args.merge:
             sys.exit("--merge needs the ranks' traces of one `pipeweave run --trace` on one host")
         return
-    sim_evs = events(args.simulated)
-    measured_evs = {rank: events(path) for rank, path in paths.items()}
     print_starts(offsets, measured_evs, sim_evs)
     print_transfers(offsets, measured_evs, sim_evs, median, mean)
     if args.merge:

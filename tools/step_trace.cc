@@ -70,7 +70,10 @@ std::string StepTraceJson(const Interpreter& interp, const StepTimes& step) {
       trace.AddComplete("wait", "wait", rank, tid, us(t.taken), us(t.began) - us(t.taken));
     std::string name =
         instr.kind == Instr::Kind::kKernel && instr.op ? instr.op->type : KindName(instr.kind);
-    std::string args = StrCat("{\"micro_batch\": ", instr.micro_batch);
+    std::string args = StrCat("{\"micro_batch\": ", instr.micro_batch, ", \"job\": ");
+    AppendJsonString(args, instr.job >= 0 && instr.job < static_cast<int>(plan.job_names.size())
+                               ? plan.job_names[instr.job]
+                               : "step");
     // cpu_us: the stream thread's CPU time in it, without the time it waited for a core.
     if (step.cpu_time) args += StrCat(", \"cpu_us\": ", static_cast<double>(t.cpu) / 1e3);
     args += ", \"where\": ";

@@ -1,8 +1,9 @@
 #pragma once
 // A measured step as a Chrome trace: one process per rank, one track per stream, each
 // instruction the executor ran (its op, or send / recv / fetch) from when it began to when
-// it ended (its args: micro-batch, the stream thread's CPU time in it where the step recorded
-// it (Tracing::kTimesAndCpu), where it comes from, the hand-off it waited for),
+// it ended (its args: micro-batch, the plan's job it does, the stream thread's CPU time in it
+// where the step recorded it (Tracing::kTimesAndCpu), where it comes from, the hand-off it
+// waited for),
 // and the time its stream waited for its events before it as a "wait" slice. The
 // same tracks as `pipeweave sim --trace`, so the two open side by side.
 

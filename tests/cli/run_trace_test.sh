@@ -32,6 +32,9 @@ assert "compute" in threads, threads
 # A pipeline stream that waited for the compute stream's event names that hand-off.
 offs = [e["args"] for e in done if "handoff_us" in e["args"]]
 assert offs and all(a["handoff_us"] >= 0 and a["handoff_from"] in threads for a in offs), offs[:3]
+# Each instruction names the plan's job it does, as the simulator's trace does.
+jobs = {e["args"]["job"] for e in done}
+assert {f"{rank}F0", f"{rank}B3", f"{rank}OPT"} <= jobs, sorted(jobs)
 # Where the step began on the host's steady clock, so that the ranks line up.
 other = json.load(open(sys.argv[1]))["otherData"]
 assert other["clock"] == "steady" and other["step_began_us"] > 0 and other["host"], other
@@ -63,6 +66,13 @@ grep -Eq '^  matmul +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "n
 grep -Eq '^  compute -> pp_send +[0-9.]+ +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[1-9][0-9]*$' \
   <<<"$table" ||
   fail "no compute -> pp_send hand-off row: $table"
+# Each rank's forwards and backwards, 4 of each, and its optimizer, on both sides.
+for job in F B; do
+  grep -Eq "^ +1 +$job +[0-9.]+ +[0-9.]+ +4 +[0-9.]+ +[0-9.]+ +4$" <<<"$table" ||
+    fail "no jobs row for rank 1's $job: $table"
+done
+grep -Eq '^ +0 +OPT +[0-9.]+ +[0-9.]+ +1 +[0-9.]+ +[0-9.]+ +1$' <<<"$table" ||
+  fail "no jobs row for rank 0's optimizer: $table"
 # The ranks on one clock: when each began its first op, and the transfers (4 activations
 # and 4 gradients) from the send to the data on the other side, both measured and simulated.
 for rank in 0 1; do
@@ -116,6 +126,7 @@ table=$("$compare" "$work/synthetic" "$work/synthetic/sim.json") ||
 grep -Eq '^ +0 c_allreduce_sum +40\.0 +40\.0 +2 +20\.0 +20\.0 +2$' <<<"$table" ||
   fail "no collective row for rank 0: $table"
 grep -q "not on one clock" <<<"$table" || fail "traces without a clock not said: $table"
+grep -q "name no jobs" <<<"$table" || fail "traces without jobs not said: $table"
 if err=$("$compare" "$work/synthetic" "$work/synthetic/sim.json" --merge "$work/m.json" 2>&1); then
   fail "merged traces without a clock: $err"
 fi
