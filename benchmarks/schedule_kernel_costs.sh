@@ -7,15 +7,21 @@
 #   - as `profile --in-run` measures them: the plan's ranks as threads of one process,
 #     every kernel's thread CPU time over 6 steps (what the table holds);
 #   - as `run` runs them: 4 rank processes, one traced step (`run --trace --trace-cpu`),
-#     every kernel instruction's thread CPU time.
+#     every kernel instruction's thread CPU time;
+#   - as `run` runs them untraced but for the instructions' clock (`run --trace` without
+#     --trace-cpu, whose two system calls an instruction change what is measured): each
+#     rank's jobs (a micro-batch's forward F, backward B; the optimizer OPT), the median
+#     over micro-batches of a job's span.
 # A ratio above 1 in both would be the schedule's; in the first alone, the profile's.
 #
 #   benchmarks/schedule_kernel_costs.sh [ROUNDS (6)]
 #
 # Prints per round the kernels' CPU per step of each schedule both ways, the median ratios
 # fthenb / 1f1b, where the runs' traced steps went (span, kernels and all-reduces on the
-# compute stream, wall and CPU), then per op type the means of the in-run profiles.
-# PW_TOOL names the pipeweave binary. About 1.5 minutes with 6 rounds on 2 cores.
+# compute stream, wall and CPU), the jobs' spans of the plain traced runs, then per op
+# type the means of the in-run profiles. PW_MP and PW_PP (2 and 2) give the mesh (PW_MP=1:
+# the pipeline alone, one rank process per core). PW_TOOL names the pipeweave binary.
+# About 2 minutes with 6 rounds on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pw=${PW_TOOL:-$root/build/tools/pipeweave}
@@ -23,8 +29,11 @@ rounds=${1:-6}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+mp=${PW_MP:-2}
+pp=${PW_PP:-2}
+nproc=$((mp * pp))
 "$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
-  --micro-batch-size 2 --seed 1 --mp 2 --pp 2 -o "$work/gpt.pbtxt" >/dev/null
+  --micro-batch-size 2 --seed 1 --mp "$mp" --pp "$pp" -o "$work/gpt.pbtxt" >/dev/null
 for kind in 1f1b fthenb; do
   "$pw" opt "$work/gpt.pbtxt" -o "$work/$kind.pb" \
     -p "append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=$kind,micro-batches=8},insert-p2p" \
@@ -34,15 +43,19 @@ for ((r = 1; r <= rounds; r++)); do
   for kind in 1f1b fthenb; do
     "$pw" profile "$work/$kind.pb" -o "$work/${kind}_$r.pbtxt" --in-run --no-calibrate \
       >/dev/null 2>&1
-    "$pw" run "$work/$kind.pb" --nproc 4 --steps 4 --trace "$work/${kind}_trace_$r" \
+    "$pw" run "$work/$kind.pb" --nproc "$nproc" --steps 4 --trace "$work/${kind}_trace_$r" \
       --trace-cpu >/dev/null 2>&1
+    "$pw" run "$work/$kind.pb" --nproc "$nproc" --steps 4 --trace "$work/${kind}_plain_$r" \
+      >/dev/null 2>&1
   done
 done
 
-python3 - "$work" "$rounds" <<'EOF'
+python3 - "$work" "$rounds" "$nproc" "$root/scripts" <<'EOF'
 import glob, json, re, statistics, sys
 
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, nproc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+import compare_traces  # noqa: E402  (job_times: a trace's jobs by rank and kind)
 STEPS = 6  # profile --in-run's timed steps
 
 def by_type(path):
@@ -82,8 +95,8 @@ tables = {k: [by_type(f"{work}/{k}_{r}.pbtxt") for r in range(1, rounds + 1)]
 runs = {k: [traced(f"{work}/{k}_trace_{r}") for r in range(1, rounds + 1)]
         for k in ("1f1b", "fthenb")}
 ratios, run_ratios = [], []
-print("kernels' CPU per step, 4 ranks (ms):")
-print("         profile --in-run (threads)           run (4 processes, traced)")
+print(f"kernels' CPU per step, {nproc} ranks (ms):")
+print(f"         profile --in-run (threads)           run ({nproc} processes, traced)")
 print("round   1f1b   fthenb   fthenb/1f1b          1f1b   fthenb   fthenb/1f1b")
 for r in range(rounds):
     a, b = sum(tables["1f1b"][r].values()), sum(tables["fthenb"][r].values())
@@ -98,12 +111,29 @@ for name, rs in (("profile --in-run", ratios), ("run", run_ratios)):
 # Where the traced steps went: with the cores full under both schedules, a longer step is
 # time the ranks' threads waited for a core or for each other (the collectives' wall).
 print("\nrun, the traced step (ms, medians over rounds; span: mean over ranks, the rest summed "
-      "over the 4 ranks)")
+      f"over the {nproc} ranks)")
 print(f"{'':8s} {'span':>7s} {'kernels':>8s} {'(CPU)':>7s} {'all-reduces':>12s} {'(CPU)':>7s}")
 for k in ("1f1b", "fthenb"):
     med = {p: statistics.median(run[p] for run in runs[k]) * 1e3 for p in runs[k][0]}
     print(f"{k:8s} {med['span']:7.2f} {med['kernels']:8.2f} {med['kernels_cpu']:7.2f} "
           f"{med['collectives']:12.2f} {med['collectives_cpu']:7.2f}")
+# The plain traced runs: each rank's jobs, the median over micro-batches of a job's span in
+# each round, then the median over rounds, and fthenb / 1f1b per round's median.
+def jobs(folder):
+    evs = {int(re.search(r"rank(\d+)", p).group(1)): compare_traces.events(p)
+           for p in glob.glob(f"{folder}/rank*.trace.json")}
+    return {key: statistics.median(span for _, span in v)
+            for key, v in compare_traces.job_times(evs).items()}
+
+plain = {k: [jobs(f"{work}/{k}_plain_{r}") for r in range(1, rounds + 1)]
+         for k in ("1f1b", "fthenb")}
+print("\nrun without --trace-cpu, each rank's jobs (us: a job's span, median over micro-batches, "
+      "then over rounds)")
+print(f"{'rank':>4s} {'job':5s} {'1f1b':>8s} {'fthenb':>8s} {'fthenb/1f1b':>12s}")
+for key in sorted(plain["1f1b"][0]):
+    a = statistics.median(p[key] for p in plain["1f1b"] if key in p)
+    b = statistics.median(p[key] for p in plain["fthenb"] if key in p)
+    print(f"{key[0]:4d} {key[1]:5s} {a:8.1f} {b:8.1f} {b / a:12.3f}")
 mean = {k: {t: sum(d.get(t, 0) for d in tables[k]) / rounds for t in tables[k][0]}
         for k in tables}
 print("\nprofile --in-run, by op type:")
