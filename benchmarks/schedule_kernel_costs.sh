@@ -122,7 +122,7 @@ for k in ("1f1b", "fthenb"):
 def jobs(folder):
     evs = {int(re.search(r"rank(\d+)", p).group(1)): compare_traces.events(p)
            for p in glob.glob(f"{folder}/rank*.trace.json")}
-    return {key: statistics.median(span for _, span in v)
+    return {key: statistics.median(job[1] for job in v)
             for key, v in compare_traces.job_times(evs).items()}
 
 plain = {k: [jobs(f"{work}/{k}_plain_{r}") for r in range(1, rounds + 1)]

@@ -111,11 +111,15 @@ JOB_KIND = re.compile(r"^\d+([A-Z_]+?)\d*$")
 
 
 def job_times(evs_by_rank):
-    """(rank, kind) -> [(work us, span us)] per job, from the slices' job args ("0F3": rank
-    0's forward of micro-batch 3); pipeline transfers and step-level work left out."""
+    """(rank, kind) -> [(work us, span us, whether a transfer's data reached the rank while
+    it ran)] per job, from the slices' job args ("0F3": rank 0's forward of micro-batch 3);
+    pipeline transfers and step-level work left out."""
     jobs = collections.defaultdict(lambda: [0.0, float("inf"), 0.0])
+    arrivals = collections.defaultdict(list)  # rank -> when its recvs ended
     for rank, evs in evs_by_rank.items():
         for e in evs:
+            if e.get("ph") == "X" and e.get("cat") == "recv":
+                arrivals[rank].append(e["ts"] + e["dur"])
             job = e.get("args", {}).get("job") if e.get("ph") == "X" else None
             if not job or e.get("cat") in ("send", "recv", "wait"):
                 continue
@@ -127,7 +131,8 @@ def job_times(evs_by_rank):
     for (rank, job), (work, first, last) in jobs.items():
         m = JOB_KIND.match(job)
         if m and not m.group(1).startswith(("SEND", "RECV")):
-            out[(rank, m.group(1))].append((work, last - first))
+            arrived = any(first < t < last for t in arrivals[rank])
+            out[(rank, m.group(1))].append((work, last - first, arrived))
     return out
 
 
@@ -145,9 +150,25 @@ def print_jobs(measured_evs, sim_evs, median):
           f"   {'simulated: work':>15} {'span':>7} {'count':>6}")
     for key in sorted(set(measured) | set(simulated)):
         m, s = measured.get(key, []), simulated.get(key, [])
-        print(f"  {key[0]:>4} {key[1]:<6} {median([w for w, _ in m]):>14} "
-              f"{median([x for _, x in m]):>7} {len(m):6d}   {median([w for w, _ in s]):>15} "
-              f"{median([x for _, x in s]):>7} {len(s):6d}")
+        print(f"  {key[0]:>4} {key[1]:<6} {median([j[0] for j in m]):>14} "
+              f"{median([j[1] for j in m]):>7} {len(m):6d}   {median([j[0] for j in s]):>15} "
+              f"{median([j[1] for j in s]):>7} {len(s):6d}")
+    # A transfer that reaches a rank while it computes takes the receiving thread's turn on a
+    # core from that work where no core is free; the jobs it fell into, against the rest.
+    split = [key for key in sorted(measured) if len({j[2] for j in measured[key]}) == 2]
+    if not split:
+        return
+    print("\njobs a transfer's data reached while they ran, against the rest (us: median span)")
+    print(f"  {'rank':>4} {'job':<6} {'measured: reached':>17} {'count':>6} {'rest':>7} {'count':>6}"
+          f"   {'simulated: reached':>18} {'count':>6} {'rest':>7} {'count':>6}")
+    for key in split:
+        row = f"  {key[0]:>4} {key[1]:<6}"
+        for side, width in ((measured[key], 17), (simulated.get(key, []), 18)):
+            hit = [j[1] for j in side if j[2]]
+            rest = [j[1] for j in side if not j[2]]
+            row += (f" {median(hit):>{width}} {len(hit):6d} {median(rest):>7} {len(rest):6d}"
+                    + ("  " if width == 17 else ""))
+        print(row)
 
 
 def measured_job(e):

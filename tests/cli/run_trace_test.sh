@@ -167,6 +167,25 @@ table=$("$compare" "$work/aligned" "$work/aligned/sim.json") ||
 grep -Eq '^ +1 +160 +45$' <<<"$table" || fail "rank 1's first op not at 160 / 45 us: $table"
 grep -Eq '^  0 -> 1 +F +140\.0 +140\.0 +1 +35\.0 +35\.0 +1$' <<<"$table" ||
   fail "no 140 / 35 us transfer row: $table"
+# Jobs a transfer's data reached while they ran, against the rest: rank 0's forward of
+# micro-batch 0 (100 us) has a recv end inside it, that of micro-batch 1 (60 us) none.
+mkdir -p "$work/arrivals"
+python3 - "$work/arrivals" <<'PY'
+import json, sys
+meta = [{"ph": "M", "name": "thread_name", "pid": 0, "tid": t, "args": {"name": n}}
+        for t, n in ((0, "compute"), (3, "pp_recv"))]
+def op(ts, dur, job, cat="compute", tid=0):
+    return {"ph": "X", "name": "matmul" if cat == "compute" else "recv", "pid": 0, "tid": tid,
+            "cat": cat, "ts": ts, "dur": dur, "args": {"job": job, "where": "op"}}
+evs = meta + [op(0, 40, "0F0"), op(60, 40, "0F0"), op(0, 50, "0RECV_B0", "recv", 3),
+              op(200, 60, "0F1")]
+json.dump({"traceEvents": evs}, open(sys.argv[1] + "/rank0.trace.json", "w"))
+json.dump({"traceEvents": evs}, open(sys.argv[1] + "/sim.json", "w"))
+PY
+table=$("$compare" "$work/arrivals" "$work/arrivals/sim.json") ||
+  fail "compare_traces exited $? on the arrivals: $table"
+grep -Eq '^ +0 F +100\.0 +1 +60\.0 +1 +100\.0 +1 +60\.0 +1$' <<<"$table" ||
+  fail "no row of jobs a transfer reached: $table"
 mkdir -p "$work/empty"
 if err=$("$compare" "$work/empty" "$work/sim.json" 2>&1); then fail "an empty folder compared: $err"; fi
 grep -q "no rankR.trace.json" <<<"$err" || fail "unclear error for an empty folder: $err"
