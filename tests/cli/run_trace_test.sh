@@ -106,6 +106,10 @@ assert done and not any("cpu_us" in e.get("args", {}) for e in done)
 PY
 table=$("$compare" "$work/trace_plain" "$work/sim.json") || fail "compare_traces exited $?: $table"
 grep -Eq '^  matmul +[0-9.]+ +- +[0-9.]+ +[0-9.]+$' <<<"$table" || fail "no matmul row without CPU: $table"
+# Hand-made traces in a folder (its sim.json beside them), compared: the table in $table.
+compare_hand_made() {
+  table=$("$compare" "$1" "$1/sim.json") || fail "compare_traces exited $? on $1: $table"
+}
 # A rank's collectives, measured beside simulated (two hand-made traces: one all-reduce of
 # 30 and one of 50 us measured, two of 20 us simulated).
 mkdir -p "$work/synthetic"
@@ -121,8 +125,7 @@ simulated = meta + [op("matmul", 0, 10, "compute"), op("c_allreduce_sum", 10, 20
 json.dump({"traceEvents": measured}, open(sys.argv[1] + "/rank0.trace.json", "w"))
 json.dump({"traceEvents": simulated}, open(sys.argv[1] + "/sim.json", "w"))
 PY
-table=$("$compare" "$work/synthetic" "$work/synthetic/sim.json") ||
-  fail "compare_traces exited $? on the hand-made traces: $table"
+compare_hand_made "$work/synthetic"
 grep -Eq '^ +0 c_allreduce_sum +40\.0 +40\.0 +2 +20\.0 +20\.0 +2$' <<<"$table" ||
   fail "no collective row for rank 0: $table"
 grep -q "not on one clock" <<<"$table" || fail "traces without a clock not said: $table"
@@ -162,8 +165,7 @@ sim = meta + [
     {"ph": "f", "name": "SEND x", "pid": 1, "tid": 3, "cat": "flow", "id": 1, "ts": 45, "bp": "e"}]
 json.dump({"traceEvents": sim}, open(sys.argv[1] + "/sim.json", "w"))
 PY
-table=$("$compare" "$work/aligned" "$work/aligned/sim.json") ||
-  fail "compare_traces exited $? on the aligned traces: $table"
+compare_hand_made "$work/aligned"
 grep -Eq '^ +1 +160 +45$' <<<"$table" || fail "rank 1's first op not at 160 / 45 us: $table"
 grep -Eq '^  0 -> 1 +F +140\.0 +140\.0 +1 +35\.0 +35\.0 +1$' <<<"$table" ||
   fail "no 140 / 35 us transfer row: $table"
@@ -182,8 +184,7 @@ evs = meta + [op(0, 40, "0F0"), op(60, 40, "0F0"), op(0, 50, "0RECV_B0", "recv",
 json.dump({"traceEvents": evs}, open(sys.argv[1] + "/rank0.trace.json", "w"))
 json.dump({"traceEvents": evs}, open(sys.argv[1] + "/sim.json", "w"))
 PY
-table=$("$compare" "$work/arrivals" "$work/arrivals/sim.json") ||
-  fail "compare_traces exited $? on the arrivals: $table"
+compare_hand_made "$work/arrivals"
 grep -Eq '^ +0 F +100\.0 +1 +60\.0 +1 +100\.0 +1 +60\.0 +1$' <<<"$table" ||
   fail "no row of jobs a transfer reached: $table"
 mkdir -p "$work/empty"
