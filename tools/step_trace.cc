@@ -48,9 +48,9 @@ std::string StepTraceJson(const Interpreter& interp, const StepTimes& step) {
   std::string began_us, host;
   AppendJsonNumber(began_us, static_cast<double>(step.began_ns) / 1e3);
   AppendJsonString(host, Watchdog::HostName());
-  trace.SetOtherData("clock", "\"steady\"");
-  trace.SetOtherData("step_began_us", began_us);
-  trace.SetOtherData("host", host);
+  trace.AddOtherData("clock", "\"steady\"");
+  trace.AddOtherData("step_began_us", began_us);
+  trace.AddOtherData("host", host);
   const double origin = static_cast<double>(step.began_ns);
   auto us = [&](int64_t ns) { return (static_cast<double>(ns) - origin) / 1e3; };
   // The instruction that records each event: what a wait for it waits for.

@@ -116,7 +116,7 @@ void ChromeTraceWriter::AddFlow(std::string_view name, uint64_t id, int from_pid
   }
 }
 
-void ChromeTraceWriter::SetOtherData(std::string_view key, std::string_view json_value) {
+void ChromeTraceWriter::AddOtherData(std::string_view key, std::string_view json_value) {
   if (!other_data_.empty()) other_data_ += ',';
   AppendJsonString(other_data_, key);
   other_data_ += ':';

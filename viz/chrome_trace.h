@@ -37,13 +37,14 @@ class ChromeTraceWriter {
   void AddFlow(std::string_view name, uint64_t id, int from_pid, int from_tid, double from_ts,
                int to_pid, int to_tid, double to_ts);
 
-  // A field of the document's "otherData" object (facts about the whole trace, e.g. the
-  // clock its times are read from); `json_value` is a JSON value ("\"steady\"", "12.5").
-  void SetOtherData(std::string_view key, std::string_view json_value);
+  // A field (each key once) of the document's "otherData" object: facts about the whole
+  // trace, e.g. the clock its times are read from. `json_value` is a JSON value
+  // ("\"steady\"", "12.5").
+  void AddOtherData(std::string_view key, std::string_view json_value);
 
   size_t num_events() const { return count_; }
   // The whole document: {"traceEvents":[...],"displayTimeUnit":"ms"}, with "otherData":{...}
-  // when set.
+  // when any was added.
   std::string Finish() const;
 
  private:

@@ -27,8 +27,8 @@ TEST(ChromeTrace, WritesCompleteEventsAndMetadata) {
 TEST(ChromeTrace, OtherDataClosesTheDocument) {
   ChromeTraceWriter trace;
   trace.SetProcessName(0, "rank 0");
-  trace.SetOtherData("clock", "\"steady\"");
-  trace.SetOtherData("step \"began\" us", "12.5");
+  trace.AddOtherData("clock", "\"steady\"");
+  trace.AddOtherData("step \"began\" us", "12.5");
   const std::string json = trace.Finish();
   EXPECT_NE(json.find("\"displayTimeUnit\":\"ms\",\"otherData\":{\"clock\":\"steady\","
                       "\"step \\\"began\\\" us\":12.5}}"),
