@@ -51,11 +51,11 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 python3 - "$work" "$rounds" "$nproc" "$root/scripts" <<'EOF'
-import glob, json, re, statistics, sys
+import glob, re, statistics, sys
 
 work, rounds, nproc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sys.path.insert(0, sys.argv[4])
-import compare_traces  # noqa: E402  (job_times: a trace's jobs by rank and kind)
+import compare_traces  # noqa: E402  (events, job_times: a trace's slices and jobs)
 STEPS = 6  # profile --in-run's timed steps
 
 def by_type(path):
@@ -79,7 +79,7 @@ def traced(folder):
     parts = dict(span=0.0, kernels=0.0, kernels_cpu=0.0, collectives=0.0, collectives_cpu=0.0)
     paths = glob.glob(f"{folder}/rank*.trace.json")
     for path in paths:
-        done = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
+        done = [e for e in compare_traces.events(path) if e.get("ph") == "X"]
         parts["span"] += (max(e["ts"] + e["dur"] for e in done) -
                           min(e["ts"] for e in done)) * 1e-6 / len(paths)
         for e in done:

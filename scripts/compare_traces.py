@@ -43,29 +43,31 @@ import sys
 GAP_US = 1.0  # shorter idle time between instructions is not a wait (as run --trace)
 
 
+def load(path):
+    """A trace's events and its otherData ({} where it has none)."""
+    with open(path) as f:
+        doc = json.load(f)
+    if isinstance(doc, dict):
+        return doc["traceEvents"], doc.get("otherData", {})
+    return doc, {}
+
+
 def events(path):
-    with open(path) as f:
-        doc = json.load(f)
-    return doc["traceEvents"] if isinstance(doc, dict) else doc
+    return load(path)[0]
 
 
-def other_data(path):
-    with open(path) as f:
-        doc = json.load(f)
-    return doc.get("otherData", {}) if isinstance(doc, dict) else {}
-
-
-# A pipeline transfer's job, as both traces name it: the rank's index in its program, SEND or
-# RECV, the kind of tensor (F: activation, B: gradient) and the micro-batch ("0SEND_F3").
+# A pipeline transfer's job, as both traces name it (their slices' job args): the rank's index
+# in its program, SEND or RECV, the kind of tensor (F: activation, B: gradient) and the
+# micro-batch ("0SEND_F3").
 JOB = re.compile(r"^(\d+)(SEND|RECV)_([A-Z]+)(\d+)")
 
 
-def measured_offsets(paths):
-    """rank -> where its traced step began, in us after the earliest rank's; None unless every
-    trace says where on one host's steady clock (run --trace on one machine)."""
+def measured_offsets(other):
+    """rank -> where its traced step began, in us after the earliest rank's, from each rank's
+    otherData; None unless every trace says where on one host's steady clock (run --trace on
+    one machine)."""
     began, hosts = {}, set()
-    for rank, path in paths.items():
-        data = other_data(path)
+    for rank, data in other.items():
         if data.get("clock") != "steady" or "step_began_us" not in data:
             return None
         began[rank] = data["step_began_us"]
@@ -76,22 +78,30 @@ def measured_offsets(paths):
     return {rank: t - first for rank, t in began.items()}
 
 
-def transfer_slices(evs, key):
-    """(rank, job) -> the slice of each send or recv in a trace; `key` gives a slice's job."""
+def transfer_slices(evs_by_rank):
+    """(rank, job) -> the slice of each send or recv of the ranks' traces."""
     out = {}
+    for rank, evs in evs_by_rank.items():
+        for e in evs:
+            job = e.get("args", {}).get("job")
+            if e.get("ph") == "X" and e.get("cat") in ("send", "recv") and job:
+                out[(rank, job)] = e
+    return out
+
+
+def by_rank(evs):
+    """A trace of several ranks (the simulated one) as rank -> its events."""
+    out = collections.defaultdict(list)
     for e in evs:
-        if e.get("ph") == "X" and e.get("cat") in ("send", "recv"):
-            job = key(e)
-            if job:
-                out[(e["pid"], job)] = e
+        out[e.get("pid", 0)].append(e)
     return out
 
 
 def simulated_transfers(evs):
     """[(sender, send job, receiver, recv job)] from the simulated trace's flow arrows: a
     send's arrow starts where it began and ends where its data arrived, inside the recv."""
-    slices = transfer_slices(evs, lambda e: e.get("args", {}).get("job"))
-    sends = {(e["pid"], e["ts"]): job for (pid, job), e in slices.items() if e["cat"] == "send"}
+    slices = transfer_slices(by_rank(evs))
+    sends = {(pid, e["ts"]): job for (pid, job), e in slices.items() if e["cat"] == "send"}
     recvs = collections.defaultdict(list)
     for (pid, job), e in slices.items():
         if e["cat"] == "recv":
@@ -140,10 +150,7 @@ def print_jobs(measured_evs, sim_evs, median):
     if not any(e.get("args", {}).get("job") for evs in measured_evs.values() for e in evs):
         print("\n(the measured traces name no jobs: written before they did; no jobs compared)")
         return
-    sim_by_rank = collections.defaultdict(list)
-    for e in sim_evs:
-        sim_by_rank[e.get("pid", 0)].append(e)
-    measured, simulated = job_times(measured_evs), job_times(sim_by_rank)
+    measured, simulated = job_times(measured_evs), job_times(by_rank(sim_evs))
     print("\njobs per rank (us: the median over micro-batches of a job's time at work and of its "
           "span,\n first start to last end)")
     print(f"  {'rank':>4} {'job':<6} {'measured: work':>14} {'span':>7} {'count':>6}"
@@ -169,11 +176,6 @@ def print_jobs(measured_evs, sim_evs, median):
             row += (f" {median(hit):>{width}} {len(hit):6d} {median(rest):>7} {len(rest):6d}"
                     + ("  " if width == 17 else ""))
         print(row)
-
-
-def measured_job(e):
-    m = JOB.match(e.get("args", {}).get("where", ""))
-    return m.group(0) if m else None
 
 
 def thread_names(evs):
@@ -220,8 +222,7 @@ def hand_offs(tracks, waits):
     return out
 
 
-def measured_rank(path):
-    evs = events(path)
+def measured_rank(evs):
     names = thread_names(evs)
     streams = collections.defaultdict(Stream)
     ops = collections.defaultdict(lambda: [0.0, None])  # op -> wall, cpu (None: no cpu_us)
@@ -314,15 +315,15 @@ def main():
     all_hand_offs = collections.defaultdict(lambda: ([], []))  # (from, to) -> measured, simulated
     collective_rows = []  # (rank, op, measured us, simulated us)
     compared = 0
-    paths = {}
+    measured_evs, other = {}, {}  # rank -> its trace's events, its otherData
     for rank in sorted(sim):
         path = os.path.join(args.measured, f"rank{rank}.trace.json")
         if not os.path.exists(path):
             print(f"rank {rank}: no {path}; skipped")
             continue
-        paths[rank] = path
         try:
-            streams, ops, span, measured_hand_offs, durations = measured_rank(path)
+            measured_evs[rank], other[rank] = load(path)
+            streams, ops, span, measured_hand_offs, durations = measured_rank(measured_evs[rank])
         except (OSError, ValueError, KeyError) as err:
             sys.exit(f"{path}: not a trace of pipeweave run --trace ({err})")
         compared += 1
@@ -378,11 +379,10 @@ def main():
             print(f"  {rank:>4} {op:<22} {median(m):>16} {mean(m):>6} {len(m):6d}"
                   f"   {median(s):>17} {mean(s):>6} {len(s):6d}")
 
-    measured_evs = {rank: events(path) for rank, path in paths.items()}
     sim_evs = events(args.simulated)
     print_jobs(measured_evs, sim_evs, median)
 
-    offsets = measured_offsets(paths)
+    offsets = measured_offsets(other)
     if offsets is None:
         print("\n(the measured ranks are not on one clock: traces of another host, or written "
               "before\n they said where their step began; no transfers compared)")
@@ -412,10 +412,7 @@ def first_ops(evs_by_rank, offsets):
 
 
 def print_starts(offsets, measured_evs, sim_evs):
-    sim_by_rank = collections.defaultdict(list)
-    for e in sim_evs:
-        sim_by_rank[e.get("pid", 0)].append(e)
-    measured, simulated = first_ops(measured_evs, offsets), first_ops(sim_by_rank, {})
+    measured, simulated = first_ops(measured_evs, offsets), first_ops(by_rank(sim_evs), {})
     print("\neach rank's first op, after the first rank's (us; measured on the host's clock)")
     print(f"  {'rank':>4} {'measured':>9} {'simulated':>9}")
     for rank in sorted(measured):
@@ -426,11 +423,8 @@ def print_starts(offsets, measured_evs, sim_evs):
 def print_transfers(offsets, measured_evs, sim_evs, median, mean):
     """Each pipeline transfer from its send's start on the sender to the end of its recv on
     the receiver (the data there), by sender, receiver and kind, measured beside simulated."""
-    sim_slices = transfer_slices(sim_evs, lambda e: e.get("args", {}).get("job"))
-    measured = {}
-    for rank, evs in measured_evs.items():
-        for (pid, job), e in transfer_slices(evs, measured_job).items():
-            measured[(rank, job)] = e
+    sim_slices = transfer_slices(by_rank(sim_evs))
+    measured = transfer_slices(measured_evs)
     rows = collections.defaultdict(lambda: ([], []))
     for src, send_job, dst, recv_job in simulated_transfers(sim_evs):
         kind = JOB.match(send_job).group(3)
@@ -453,25 +447,23 @@ def print_transfers(offsets, measured_evs, sim_evs, median, mean):
 
 def write_merged(out, offsets, measured_evs, sim_evs):
     merged = []
-    ids = 0
-    sends = {}
     for rank, evs in sorted(measured_evs.items()):
         for e in evs:
             e = dict(e, pid=rank)
             if "ts" in e:
                 e["ts"] = e["ts"] + offsets[rank]
             merged.append(e)
-            job = measured_job(e) if e.get("ph") == "X" else None
-            if job:
-                sends[(rank, job)] = e
+    # Each measured transfer an arrow from its send's start to its recv's end.
+    slices = transfer_slices(measured_evs)
+    ids = 0
     for src, send_job, dst, recv_job in simulated_transfers(sim_evs):
-        s, r = sends.get((src, send_job)), sends.get((dst, recv_job))
+        s, r = slices.get((src, send_job)), slices.get((dst, recv_job))
         if s and r:
             ids += 1
             merged.append({"ph": "s", "name": "transfer", "cat": "flow", "id": ids, "pid": src,
-                           "tid": s["tid"], "ts": s["ts"]})
+                           "tid": s["tid"], "ts": s["ts"] + offsets[src]})
             merged.append({"ph": "f", "name": "transfer", "cat": "flow", "id": ids, "pid": dst,
-                           "tid": r["tid"], "ts": r["ts"] + r["dur"], "bp": "e"})
+                           "tid": r["tid"], "ts": r["ts"] + r["dur"] + offsets[dst], "bp": "e"})
     for e in sim_evs:
         e = dict(e, pid=SIM_PID + e.get("pid", 0))
         if e.get("ph") == "M" and e.get("name") == "process_name":

@@ -144,7 +144,7 @@ def rank(r, began, ops):
     meta = [{"ph": "M", "name": "thread_name", "pid": r, "tid": t, "args": {"name": n}}
             for t, n in ((0, "compute"), (2, "pp_send"), (3, "pp_recv"))]
     evs = [{"ph": "X", "name": n, "pid": r, "tid": t, "cat": c, "ts": ts, "dur": d,
-            "args": {"where": w}} for n, t, c, ts, d, w in ops]
+            "args": {"job": w.split()[0], "where": w}} for n, t, c, ts, d, w in ops]
     other = {"clock": "steady", "step_began_us": began, "host": "h"}
     json.dump({"traceEvents": meta + evs, "otherData": other},
               open(f"{sys.argv[1]}/rank{r}.trace.json", "w"))
