@@ -299,6 +299,7 @@ Status ValidateDeviceSpec(const DeviceSpec& s) {
   PW_RETURN_IF_ERROR(non_negative("reference_op_overhead", s.reference_op_overhead()));
   PW_RETURN_IF_ERROR(non_negative("busy_wake_latency", s.busy_wake_latency()));
   PW_RETURN_IF_ERROR(non_negative("wait_cpu", s.wait_cpu()));
+  PW_RETURN_IF_ERROR(non_negative("transfer_cpu", s.transfer_cpu()));
   PW_RETURN_IF_ERROR(non_negative("spin_budget", s.spin_budget()));
   PW_RETURN_IF_ERROR(non_negative("long_spin_budget", s.long_spin_budget()));
   PW_RETURN_IF_ERROR(non_negative("spin_latency", s.spin_latency()));

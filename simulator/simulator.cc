@@ -66,6 +66,11 @@ class Engine {
   size_t StepIndex(int rank, int step) const { return static_cast<size_t>(rank) * g_.steps + step; }
   // A thread of `rank` that waited for another stream's or rank's event resumes.
   void Wake(int rank);
+  // Takes `seconds` of CPU from `rank`'s node beside its ranks' work (a wake-up, a transfer's
+  // threads): it delays nothing by itself, and costs nothing while a core is free.
+  void ChargeCpu(int rank, double seconds);
+  // Pipeline transfers are charged their measured transfer_cpu (DeviceSpec).
+  bool ChargesTransfers() const { return dev_.transfer_cpu() > 0 && dev_.cores_per_node() > 0; }
   void Launch(Activity a);
   void CompleteActivity(Activity& a);
   // Starts every instruction whose issue time has come; whether it started any.
@@ -322,6 +327,7 @@ void Engine::Start(int i) {
       a.ranks = {in.rank, g_.instrs[recv].rank};
       StartComm(a, in, in.seconds);
       t_[i].active = now_;
+      if (ChargesTransfers()) ChargeCpu(in.rank, dev_.transfer_cpu() / 2);
       if (opt_.rendezvous_p2p) {
         t_[recv].active = now_;
         a.finish = {i, recv};
@@ -368,6 +374,8 @@ void Engine::Finish(int i) {
   finished_[i] = true;
   t_[i].end = now_;
   ++done_;
+  if (in.kind == InstrKind::kRecv && ChargesTransfers())
+    ChargeCpu(in.rank, dev_.transfer_cpu() / 2);
   if (--unfinished_in_step_[StepIndex(in.rank, in.step)] == 0 && in.step + 1 < g_.steps)
     IssueStep(in.rank, in.step + 1);
   for (int slot : in.uses)
@@ -448,7 +456,14 @@ std::optional<double> Engine::HandOff(const SimInstr& from, int to) {
     resumes_.push_back({to, waited, woken});
     return std::nullopt;
   }
-  if (releases) Wake(next.rank);
+  if (releases) {
+    // A sending stream's wake-up is part of its transfer's measured CPU.
+    if (next.kind == InstrKind::kSend && ChargesTransfers()) {
+      ++waits_[next.rank];
+    } else {
+      Wake(next.rank);
+    }
+  }
   // Waking another rank's thread on a node whose cores all compute waits for a core; a
   // stream of the same rank takes the core the finishing stream's thread releases.
   double latency = dev_.event_latency();
@@ -515,11 +530,14 @@ void Engine::PriceResumes() {
 
 void Engine::Wake(int rank) {
   ++waits_[rank];
-  // The CPU the wait and wake-up cost is taken from the node's cores beside the rank's
-  // work (it delays nothing by itself). Launched after the sweep that finished the event.
-  if (dev_.wait_cpu() <= 0 || dev_.cores_per_node() <= 0) return;
+  ChargeCpu(rank, dev_.wait_cpu());
+}
+
+void Engine::ChargeCpu(int rank, double seconds) {
+  // Launched after the sweep that finished the event.
+  if (seconds <= 0 || dev_.cores_per_node() <= 0) return;
   Activity a;
-  a.work = dev_.wait_cpu();
+  a.work = seconds;
   a.compute = true;
   a.ranks = {rank};
   to_launch_.push_back(std::move(a));
@@ -587,6 +605,8 @@ void Engine::ComputeRates() {
     a.latency = std::min(price.seconds, CommPrice(*a.comm, a.seconds, a.ranks, 0).seconds);
     a.comm_threads = price.cpu > 0 && price.seconds > 0 ? std::min(1.0, price.cpu / price.seconds)
                                                         : dev_.comm_threads();
+    // A pipeline transfer's CPU is charged where its threads run (ChargesTransfers).
+    if (a.comm->kind != InstrKind::kCollective && ChargesTransfers()) a.comm_threads = 0;
   }
   ShareLinks();
   const std::vector<double> demand = NodeDemand();

@@ -34,7 +34,12 @@
 // of busy cores is priced with the fits nearest that load. Each such wait also costs the
 // node wait_cpu of CPU (the spin before blocking, the sleep and the wake-up), taken from
 // its cores beside the ranks' work: plans that hand work between streams more often (the
-// overlap passes) burn more of the cores the ranks share. The executor's CPU streams spin
+// overlap passes) burn more of the cores the ranks share. A pipeline transfer costs its
+// node transfer_cpu (DeviceSpec, measured by profile) the same way, half where the send
+// starts on the sender's node (its stream's wake-up included: no wait_cpu for it) and half
+// where the recv ends on the receiver's; its communication then keeps no core while it
+// runs (its cpu_per_op, a residual of a whole run, swung from 0 to 90 us between profiles
+// of one plan). The executor's CPU streams spin
 // before they block (DeviceSpec.spin_budget; long_spin_budget while a stream's recent
 // waits ended within it, as its AdaptiveSpin learns): an event of another stream of the
 // rank that comes while its waiter still spins is seen spin_latency after it (times the

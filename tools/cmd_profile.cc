@@ -2,6 +2,7 @@
 // modules on this machine's CPU kernels (and, with --comm, all-reduce and send/recv between
 // rank processes) into an empirical cost table for `pipeweave sim`.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "tools/profiled_threads.h"
 #include "tools/progress_bar.h"
 #include "tools/runtime_calibration.h"
+#include "tools/transfer_cpu.h"
 
 namespace pw::tools {
 namespace {
@@ -64,14 +66,19 @@ constexpr const char* kUsage =
     "memory (--cache auto; or force one).\n"
     "It also calibrates the per-op overhead of the executor and of the reference runner on\n"
     "a tiny GPT, and the CPU a stream's thread costs per wait for another stream's event on\n"
-    "busy cores (--no-calibrate skips both). --merge folds the results into an existing COSTS\n"
-    "(repeat-weighted). --comm also measures the communication of every module that has\n"
+    "busy cores (--no-calibrate skips these, and the transfer probe below). --merge folds the\n"
+    "results into an existing COSTS (repeat-weighted).\n"
+    "--comm also measures the communication of every module that has\n"
     "more than one rank: its plan trains for --comm-steps steps (6) on as many rank processes\n"
     "(CPU streams over TCP, as pipeweave run starts them) with a clock around every\n"
     "all-reduce, send and recv; the table gets per kind and group size the samples at the\n"
     "sizes it moved (printed: the median and mean at each size), an alpha-beta fit and its\n"
     "residual, the CPU each operation cost its rank and how far the last member of a group\n"
-    "arrived behind the others. With --store and --rank-prefix (as 'pipeweave ab' takes them)\n"
+    "arrived behind the others. Where a plan sends between pipeline stages, it then measures\n"
+    "the compute one transfer takes from busy cores: a busy thread per core losing work while\n"
+    "two threads pass messages over the executor's TCP link (sim charges it where the threads\n"
+    "run, in place of the transfers' share of the run's CPU). With --store and --rank-prefix (as "
+    "'pipeweave ab' takes them)\n"
     "the measuring run's ranks start on other hosts (e.g. the test bed of\n"
     "scripts/netns_cluster.sh) and meet in that Redis store, so the link between them is\n"
     "what gets measured.\n"
@@ -328,6 +335,28 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
       }
     }
     comm_bar.Finish();
+    const bool pipelined =
+        std::any_of(result.table.proto().comm().begin(), result.table.proto().comm().end(),
+                    [](const cost::CommFit& f) { return f.kind() == "send_recv"; });
+    if (pipelined && spec.cores_per_node() > 0 && !flags.Has("no-calibrate")) {
+      StatusOr<TransferCpu> transfer = MeasureTransferCpu(spec.cores_per_node());
+      if (!transfer.ok()) return transfer.status().WithContext("measuring a transfer's CPU");
+      if (transfer->measured()) {
+        spec.set_transfer_cpu(transfer->seconds);
+        std::fprintf(stderr,
+                     "compute a pipeline transfer takes from busy cores: %.1f us (%d rounds of "
+                     "%.1f-%.1f us, %d transfers)\n",
+                     transfer->seconds * 1e6, transfer->rounds, transfer->low * 1e6,
+                     transfer->high * 1e6, transfer->transfers);
+      } else {
+        std::fprintf(stderr,
+                     "compute a pipeline transfer takes from busy cores: not measured: other work "
+                     "shared the cores (the probe's threads got %.0f %% of theirs, their rate "
+                     "moved %.0f %%); sim charges transfers their share of the run's CPU instead. "
+                     "Profile on an otherwise idle machine to measure it\n",
+                     100 * transfer->lowest_share, 100 * transfer->worst_drift);
+      }
+    }
   }
 
   if (merge) {

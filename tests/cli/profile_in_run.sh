@@ -44,9 +44,23 @@ for module in ref plan; do
 done
 
 # Calibrated (no --no-calibrate): the table's device carries the CPU a stream's wait costs,
-# measured on this machine's busy cores (microseconds: a futex sleep and wake-up, a spin).
-out=$("$pw" profile "$work/plan.pb" -o "$work/calibrated.pbtxt" --repeat 1 2>&1) ||
+# measured on this machine's busy cores (microseconds: a futex sleep and wake-up, a spin),
+# and with --comm on a pipelined plan the compute a transfer takes from busy cores (tens of
+# microseconds: two threads woken, their system calls, the displaced threads' losses).
+out=$("$pw" profile "$work/plan.pb" -o "$work/calibrated.pbtxt" --repeat 1 --comm 2>&1) ||
   fail "profile with calibration: $out"
+# Other tests running beside this one share the cores, and the probe then says so and
+# measures nothing (its threads do not have their cores).
+transfer_cpu=$(sed -n 's/^  transfer_cpu: //p' "$work/calibrated.pbtxt")
+if grep -q "compute a pipeline transfer takes from busy cores: not measured: other work" \
+  <<<"$out"; then
+  [[ -z $transfer_cpu ]] || fail "transfer_cpu $transfer_cpu written though not measured"
+else
+  grep -q "compute a pipeline transfer takes from busy cores: [0-9.]* us (. rounds" <<<"$out" ||
+    fail "no transfer CPU line: $out"
+  awk -v t="$transfer_cpu" 'BEGIN {exit !(t > 1e-6 && t < 5e-3)}' ||
+    fail "transfer_cpu '$transfer_cpu' s is not a measured figure"
+fi
 grep -q "CPU per wait for another stream's event on busy cores" <<<"$out" ||
   fail "no wait CPU line: $out"
 wait_cpu=$(sed -n 's/^  wait_cpu: //p' "$work/calibrated.pbtxt")

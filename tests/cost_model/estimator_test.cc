@@ -265,6 +265,9 @@ TEST(DeviceSpec, ValidationNamesTheBadField) {
   d.set_held_wake_factor(-1);
   EXPECT_TRUE(refused(d, "held_wake_factor"));
   d = SimpleDevice();
+  d.set_transfer_cpu(-1e-6);
+  EXPECT_TRUE(refused(d, "transfer_cpu"));
+  d = SimpleDevice();
   d.clear_peak_flops();
   EXPECT_FALSE(ValidateDeviceSpec(d).ok());
   EXPECT_FALSE(ResolveDeviceSpec("tpu").ok());

@@ -294,6 +294,75 @@ TEST(SimulatorEngine, AWaitForAnotherStreamCostsTheNodeItsCpu) {
   EXPECT_NEAR(gpu->step_time, 2.5, 1e-9);
 }
 
+TEST(SimulatorEngine, APipelineTransferCostsABusyNodeItsMeasuredCpu) {
+  // Two ranks on one node. Rank 0 computes 1 s, sends (its pp_send thread woken by that op's
+  // event) and computes 1 s more; rank 1 computes 3 s beside it, then 0.5 s on the data.
+  // transfer_cpu 0.2 s: half where the send starts, half where the recv ends, both while
+  // the two ranks' ops hold both cores: each op loses 0.1 s to them.
+  GraphBuilder b(2);
+  const int first = b.Compute(0, 1.0);
+  const auto [send, recv] = b.Transfer(0, 1, 1e-3, {first});
+  const int second = b.Compute(0, 1.0);
+  const int long_op = b.Compute(1, 3.0);
+  const int last = b.Compute(1, 0.5, {recv});
+  DeviceSpec d = Cores(2);
+  auto uncharged = Simulate(b.graph(), d);
+  ASSERT_TRUE(uncharged.ok()) << uncharged.status().message();
+  EXPECT_NEAR(uncharged->timeline[last].end, 3.5, 1e-9);
+  d.set_transfer_cpu(0.2);
+  auto charged = Simulate(b.graph(), d);
+  ASSERT_TRUE(charged.ok()) << charged.status().message();
+  EXPECT_NEAR(charged->timeline[second].end, 2.1, 1e-9);
+  EXPECT_NEAR(charged->timeline[long_op].end, 3.1, 1e-9);
+  EXPECT_NEAR(charged->timeline[last].end, 3.6, 1e-9);
+  // The sending thread's wake-up is part of the transfer's CPU, not a wait_cpu on top (that
+  // alone would cost each op 0.15 s).
+  d.set_wait_cpu(0.3);
+  auto with_wait = Simulate(b.graph(), d);
+  ASSERT_TRUE(with_wait.ok());
+  EXPECT_NEAR(with_wait->timeline[last].end, 3.6, 1e-9);
+  EXPECT_EQ(with_wait->stream_waits, charged->stream_waits);
+  d.set_transfer_cpu(0);
+  auto only_wait = Simulate(b.graph(), d);
+  ASSERT_TRUE(only_wait.ok());
+  EXPECT_NEAR(only_wait->timeline[last].end, 3.65, 1e-9);
+  // Without rank 0's second op a core is free when each end's threads run (the transfer
+  // takes 0.5 s, so that its two ends do not run at once): nothing lost.
+  GraphBuilder idle(2);
+  const auto [idle_send, idle_recv] = idle.Transfer(0, 1, 0.5, {idle.Compute(0, 1.0)});
+  idle.Compute(1, 3.0);
+  const int idle_last = idle.Compute(1, 0.5, {idle_recv});
+  d.set_transfer_cpu(0.2);
+  auto free = Simulate(idle.graph(), d);
+  ASSERT_TRUE(free.ok());
+  EXPECT_NEAR(free->timeline[idle_last].end, 3.5, 1e-9);
+  (void)send;
+  (void)idle_send;
+}
+
+TEST(SimulatorEngine, AChargedTransferKeepsNoCoreWhileItRuns) {
+  // A transfer measured at 1 s with 0.5 s of CPU per member (a residual of a whole run)
+  // beside 1 s of compute on rank 2, one core: with transfer_cpu, the transfer's CPU is
+  // charged where its threads run (here 0.1 s, half at each end, while rank 2 computes),
+  // not spread over its time.
+  CommFit fit = FitCommSamples("send_recv", 2, {{1e3, 1.0, 0}, {1e6, 1.0, 0}});
+  fit.set_cpu_per_op(0.5);
+  CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
+  GraphBuilder b(3);
+  const int send = b.Transfer(0, 1, 1.0).first;
+  b.graph().instrs[send].group_size = 2;
+  b.graph().instrs[send].bytes = 1e4;
+  const int work = b.Compute(2, 1.5);
+  auto spread = Simulate(b.graph(), Cores(1), {}, &comm);
+  ASSERT_TRUE(spread.ok()) << spread.status().message();
+  EXPECT_NEAR(spread->timeline[work].end, 2.0, 1e-9);  // half speed for the transfer's 1 s
+  DeviceSpec d = Cores(1);
+  d.set_transfer_cpu(0.1);
+  auto charged = Simulate(b.graph(), d, {}, &comm);
+  ASSERT_TRUE(charged.ok()) << charged.status().message();
+  EXPECT_NEAR(charged->timeline[work].end, 1.6, 1e-9);
+}
+
 // The executor's CPU streams spin before they block, long enough to catch their events
 // where their waits keep ending soon (executor/cpu/spin_wait.h: AdaptiveSpin); pipeline
 // transfer streams block at once.
