@@ -91,7 +91,7 @@ class Probe {
         begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     for (size_t w = 0; w < cpus_.size(); ++w)
       busy.emplace_back([&, w] {
-        cost::PinThisThread(cpus_[w]);
+        if (cpus_[w] >= 0) cost::PinThisThread(cpus_[w]);  // -1: affinity unknown
         const double cpu_begin = ThreadCpuSeconds();
         long n = 0;
         while (Clock::now() < until) {
