@@ -64,8 +64,14 @@ class Engine {
   // The host issues `rank`'s `step` (RepeatSteps): its previous step has finished.
   void IssueStep(int rank, int step);
   size_t StepIndex(int rank, int step) const { return static_cast<size_t>(rank) * g_.steps + step; }
-  // A thread of `rank` that waited for another stream's or rank's event resumes.
-  void Wake(int rank);
+  // A thread of `rank` that waited for another stream's or rank's event resumes, costing
+  // the node `cpu` (WakeCpu).
+  void Wake(int rank, double cpu);
+  // The CPU a wake-up of `waiter`'s stream costs: wait_cpu, but nothing for a sending
+  // stream whose transfers are charged transfer_cpu (its wake-up is part of that).
+  double WakeCpu(const SimInstr& waiter) const {
+    return waiter.kind == InstrKind::kSend && ChargesTransfers() ? 0 : dev_.wait_cpu();
+  }
   // Takes `seconds` of CPU from `rank`'s node beside its ranks' work (a wake-up, a transfer's
   // threads): it delays nothing by itself, and costs nothing while a core is free.
   void ChargeCpu(int rank, double seconds);
@@ -450,20 +456,13 @@ std::optional<double> Engine::HandOff(const SimInstr& from, int to) {
     // node's threads run once this instant's instructions have started.
     const bool woken = waited > SpinBudget(key);
     if (woken) {
-      Wake(next.rank);
+      Wake(next.rank, WakeCpu(next));
       woken_[to] = true;
     }
     resumes_.push_back({to, waited, woken});
     return std::nullopt;
   }
-  if (releases) {
-    // A sending stream's wake-up is part of its transfer's measured CPU.
-    if (next.kind == InstrKind::kSend && ChargesTransfers()) {
-      ++waits_[next.rank];
-    } else {
-      Wake(next.rank);
-    }
-  }
+  if (releases) Wake(next.rank, WakeCpu(next));
   // Waking another rank's thread on a node whose cores all compute waits for a core; a
   // stream of the same rank takes the core the finishing stream's thread releases.
   double latency = dev_.event_latency();
@@ -528,9 +527,9 @@ void Engine::PriceResumes() {
   resumes_.clear();
 }
 
-void Engine::Wake(int rank) {
+void Engine::Wake(int rank, double cpu) {
   ++waits_[rank];
-  ChargeCpu(rank, dev_.wait_cpu());
+  ChargeCpu(rank, cpu);
 }
 
 void Engine::ChargeCpu(int rank, double seconds) {
