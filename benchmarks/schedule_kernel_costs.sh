@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does what one op costs depend on the schedule around it? The small GPT at mp 2 x pp 2 (the
-# demo's plans: 4 layers, hidden 64, 8 micro-batches) scheduled 1f1b and fthenb: the same
+# demo's plans: 4 layers, hidden 64, 8 micro-batches by default) scheduled 1f1b and fthenb: the same
 # ops, shapes and count; what differs is what the schedule keeps alive between them
 # (fthenb holds every micro-batch's activations until its backward). The simulator prices
 # both from one table. Measured two ways each round, the schedules alternated:
@@ -20,8 +20,13 @@
 # fthenb / 1f1b, where the runs' traced steps went (span, kernels and all-reduces on the
 # compute stream, wall and CPU), the jobs' spans of the plain traced runs, then per op
 # type the means of the in-run profiles. PW_MP and PW_PP (2 and 2) give the mesh (PW_MP=1:
-# the pipeline alone, one rank process per core). PW_TOOL names the pipeweave binary.
-# About 2 minutes with 6 rounds on 2 cores.
+# the pipeline alone, one rank process per core), PW_MB the micro-batches (8). PW_TOOL names
+# the pipeweave binary. About 2 minutes with 6 rounds on 2 cores.
+#
+# With neither pipeline nor tensor parallelism the schedules are two orders of one rank's
+# jobs (1f1b: F0 B0 F1 B1 ...; fthenb: every F, then every B), with no transfer, wait or
+# core shared between ranks: what is left is the order alone. On one core, one kernel thread:
+#   PW_MP=1 PW_PP=1 OPENBLAS_NUM_THREADS=1 taskset -c 1 benchmarks/schedule_kernel_costs.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pw=${PW_TOOL:-$root/build/tools/pipeweave}
@@ -34,9 +39,10 @@ pp=${PW_PP:-2}
 nproc=$((mp * pp))
 "$pw" build-model gpt --layers 4 --hidden 64 --heads 4 --ffn 256 --seq 16 --vocab 128 \
   --micro-batch-size 2 --seed 1 --mp "$mp" --pp "$pp" -o "$work/gpt.pbtxt" >/dev/null
+mb=${PW_MB:-8}
 for kind in 1f1b fthenb; do
   "$pw" opt "$work/gpt.pbtxt" -o "$work/$kind.pb" \
-    -p "append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=$kind,micro-batches=8},insert-p2p" \
+    -p "append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=$kind,micro-batches=$mb},insert-p2p" \
     >/dev/null
 done
 for ((r = 1; r <= rounds; r++)); do
