@@ -44,9 +44,12 @@ StatusOr<SimulatedPlan> SimulatePlan(const Module& module,
   // The run half measures steps after the first, which follow each other without a
   // barrier: the simulated figure is the steady step of steps back to back.
   options.steps = kSimulatedSteps;
-  cost::Simulator simulator(std::move(estimator), ops::Registry(), options);
-  PW_ASSIGN_OR_RETURN(out.result,
-                      simulator.Run(out.sequential ? *out.sequential : module, &out.graph));
+  const Module& planned = out.sequential ? *out.sequential : module;
+  // A table profiled in runs of several schedules prices each plan with its schedule's own.
+  cost::Simulator simulator(
+      cost::Estimator::ForSchedule(std::move(estimator), planned.plan.schedule), ops::Registry(),
+      options);
+  PW_ASSIGN_OR_RETURN(out.result, simulator.Run(planned, &out.graph));
   out.figures = FiguresOf(out.result);
   const cost::MemoryFit fit = cost::FitMemory(out.result, simulator.estimator().device());
   out.figures.fits = fit.fits;

@@ -84,6 +84,17 @@ StatusOr<std::shared_ptr<Estimator>> Estimator::Create(DeviceSpec device, OpCost
   return std::shared_ptr<Estimator>(new Estimator(std::move(device), std::move(table)));
 }
 
+std::shared_ptr<const Estimator> Estimator::ForSchedule(std::shared_ptr<const Estimator> estimator,
+                                                        const std::string& schedule) {
+  const OpCostTable& table = estimator->table();
+  if (table.proto().in_run_schedules_size() < 2 || !table.ProfiledInRunOf(schedule))
+    return estimator;
+  auto view =
+      std::shared_ptr<Estimator>(new Estimator(estimator->device_, table.ForSchedule(schedule)));
+  view->comm_.set_algorithm(estimator->comm_.algorithm());
+  return view;
+}
+
 Estimator::Estimator(DeviceSpec device, OpCostTable table)
     : device_(std::move(device)), table_(std::move(table)) {
   // A measured CPU spec (peaks, bandwidth) replaces the built-in guess.

@@ -46,6 +46,11 @@ class Estimator {
   // measurements. A table measured on another device is an error: its times do not
   // transfer.
   static StatusOr<std::shared_ptr<Estimator>> Create(DeviceSpec device, OpCostTable table);
+  // `estimator` as it prices a plan of `schedule`: with the entries its table measured in
+  // runs of that schedule in place of the default ones (OpCostTable::ForSchedule); itself
+  // when the table keeps no schedule's entries apart.
+  static std::shared_ptr<const Estimator> ForSchedule(std::shared_ptr<const Estimator> estimator,
+                                                      const std::string& schedule);
 
   // The compute time of an op (communication ops: their local part; the simulator adds the
   // collective from comm()).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "cost_model/comm_model.h"
 #include "cost_model/device_spec.h"
@@ -11,6 +12,12 @@ namespace pw::cost {
 namespace {
 
 bool Valid(double v) { return std::isfinite(v) && v >= 0; }
+
+std::string Join(const google::protobuf::RepeatedPtrField<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 Status CheckEntry(const OpCostEntry& e, int index) {
   if (e.key().empty()) return InvalidArgument("cost table entry ", index, " has no key");
@@ -127,7 +134,14 @@ Status OpCostTable::Save(const std::string& path) const { return SaveProtoFile(p
 
 void OpCostTable::Reindex() {
   index_.clear();
-  for (int i = 0; i < proto_.entries_size(); ++i) index_[proto_.entries(i).key()] = i;
+  scheduled_.clear();
+  for (int i = 0; i < proto_.entries_size(); ++i) {
+    const OpCostEntry& e = proto_.entries(i);
+    if (e.schedule().empty())
+      index_[e.key()] = i;
+    else
+      scheduled_[{e.schedule(), e.key()}] = i;
+  }
 }
 
 const OpCostEntry* OpCostTable::Find(const std::string& key) const {
@@ -135,10 +149,30 @@ const OpCostEntry* OpCostTable::Find(const std::string& key) const {
   return it == index_.end() ? nullptr : &proto_.entries(it->second);
 }
 
+OpCostTable OpCostTable::ForSchedule(const std::string& schedule) const {
+  OpCostTable view;
+  view.proto_ = proto_;
+  view.proto_.clear_entries();
+  for (const OpCostEntry& e : proto_.entries()) {
+    if (!e.schedule().empty()) continue;
+    auto own = scheduled_.find({schedule, e.key()});
+    OpCostEntry& added = *view.proto_.add_entries();
+    added = own == scheduled_.end() ? e : proto_.entries(own->second);
+    added.clear_schedule();
+  }
+  view.Reindex();
+  return view;
+}
+
+bool OpCostTable::ProfiledInRunOf(const std::string& schedule) const {
+  const auto& runs = proto_.in_run_schedules();
+  return std::find(runs.begin(), runs.end(), schedule) != runs.end();
+}
+
 std::vector<const OpCostEntry*> OpCostTable::EntriesOf(const std::string& op_type) const {
   std::vector<const OpCostEntry*> out;
   for (const OpCostEntry& e : proto_.entries())
-    if (e.op_type() == op_type) out.push_back(&e);
+    if (e.op_type() == op_type && e.schedule().empty()) out.push_back(&e);
   return out;
 }
 
@@ -157,12 +191,16 @@ std::vector<const CommFit*> OpCostTable::CommFitsOf(const std::string& kind) con
 }
 
 void OpCostTable::Add(const OpCostEntry& entry) {
-  auto it = index_.find(entry.key());
-  if (it != index_.end()) {
-    *proto_.mutable_entries(it->second) = entry;
+  const int at = proto_.entries_size();
+  int held = at;
+  if (entry.schedule().empty())
+    held = index_.try_emplace(entry.key(), at).first->second;
+  else
+    held = scheduled_.try_emplace({entry.schedule(), entry.key()}, at).first->second;
+  if (held != at) {
+    *proto_.mutable_entries(held) = entry;
     return;
   }
-  index_[entry.key()] = proto_.entries_size();
   *proto_.add_entries() = entry;
 }
 
@@ -190,13 +228,28 @@ Status OpCostTable::Merge(const OpCostTable& other) {
       proto_.blas_threads() != other.proto_.blas_threads())
     return InvalidArgument("cannot merge cost tables measured with ", other.proto_.blas_threads(),
                            " and ", proto_.blas_threads(), " BLAS threads");
+  const auto& mine = proto_.in_run_schedules();
+  const auto& theirs = other.proto_.in_run_schedules();
+  if (!mine.empty() && !theirs.empty() &&
+      std::set<std::string>(mine.begin(), mine.end()) !=
+          std::set<std::string>(theirs.begin(), theirs.end()))
+    return InvalidArgument("cannot merge op costs measured in runs of ", Join(theirs),
+                           " plans into a table of ", Join(mine),
+                           " plans: profile the plans together (pipeweave profile A.pb B.pb "
+                           "--in-run), which keeps each schedule's costs apart");
+  if (mine.empty()) *proto_.mutable_in_run_schedules() = theirs;
   if (device().empty()) set_device(other.device());
   if (!proto_.blas_threads()) proto_.set_blas_threads(other.proto_.blas_threads());
   if (!proto_.has_device_spec() && other.proto_.has_device_spec())
     *proto_.mutable_device_spec() = other.proto_.device_spec();
   for (const OpCostEntry& e : other.proto_.entries()) {
-    const OpCostEntry* mine = Find(e.key());
-    Add(mine ? MergeEntries(*mine, e) : e);
+    const OpCostEntry* held = nullptr;
+    if (e.schedule().empty()) {
+      held = Find(e.key());
+    } else if (auto it = scheduled_.find({e.schedule(), e.key()}); it != scheduled_.end()) {
+      held = &proto_.entries(it->second);
+    }
+    Add(held ? MergeEntries(*held, e) : e);
   }
   for (const CommFit& f : other.proto_.comm()) MergeComm(f);
   return OkStatus();

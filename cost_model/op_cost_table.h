@@ -30,14 +30,20 @@ class OpCostTable {
   void set_device(const std::string& device) { proto_.set_device(device); }
   Proto& mutable_proto() { return proto_; }  // call Reindex() after changing entries
 
+  // The entry every plan is priced with (not one of a schedule's own).
   const OpCostEntry* Find(const std::string& key) const;
-  // Every entry of an op type, in table order.
+  // The table a plan of `schedule` is priced with: the entries measured in runs of that
+  // schedule in place of the default ones, the other schedules' entries left out.
+  OpCostTable ForSchedule(const std::string& schedule) const;
+  // Whether runs of plans of `schedule` measured the in-run entries (profile --in-run).
+  bool ProfiledInRunOf(const std::string& schedule) const;
+  // Every default entry of an op type, in table order.
   std::vector<const OpCostEntry*> EntriesOf(const std::string& op_type) const;
   const CommFit* FindComm(const std::string& kind, int group_size, int busy_cores = 0) const;
   std::vector<const CommFit*> CommFitsOf(const std::string& kind) const;
   size_t size() const { return static_cast<size_t>(proto_.entries_size()); }
 
-  // Adds or replaces the entry with the same key.
+  // Adds or replaces the entry with the same key and schedule.
   void Add(const OpCostEntry& entry);
   // Replaces the fit of the same kind, group size and busy cores.
   void AddComm(const CommFit& fit);
@@ -47,14 +53,15 @@ class OpCostTable {
 
   // Folds `other` in: an entry both have becomes their repeat-weighted mean (min of mins,
   // max of maxes); comm fits are refit over the union of their samples. Tables of
-  // different devices do not merge.
+  // different devices, or measured in runs of different schedules, do not merge.
   Status Merge(const OpCostTable& other);
 
   void Reindex();
 
  private:
   Proto proto_;
-  std::map<std::string, int> index_;  // key -> entry position
+  std::map<std::string, int> index_;  // key -> position of the default entry
+  std::map<std::pair<std::string, std::string>, int> scheduled_;  // (schedule, key) -> position
 };
 
 }  // namespace pw::cost

@@ -233,6 +233,13 @@ StatusOr<int> RunAb(const std::vector<std::string>& args) {
     const int processes = run ? run->nproc : a.module.plan.empty() ? 1 : a.module.mesh.world_size();
     PW_RETURN_IF_ERROR(
         CheckProfiledThreads(estimator->table(), processes, 0).WithContext(flags.Get("costs")));
+    for (const Plan* plan : {&a, &b}) {
+      const std::string schedule =
+          plan->module.plan.empty() ? "sequential" : plan->module.plan.schedule;
+      if (std::string note = OtherScheduleNote(estimator->table(), schedule); !note.empty())
+        std::fprintf(stderr, "%s (plan %c): %s\n", flags.Get("costs").c_str(), plan->side,
+                     note.c_str());
+    }
   }
 
   AbReport report;

@@ -89,6 +89,10 @@ constexpr const char* kUsage =
     "time of its stream's thread, so ranks sharing the cores do not inflate it). Caches,\n"
     "allocator and kernel threads are then as a step leaves them, which an op timed alone\n"
     "misses most for small ops. Signatures the run does not execute are timed alone.\n"
+    "The order of a rank's jobs moves what its ops cost (fthenb's backward reads each\n"
+    "activation long after writing it): modules whose plans have different schedules get,\n"
+    "besides the entries of all runs pooled, each schedule's own, with which sim and ab price\n"
+    "a plan of that schedule.\n"
     "--backend cuda times the CUDA kernels on GPU N instead (device time between CUDA events\n"
     "around the output allocation and the kernel, as the CUDA backend runs them), with the\n"
     "GPU's peak GEMM rates and memory bandwidth measured; the table is for the built-in\n"
@@ -253,6 +257,15 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   // after them, after the calibration): this machine's speed moves over seconds, and one
   // run of a few steps meets one moment of it.
   std::map<std::string, std::vector<double>> run_seconds;
+  // The same per schedule of the runs' plans ("sequential" without a plan): each schedule's
+  // entries are kept apart where the runs' plans have more than one.
+  std::map<std::string, std::map<std::string, std::vector<double>>> schedule_seconds;
+  std::vector<std::string> schedules;
+  for (const Module& module : to_run) {
+    const std::string schedule = module.plan.empty() ? "sequential" : module.plan.schedule;
+    if (std::find(schedules.begin(), schedules.end(), schedule) == schedules.end())
+      schedules.push_back(schedule);
+  }
   const int in_run_rounds = in_run ? static_cast<int>(std::min<int64_t>(3, in_run_steps)) : 0;
   int in_run_round = 0;
   auto measure_in_run = [&]() -> Status {
@@ -270,8 +283,11 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                         in_run_rounds, ")"));
       StatusOr<std::map<std::string, std::vector<double>>> measured = MeasureOpsInRun(module, run);
       if (!measured.ok()) return measured.status().WithContext(StrCat("--in-run of ", module.name));
-      for (auto& [key, seconds] : *measured)
+      auto& own = schedule_seconds[module.plan.empty() ? "sequential" : module.plan.schedule];
+      for (auto& [key, seconds] : *measured) {
         run_seconds[key].insert(run_seconds[key].end(), seconds.begin(), seconds.end());
+        own[key].insert(own[key].end(), seconds.begin(), seconds.end());
+      }
     }
     return OkStatus();
   };
@@ -303,10 +319,34 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                  spec.held_spin_latency() * 1e3, spec.held_wake_factor());
   while (in_run_round < in_run_rounds) PW_RETURN_IF_ERROR(measure_in_run());
   bar.Finish();
-  for (const cost::CostedOp& c : ops)
-    if (auto it = run_seconds.find(c.sig.key); it != run_seconds.end())
-      result.table.Add(cost::EntryFromSamples(
-          c.sig, it->second, options.blas_threads == 1 ? it->second : std::vector<double>{}));
+  auto entry_of = [&](const cost::CostedOp& c, const std::vector<double>& seconds) {
+    return cost::EntryFromSamples(c.sig, seconds,
+                                  options.blas_threads == 1 ? seconds : std::vector<double>{});
+  };
+  for (const cost::CostedOp& c : ops) {
+    auto it = run_seconds.find(c.sig.key);
+    if (it == run_seconds.end()) continue;
+    result.table.Add(entry_of(c, it->second));
+    if (schedules.size() < 2) continue;
+    for (const std::string& schedule : schedules) {
+      const auto& own = schedule_seconds[schedule];
+      auto mine = own.find(c.sig.key);
+      if (mine == own.end()) continue;
+      cost::OpCostEntry entry = entry_of(c, mine->second);
+      entry.set_schedule(schedule);
+      result.table.Add(entry);
+    }
+  }
+  for (const std::string& schedule : schedules)
+    result.table.mutable_proto().add_in_run_schedules(schedule);
+  if (schedules.size() > 1) {
+    std::string names;
+    for (const std::string& schedule : schedules) names += (names.empty() ? "" : ", ") + schedule;
+    std::fprintf(stderr,
+                 "ops timed in runs of %s plans: each schedule's costs kept apart (sim prices a "
+                 "plan with its schedule's own)\n",
+                 names.c_str());
+  }
 
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");

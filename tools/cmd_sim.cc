@@ -127,7 +127,13 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
     options.fuse_grad_accumulation = false;  // it adds each micro-batch's gradients itself
   }
   options.steps = static_cast<int>(steps);
-  cost::Simulator simulator(estimator, ops::Registry(), options);
+  // A table profiled in runs of several schedules prices the plan with its schedule's own.
+  cost::Simulator simulator(cost::Estimator::ForSchedule(estimator, module.plan.schedule),
+                            ops::Registry(), options);
+  if (flags.Has("costs"))
+    if (std::string note = OtherScheduleNote(estimator->table(), module.plan.schedule);
+        !note.empty())
+      std::fprintf(stderr, "%s: %s\n", flags.Get("costs").c_str(), note.c_str());
   cost::SimGraph graph;
   StatusOr<cost::SimResult> result = simulator.Run(module, &graph);
   if (!result.ok()) return result.status().WithContext(path);

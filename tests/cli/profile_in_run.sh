@@ -43,6 +43,26 @@ for module in ref plan; do
     fail "$module: sim with the table"
 done
 
+# Two plans of one mesh in one profile: each schedule's in-run costs kept apart beside the
+# pooled default, and sim prices a plan with its schedule's own; a table of 1f1b runs alone
+# says so when it prices fthenb.
+"$pw" opt "$work/gpt22.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=fthenb,micro-batches=4},insert-p2p' \
+  -o "$work/fthenb.pb" || fail "opt fthenb"
+out=$("$pw" profile "$work/plan.pb" "$work/fthenb.pb" -o "$work/both.pbtxt" --in-run \
+  --in-run-steps 3 --no-calibrate 2>&1) || fail "profile two plans: $out"
+grep -q "ops timed in runs of 1f1b, fthenb plans: each schedule's costs kept apart" <<<"$out" ||
+  fail "no line on the schedules kept apart: $out"
+[[ $(grep -c '^in_run_schedules: ' "$work/both.pbtxt") == 2 ]] || fail "in_run_schedules not both"
+for schedule in 1f1b fthenb; do
+  [[ $(grep -c "^  schedule: \"$schedule\"" "$work/both.pbtxt") -gt 10 ]] ||
+    fail "no entries of $schedule's own"
+done
+note=$("$pw" sim "$work/fthenb.pb" --costs "$work/plan.pbtxt" 2>&1 >/dev/null) || fail "sim: $note"
+grep -q "plans, this plan is fthenb: on a CPU the order of a rank's jobs moves what its ops cost" \
+  <<<"$note" || fail "no note on the table's other schedule: $note"
+note=$("$pw" sim "$work/fthenb.pb" --costs "$work/both.pbtxt" 2>&1 >/dev/null) || fail "sim: $note"
+[[ -z $note ]] || fail "a note though fthenb was profiled: $note"
+
 # Calibrated (no --no-calibrate): the table's device carries the CPU a stream's wait costs,
 # measured on this machine's busy cores (microseconds: a futex sleep and wake-up, a spin),
 # and with --comm on a pipelined plan the compute a transfer takes from busy cores (tens of

@@ -88,6 +88,29 @@ TEST(Estimator, ExactHitComesFromTheTable) {
   EXPECT_DOUBLE_EQ(e.seconds, 2e-3);
 }
 
+TEST(Estimator, PricesAPlanWithItsSchedulesOwnEntries) {
+  OpCostTable t;
+  OpCostEntry pooled = Point("trans_x=0", 1e6, 2e-3);
+  OpCostEntry fthenb = pooled;
+  fthenb.set_median(3e-3);
+  fthenb.set_schedule("fthenb");
+  t.Add(pooled);
+  t.Add(fthenb);
+  OpSignature q = Query(1e6);
+  q.key = pooled.key();
+  // With one schedule's runs the default entries are that schedule's: nothing to swap.
+  t.mutable_proto().add_in_run_schedules("fthenb");
+  auto one = MakeEstimator(t);
+  EXPECT_EQ(Estimator::ForSchedule(one, "fthenb"), one);
+
+  t.mutable_proto().add_in_run_schedules("1f1b");
+  auto est = MakeEstimator(t);
+  EXPECT_DOUBLE_EQ(est->OpTime(q).seconds, 2e-3);
+  EXPECT_DOUBLE_EQ(Estimator::ForSchedule(est, "fthenb")->OpTime(q).seconds, 3e-3);
+  EXPECT_DOUBLE_EQ(Estimator::ForSchedule(est, "1f1b")->OpTime(q).seconds, 2e-3);
+  EXPECT_EQ(Estimator::ForSchedule(est, "zb-h1"), est);  // not profiled: the default
+}
+
 TEST(Estimator, InterpolatesBetweenPointsOfTheOpType) {
   OpCostTable t;
   t.Add(Point("trans_x=0", 1e6, 2e-3));

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "cost_model/comm_model.h"
 
@@ -84,6 +86,86 @@ TEST(OpCostTable, MergeRefusesAnotherDevice) {
   Status s = a.Merge(b);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("device 'h100-sxm'"), std::string::npos) << s.message();
+}
+
+// A table profiled in runs of two schedules: the default entries (both runs pooled) and
+// each schedule's own beside them.
+OpCostTable TwoScheduleTable() {
+  OpCostTable t;
+  t.set_device("cpu");
+  t.Add(Entry("add(X:f32[4,8];Y:f32[4,8])", 6e-7, 20));
+  OpCostEntry one_f_one_b = Entry("add(X:f32[4,8];Y:f32[4,8])", 5e-7, 10);
+  one_f_one_b.set_schedule("1f1b");
+  OpCostEntry f_then_b = Entry("add(X:f32[4,8];Y:f32[4,8])", 7e-7, 10);
+  f_then_b.set_schedule("fthenb");
+  t.Add(one_f_one_b);
+  t.Add(f_then_b);
+  t.Add(Entry("gelu(X:f32[4,8])", 3e-6, 5));  // timed alone: no schedule's own
+  t.mutable_proto().add_in_run_schedules("1f1b");
+  t.mutable_proto().add_in_run_schedules("fthenb");
+  return t;
+}
+
+TEST(OpCostTable, KeepsEachSchedulesEntriesApartFromTheDefault) {
+  OpCostTable t = TwoScheduleTable();
+  EXPECT_EQ(t.size(), 4u);
+  ASSERT_NE(t.Find("add(X:f32[4,8];Y:f32[4,8])"), nullptr);
+  EXPECT_DOUBLE_EQ(t.Find("add(X:f32[4,8];Y:f32[4,8])")->median(), 6e-7);
+  EXPECT_EQ(t.EntriesOf("add").size(), 1u);  // interpolation sees the default alone
+  EXPECT_TRUE(t.ProfiledInRunOf("fthenb"));
+  EXPECT_FALSE(t.ProfiledInRunOf("zb-h1"));
+
+  // Adding a schedule's entry again replaces that one, not the default.
+  OpCostEntry again = Entry("add(X:f32[4,8];Y:f32[4,8])", 8e-7, 10);
+  again.set_schedule("fthenb");
+  t.Add(again);
+  EXPECT_EQ(t.size(), 4u);
+  EXPECT_DOUBLE_EQ(t.Find("add(X:f32[4,8];Y:f32[4,8])")->median(), 6e-7);
+  EXPECT_DOUBLE_EQ(t.ForSchedule("fthenb").Find("add(X:f32[4,8];Y:f32[4,8])")->median(), 8e-7);
+}
+
+TEST(OpCostTable, ForScheduleSwapsInThatSchedulesEntries) {
+  const OpCostTable t = TwoScheduleTable();
+  for (const auto& [schedule, median] : std::vector<std::pair<std::string, double>>{
+           {"1f1b", 5e-7}, {"fthenb", 7e-7}, {"zb-h1", 6e-7}}) {
+    OpCostTable view = t.ForSchedule(schedule);
+    EXPECT_EQ(view.size(), 2u) << schedule;  // the other schedules' entries left out
+    ASSERT_NE(view.Find("add(X:f32[4,8];Y:f32[4,8])"), nullptr) << schedule;
+    EXPECT_DOUBLE_EQ(view.Find("add(X:f32[4,8];Y:f32[4,8])")->median(), median) << schedule;
+    EXPECT_DOUBLE_EQ(view.Find("gelu(X:f32[4,8])")->median(), 3e-6) << schedule;
+    EXPECT_EQ(view.proto().in_run_schedules_size(), 2) << schedule;
+  }
+}
+
+TEST(OpCostTable, SchedulesEntriesSurviveSavingAndMerging) {
+  OpCostTable t = TwoScheduleTable();
+  std::string path = TempPath("schedules.pb");
+  ASSERT_TRUE(t.Save(path).ok());
+  StatusOr<OpCostTable> loaded = OpCostTable::Load(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_DOUBLE_EQ(loaded->ForSchedule("1f1b").Find("add(X:f32[4,8];Y:f32[4,8])")->median(), 5e-7);
+
+  // Tables of the same schedules pool entry by entry, each schedule's with its own.
+  ASSERT_TRUE(loaded->Merge(TwoScheduleTable()).ok());
+  EXPECT_EQ(loaded->size(), 4u);
+  EXPECT_EQ(loaded->ForSchedule("fthenb").Find("add(X:f32[4,8];Y:f32[4,8])")->repeats(), 20);
+}
+
+TEST(OpCostTable, MergeRefusesCostsOfOtherSchedulesRuns) {
+  OpCostTable a = TwoScheduleTable();
+  OpCostTable b;
+  b.set_device("cpu");
+  b.Add(Entry("add(X:f32[4,8];Y:f32[4,8])", 9e-7, 10));
+  b.mutable_proto().add_in_run_schedules("interleaved-1f1b");
+  Status s = a.Merge(b);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("profile the plans together"), std::string::npos) << s.message();
+  // A table timed alone (no runs) merges into either.
+  OpCostTable alone;
+  alone.set_device("cpu");
+  alone.Add(Entry("gelu(X:f32[4,8])", 1e-6, 5));
+  EXPECT_TRUE(a.Merge(alone).ok());
 }
 
 TEST(OpCostTable, RejectsNegativeAndMissingCostsNamingTheEntry) {
