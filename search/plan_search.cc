@@ -157,6 +157,13 @@ class Search {
 
   const Module& module_;
   std::shared_ptr<const cost::Estimator> est_;
+  // est_ as it prices a plan of each schedule (Estimator::ForSchedule), made once each.
+  std::map<std::string, std::shared_ptr<const cost::Estimator>> schedule_estimators_;
+  std::shared_ptr<const cost::Estimator> EstimatorFor(const std::string& schedule) {
+    auto [it, added] = schedule_estimators_.try_emplace(schedule);
+    if (added) it->second = cost::Estimator::ForSchedule(est_, schedule);
+    return it->second;
+  }
   const TuneOptions& opt_;
   PassContext context_{ops::Registry()};
   std::string backward_;
@@ -254,15 +261,16 @@ std::optional<TunedPlan> Search::Simulate(const Candidate& c) {
   if (it != simulated_.end()) return it->second;
   std::string suffix = pipeline.substr(Prefix(c.kind->split_backward, c.sp, c.post).size() + 1);
   StatusOr<Module> m = Apply(c.kind->split_backward, suffix, c.sp, c.post);
-  StatusOr<cost::SimResult> r = m.ok() ? cost::Simulator(est_, ops::Registry(),
-                                                         [] {
-                                                           cost::SimOptions o;
-                                                           o.record_timeline = false;
-                                                           o.steps = kSteadySteps;
-                                                           return o;
-                                                         }())
-                                             .RunSteady(*m)
-                                       : StatusOr<cost::SimResult>(m.status());
+  StatusOr<cost::SimResult> r =
+      m.ok() ? cost::Simulator(EstimatorFor(m->plan.schedule), ops::Registry(),
+                               [] {
+                                 cost::SimOptions o;
+                                 o.record_timeline = false;
+                                 o.steps = kSteadySteps;
+                                 return o;
+                               }())
+                   .RunSteady(*m)
+             : StatusOr<cost::SimResult>(m.status());
   if (!r.ok()) {
     ++result_.refused;
     return std::nullopt;
