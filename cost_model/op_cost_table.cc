@@ -13,12 +13,6 @@ namespace {
 
 bool Valid(double v) { return std::isfinite(v) && v >= 0; }
 
-std::string Join(const google::protobuf::RepeatedPtrField<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 Status CheckEntry(const OpCostEntry& e, int index) {
   if (e.key().empty()) return InvalidArgument("cost table entry ", index, " has no key");
   if (e.op_type().empty())
@@ -164,6 +158,12 @@ OpCostTable OpCostTable::ForSchedule(const std::string& schedule) const {
   return view;
 }
 
+std::string OpCostTable::InRunSchedulesText() const {
+  std::string out;
+  for (const std::string& s : proto_.in_run_schedules()) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 bool OpCostTable::ProfiledInRunOf(const std::string& schedule) const {
   const auto& runs = proto_.in_run_schedules();
   return std::find(runs.begin(), runs.end(), schedule) != runs.end();
@@ -233,8 +233,8 @@ Status OpCostTable::Merge(const OpCostTable& other) {
   if (!mine.empty() && !theirs.empty() &&
       std::set<std::string>(mine.begin(), mine.end()) !=
           std::set<std::string>(theirs.begin(), theirs.end()))
-    return InvalidArgument("cannot merge op costs measured in runs of ", Join(theirs),
-                           " plans into a table of ", Join(mine),
+    return InvalidArgument("cannot merge op costs measured in runs of ", other.InRunSchedulesText(),
+                           " plans into a table of ", InRunSchedulesText(),
                            " plans: profile the plans together (pipeweave profile A.pb B.pb "
                            "--in-run), which keeps each schedule's costs apart");
   if (mine.empty()) *proto_.mutable_in_run_schedules() = theirs;

@@ -37,6 +37,7 @@ class OpCostTable {
   OpCostTable ForSchedule(const std::string& schedule) const;
   // Whether runs of plans of `schedule` measured the in-run entries (profile --in-run).
   bool ProfiledInRunOf(const std::string& schedule) const;
+  std::string InRunSchedulesText() const;  // "1f1b, fthenb"
   // Every default entry of an op type, in table order.
   std::vector<const OpCostEntry*> EntriesOf(const std::string& op_type) const;
   const CommFit* FindComm(const std::string& kind, int group_size, int busy_cores = 0) const;

@@ -339,14 +339,11 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   }
   for (const std::string& schedule : schedules)
     result.table.mutable_proto().add_in_run_schedules(schedule);
-  if (schedules.size() > 1) {
-    std::string names;
-    for (const std::string& schedule : schedules) names += (names.empty() ? "" : ", ") + schedule;
+  if (schedules.size() > 1)
     std::fprintf(stderr,
                  "ops timed in runs of %s plans: each schedule's costs kept apart (sim prices a "
                  "plan with its schedule's own)\n",
-                 names.c_str());
-  }
+                 result.table.InRunSchedulesText().c_str());
 
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");

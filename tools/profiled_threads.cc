@@ -19,11 +19,11 @@ Status CheckProfiledThreads(const cost::OpCostTable& table, int processes, int r
 }
 
 std::string OtherScheduleNote(const cost::OpCostTable& table, const std::string& schedule) {
-  const auto& runs = table.proto().in_run_schedules();
-  if (table.device() != "cpu" || runs.empty() || table.ProfiledInRunOf(schedule)) return "";
-  std::string profiled;
-  for (const std::string& s : runs) profiled += (profiled.empty() ? "" : ", ") + s;
-  return "its ops were timed in runs of " + profiled + " plans, this plan is " + schedule +
+  if (table.device() != "cpu" || table.proto().in_run_schedules().empty() ||
+      table.ProfiledInRunOf(schedule))
+    return "";
+  return "its ops were timed in runs of " + table.InRunSchedulesText() + " plans, this plan is " +
+         schedule +
          ": on a CPU the order of a rank's jobs moves what its ops cost; to price it with its "
          "own, profile it with the others (pipeweave profile PLAN.pb OTHER.pb --in-run: one "
          "table, each schedule's costs kept apart)";
