@@ -73,7 +73,7 @@ constexpr const char* kUsage =
     "(K - 1) (json: steady_step_time_ms); what a run measures for plans whose ranks end\n"
     "apart.";
 
-// Per rank, what its compute reads from beyond a core's L2 a step (cost/stale_reads.h):
+// Per rank, what its compute reads from beyond a core's L2 a step (simulator/stale_reads.h):
 // where a schedule's order makes a CPU's ops dearer.
 std::string StaleReadsText(const cost::SimGraph& graph) {
   const int64_t l2 = cost::ReadCacheSizes().l2;
