@@ -1,6 +1,9 @@
 #include "executor/sequential_plan.h"
 
 namespace pw {
+namespace {
+constexpr const char* kSequentialSchedule = "sequential";
+}  // namespace
 
 StatusOr<Module> WithSequentialPlan(const Module& module, int micro_batches) {
   if (module.programs().size() != 1)
@@ -33,16 +36,21 @@ StatusOr<Module> WithSequentialPlan(const Module& module, int micro_batches) {
   if (has_optimizer) out.AddProgram(std::move(optimizer));
 
   Plan& plan = out.plan;
-  plan.schedule = "sequential";
+  plan.schedule = kSequentialSchedule;
   plan.num_micro_batches = micro_batches;
   plan.num_stages = 1;
   plan.stage_to_rank = {0};
   RankPlan rank;
   for (int mb = 0; mb < micro_batches; ++mb)
     rank.jobs.push_back(Job{JobKind::kForward, 0, mb, "train", -1, -1, {}, {}, {}});
-  if (has_optimizer) rank.jobs.push_back(Job{JobKind::kOptimizer, 0, 0, "optimizer", -1, -1, {}, {}, {}});
+  if (has_optimizer)
+    rank.jobs.push_back(Job{JobKind::kOptimizer, 0, 0, "optimizer", -1, -1, {}, {}, {}});
   plan.ranks.push_back(std::move(rank));
   return out;
+}
+
+std::string ScheduleOf(const Module& module) {
+  return module.plan.empty() ? kSequentialSchedule : module.plan.schedule;
 }
 
 }  // namespace pw

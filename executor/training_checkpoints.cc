@@ -4,6 +4,7 @@
 #include <map>
 
 #include "executor/initializer.h"
+#include "executor/sequential_plan.h"
 #include "ir/post_validation.h"
 
 namespace pw {
@@ -20,7 +21,7 @@ CheckpointManifest RunHeader(const Module& module, int64_t micro_batches,
   h.set_mp(module.mesh.mp);
   h.set_vpp(module.mesh.vpp);
   h.set_num_stages(module.plan.empty() ? 1 : module.plan.num_stages);
-  h.set_schedule(module.plan.empty() ? "sequential" : module.plan.schedule);
+  h.set_schedule(ScheduleOf(module));
   h.set_micro_batches(micro_batches);
   h.set_data_source(data_source);
   h.set_data_seed(data_seed);

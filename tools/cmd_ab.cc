@@ -10,6 +10,7 @@
 #include "ab/ab_svg.h"
 #include "ab/compare.h"
 #include "executor/backend_factory.h"
+#include "executor/sequential_plan.h"
 #include "ir/limits.h"
 #include "passes/cost_inputs.h"
 #include "tools/command.h"
@@ -234,9 +235,8 @@ StatusOr<int> RunAb(const std::vector<std::string>& args) {
     PW_RETURN_IF_ERROR(
         CheckProfiledThreads(estimator->table(), processes, 0).WithContext(flags.Get("costs")));
     for (const Plan* plan : {&a, &b}) {
-      const std::string schedule =
-          plan->module.plan.empty() ? "sequential" : plan->module.plan.schedule;
-      if (std::string note = OtherScheduleNote(estimator->table(), schedule); !note.empty())
+      if (std::string note = OtherScheduleNote(estimator->table(), ScheduleOf(plan->module));
+          !note.empty())
         std::fprintf(stderr, "%s (plan %c): %s\n", flags.Get("costs").c_str(), plan->side,
                      note.c_str());
     }

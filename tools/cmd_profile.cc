@@ -257,15 +257,9 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   // after them, after the calibration): this machine's speed moves over seconds, and one
   // run of a few steps meets one moment of it.
   std::map<std::string, std::vector<double>> run_seconds;
-  // The same per schedule of the runs' plans ("sequential" without a plan): each schedule's
-  // entries are kept apart where the runs' plans have more than one.
+  // The same per schedule of the runs' plans (ScheduleOf): each schedule's entries are kept
+  // apart where the runs' plans have more than one.
   std::map<std::string, std::map<std::string, std::vector<double>>> schedule_seconds;
-  std::vector<std::string> schedules;
-  for (const Module& module : to_run) {
-    const std::string schedule = module.plan.empty() ? "sequential" : module.plan.schedule;
-    if (std::find(schedules.begin(), schedules.end(), schedule) == schedules.end())
-      schedules.push_back(schedule);
-  }
   const int in_run_rounds = in_run ? static_cast<int>(std::min<int64_t>(3, in_run_steps)) : 0;
   int in_run_round = 0;
   auto measure_in_run = [&]() -> Status {
@@ -283,7 +277,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                         in_run_rounds, ")"));
       StatusOr<std::map<std::string, std::vector<double>>> measured = MeasureOpsInRun(module, run);
       if (!measured.ok()) return measured.status().WithContext(StrCat("--in-run of ", module.name));
-      auto& own = schedule_seconds[module.plan.empty() ? "sequential" : module.plan.schedule];
+      auto& own = schedule_seconds[ScheduleOf(module)];
       for (auto& [key, seconds] : *measured) {
         run_seconds[key].insert(run_seconds[key].end(), seconds.begin(), seconds.end());
         own[key].insert(own[key].end(), seconds.begin(), seconds.end());
@@ -327,9 +321,8 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     auto it = run_seconds.find(c.sig.key);
     if (it == run_seconds.end()) continue;
     result.table.Add(entry_of(c, it->second));
-    if (schedules.size() < 2) continue;
-    for (const std::string& schedule : schedules) {
-      const auto& own = schedule_seconds[schedule];
+    if (schedule_seconds.size() < 2) continue;
+    for (const auto& [schedule, own] : schedule_seconds) {
       auto mine = own.find(c.sig.key);
       if (mine == own.end()) continue;
       cost::OpCostEntry entry = entry_of(c, mine->second);
@@ -337,9 +330,9 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
       result.table.Add(entry);
     }
   }
-  for (const std::string& schedule : schedules)
+  for (const auto& [schedule, own] : schedule_seconds)
     result.table.mutable_proto().add_in_run_schedules(schedule);
-  if (schedules.size() > 1)
+  if (schedule_seconds.size() > 1)
     std::fprintf(stderr,
                  "ops timed in runs of %s plans: each schedule's costs kept apart (sim prices a "
                  "plan with its schedule's own)\n",

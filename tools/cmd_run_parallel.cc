@@ -283,9 +283,8 @@ std::string RankReportJson(const Module& module, int64_t rank, int64_t world,
     peak = std::max<int64_t>(peak, r.peak_bytes);
   }
   return StrCat("{\"mode\": \"rank\", \"rank\": ", rank, ", \"world_size\": ", world,
-                ", \"schedule\": \"", module.plan.empty() ? "sequential" : module.plan.schedule,
-                "\", ", "\"losses\": [", losses, "], \"step_time_ms\": [", times,
-                "], \"peak_bytes\": ", peak,
+                ", \"schedule\": \"", ScheduleOf(module), "\", ", "\"losses\": [", losses,
+                "], \"step_time_ms\": [", times, "], \"peak_bytes\": ", peak,
                 ", \"warmup_ms\": ", FormatJsonNumber(warmup_ms, "%.3f"), "}\n");
 }
 
@@ -455,8 +454,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
                             ", \"bytes\": [", bytes, "], \"ms\": [", ms, "]}");
     }
     std::printf("{\"mode\": \"parallel\", \"world_size\": %lld, \"schedule\": \"%s\", ",
-                static_cast<long long>(nproc),
-                module.plan.empty() ? "sequential" : module.plan.schedule.c_str());
+                static_cast<long long>(nproc), ScheduleOf(module).c_str());
     std::printf("\"first_step\": %lld, ", static_cast<long long>(first_step + 1));
     PrintJsonArray("losses", losses, "%.17g");
     std::printf(", ");
