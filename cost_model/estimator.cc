@@ -15,13 +15,6 @@ std::string CanonicalDevice(const std::string& name) {
   return builtin.ok() ? builtin->name() : name;
 }
 
-// What a step pays per run of a measured op: the mean, else the median.
-// The op's work at full speed: its CPU time when measured, else its mean (or median) run.
-double Expected(const OpCostEntry& e) {
-  if (e.cpu() > 0) return e.cpu();
-  return e.mean() > 0 ? e.mean() : e.median();
-}
-
 struct Point {
   double work;
   double seconds;
@@ -59,6 +52,11 @@ double InterpolateSorted(const std::vector<Point>& pts, double work) {
 }
 
 }  // namespace
+
+double MeasuredSeconds(const OpCostEntry& e) {
+  if (e.cpu() > 0) return e.cpu();
+  return e.mean() > 0 ? e.mean() : e.median();
+}
 
 const char* EstimatePathName(EstimatePath path) {
   switch (path) {
@@ -125,8 +123,8 @@ bool Estimator::Interpolate(const OpSignature& sig, double* seconds) const {
   for (const OpCostEntry* e : table_.EntriesOf(sig.op_type)) {
     const DataType dtype = EntryDtype(*e);
     double w = Work(e->flops(), e->bytes(), dtype);
-    if (w <= 0 || Expected(*e) <= 0) continue;
-    Point p{w, Expected(*e)};
+    if (w <= 0 || MeasuredSeconds(*e) <= 0) continue;
+    Point p{w, MeasuredSeconds(*e)};
     all.push_back(p);
     if (dtype != sig.dtype) continue;
     same_dtype.push_back(p);
@@ -161,7 +159,7 @@ Estimate Estimator::OpTime(const OpSignature& sig) const {
   Estimate est;
   double interpolated = 0;
   if (const OpCostEntry* e = table_.Find(sig.key)) {
-    est = {Expected(*e), EstimatePath::kTable};
+    est = {MeasuredSeconds(*e), EstimatePath::kTable};
   } else if (Interpolate(sig, &interpolated)) {
     est = {interpolated, EstimatePath::kInterpolated};
   } else {

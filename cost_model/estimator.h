@@ -40,6 +40,10 @@ struct Estimate {
   EstimatePath path = EstimatePath::kRoofline;
 };
 
+// What the estimator prices a measured entry at: the op's work at full speed, its CPU time
+// when measured, else what a step pays per run (the mean), else the median.
+double MeasuredSeconds(const OpCostEntry& e);
+
 class Estimator {
  public:
   // `device` prices the roofline and communication; `table` (may be empty) holds the

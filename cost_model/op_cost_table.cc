@@ -18,7 +18,7 @@ Status CheckEntry(const OpCostEntry& e, int index) {
   if (e.op_type().empty())
     return InvalidArgument("cost table entry '", e.key(), "' has no op_type");
   if (!Valid(e.median()) || !Valid(e.spread()) || !Valid(e.min()) || !Valid(e.max()) ||
-      !Valid(e.mean()) || !Valid(e.cpu()))
+      !Valid(e.mean()) || !Valid(e.cpu()) || !Valid(e.stale_bytes()))
     return InvalidArgument("cost table entry '", e.key(),
                            "': costs must be finite and >= 0 (median ", e.median(), ", spread ",
                            e.spread(), ")");
@@ -65,6 +65,10 @@ OpCostEntry MergeEntries(const OpCostEntry& a, const OpCostEntry& b) {
   out.set_min(std::min(a.min(), b.min()));
   out.set_max(std::max(a.max(), b.max()));
   out.set_repeats(a.repeats() + b.repeats());
+  if (a.has_stale_bytes() && b.has_stale_bytes())
+    out.set_stale_bytes((a.stale_bytes() * wa + b.stale_bytes() * wb) / w);
+  else if (b.has_stale_bytes())
+    out.set_stale_bytes(b.stale_bytes());
   return out;
 }
 
@@ -103,6 +107,9 @@ StatusOr<OpCostTable> OpCostTable::FromProto(Proto proto) {
   for (int i = 0; i < proto.entries_size(); ++i)
     PW_RETURN_IF_ERROR(CheckEntry(proto.entries(i), i));
   for (const CommFit& f : proto.comm()) PW_RETURN_IF_ERROR(CheckComm(f));
+  if (proto.stale_capacity() < 0 || (proto.has_stale_price() && !Valid(proto.stale_price())))
+    return InvalidArgument("the cost table's stale_capacity and stale_price must be ",
+                           "finite and >= 0");
   if (proto.has_device_spec()) {
     Status s = ValidateDeviceSpec(proto.device_spec());
     if (!s.ok()) return s.WithContext("the cost table's device_spec");
@@ -141,6 +148,11 @@ void OpCostTable::Reindex() {
 const OpCostEntry* OpCostTable::Find(const std::string& key) const {
   auto it = index_.find(key);
   return it == index_.end() ? nullptr : &proto_.entries(it->second);
+}
+
+const OpCostEntry* OpCostTable::FindOwn(const std::string& key, const std::string& schedule) const {
+  auto it = scheduled_.find({schedule, key});
+  return it == scheduled_.end() ? nullptr : &proto_.entries(it->second);
 }
 
 OpCostTable OpCostTable::ForSchedule(const std::string& schedule) const {
@@ -237,18 +249,25 @@ Status OpCostTable::Merge(const OpCostTable& other) {
                            " plans into a table of ", InRunSchedulesText(),
                            " plans: profile the plans together (pipeweave profile A.pb B.pb "
                            "--in-run), which keeps each schedule's costs apart");
+  // Reads beyond different caches are different counts: the price of one does not merge
+  // with the other's (different machines, which the device check above mostly catches).
+  if (proto_.stale_capacity() && other.proto_.stale_capacity() &&
+      proto_.stale_capacity() != other.proto_.stale_capacity())
+    return InvalidArgument("cannot merge cost tables that counted reads beyond caches of ",
+                           other.proto_.stale_capacity() >> 10, " and ",
+                           proto_.stale_capacity() >> 10, " KiB");
   if (mine.empty()) *proto_.mutable_in_run_schedules() = theirs;
   if (device().empty()) set_device(other.device());
   if (!proto_.blas_threads()) proto_.set_blas_threads(other.proto_.blas_threads());
+  if (!proto_.stale_capacity()) proto_.set_stale_capacity(other.proto_.stale_capacity());
+  if (proto_.has_stale_price() && other.proto_.has_stale_price())
+    proto_.set_stale_price((proto_.stale_price() + other.proto_.stale_price()) / 2);
+  else if (other.proto_.has_stale_price())
+    proto_.set_stale_price(other.proto_.stale_price());
   if (!proto_.has_device_spec() && other.proto_.has_device_spec())
     *proto_.mutable_device_spec() = other.proto_.device_spec();
   for (const OpCostEntry& e : other.proto_.entries()) {
-    const OpCostEntry* held = nullptr;
-    if (e.schedule().empty()) {
-      held = Find(e.key());
-    } else if (auto it = scheduled_.find({e.schedule(), e.key()}); it != scheduled_.end()) {
-      held = &proto_.entries(it->second);
-    }
+    const OpCostEntry* held = e.schedule().empty() ? Find(e.key()) : FindOwn(e.key(), e.schedule());
     Add(held ? MergeEntries(*held, e) : e);
   }
   for (const CommFit& f : other.proto_.comm()) MergeComm(f);

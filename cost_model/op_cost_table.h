@@ -32,6 +32,8 @@ class OpCostTable {
 
   // The entry every plan is priced with (not one of a schedule's own).
   const OpCostEntry* Find(const std::string& key) const;
+  // The entry measured in runs of `schedule`'s plans (not the default one), if any.
+  const OpCostEntry* FindOwn(const std::string& key, const std::string& schedule) const;
   // The table a plan of `schedule` is priced with: the entries measured in runs of that
   // schedule in place of the default ones, the other schedules' entries left out.
   OpCostTable ForSchedule(const std::string& schedule) const;

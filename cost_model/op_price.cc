@@ -53,6 +53,7 @@ StatusOr<OpPrice> PriceOp(const Op& op, const Module& module, int rank, const Es
   Estimate e = estimator.OpTime(sig);
   price.seconds = e.seconds;
   price.path = e.path;
+  price.key = std::move(sig.key);
   return price;
 }
 

@@ -15,6 +15,7 @@ namespace pw::cost {
 struct OpPrice {
   double seconds = 0;
   EstimatePath path = EstimatePath::kRoofline;
+  std::string key;          // the op's signature key, unless it is a collective
   bool collective = false;  // communication over `group` (more than one rank)
   std::string group_kind;   // "mp", "dp"
   std::vector<int> group;   // global ranks, in group order

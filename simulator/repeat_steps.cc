@@ -16,6 +16,7 @@ StatusOr<SimGraph> RepeatSteps(const SimGraph& one, int steps) {
   out.num_micro_batches = one.num_micro_batches;
   out.steps = steps;
   out.job_names = one.job_names;
+  out.signatures = one.signatures;
   out.auto_events = one.auto_events;
   out.replica_of = one.replica_of;
   // Slots: persistent ones keep their index (held across steps); each step gets its own

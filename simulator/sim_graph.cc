@@ -14,6 +14,7 @@
 #include "ir/rank_layout.h"
 #include "ir/rank_sequence.h"
 #include "ir/stream_order.h"
+#include "simulator/stale_bytes.h"
 
 namespace pw::cost {
 
@@ -53,15 +54,17 @@ bool IsGemmOp(const std::string& type) {
          type == "attention_grad" || type == "gqa_attention" || type == "gqa_attention_grad";
 }
 
-// Var names as small integers, so that sends meet recvs on integer keys.
-class VarIds {
+// Names as small integers: var names, so that sends meet recvs on integer keys; signature
+// keys, which the instructions of the largest graphs would otherwise each copy.
+class NameIds {
  public:
-  int Id(const std::string& var) {
-    auto [it, inserted] = ids_.try_emplace(var, static_cast<int>(names_.size()));
-    if (inserted) names_.push_back(var);
+  int Id(const std::string& name) {
+    auto [it, inserted] = ids_.try_emplace(name, static_cast<int>(names_.size()));
+    if (inserted) names_.push_back(name);
     return it->second;
   }
   const std::string& Name(int id) const { return names_[id]; }
+  std::vector<std::string> TakeNames() { return std::move(names_); }
 
  private:
   std::unordered_map<std::string, int> ids_;
@@ -95,14 +98,15 @@ struct RankTemplate {
 class RankLowerer {
  public:
   RankLowerer(const Module& module, int rank, const Estimator& estimator,
-              const OpRegistry& registry, const SimGraphOptions& options, VarIds& vars,
-              RankTemplate& out)
+              const OpRegistry& registry, const SimGraphOptions& options, NameIds& vars,
+              NameIds& signatures, RankTemplate& out)
       : module_(module),
         rank_(rank),
         est_(estimator),
         registry_(registry),
         options_(options),
         vars_(vars),
+        signatures_(signatures),
         t_(out) {
     t_.rank = rank;
   }
@@ -120,7 +124,8 @@ class RankLowerer {
   const Estimator& est_;
   const OpRegistry& registry_;
   const SimGraphOptions& options_;
-  VarIds& vars_;
+  NameIds& vars_;
+  NameIds& signatures_;
   RankTemplate& t_;
   RankSequence seq_;
   std::vector<int> ids_;                 // per item: its instruction
@@ -155,6 +160,7 @@ Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInst
   instr.path = price->path;
   if (!price->collective) {
     instr.gemm = IsGemmOp(op.type);
+    if (!price->key.empty()) instr.signature = signatures_.Id(price->key);
     return OkStatus();
   }
   instr.kind = InstrKind::kCollective;
@@ -341,7 +347,7 @@ struct CollectiveGroup {
 // Copies templates onto ranks and matches their communication.
 class GraphAssembler {
  public:
-  GraphAssembler(const Module& module, const Estimator& estimator, const VarIds& vars,
+  GraphAssembler(const Module& module, const Estimator& estimator, const NameIds& vars,
                  SimGraph& graph)
       : layout_(module.mesh), est_(estimator), vars_(vars), g_(graph) {}
 
@@ -357,7 +363,7 @@ class GraphAssembler {
 
   RankLayout layout_;
   const Estimator& est_;
-  const VarIds& vars_;
+  const NameIds& vars_;
   SimGraph& g_;
   std::vector<std::pair<P2pKey, int>> sends_, recvs_;
   std::vector<CollectiveGroup> groups_;
@@ -533,7 +539,7 @@ StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimato
   // One template per pipeline rank, lowered for its first rank (in rank order, so that an
   // error names the rank it always named).
   const RankLayout layout(module.mesh);
-  VarIds vars;
+  NameIds vars, signatures;
   std::vector<RankTemplate> templates;
   std::vector<int> template_of(g.world_size, -1), stand_in(g.world_size, -1);
   std::map<int, int> template_of_pp;
@@ -541,7 +547,8 @@ StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimato
     const int pp = layout.Coord(r).pp;
     auto [it, inserted] = template_of_pp.try_emplace(pp, static_cast<int>(templates.size()));
     if (inserted) {
-      RankLowerer lowerer(module, r, estimator, registry, options, vars, templates.emplace_back());
+      RankLowerer lowerer(module, r, estimator, registry, options, vars, signatures,
+                          templates.emplace_back());
       Status s = lowerer.Run();
       if (!s.ok()) return s.WithContext(StrCat("rank ", r));
     }
@@ -564,6 +571,8 @@ StatusOr<SimGraph> BuildSimGraph(const Module& module, const Estimator& estimato
     if (!fold || stand_in[r] == r) assembler.Instantiate(templates[template_of[r]], r);
   PW_RETURN_IF_ERROR(assembler.MatchP2p());
   PW_RETURN_IF_ERROR(assembler.MatchCollectives());
+  g.signatures = signatures.TakeNames();
+  PriceStaleBytes(estimator.table(), g);
   return g;
 }
 

@@ -69,6 +69,7 @@ struct SimInstr {
   // A compute op whose kernel is a BLAS GEMM: it keeps the table's BLAS threads busy, any
   // other op one thread.
   bool gemm = false;
+  int signature = -1;       // a compute op's signature: index into SimGraph::signatures
   std::vector<int> allocs;  // slots allocated when it starts
   std::vector<int> uses;    // slots it touches; a slot is freed after its last use
 };
@@ -97,6 +98,7 @@ struct SimGraph {
   std::vector<std::vector<std::string>> job_names;  // per rank: "0F1", "1RECV_F0", ...
   std::vector<SimSlot> slots;
   std::vector<SimCollective> collectives;
+  std::vector<std::string> signatures;  // the compute ops' signature keys
   // Dependencies between pieces of the plan's work that its events left open (the executor
   // covers each with an event of its own): 0 once insert-events has run.
   int auto_events = 0;

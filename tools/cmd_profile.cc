@@ -11,6 +11,7 @@
 
 #include "cost_model/comm_profiler.h"
 #include "cost_model/profiler.h"
+#include "cost_model/stale_price.h"
 #include "executor/sequential_plan.h"
 #include "ir/proto_io.h"
 #include "ops/registry.h"
@@ -124,6 +125,25 @@ StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
   return cost::ProfileComm(*bench, module, options);
 }
 
+// Records beside each in-run entry what its runs found beyond the cache the fit chooses (a
+// core's L2 when there is one schedule), and the price of a byte there where the runs of
+// several schedules tell it.
+void PriceStaleBytes(const cost::StaleCounts& stale, const std::set<std::string>& in_run_keys,
+                     cost::OpCostTable& table) {
+  const cost::StaleFit fit = cost::FitStalePrice(table, stale);
+  const auto& capacities = stale.capacities();
+  const size_t c =
+      std::find(capacities.begin(), capacities.end(), fit.capacity) - capacities.begin();
+  for (cost::OpCostEntry& e : *table.mutable_proto().mutable_entries()) {
+    if (!in_run_keys.count(e.key())) continue;  // timed alone, its caches set up
+    if (std::optional<double> mean = stale.Mean(c, e.schedule(), e.key())) e.set_stale_bytes(*mean);
+  }
+  table.Reindex();
+  table.mutable_proto().set_stale_capacity(fit.capacity);
+  if (fit.fitted) table.mutable_proto().set_stale_price(fit.price);
+  if (!fit.orders.empty()) std::fprintf(stderr, "%s\n", fit.Describe().c_str());
+}
+
 StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   Flags flags;
   flags.Value("output").Alias("o", "output");
@@ -209,6 +229,8 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   std::vector<std::pair<std::string, int>> process_counts;  // per module
   std::vector<Module> communicating;  // modules with more than one rank, for --comm
   std::vector<Module> to_run;         // --in-run
+  // What the ops timed in the runs find beyond each cache from a core's L2 to the L3 there.
+  cost::StaleCounts stale(cost::StaleCounts::Candidates(cache_sizes.l2, cache_sizes.l3));
   for (const std::string& path : flags.positional()) {
     PW_ASSIGN_OR_RETURN(Module module, LoadTrainingModule(path, flags.Get("pipeline")));
     PW_RETURN_IF_ERROR(ValidateModule(module).WithContext(path));
@@ -218,7 +240,11 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
       if (seen.insert(c.sig.key).second) ops.push_back(std::move(c));
     parameter_bytes = std::max(parameter_bytes, cost::RankParameterBytes(module));
     process_counts.emplace_back(path, module.plan.empty() ? 1 : module.mesh.world_size());
-    if (in_run) to_run.push_back(module);
+    if (in_run) {
+      Status counted = CountInRunStaleBytes(module, static_cast<int>(micro_batches), stale);
+      if (!counted.ok()) return counted.WithContext(path);
+      to_run.push_back(module);
+    }
     if (!flags.Has("comm") || module.mesh.world_size() == 1) continue;
     if (module.plan.empty()) {
       StatusOr<Module> planned = WithSequentialPlan(module, 1);
@@ -337,6 +363,11 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                  "ops timed in runs of %s plans: each schedule's costs kept apart (sim prices a "
                  "plan with its schedule's own)\n",
                  result.table.InRunSchedulesText().c_str());
+  if (in_run) {
+    std::set<std::string> in_run_keys;
+    for (const auto& [key, seconds] : run_seconds) in_run_keys.insert(key);
+    PriceStaleBytes(stale, in_run_keys, result.table);
+  }
 
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");

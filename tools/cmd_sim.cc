@@ -10,7 +10,7 @@
 #include "ops/registry.h"
 #include "passes/cost_inputs.h"
 #include "simulator/simulator.h"
-#include "simulator/stale_reads.h"
+#include "simulator/stale_bytes.h"
 #include "tools/command.h"
 #include "tools/flags.h"
 #include "tools/module_validation.h"
@@ -42,9 +42,10 @@ constexpr const char* kUsage =
     "total},\n"
     "busy_ms_by_stream {compute, mp_comm, ..., mp_fwd_comm} (each key the worst\n"
     "rank's), coverage, and ranks with the same keys per rank. --coverage adds the share of\n"
-    "estimated time from each estimate path and, on the CPU, what each rank's compute reads\n"
-    "from beyond a core's L2 a step (LRU distance in distinct bytes; where a schedule's order\n"
-    "makes a CPU's ops dearer: fthenb's backwards read what the forwards wrote long before).\n"
+    "estimated time from each estimate path and, on the CPU, what each rank's compute reads,\n"
+    "and writes into memory gone cold, beyond a cache a step (LRU distance in distinct bytes;\n"
+    "where a schedule's order makes a CPU's ops dearer: fthenb's backwards read what the\n"
+    "forwards wrote long before): the cost table's cache where it priced one, else a core's L2.\n"
     "--trace writes a Chrome trace (one track per\n"
     "rank and stream), --svg a timeline with one lane per stream of every pipeline rank (its\n"
     "first mp/dp replica): compute coloured by job kind, communication by kind, so overlap\n"
@@ -73,26 +74,40 @@ constexpr const char* kUsage =
     "(K - 1) (json: steady_step_time_ms); what a run measures for plans whose ranks end\n"
     "apart.";
 
-// Per rank, what its compute reads from beyond a core's L2 a step (simulator/stale_reads.h):
-// where a schedule's order makes a CPU's ops dearer.
-std::string StaleReadsText(const cost::SimGraph& graph) {
-  const int64_t l2 = cost::ReadCacheSizes().l2;
-  const std::vector<int64_t> stale = cost::StaleReadBytes(graph, l2);
-  std::string out = StrCat("\nreads from beyond a core's L2 (", l2 >> 10, " KiB) a step:\n");
+// Per rank, what its compute finds beyond a cache a step (simulator/stale_bytes.h): where a
+// schedule's order makes a CPU's ops dearer. The cache is the one the table priced, else a
+// core's L2.
+std::string StaleBytesText(const cost::SimGraph& graph, const cost::OpCostTable& table) {
+  const bool priced = table.proto().has_stale_price() && table.proto().stale_capacity() > 0;
+  const int64_t capacity = priced ? table.proto().stale_capacity() : cost::ReadCacheSizes().l2;
+  const cost::StaleBytes stale = cost::CountStaleBytes(graph, capacity);
+  char head[160];
+  if (priced)
+    std::snprintf(head, sizeof head,
+                  "\nmemory beyond a %lld KiB cache a step (the cost table's: %.3f ns a byte more "
+                  "than its runs found):\n",
+                  static_cast<long long>(capacity >> 10), table.proto().stale_price() * 1e9);
+  else
+    std::snprintf(head, sizeof head, "\nmemory beyond a core's L2 (%lld KiB) a step:\n",
+                  static_cast<long long>(capacity >> 10));
+  std::string out = head;
   for (size_t rank = 0; rank < graph.rank_order.size(); ++rank) {
-    int64_t beyond = 0, read = 0;
+    int64_t reads = 0, writes = 0, touched = 0;
     for (int i : graph.rank_order[rank]) {
       const cost::SimInstr& instr = graph.instrs[i];
       if (instr.kind != cost::InstrKind::kCompute) continue;
-      beyond += stale[i];
-      for (int slot : instr.uses) read += graph.slots[slot].bytes;
+      reads += stale.reads[i];
+      writes += stale.writes[i];
+      for (int slot : instr.uses) touched += graph.slots[slot].bytes;
     }
-    if (read == 0) continue;  // a folded graph's stand-in covers this rank
-    char line[160];
+    if (touched == 0) continue;  // a folded graph's stand-in covers this rank
+    const double mib = 1048576.0 * graph.steps;
+    char line[200];
     std::snprintf(line, sizeof line,
-                  "  rank %zu: %.2f MiB, of %.2f MiB its compute touches (%.1f %%)\n", rank,
-                  beyond / graph.steps / 1048576.0, read / graph.steps / 1048576.0,
-                  100.0 * beyond / read);
+                  "  rank %zu: reads %.2f MiB, writes into cold memory %.2f MiB, of %.2f MiB its "
+                  "compute touches (%.1f %%)\n",
+                  rank, reads / mib, writes / mib, touched / mib,
+                  100.0 * static_cast<double>(reads + writes) / static_cast<double>(touched));
     out += line;
   }
   return out;
@@ -188,7 +203,8 @@ StatusOr<int> RunSim(const std::vector<std::string>& args) {
     std::fputs(cost::SimResultToTable(*result, graph, &fit).c_str(), stdout);
     if (flags.Has("coverage")) {
       std::fputs(("\n" + cost::CoverageTable(*result)).c_str(), stdout);
-      if (estimator->device().name() == "cpu") std::fputs(StaleReadsText(graph).c_str(), stdout);
+      if (estimator->device().name() == "cpu")
+        std::fputs(StaleBytesText(graph, estimator->table()).c_str(), stdout);
     }
   }
   return 0;

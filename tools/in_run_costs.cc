@@ -9,6 +9,8 @@
 #include "executor/local_ranks.h"
 #include "executor/sequential_plan.h"
 #include "ops/registry.h"
+#include "simulator/sim_graph.h"
+#include "simulator/stale_bytes.h"
 
 namespace pw::tools {
 namespace {
@@ -37,14 +39,35 @@ class SignatureKeys {
   std::unordered_map<const Op*, std::string> keys_;
 };
 
+// The module as the run trains it: its plan, or its sequential plan of `micro_batches`.
+StatusOr<Module> PlannedForRun(const Module& module, int micro_batches) {
+  if (!module.plan.empty()) return module;
+  return WithSequentialPlan(module, micro_batches);
+}
+
 }  // namespace
+
+Status CountInRunStaleBytes(const Module& module, int micro_batches, cost::StaleCounts& counts) {
+  PW_ASSIGN_OR_RETURN(Module planned, PlannedForRun(module, micro_batches));
+  // The counts depend on the order and the tensors alone: roofline prices do.
+  PW_ASSIGN_OR_RETURN(cost::DeviceSpec cpu, cost::BuiltinDeviceSpec("cpu"));
+  PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> roofline,
+                      cost::Estimator::Create(cpu, cost::OpCostTable()));
+  PW_ASSIGN_OR_RETURN(cost::SimGraph graph,
+                      cost::BuildSimGraph(planned, *roofline, ops::Registry()));
+  std::vector<std::map<std::string, cost::StaleCounts::Count>> per_capacity;
+  for (int64_t capacity : counts.capacities()) {
+    auto& at = per_capacity.emplace_back();
+    for (const auto& [key, stale] : cost::StaleBytesBySignature(graph, capacity))
+      at[key] = {stale.bytes, stale.runs};
+  }
+  counts.AddPlan(ScheduleOf(module), per_capacity);
+  return OkStatus();
+}
 
 StatusOr<std::map<std::string, std::vector<double>>> MeasureOpsInRun(const Module& module,
                                                                      const InRunOptions& options) {
-  Module planned = module;
-  if (planned.plan.empty()) {
-    PW_ASSIGN_OR_RETURN(planned, WithSequentialPlan(module, options.micro_batches));
-  }
+  PW_ASSIGN_OR_RETURN(Module planned, PlannedForRun(module, options.micro_batches));
   std::mutex mu;
   std::map<std::string, std::vector<double>> seconds;
   std::map<const Interpreter*, SignatureKeys> keys;  // one per rank

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cost_model/stale_price.h"
 #include "ir/module.h"
 #include "ir/status.h"
 
@@ -29,5 +30,9 @@ struct InRunOptions {
 // Seconds of every kernel instruction the run executed, by op signature key.
 StatusOr<std::map<std::string, std::vector<double>>> MeasureOpsInRun(const Module& module,
                                                                      const InRunOptions& options);
+
+// What the runs of `module`'s plan (as MeasureOpsInRun trains it) find beyond each of
+// `counts`' caches, per signature (simulator/stale_bytes.h), added under its schedule.
+Status CountInRunStaleBytes(const Module& module, int micro_batches, cost::StaleCounts& counts);
 
 }  // namespace pw::tools

@@ -1,5 +1,7 @@
 #include "tools/profiled_threads.h"
 
+#include <cstdio>
+
 #include "executor/process_resources.h"
 
 namespace pw::tools {
@@ -22,11 +24,24 @@ std::string OtherScheduleNote(const cost::OpCostTable& table, const std::string&
   if (table.device() != "cpu" || table.proto().in_run_schedules().empty() ||
       table.ProfiledInRunOf(schedule))
     return "";
-  return "its ops were timed in runs of " + table.InRunSchedulesText() + " plans, this plan is " +
-         schedule +
-         ": on a CPU the order of a rank's jobs moves what its ops cost; to price it with its "
-         "own, profile it with the others (pipeweave profile PLAN.pb OTHER.pb --in-run: one "
-         "table, each schedule's costs kept apart)";
+  const std::string head = "its ops were timed in runs of " + table.InRunSchedulesText() +
+                           " plans, this plan is " + schedule;
+  const std::string own =
+      "profile it with the others (pipeweave profile PLAN.pb OTHER.pb --in-run: one table, each "
+      "schedule's costs kept apart)";
+  if (table.proto().has_stale_price()) {
+    char priced[160];
+    std::snprintf(priced, sizeof priced,
+                  ": its order is priced by what its ops find beyond a %lld KiB cache (%.3f ns a "
+                  "byte, fitted over those runs); to measure it, ",
+                  static_cast<long long>(table.proto().stale_capacity() >> 10),
+                  table.proto().stale_price() * 1e9);
+    return head + priced + own;
+  }
+  return head +
+         ": on a CPU the order of a rank's jobs moves what its ops cost; to price it with "
+         "its own, " +
+         own;
 }
 
 }  // namespace pw::tools

@@ -20,7 +20,8 @@ Status CheckProfiledThreads(const cost::OpCostTable& table, int processes, int r
 
 // A line for a plan of `schedule` priced with a CPU table whose in-run costs were measured
 // in runs of other schedules only (on a CPU a schedule's order of jobs moves what its ops
-// cost), saying how to measure its own; empty where there is nothing to say.
+// cost), saying how its order is priced (the table's price of memory beyond a cache, or
+// nothing) and how to measure its own; empty where there is nothing to say.
 std::string OtherScheduleNote(const cost::OpCostTable& table, const std::string& schedule);
 
 }  // namespace pw::tools

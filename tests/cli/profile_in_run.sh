@@ -62,6 +62,24 @@ grep -q "plans, this plan is fthenb: on a CPU the order of a rank's jobs moves w
   <<<"$note" || fail "no note on the table's other schedule: $note"
 note=$("$pw" sim "$work/fthenb.pb" --costs "$work/both.pbtxt" 2>&1 >/dev/null) || fail "sim: $note"
 [[ -z $note ]] || fail "a note though fthenb was profiled: $note"
+# What each in-run entry's runs found beyond a cache is beside it, the cache in the table, and
+# the fit over the two orders is reported: priced, or left unpriced where no cache's counts
+# follow the costs (a few steps on a busy machine can measure no order effect at all).
+grep -Eq "^(memory beyond a [0-9]+ KiB cache priced at [0-9.]+ ns a byte|memory beyond the caches left unpriced).*: 1f1b .* ms of compute a step, .* MiB beyond; fthenb " \
+  <<<"$out" || fail "no line on the price of memory beyond a cache: $out"
+capacity=$(sed -n 's/^stale_capacity: //p' "$work/both.pbtxt")
+[[ -n $capacity ]] && ((capacity >= 65536)) || fail "stale_capacity '$capacity'"
+[[ $(grep -c '^  stale_bytes: ' "$work/both.pbtxt") -gt 30 ]] ||
+  fail "the in-run entries have no stale_bytes"
+# A price in the table prices the orders it did not run: the note says so.
+sed -i '/^stale_price: /d' "$work/both.pbtxt"
+echo "stale_price: 1e-10" >>"$work/both.pbtxt"
+"$pw" opt "$work/gpt22.pbtxt" -p 'append-backward{optimizer=adam,lr=0.01},split-program{split-backward=true},schedule{kind=zb-h1,micro-batches=4},insert-p2p' \
+  -o "$work/zbh1.pb" || fail "opt zb-h1"
+note=$("$pw" sim "$work/zbh1.pb" --costs "$work/both.pbtxt" 2>&1 >/dev/null) ||
+  fail "sim: $note"
+grep -q "this plan is zb-h1: its order is priced by what its ops find beyond a $((capacity / 1024)) KiB cache (0.100 ns a byte" \
+  <<<"$note" || fail "no note on the priced order: $note"
 
 # Calibrated (no --no-calibrate): the table's device carries the CPU a stream's wait costs,
 # measured on this machine's busy cores (microseconds: a futex sleep and wake-up, a spin),
