@@ -85,7 +85,8 @@ constexpr const char* kUsage =
     "--in-run times the ops inside a training run instead of one at a time: the module's\n"
     "plan (without one: its sequential plan of M micro-batches) trains N steps, its ranks as\n"
     "threads of this process, in up to three runs spread through the profile (each after an\n"
-    "untimed step: the machine's speed moves over seconds), and every kernel instruction is\n"
+    "untimed step: the machine's speed moves over seconds; plans of several schedules take\n"
+    "turns in runs of ~3 steps), and every kernel instruction is\n"
     "timed where it runs, after the op that ran before it (with 1 kernel thread: the CPU\n"
     "time of its stream's thread, so ranks sharing the cores do not inflate it). Caches,\n"
     "allocator and kernel threads are then as a step leaves them, which an op timed alone\n"
@@ -93,7 +94,11 @@ constexpr const char* kUsage =
     "The order of a rank's jobs moves what its ops cost (fthenb's backward reads each\n"
     "activation long after writing it): modules whose plans have different schedules get,\n"
     "besides the entries of all runs pooled, each schedule's own, with which sim and ab price\n"
-    "a plan of that schedule.\n"
+    "a plan of that schedule. Beside each in-run entry goes what its runs found beyond a cache\n"
+    "(reads, and writes into memory gone cold); over the runs of several schedules profile\n"
+    "fits the cache (from a core's L2 doubling up to the L3) whose counts follow the\n"
+    "signatures' cost changes and the price of a byte there, with which sim, ab and tune\n"
+    "price the order of any plan, those of schedules the table did not run included.\n"
     "--backend cuda times the CUDA kernels on GPU N instead (device time between CUDA events\n"
     "around the output allocation and the kernel, as the CUDA backend runs them), with the\n"
     "GPU's peak GEMM rates and memory bandwidth measured; the table is for the built-in\n"
@@ -279,14 +284,20 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     bar.Update(done, total, key);
   };
   // --in-run: the signatures the runs execute are timed there, the rest alone. The steps
-  // are split over up to three runs spread through the profile (before the ops timed alone,
-  // after them, after the calibration): this machine's speed moves over seconds, and one
-  // run of a few steps meets one moment of it.
+  // are split over runs spread through the profile (before the ops timed alone, after them,
+  // after the calibration, the rest at the end): this machine's speed moves over seconds,
+  // and one run of a few steps meets one moment of it.
   std::map<std::string, std::vector<double>> run_seconds;
   // The same per schedule of the runs' plans (ScheduleOf): each schedule's entries are kept
   // apart where the runs' plans have more than one.
   std::map<std::string, std::map<std::string, std::vector<double>>> schedule_seconds;
-  const int in_run_rounds = in_run ? static_cast<int>(std::min<int64_t>(3, in_run_steps)) : 0;
+  // Plans of several schedules take turns in runs of ~3 steps, so that what sets their
+  // schedules' costs apart is their order and not the moment each ran at.
+  std::set<std::string> schedules;
+  for (const Module& module : to_run) schedules.insert(ScheduleOf(module));
+  const int64_t most_rounds = schedules.size() > 1 ? std::max<int64_t>(3, in_run_steps / 3) : 3;
+  const int in_run_rounds =
+      in_run ? static_cast<int>(std::min<int64_t>(most_rounds, in_run_steps)) : 0;
   int in_run_round = 0;
   auto measure_in_run = [&]() -> Status {
     if (in_run_round == in_run_rounds) return OkStatus();
