@@ -117,7 +117,12 @@ class RankLowerer {
   Status Lower(int item);
   Status LowerOp(int item, const Op& op, const Program& program, SimInstr& instr);
   Status LowerTransfer(int item, SimInstr& instr);
-  StatusOr<const OpPrice*> Price(const Op& op, const Program& program);
+  // An op's price and its signature's index in the graph (-1 for a collective).
+  struct PricedOp {
+    OpPrice price;
+    int signature = -1;
+  };
+  StatusOr<const PricedOp*> Price(const Op& op, const Program& program);
 
   const Module& module_;
   int rank_;
@@ -128,9 +133,9 @@ class RankLowerer {
   NameIds& signatures_;
   RankTemplate& t_;
   RankSequence seq_;
-  std::vector<int> ids_;                 // per item: its instruction
-  std::vector<bool> allocated_;          // per slot
-  std::map<const Op*, OpPrice> prices_;  // every job of a program runs the same ops
+  std::vector<int> ids_;                  // per item: its instruction
+  std::vector<bool> allocated_;           // per slot
+  std::map<const Op*, PricedOp> prices_;  // every job of a program runs the same ops
   // The executor's own ops, one per (kind, var): priced once, kept alive for the cache.
   std::map<std::pair<WorkKind, int>, Op> added_;
   // The dp all-reduces, by the slots they hold (one sum or a bucket), and the deferred
@@ -142,12 +147,14 @@ class RankLowerer {
   std::set<std::tuple<int, bool, int, int, bool>> transfers_;
 };
 
-StatusOr<const OpPrice*> RankLowerer::Price(const Op& op, const Program& program) {
+StatusOr<const RankLowerer::PricedOp*> RankLowerer::Price(const Op& op, const Program& program) {
   auto it = prices_.find(&op);
   if (it == prices_.end()) {
     auto lookup = [&](const std::string& v) { return module_.FindVar(v, &program); };
-    PW_ASSIGN_OR_RETURN(OpPrice price, PriceOp(op, module_, rank_, est_, registry_, lookup));
-    it = prices_.emplace(&op, std::move(price)).first;
+    PricedOp priced;
+    PW_ASSIGN_OR_RETURN(priced.price, PriceOp(op, module_, rank_, est_, registry_, lookup));
+    if (!priced.price.key.empty()) priced.signature = signatures_.Id(priced.price.key);
+    it = prices_.emplace(&op, std::move(priced)).first;
   }
   return &it->second;
 }
@@ -155,12 +162,13 @@ StatusOr<const OpPrice*> RankLowerer::Price(const Op& op, const Program& program
 Status RankLowerer::LowerOp(int i, const Op& op, const Program& program, SimInstr& instr) {
   const WorkItem& item = seq_.items[i];
   if (seq_.BindsView(item)) return OkStatus();  // binds its output to its input's bytes: free
-  PW_ASSIGN_OR_RETURN(const OpPrice* price, Price(op, program));
+  PW_ASSIGN_OR_RETURN(const PricedOp* priced, Price(op, program));
+  const OpPrice* price = &priced->price;
   instr.seconds = price->seconds;
   instr.path = price->path;
   if (!price->collective) {
     instr.gemm = IsGemmOp(op.type);
-    if (!price->key.empty()) instr.signature = signatures_.Id(price->key);
+    instr.signature = priced->signature;
     return OkStatus();
   }
   instr.kind = InstrKind::kCollective;
