@@ -23,7 +23,9 @@
 # the module, a 4-process configuration from the *other* schedule's plan, its ranks as
 # threads); the communication of a 4-process configuration from a short run of that other
 # plan too (profile --comm), so that no prediction rests on a run of the schedule it
-# predicts. Measured: the median step time after the first step; predicted: for the
+# predicts. zb-h1 and interleaved-1f1b are profiled from the 1f1b and fthenb plans together:
+# a table of two orders prices theirs by what their ops find beyond a cache (cost_model/
+# stale_price.h). Measured: the median step time after the first step; predicted: for the
 # multi-process plans the steady step of 3 steps simulated back to back (sim --steps 3: a
 # run's ranks start their next step without waiting for each other), else the one step;
 # predicted and measured figures are the medians over the rounds. On a shared machine other
@@ -72,8 +74,9 @@ print(d.get("steady_step_time_ms", d["step_time_ms"]))'
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # The plans: NAME  MESH (build-model flags)  PASSES after split-program (none: unplanned)
-# PROCESSES (ref: the sequential reference runner)  PROFILED FROM (the plan whose run gives
-# the op costs and the communication; never the plan itself where a sibling exists).
+# PROCESSES (ref: the sequential reference runner)  PROFILED FROM (the plans, joined by '+',
+# whose runs give the op costs and the communication; never the plan itself where a sibling
+# exists).
 plan1f1b="split-program,schedule{kind=1f1b,micro-batches=$mb},insert-p2p"
 overlap="assign-streams,overlap-column-parallel-backward,insert-events"
 configs=(
@@ -83,9 +86,9 @@ configs=(
   "pp2-fthenb|--mp 1 --pp 2|split-program,schedule{kind=fthenb,micro-batches=$mb},insert-p2p|2|pp2-1f1b"
   "mp2pp2-1f1b|--mp 2 --pp 2|$plan1f1b|4|mp2pp2-fthenb"
   "mp2pp2-fthenb|--mp 2 --pp 2|split-program,schedule{kind=fthenb,micro-batches=$mb},insert-p2p|4|mp2pp2-1f1b"
-  "mp2pp2-zb-h1|--mp 2 --pp 2|split-program{split-backward=true},schedule{kind=zb-h1,micro-batches=$mb},insert-p2p|4|mp2pp2-1f1b"
+  "mp2pp2-zb-h1|--mp 2 --pp 2|split-program{split-backward=true},schedule{kind=zb-h1,micro-batches=$mb},insert-p2p|4|mp2pp2-1f1b+mp2pp2-fthenb"
   "mp2pp2-1f1b-overlap|--mp 2 --pp 2|$plan1f1b,$overlap|4|mp2pp2-1f1b"
-  "mp2pp2v2-interleaved|--mp 2 --pp 2 --vpp 2|split-program,schedule{kind=interleaved-1f1b,micro-batches=$mb},insert-p2p|4|mp2pp2-1f1b"
+  "mp2pp2v2-interleaved|--mp 2 --pp 2 --vpp 2|split-program,schedule{kind=interleaved-1f1b,micro-batches=$mb},insert-p2p|4|mp2pp2-1f1b+mp2pp2-fthenb"
 )
 field() { cut -d'|' -f"$2" <<<"$1"; }
 only=${PW_CONFIGS:-.}  # a regular expression: the plans to measure
@@ -103,7 +106,8 @@ for model in small large; do
     "$pw" opt "$out/${model}_$name.pbtxt" -p "$pipeline" -o "$out/${model}_$name.pb" >/dev/null
   done
   for c in "${configs[@]}"; do
-    name=$(field "$c" 1) procs=$(field "$c" 4) from=$(field "$c" 5)
+    name=$(field "$c" 1) procs=$(field "$c" 4) from=()
+    for f in $(tr '+' ' ' <<<"$(field "$c" 5)"); do from+=("$out/${model}_$f.pb"); done
     [[ $name =~ $only ]] || continue
     unplanned=()  # a module without a plan takes its micro-batches from the command line
     [[ $(field "$c" 3) == none ]] && unplanned=(--micro-batches $mb)
@@ -111,10 +115,10 @@ for model in small large; do
     for ((r = 0; r < rounds; r++)); do
       costs=$out/${model}_${name}_costs.pbtxt
       if [[ $procs == ref || $procs == 1 ]]; then
-        "$pw" profile "$out/${model}_$from.pb" -o "$costs" --in-run --micro-batches $mb \
+        "$pw" profile "${from[@]}" -o "$costs" --in-run --micro-batches $mb \
           >/dev/null 2>&1
       else
-        "$pw" profile "$out/${model}_$from.pb" -o "$costs" --comm --comm-steps \
+        "$pw" profile "${from[@]}" -o "$costs" --comm --comm-steps \
           "${steps_of[$model]}" --in-run >/dev/null 2>&1
       fi
       if [[ $procs == ref ]]; then

@@ -133,8 +133,8 @@ StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
 // Records beside each in-run entry what its runs found beyond the cache the fit chooses (a
 // core's L2 when there is one schedule), and the price of a byte there where the runs of
 // several schedules tell it.
-void PriceStaleBytes(const cost::StaleCounts& stale, const std::set<std::string>& in_run_keys,
-                     cost::OpCostTable& table) {
+void RecordStaleBytes(const cost::StaleCounts& stale, const std::set<std::string>& in_run_keys,
+                      cost::OpCostTable& table) {
   const cost::StaleFit fit = cost::FitStalePrice(table, stale);
   const auto& capacities = stale.capacities();
   const size_t c =
@@ -143,7 +143,6 @@ void PriceStaleBytes(const cost::StaleCounts& stale, const std::set<std::string>
     if (!in_run_keys.count(e.key())) continue;  // timed alone, its caches set up
     if (std::optional<double> mean = stale.Mean(c, e.schedule(), e.key())) e.set_stale_bytes(*mean);
   }
-  table.Reindex();
   table.mutable_proto().set_stale_capacity(fit.capacity);
   if (fit.fitted) table.mutable_proto().set_stale_price(fit.price);
   if (!fit.orders.empty()) std::fprintf(stderr, "%s\n", fit.Describe().c_str());
@@ -377,7 +376,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   if (in_run) {
     std::set<std::string> in_run_keys;
     for (const auto& [key, seconds] : run_seconds) in_run_keys.insert(key);
-    PriceStaleBytes(stale, in_run_keys, result.table);
+    RecordStaleBytes(stale, in_run_keys, result.table);
   }
 
   if (flags.Has("comm")) {
