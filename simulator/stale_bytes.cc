@@ -133,9 +133,9 @@ std::map<std::string, SignatureStaleBytes> StaleBytesBySignature(const SimGraph&
   return out;
 }
 
-void PriceStaleBytes(const OpCostTable& table, SimGraph& g) {
+std::vector<double> StaleSeconds(const OpCostTable& table, const SimGraph& g) {
   const auto& proto = table.proto();
-  if (!proto.has_stale_price() || proto.stale_capacity() <= 0) return;
+  if (!proto.has_stale_price() || proto.stale_capacity() <= 0) return {};
   // The measured mean of each signature the graph has, looked up once.
   std::vector<const OpCostEntry*> entries(g.signatures.size(), nullptr);
   bool any = false;
@@ -144,17 +144,25 @@ void PriceStaleBytes(const OpCostTable& table, SimGraph& g) {
     if (e && e->has_stale_bytes()) entries[k] = e;
     any = any || entries[k];
   }
-  if (!any) return;
+  if (!any) return {};
   const StaleBytes stale = CountStaleBytes(g, proto.stale_capacity());
+  std::vector<double> added(g.instrs.size(), 0);
   for (size_t i = 0; i < g.instrs.size(); ++i) {
-    SimInstr& instr = g.instrs[i];
+    const SimInstr& instr = g.instrs[i];
     if (instr.kind != InstrKind::kCompute || instr.signature < 0 ||
         instr.path != EstimatePath::kTable || !entries[instr.signature])
       continue;
     const double more = static_cast<double>(stale.reads[i] + stale.writes[i]) -
                         entries[instr.signature]->stale_bytes();
-    instr.seconds = std::max(0.0, instr.seconds + proto.stale_price() * more);
+    added[i] = proto.stale_price() * more;
   }
+  return added;
+}
+
+void PriceStaleBytes(const OpCostTable& table, SimGraph& g) {
+  const std::vector<double> added = StaleSeconds(table, g);
+  for (size_t i = 0; i < added.size(); ++i)
+    g.instrs[i].seconds = std::max(0.0, g.instrs[i].seconds + added[i]);
 }
 
 }  // namespace pw::cost

@@ -44,6 +44,11 @@ struct SignatureStaleBytes {
 std::map<std::string, SignatureStaleBytes> StaleBytesBySignature(const SimGraph& g,
                                                                  int64_t capacity);
 
+// Per instruction of `g`, the seconds `table`'s price adds (negative: takes off) to a compute
+// instruction it prices from a measured entry of an in-run profile, for what it finds beyond
+// the table's cache above (below) the entry's mean; empty for a table without a price.
+std::vector<double> StaleSeconds(const OpCostTable& table, const SimGraph& g);
+
 // Reprices the compute instructions of `g` that `table` prices from a measured entry of an
 // in-run profile (OpCostEntry.stale_bytes): one that finds more bytes beyond the table's
 // cache (OpCostTable.stale_capacity) than the runs that measured its entry did on average

@@ -80,6 +80,12 @@ note=$("$pw" sim "$work/zbh1.pb" --costs "$work/both.pbtxt" 2>&1 >/dev/null) ||
   fail "sim: $note"
 grep -q "this plan is zb-h1: its order is priced by what its ops find beyond a $((capacity / 1024)) KiB cache (0.100 ns a byte" \
   <<<"$note" || fail "no note on the priced order: $note"
+coverage=$("$pw" sim "$work/zbh1.pb" --costs "$work/both.pbtxt" --coverage 2>/dev/null) ||
+  fail "sim --coverage with a priced table"
+grep -q "^memory beyond a $((capacity / 1024)) KiB cache a step (the cost table's: 0.100 ns a byte" \
+  <<<"$coverage" || fail "coverage not at the table's cache: $coverage"
+grep -Eq "^    the price moves its compute by [-+][0-9.]+ ms a step" <<<"$coverage" ||
+  fail "coverage without what the price moved: $coverage"
 
 # Calibrated (no --no-calibrate): the table's device carries the CPU a stream's wait costs,
 # measured on this machine's busy cores (microseconds: a futex sleep and wake-up, a spin),

@@ -132,7 +132,12 @@ TEST(StaleBytes, ThePriceMovesTableCostsByWhatEachRunFindsAboveTheProfiledMean) 
   SimGraph unpriced = g;
   PriceStaleBytes(table, unpriced);  // no price: nothing moves
   EXPECT_DOUBLE_EQ(unpriced.instrs[3].seconds, 1e-6);
+  EXPECT_TRUE(StaleSeconds(table, g).empty());
   table.mutable_proto().set_stale_price(1e-9);
+  const std::vector<double> added = StaleSeconds(table, g);
+  ASSERT_EQ(added.size(), 4u);
+  EXPECT_DOUBLE_EQ(added[0], 0);  // no signature
+  EXPECT_DOUBLE_EQ(added[3], 600e-9);
   SimGraph priced = g;
   PriceStaleBytes(table, priced);
   EXPECT_DOUBLE_EQ(priced.instrs[3].seconds, 1e-6 + 600e-9);  // 1000 found, 400 measured
