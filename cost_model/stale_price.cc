@@ -16,6 +16,31 @@ constexpr double kMinSpreadFraction = 0.01;
 // what the order did to the costs: the order is left unpriced.
 constexpr double kMinRSquared = 0.1;
 
+// One signature's cost and count in one order, less their mean over the orders (each times
+// its runs a step).
+struct Change {
+  double cost, bytes;
+};
+
+// The least-squares slope of the cost changes over the count changes, and the share of the
+// cost changes it explains; false when either side does not change.
+bool FitThroughOrigin(const std::vector<Change>& changes, double* slope, double* r_squared) {
+  double cross = 0, spread = 0, total = 0, unexplained = 0;
+  for (const Change& ch : changes) {
+    cross += ch.cost * ch.bytes;
+    spread += ch.bytes * ch.bytes;
+    total += ch.cost * ch.cost;
+  }
+  if (spread <= 0 || total <= 0) return false;
+  *slope = cross / spread;
+  for (const Change& ch : changes) {
+    const double left = ch.cost - *slope * ch.bytes;
+    unexplained += left * left;
+  }
+  *r_squared = 1 - unexplained / total;
+  return true;
+}
+
 struct Candidate {
   bool usable = false;
   double r_squared = 0;
@@ -30,11 +55,7 @@ Candidate FitAt(const OpCostTable& table, const StaleCounts& counts, size_t c,
   const auto& schedules = table.proto().in_run_schedules();
   for (const std::string& s : schedules) out.orders.push_back({s, 0, 0});
   const size_t n = out.orders.size();
-  double unexplained = 0, total = 0, cross = 0, spread = 0;
   std::vector<double> cost(n), bytes(n);
-  struct Change {
-    double cost, bytes;
-  };
   std::vector<Change> changes;
   for (const auto& [key, runs] : runs_per_step) {
     size_t s = 0;
@@ -56,18 +77,8 @@ Candidate FitAt(const OpCostTable& table, const StaleCounts& counts, size_t c,
     }
     for (s = 0; s < n; ++s) changes.push_back({cost[s] - mean_cost, bytes[s] - mean_bytes});
   }
-  for (const Change& ch : changes) {
-    cross += ch.cost * ch.bytes;
-    spread += ch.bytes * ch.bytes;
-    total += ch.cost * ch.cost;
-  }
-  if (spread <= 0 || total <= 0) return out;
-  const double slope = cross / spread;
-  for (const Change& ch : changes) {
-    const double left = ch.cost - slope * ch.bytes;
-    unexplained += left * left;
-  }
-  out.r_squared = 1 - unexplained / total;
+  double slope = 0;
+  if (!FitThroughOrigin(changes, &slope, &out.r_squared)) return out;
   // The price from the step totals: the figure that makes each profiled order's step what
   // its runs measured.
   double lowest = out.orders[0].bytes, highest = lowest, seconds_mean = 0, bytes_mean = 0;
@@ -94,6 +105,7 @@ StaleCounts::StaleCounts(std::vector<int64_t> capacities)
     : capacities_(std::move(capacities)), sums_(capacities_.size()) {}
 
 std::vector<int64_t> StaleCounts::Candidates(int64_t l2, int64_t l3) {
+  if (l2 <= 0) return {};  // no cache read: nothing to count against
   std::vector<int64_t> out{l2};
   while (out.back() * 2 <= l3) out.push_back(out.back() * 2);
   return out;

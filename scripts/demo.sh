@@ -148,8 +148,9 @@ for kind in 1f1b fthenb; do
   # barrier: the prediction is the steady step of 3 simulated back to back.
   "$pw" sim "$out/gpt_mp2pp2_$kind.pb" --costs "$out/costs.pbtxt" --steps 3 \
     --trace "$out/gpt_$kind.sim.trace.json" | sed -n '1,5p'
+  # (its note on stderr, if any, the call above has printed)
   predicted=$("$pw" sim "$out/gpt_mp2pp2_$kind.pb" --costs "$out/costs.pbtxt" --steps 3 \
-    --format json | sed -n 's/.*"steady_step_time_ms": \([0-9.e+-]*\).*/\1/p')
+    --format json 2>/dev/null | sed -n 's/.*"steady_step_time_ms": \([0-9.e+-]*\).*/\1/p')
   # shellcheck disable=SC2086
   measured=$(printf '%s\n' ${runs[$kind]} | sort -g | sed -n 2p)
   awk -v k="$kind" -v p="$predicted" -v m="$measured" -v r="${runs[$kind]}" 'BEGIN {

@@ -49,6 +49,7 @@ TEST(StalePrice, CandidatesDoubleFromL2UpToL3) {
   EXPECT_EQ(StaleCounts::Candidates(1 << 20, 32 << 20),
             (std::vector<int64_t>{1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20}));
   EXPECT_EQ(StaleCounts::Candidates(1 << 20, 1 << 20), (std::vector<int64_t>{1 << 20}));
+  EXPECT_TRUE(StaleCounts::Candidates(0, 32 << 20).empty());  // no L2 read: nothing counted
 }
 
 TEST(StalePrice, CountsAverageOverPlansPooledAndPerSchedule) {
