@@ -5,6 +5,7 @@
 
 #include "passes/pass_context.h"
 #include "sim_test_util.h"
+#include "simulator/stale_bytes.h"
 
 namespace pw::cost {
 namespace {
@@ -44,6 +45,38 @@ TEST(SimulatorPlan, TwoStreamsWithAnEvent) {
   auto free = SimulateModule(m);
   ASSERT_TRUE(free.ok());
   EXPECT_NEAR(free->step_time, 3 * kMs, 1e-12);
+}
+
+TEST(SimulatorPlan, ATablesPriceOfMemoryBeyondACacheMovesTheOpsItMeasured) {
+  // a -> b, c -> d, b -> e (4000 B each): the third op reads b after c and d went through.
+  Program p =
+      MakeProgram("p", "forward", 0,
+                  {F32("a", 1000), F32("b", 1000), F32("c", 1000), F32("d", 1000), F32("e", 1000)},
+                  {Scale("a", "b"), Scale("c", "d"), Scale("b", "e")});
+  Module m = OneRank({p}, {MakeJob(JobKind::kForward, 0, 0, "p")});
+  std::shared_ptr<Estimator> plain = ScaleCostEstimator(m);
+  StatusOr<SimGraph> unpriced = BuildSimGraph(m, *plain, ops::Registry());
+  ASSERT_TRUE(unpriced.ok()) << unpriced.status().message();
+  ASSERT_EQ(unpriced->signatures.size(), 1u);  // the three ops share one signature
+
+  // The table's runs found nothing beyond a 1000-byte cache; each byte there costs 1 ns.
+  OpCostTable table = plain->table();
+  for (OpCostEntry& e : *table.mutable_proto().mutable_entries()) e.set_stale_bytes(0);
+  table.mutable_proto().set_stale_capacity(1000);
+  table.mutable_proto().set_stale_price(1e-9);
+  auto priced_by = Estimator::Create(TestDevice(), table);
+  ASSERT_TRUE(priced_by.ok());
+  StatusOr<SimGraph> priced = BuildSimGraph(m, **priced_by, ops::Registry());
+  ASSERT_TRUE(priced.ok());
+  const StaleBytes stale = CountStaleBytes(*unpriced, 1000);
+  int64_t beyond = 0;
+  for (size_t i = 0; i < priced->instrs.size(); ++i) {
+    const int64_t bytes = stale.reads[i] + stale.writes[i];
+    beyond += bytes;
+    EXPECT_NEAR(priced->instrs[i].seconds - unpriced->instrs[i].seconds, 1e-9 * bytes, 1e-15) << i;
+  }
+  EXPECT_GE(stale.reads[2], 4000);  // b, read after 8000 B of others
+  EXPECT_GT(beyond, 0);
 }
 
 TEST(SimulatorPlan, CrossProgramEvent) {
