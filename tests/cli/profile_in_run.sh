@@ -68,7 +68,7 @@ note=$("$pw" sim "$work/fthenb.pb" --costs "$work/both.pbtxt" 2>&1 >/dev/null) |
 grep -Eq "^(memory beyond a [0-9]+ KiB cache priced at [0-9.]+ ns a byte|memory beyond the caches left unpriced).*: 1f1b .* ms of compute a step, .* MiB beyond; fthenb " \
   <<<"$out" || fail "no line on the price of memory beyond a cache: $out"
 capacity=$(sed -n 's/^stale_capacity: //p' "$work/both.pbtxt")
-[[ -n $capacity ]] && ((capacity >= 65536)) || fail "stale_capacity '$capacity'"
+if [[ -z $capacity ]] || ((capacity < 65536)); then fail "stale_capacity '$capacity'"; fi
 [[ $(grep -c '^  stale_bytes: ' "$work/both.pbtxt") -gt 30 ]] ||
   fail "the in-run entries have no stale_bytes"
 # A price in the table prices the orders it did not run: the note says so.
