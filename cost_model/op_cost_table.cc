@@ -161,9 +161,9 @@ OpCostTable OpCostTable::ForSchedule(const std::string& schedule) const {
   view.proto_.clear_entries();
   for (const OpCostEntry& e : proto_.entries()) {
     if (!e.schedule().empty()) continue;
-    auto own = scheduled_.find({schedule, e.key()});
+    const OpCostEntry* own = FindOwn(e.key(), schedule);
     OpCostEntry& added = *view.proto_.add_entries();
-    added = own == scheduled_.end() ? e : proto_.entries(own->second);
+    added = own ? *own : e;
     added.clear_schedule();
   }
   view.Reindex();

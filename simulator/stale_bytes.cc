@@ -83,10 +83,12 @@ class RankMemory {
 
 }  // namespace
 
-StaleBytes CountStaleBytes(const SimGraph& g, int64_t capacity) {
-  StaleBytes out;
-  out.reads.assign(g.instrs.size(), 0);
-  out.writes.assign(g.instrs.size(), 0);
+std::vector<StaleBytes> CountStaleBytes(const SimGraph& g, const std::vector<int64_t>& capacities) {
+  std::vector<StaleBytes> out(capacities.size());
+  for (StaleBytes& at : out) {
+    at.reads.assign(g.instrs.size(), 0);
+    at.writes.assign(g.instrs.size(), 0);
+  }
   for (const std::vector<int>& order : g.rank_order) {
     // Compute touches what it uses; a transfer writes what it receives (the compute that
     // reads it next finds it close).
@@ -106,7 +108,9 @@ StaleBytes CountStaleBytes(const SimGraph& g, int64_t capacity) {
               std::find(instr.allocs.begin(), instr.allocs.end(), slot) != instr.allocs.end();
           const int64_t since = memory.Touch(slot, alloc);
           if (pass == 0 || instr.kind != InstrKind::kCompute) continue;
-          if (since < 0 || since > capacity) (alloc ? out.writes : out.reads)[i] += bytes;
+          for (size_t c = 0; c < capacities.size(); ++c)
+            if (since < 0 || since > capacities[c])
+              (alloc ? out[c].writes : out[c].reads)[i] += bytes;
         }
         for (int slot : instr.uses) memory.Used(slot);
       }
@@ -115,37 +119,42 @@ StaleBytes CountStaleBytes(const SimGraph& g, int64_t capacity) {
   return out;
 }
 
-std::map<std::string, SignatureStaleBytes> StaleBytesBySignature(const SimGraph& g,
-                                                                 int64_t capacity) {
-  const StaleBytes stale = CountStaleBytes(g, capacity);
-  std::vector<SignatureStaleBytes> sums(g.signatures.size());
-  for (size_t i = 0; i < g.instrs.size(); ++i) {
-    const SimInstr& instr = g.instrs[i];
-    if (instr.kind != InstrKind::kCompute || instr.signature < 0) continue;
-    sums[instr.signature].bytes += static_cast<double>(stale.reads[i] + stale.writes[i]);
-    sums[instr.signature].runs += 1;
-  }
-  std::map<std::string, SignatureStaleBytes> out;
-  for (size_t k = 0; k < sums.size(); ++k) {
-    if (sums[k].runs == 0) continue;
-    out[g.signatures[k]] = {sums[k].bytes / sums[k].runs, sums[k].runs / g.steps};
+StaleBytes CountStaleBytes(const SimGraph& g, int64_t capacity) {
+  return std::move(CountStaleBytes(g, std::vector<int64_t>{capacity}).front());
+}
+
+std::vector<std::map<std::string, StaleCounts::Count>> StaleBytesBySignature(
+    const SimGraph& g, const std::vector<int64_t>& capacities) {
+  std::vector<std::map<std::string, StaleCounts::Count>> out;
+  for (const StaleBytes& stale : CountStaleBytes(g, capacities)) {
+    std::vector<StaleCounts::Count> sums(g.signatures.size());
+    for (size_t i = 0; i < g.instrs.size(); ++i) {
+      const SimInstr& instr = g.instrs[i];
+      if (instr.kind != InstrKind::kCompute || instr.signature < 0) continue;
+      sums[instr.signature].bytes += static_cast<double>(stale.reads[i] + stale.writes[i]);
+      sums[instr.signature].runs += 1;
+    }
+    auto& at = out.emplace_back();
+    for (size_t k = 0; k < sums.size(); ++k)
+      if (sums[k].runs > 0)
+        at[g.signatures[k]] = {sums[k].bytes / sums[k].runs, sums[k].runs / g.steps};
   }
   return out;
 }
 
-std::vector<double> StaleSeconds(const OpCostTable& table, const SimGraph& g) {
-  const auto& proto = table.proto();
-  if (!proto.has_stale_price() || proto.stale_capacity() <= 0) return {};
+bool HasStalePrice(const OpCostTable& table) {
+  return table.proto().has_stale_price() && table.proto().stale_capacity() > 0;
+}
+
+std::vector<double> StaleSeconds(const OpCostTable& table, const SimGraph& g,
+                                 const StaleBytes& stale) {
+  if (!HasStalePrice(table)) return {};
   // The measured mean of each signature the graph has, looked up once.
   std::vector<const OpCostEntry*> entries(g.signatures.size(), nullptr);
-  bool any = false;
   for (size_t k = 0; k < g.signatures.size(); ++k) {
     const OpCostEntry* e = table.Find(g.signatures[k]);
     if (e && e->has_stale_bytes()) entries[k] = e;
-    any = any || entries[k];
   }
-  if (!any) return {};
-  const StaleBytes stale = CountStaleBytes(g, proto.stale_capacity());
   std::vector<double> added(g.instrs.size(), 0);
   for (size_t i = 0; i < g.instrs.size(); ++i) {
     const SimInstr& instr = g.instrs[i];
@@ -154,13 +163,15 @@ std::vector<double> StaleSeconds(const OpCostTable& table, const SimGraph& g) {
       continue;
     const double more = static_cast<double>(stale.reads[i] + stale.writes[i]) -
                         entries[instr.signature]->stale_bytes();
-    added[i] = proto.stale_price() * more;
+    added[i] = table.proto().stale_price() * more;
   }
   return added;
 }
 
 void PriceStaleBytes(const OpCostTable& table, SimGraph& g) {
-  const std::vector<double> added = StaleSeconds(table, g);
+  if (!HasStalePrice(table)) return;
+  const std::vector<double> added =
+      StaleSeconds(table, g, CountStaleBytes(g, table.proto().stale_capacity()));
   for (size_t i = 0; i < added.size(); ++i)
     g.instrs[i].seconds = std::max(0.0, g.instrs[i].seconds + added[i]);
 }

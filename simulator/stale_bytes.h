@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cost_model/op_cost_table.h"
+#include "cost_model/stale_price.h"
 #include "simulator/sim_graph.h"
 
 namespace pw::cost {
@@ -33,21 +34,23 @@ struct StaleBytes {
   std::vector<int64_t> writes;
 };
 StaleBytes CountStaleBytes(const SimGraph& g, int64_t capacity);
+// The same for each of `capacities`, from one replay of the order.
+std::vector<StaleBytes> CountStaleBytes(const SimGraph& g, const std::vector<int64_t>& capacities);
 
-// What the runs of one op signature found beyond the cache (reads and writes), over every
-// rank of a graph.
-struct SignatureStaleBytes {
-  double bytes = 0;  // per run
-  double runs = 0;   // per step
-};
-// By signature key, for the compute instructions that have one.
-std::map<std::string, SignatureStaleBytes> StaleBytesBySignature(const SimGraph& g,
-                                                                 int64_t capacity);
+// Per capacity, by signature key (the compute instructions that have one): what a run of it
+// finds beyond that cache (reads and writes) and its runs a step, over every rank of a graph.
+std::vector<std::map<std::string, StaleCounts::Count>> StaleBytesBySignature(
+    const SimGraph& g, const std::vector<int64_t>& capacities);
+
+// Whether `table` prices memory beyond a cache (OpCostTable.stale_price and _capacity).
+bool HasStalePrice(const OpCostTable& table);
 
 // Per instruction of `g`, the seconds `table`'s price adds (negative: takes off) to a compute
 // instruction it prices from a measured entry of an in-run profile, for what it finds beyond
-// the table's cache above (below) the entry's mean; empty for a table without a price.
-std::vector<double> StaleSeconds(const OpCostTable& table, const SimGraph& g);
+// the table's cache (`stale`: g's counts at that cache) above (below) the entry's mean; empty
+// for a table without a price.
+std::vector<double> StaleSeconds(const OpCostTable& table, const SimGraph& g,
+                                 const StaleBytes& stale);
 
 // Reprices the compute instructions of `g` that `table` prices from a measured entry of an
 // in-run profile (OpCostEntry.stale_bytes): one that finds more bytes beyond the table's

@@ -78,7 +78,7 @@ constexpr const char* kUsage =
 // schedule's order makes a CPU's ops dearer. The cache is the one the table priced, else a
 // core's L2.
 std::string StaleBytesText(const cost::SimGraph& graph, const cost::OpCostTable& table) {
-  const bool priced = table.proto().has_stale_price() && table.proto().stale_capacity() > 0;
+  const bool priced = cost::HasStalePrice(table);
   const int64_t capacity = priced ? table.proto().stale_capacity() : cost::ReadCacheSizes().l2;
   const cost::StaleBytes stale = cost::CountStaleBytes(graph, capacity);
   char head[160];
@@ -92,7 +92,7 @@ std::string StaleBytesText(const cost::SimGraph& graph, const cost::OpCostTable&
                   static_cast<long long>(capacity >> 10));
   std::string out = head;
   // What the price moved each rank's compute by, against the profiled runs' means.
-  const std::vector<double> added = cost::StaleSeconds(table, graph);
+  const std::vector<double> added = cost::StaleSeconds(table, graph, stale);
   for (size_t rank = 0; rank < graph.rank_order.size(); ++rank) {
     int64_t reads = 0, writes = 0, touched = 0;
     double seconds = 0;

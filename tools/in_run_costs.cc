@@ -55,13 +55,7 @@ Status CountInRunStaleBytes(const Module& module, int micro_batches, cost::Stale
                       cost::Estimator::Create(cpu, cost::OpCostTable()));
   PW_ASSIGN_OR_RETURN(cost::SimGraph graph,
                       cost::BuildSimGraph(planned, *roofline, ops::Registry()));
-  std::vector<std::map<std::string, cost::StaleCounts::Count>> per_capacity;
-  for (int64_t capacity : counts.capacities()) {
-    auto& at = per_capacity.emplace_back();
-    for (const auto& [key, stale] : cost::StaleBytesBySignature(graph, capacity))
-      at[key] = {stale.bytes, stale.runs};
-  }
-  counts.AddPlan(ScheduleOf(module), per_capacity);
+  counts.AddPlan(ScheduleOf(module), cost::StaleBytesBySignature(graph, counts.capacities()));
   return OkStatus();
 }
 

@@ -102,7 +102,7 @@ TEST(StaleBytes, BySignatureGivesTheMeanARunFindsAndTheRunsAStep) {
   g.signatures = {"f", "b"};
   for (int i : {0, 1}) g.instrs[i].signature = 0;
   for (int i : {2, 3}) g.instrs[i].signature = 1;
-  const auto by = StaleBytesBySignature(g, 1200);
+  const auto by = StaleBytesBySignature(g, {1200}).front();
   ASSERT_EQ(by.size(), 2u);
   EXPECT_DOUBLE_EQ(by.at("f").bytes, 500);  // one write of 1000 over two runs
   EXPECT_DOUBLE_EQ(by.at("f").runs, 2);
@@ -132,9 +132,9 @@ TEST(StaleBytes, ThePriceMovesTableCostsByWhatEachRunFindsAboveTheProfiledMean) 
   SimGraph unpriced = g;
   PriceStaleBytes(table, unpriced);  // no price: nothing moves
   EXPECT_DOUBLE_EQ(unpriced.instrs[3].seconds, 1e-6);
-  EXPECT_TRUE(StaleSeconds(table, g).empty());
+  EXPECT_TRUE(StaleSeconds(table, g, CountStaleBytes(g, 1200)).empty());
   table.mutable_proto().set_stale_price(1e-9);
-  const std::vector<double> added = StaleSeconds(table, g);
+  const std::vector<double> added = StaleSeconds(table, g, CountStaleBytes(g, 1200));
   ASSERT_EQ(added.size(), 4u);
   EXPECT_DOUBLE_EQ(added[0], 0);  // no signature
   EXPECT_DOUBLE_EQ(added[3], 600e-9);
