@@ -196,6 +196,24 @@ TEST(OpCostTable, RejectsNegativeAndMissingCostsNamingTheEntry) {
             std::string::npos)
       << straggle.status().message();
 
+  // What an entry's runs found beyond the cache, and the table's cache and price.
+  proto = SampleTable().proto();
+  proto.mutable_entries(1)->set_stale_bytes(-1);
+  StatusOr<OpCostTable> stale = OpCostTable::FromProto(proto);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_NE(stale.status().message().find("add(X:f32[4,8];Y:f32[4,8])"), std::string::npos)
+      << stale.status().message();
+  proto = SampleTable().proto();
+  proto.set_stale_price(std::nan(""));
+  StatusOr<OpCostTable> price = OpCostTable::FromProto(proto);
+  ASSERT_FALSE(price.ok());
+  EXPECT_NE(price.status().message().find("stale_capacity and stale_price must be finite and >= 0"),
+            std::string::npos)
+      << price.status().message();
+  proto = SampleTable().proto();
+  proto.set_stale_capacity(-1);
+  EXPECT_FALSE(OpCostTable::FromProto(proto).ok());
+
   // The halves of an all-reduce are measured kinds of their own; other names are refused.
   for (const char* kind : {"all_gather", "reduce_scatter"}) {
     proto = SampleTable().proto();
