@@ -11,7 +11,8 @@
 # for every plan within 10 %; the table says how far each is).
 #
 #   benchmarks/cost_model_accuracy.sh [STEPS (8)] [ROUNDS (3)]
-# PW_CONFIGS (a regular expression) keeps the plans whose names match it.
+# PW_CONFIGS (a regular expression) keeps the plans whose names match it; PW_MODELS (a
+# list, default "small large") the models.
 #
 # STEPS is for the large GPT; the small one, whose 4-process steps vary with how its ranks
 # take turns on the shared cores (see cost_model/comm_profiler.h), runs three times as
@@ -94,7 +95,7 @@ field() { cut -d'|' -f"$2" <<<"$1"; }
 only=${PW_CONFIGS:-.}  # a regular expression: the plans to measure
 
 rows=()
-for model in small large; do
+for model in ${PW_MODELS:-small large}; do
   # Every plan's module, built once.
   for c in "${configs[@]}"; do
     name=$(field "$c" 1) passes=$(field "$c" 3)

@@ -52,8 +52,8 @@ std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfile
   return fits;
 }
 
-StatusOr<std::vector<CommFit>> ProfileComm(CommBenchmark& bench, const Module& plan,
-                                           const CommProfileOptions& o) {
+StatusOr<CommProfile> ProfileComm(CommBenchmark& bench, const Module& plan,
+                                  const CommProfileOptions& o) {
   if (o.steps < 2)
     return InvalidArgument("comm profile needs at least 2 steps (the first warms up), got ",
                            o.steps);
@@ -62,7 +62,10 @@ StatusOr<std::vector<CommFit>> ProfileComm(CommBenchmark& bench, const Module& p
   PW_ASSIGN_OR_RETURN(CommRunResult run, bench.Run(plan, o.steps));
   if (run.ops.empty())
     return FailedPrecondition("module '", plan.name, "' communicates nothing in its steps");
-  return FitMeasuredComm(run, o);
+  CommProfile profile;
+  profile.fits = FitMeasuredComm(run, o);
+  if (!run.step_seconds.empty()) profile.step_seconds = Summarize(run.step_seconds).median;
+  return profile;
 }
 
 }  // namespace pw::cost

@@ -43,6 +43,8 @@ struct CommRunResult {
   int measured_steps = 0;
   // CPU seconds the rank processes spent in the measured steps (every thread).
   double process_cpu = 0;
+  // Each measured step's time, the slowest rank's (as `pipeweave run` reports a step).
+  std::vector<double> step_seconds;
 };
 
 class CommBenchmark {
@@ -62,9 +64,15 @@ struct CommProfileOptions {
       0;  // recorded with the fits (CommSizes::compute_gap, simulator/comm_sizes.h)
 };
 
-// Runs `plan` and fits what it measured: one CommFit per (kind, group size).
-StatusOr<std::vector<CommFit>> ProfileComm(CommBenchmark& bench, const Module& plan,
-                                           const CommProfileOptions& options);
+struct CommProfile {
+  std::vector<CommFit> fits;  // one per (kind, group size)
+  // The run's step: the median of its measured steps (0 where the run reported none).
+  double step_seconds = 0;
+};
+
+// Runs `plan` and fits what it measured.
+StatusOr<CommProfile> ProfileComm(CommBenchmark& bench, const Module& plan,
+                                  const CommProfileOptions& options);
 // The fitting alone: samples at every size the run moved (their mean time), the mean
 // straggle, and the CPU per operation.
 std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfileOptions& options);

@@ -305,6 +305,9 @@ Status ValidateDeviceSpec(const DeviceSpec& s) {
   PW_RETURN_IF_ERROR(non_negative("spin_latency", s.spin_latency()));
   PW_RETURN_IF_ERROR(non_negative("held_spin_latency", s.held_spin_latency()));
   PW_RETURN_IF_ERROR(non_negative("held_wake_factor", s.held_wake_factor()));
+  if (!(s.turn_straggle() >= 0 && s.turn_straggle() <= 1))
+    return InvalidArgument("device spec '", s.name(), "': turn_straggle must be in [0, 1], got ",
+                           s.turn_straggle());
   for (double r : s.thread_rate())
     if (!std::isfinite(r) || r <= 0 || r > 1)
       return InvalidArgument("device spec '", s.name(), "': thread_rate entries must be in (0, 1]");

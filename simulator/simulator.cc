@@ -597,7 +597,9 @@ void Engine::ComputeRates() {
     // Ranks on shared cores arrive apart: the collective waits for the last one, whose
     // thread had to be woken for it (not where every member's thread caught its event
     // spinning or found it recorded: they were running).
-    if (a.comm->kind == InstrKind::kCollective && a.straggles && !TakesTurns(*a.comm))
+    if (a.comm->kind == InstrKind::kCollective && TakesTurns(*a.comm))
+      price.seconds += dev_.turn_straggle() * price.straggle;  // the turns' share beyond sharing
+    else if (a.comm->kind == InstrKind::kCollective && a.straggles)
       price.seconds +=
           a.comm->stream == StreamType::kCompute ? price.straggle : price.comm_stream_straggle;
     a.rate = price.seconds > 0 ? 1.0 / price.seconds : 1e30;

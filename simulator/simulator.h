@@ -21,9 +21,11 @@
 // on busy cores; a collective also waits for its measured straggle (ranks on shared
 // cores reach it apart, which equal simulated ranks never do), except on a compute stream
 // of a node whose ranks' threads outnumber its cores: there the member that waits gives
-// its core to the late one, so the even sharing already stands for their taking turns
-// (adding the straggle counted it twice: the small and large GPTs' mp 2 x pp 2 plans on 4
-// processes sharing 2 cores were priced 10-16 % slow); nor on a communication stream
+// its core to the late one, so the even sharing stands for most of their taking turns
+// (adding all the straggle counted it twice: the small and large GPTs' mp 2 x pp 2 plans on
+// 4 processes sharing 2 cores were priced 10-16 % slow; none of it, 4-14 % fast), and such
+// a collective waits the share of it the device measured (turn_straggle, fitted by
+// profile --comm on its measuring runs); nor on a communication stream
 // whose members' threads were all running when their events came (see the spin below),
 // unless a member's rank computes beside the collective (an overlap pass's plan): its
 // thread then competes with that compute for the shared cores and the members reach it

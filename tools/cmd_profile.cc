@@ -19,6 +19,7 @@
 #include "simulator/comm_sizes.h"
 #include "simulator/sim_graph.h"
 #include "simulator/simulator.h"
+#include "simulator/turn_straggle.h"
 #include "tools/command.h"
 #include "tools/cuda_kernel_timer.h"
 #include "tools/flags.h"
@@ -78,10 +79,13 @@ constexpr const char* kUsage =
     "others. Where a plan sends between pipeline stages, it then measures the compute one\n"
     "transfer takes from busy cores: a busy thread per core losing work while two threads\n"
     "pass messages over the executor's TCP link (sim charges it where the threads run, in\n"
-    "place of the transfers' share of the run's CPU). With --store and --rank-prefix (as\n"
-    "'pipeweave ab' takes them) the measuring run's ranks start on other hosts (e.g. the\n"
-    "test bed of scripts/netns_cluster.sh) and meet in that Redis store, so the link between\n"
-    "them is what gets measured.\n"
+    "place of the transfers' share of the run's CPU). Where the ranks outnumber the cores,\n"
+    "it fits the share of its measured straggle a collective on a compute stream waits for\n"
+    "(sim shares the cores evenly, which stands for most of the ranks' turns), so that the\n"
+    "measuring runs' simulated steps add up to the steps they measured. With --store and\n"
+    "--rank-prefix (as 'pipeweave ab' takes them) the measuring run's ranks start on other\n"
+    "hosts (e.g. the test bed of scripts/netns_cluster.sh) and meet in that Redis store, so\n"
+    "the link between them is what gets measured.\n"
     "--in-run times the ops inside a training run instead of one at a time: the module's\n"
     "plan (without one: its sequential plan of M micro-batches) trains N steps, its ranks as\n"
     "threads of this process, in up to three runs spread through the profile (each after an\n"
@@ -108,9 +112,8 @@ constexpr const char* kUsage =
 // compute the op costs just measured price, and beyond its streams' waits for each other
 // (DeviceSpec.wait_cpu each, as many as the simulated step has), is charged to
 // communication.
-StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
-                                                 const cost::OpCostTable& table, int steps,
-                                                 const CommBenchPlacement& placement) {
+StatusOr<cost::CommProfile> MeasureComm(const Module& module, const cost::OpCostTable& table,
+                                        int steps, const CommBenchPlacement& placement) {
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       cost::Estimator::Create(table.proto().device_spec(), table));
   PW_ASSIGN_OR_RETURN(cost::SimGraph graph,
@@ -128,6 +131,23 @@ StatusOr<std::vector<cost::CommFit>> MeasureComm(const Module& module,
   options.compute_gap = sizes.compute_gap;
   std::unique_ptr<cost::CommBenchmark> bench = MakeGlooCommBenchmark(placement);
   return cost::ProfileComm(*bench, module, options);
+}
+
+// DeviceSpec.turn_straggle from the measuring runs' steps (simulator/turn_straggle.h), with
+// the table as measured so far; one line saying what it is and what it rests on.
+Status FitTurns(const std::vector<cost::MeasuredStep>& runs, cost::OpCostTable& table) {
+  PW_ASSIGN_OR_RETURN(cost::TurnStraggleFit fit,
+                      cost::FitTurnStraggle(runs, table, ops::Registry()));
+  if (!fit.fitted) return OkStatus();
+  table.mutable_proto().mutable_device_spec()->set_turn_straggle(fit.share);
+  std::fprintf(stderr,
+               "ranks taking turns on shared cores: a collective on a compute stream waits %.2f "
+               "of its measured straggle (the measuring run%s step%s: %.3f ms measured, "
+               "simulated %.3f ms with none of it, %.3f ms with all, %.3f ms with %.2f)\n",
+               fit.share, fit.plans > 1 ? "s'" : "'s", fit.plans > 1 ? "s summed" : "",
+               fit.measured * 1e3, fit.without * 1e3, fit.with_all * 1e3, fit.with_share * 1e3,
+               fit.share);
+  return OkStatus();
 }
 
 // Records beside each in-run entry what its runs found beyond the cache the fit chooses (a
@@ -381,15 +401,17 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
 
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");
+    std::vector<cost::MeasuredStep> measured_steps;
     for (size_t m = 0; m < communicating.size(); ++m) {
       const Module& module = communicating[m];
       comm_bar.Update(m, communicating.size(),
                       StrCat("a ", comm_steps, "-step run of ", module.name, " on ",
                              module.mesh.world_size(), " ranks"));
-      StatusOr<std::vector<cost::CommFit>> fits =
+      StatusOr<cost::CommProfile> comm =
           MeasureComm(module, result.table, static_cast<int>(comm_steps), placement);
-      if (!fits.ok()) return fits.status().WithContext(module.name);
-      for (const cost::CommFit& f : *fits) {
+      if (!comm.ok()) return comm.status().WithContext(module.name);
+      measured_steps.push_back({&module, comm->step_seconds});
+      for (const cost::CommFit& f : comm->fits) {
         result.table.MergeComm(f);  // several plans' runs: their measurements pooled
         std::fprintf(stderr,
                      "%s over %d ranks (%d in the run, %.3f ms compute between): %.1f us + %.3f "
@@ -427,6 +449,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                      100 * transfer->lowest_share, 100 * transfer->worst_drift);
       }
     }
+    if (spec.cores_per_node() > 0) PW_RETURN_IF_ERROR(FitTurns(measured_steps, result.table));
   }
 
   if (merge) {

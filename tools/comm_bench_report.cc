@@ -37,6 +37,7 @@ StatusOr<cost::CommRunResult> PairCommReports(const Mesh& mesh,
   std::map<Transfer, std::vector<double>> sends;
   std::map<Transfer, std::vector<std::tuple<int64_t, double, double>>> recvs;
   int reported = 0;
+  std::vector<int> step_of_rank(n, 0);  // the "t" lines read so far, per rank
   for (int r = 0; r < n; ++r)
     for (const std::string& line : lines[r]) {
       std::istringstream in(line);
@@ -63,6 +64,13 @@ StatusOr<cost::CommRunResult> PairCommReports(const Mesh& mesh,
         double posted = 0, done = 0;
         if (in >> peer >> tag >> bytes >> posted >> done)
           recvs[{peer, r, tag}].emplace_back(bytes, posted, done);
+      } else if (what == "t") {
+        double seconds = 0;
+        if (!(in >> seconds)) continue;
+        if (step_of_rank[r] == static_cast<int>(out.step_seconds.size()))
+          out.step_seconds.push_back(0);
+        double& step = out.step_seconds[step_of_rank[r]++];
+        step = std::max(step, seconds);
       } else if (what == "c") {
         double cpu = 0;
         int measured = 0;

@@ -8,7 +8,8 @@
 //                                           reduce-scatter (BYTES: the whole buffer)
 //   s PEER TAG BYTES POSTED                 a send
 //   r PEER TAG BYTES POSTED DONE            a recv
-// and last "c CPU_SECONDS STEPS": its process's CPU time over the STEPS measured steps.
+// then "t SECONDS" for each measured step, in order (its time on that rank), and last
+// "c CPU_SECONDS STEPS": its process's CPU time over the STEPS measured steps.
 // Times are seconds on one clock for the whole machine.
 
 #include <string>
@@ -23,7 +24,8 @@ namespace pw::tools {
 // The operations of `lines` (one list per rank), each with its members' times put
 // together: a collective from its last member's arrival to its members' mean completion,
 // a transfer from the later of its send and receive to the receive's completion. A tag
-// comes again in every step: the k-th send with a tag meets the k-th receive with it.
+// comes again in every step: the k-th send with a tag meets the k-th receive with it. A
+// step's time is its slowest rank's.
 StatusOr<cost::CommRunResult> PairCommReports(const Mesh& mesh,
                                               const std::vector<std::vector<std::string>>& lines);
 

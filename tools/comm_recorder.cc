@@ -153,7 +153,8 @@ std::shared_ptr<StreamLog> CommRecorder::NewLog(StreamType stream) {
   return logs_.emplace_back(std::make_shared<StreamLog>(stream));
 }
 
-std::string CommRecorder::Report(double process_cpu, int measured_steps) const {
+std::string CommRecorder::Report(double process_cpu,
+                                 const std::vector<double>& step_seconds) const {
   std::string out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& log : logs_)
@@ -168,7 +169,8 @@ std::string CommRecorder::Report(double process_cpu, int measured_steps) const {
                       log->counters[r.counter].group, " ", r.seq, " ", r.bytes, " ", Fmt(r.began),
                       " ", Fmt(r.done), "\n");
     }
-  return out + StrCat("c ", Fmt(process_cpu), " ", measured_steps, "\n");
+  for (double seconds : step_seconds) out += StrCat("t ", Fmt(seconds), "\n");
+  return out + StrCat("c ", Fmt(process_cpu), " ", step_seconds.size(), "\n");
 }
 
 StatusOr<std::unique_ptr<StreamComm>> TimedCommFactory::Create(StreamType stream) {

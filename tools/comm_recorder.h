@@ -25,9 +25,9 @@ class CommRecorder {
   bool measuring() const { return measuring_.load(std::memory_order_relaxed); }
   // A log for the communicator of one stream, written by that stream's thread alone.
   std::shared_ptr<StreamLog> NewLog(StreamType stream);
-  // The report: one line per recorded operation, each stream's in its order, then
-  // "c PROCESS_CPU STEPS" (tools/comm_bench_report.h).
-  std::string Report(double process_cpu, int measured_steps) const;
+  // The report: one line per recorded operation, each stream's in its order, a line per
+  // measured step with its time, then "c PROCESS_CPU STEPS" (tools/comm_bench_report.h).
+  std::string Report(double process_cpu, const std::vector<double>& step_seconds) const;
 
  private:
   std::atomic<bool> measuring_{false};

@@ -36,7 +36,7 @@ double ProcessCpu() {
 // ---- One rank process ----
 
 // Trains the plan for --steps steps; reports the operations of every step after the first,
-// then "c CPU_SECONDS STEPS" (the process's CPU time over those steps).
+// those steps' times, then "c CPU_SECONDS STEPS" (the process's CPU time over them).
 StatusOr<int> RunCommBench(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"steps", "rank", "world-size", "store", "report-fd"}) flags.Value(name);
@@ -70,15 +70,18 @@ StatusOr<int> RunCommBench(const std::vector<std::string>& args) {
   run.steps = steps;
   run.data.data_seed = static_cast<uint64_t>(module.metadata.GetInt("seed", 1));
   double cpu0 = 0, cpu1 = 0;
+  std::vector<double> step_seconds;
   run.on_step = [&](const RankStepReport& r) {
     if (r.step == 0) {
       cpu0 = ProcessCpu();
       recorder.Start();
+    } else {
+      step_seconds.push_back(r.step_ms * 1e-3);
     }
     cpu1 = ProcessCpu();
   };
   PW_RETURN_IF_ERROR(RunRank(module, &timed, run));
-  const std::string out = recorder.Report(cpu1 - cpu0, static_cast<int>(steps - 1));
+  const std::string out = recorder.Report(cpu1 - cpu0, step_seconds);
   for (size_t done = 0; done < out.size();) {
     ssize_t n = write(static_cast<int>(fd), out.data() + done, out.size() - done);
     if (n <= 0) return Internal("cannot write the report");

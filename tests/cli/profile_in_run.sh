@@ -105,6 +105,15 @@ else
   awk -v t="$transfer_cpu" 'BEGIN {exit !(t > 1e-6 && t < 5e-3)}' ||
     fail "transfer_cpu '$transfer_cpu' s is not a measured figure"
 fi
+# Four ranks on fewer cores take turns: the share of the straggle their collectives wait,
+# fitted to the measuring run's step.
+cores=$(sed -n 's/^  cores_per_node: //p' "$work/calibrated.pbtxt")
+if ((cores < 4)); then
+  grep -Eq "^ranks taking turns on shared cores: a collective on a compute stream waits [01]\.[0-9]+ of its measured straggle \(the measuring run's step: [0-9.]+ ms measured" \
+    <<<"$out" || fail "no turns line on $cores cores: $out"
+  share=$(sed -n 's/^  turn_straggle: //p' "$work/calibrated.pbtxt")
+  awk -v s="${share:-0}" 'BEGIN {exit !(s >= 0 && s <= 1)}' || fail "turn_straggle '$share'"
+fi
 grep -q "CPU per wait for another stream's event on busy cores" <<<"$out" ||
   fail "no wait CPU line: $out"
 wait_cpu=$(sed -n 's/^  wait_cpu: //p' "$work/calibrated.pbtxt")

@@ -132,6 +132,7 @@ class FakeBench final : public CommBenchmark {
              {CommKind::kAllReduce, 2, 4096, 1.2e-3, 0.3e-3},
              {CommKind::kSendRecv, 2, 8192, 0.5e-3, 0}};
     r.process_cpu = 10e-3;
+    r.step_seconds = {9e-3, 7e-3, 8e-3};
     return r;
   }
   int runs = 0;
@@ -146,8 +147,10 @@ TEST(CommProfiler, FitsWhatTheRunMeasured) {
   o.compute_gap = 0.5e-3;
   Module plan;
   plan.name = "plan";
-  auto fits = ProfileComm(bench, plan, o);
-  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  auto profile = ProfileComm(bench, plan, o);
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  EXPECT_DOUBLE_EQ(profile->step_seconds, 8e-3);  // the median step
+  const std::vector<CommFit>* fits = &profile->fits;
   EXPECT_EQ(bench.last_steps, 3);
   ASSERT_EQ(fits->size(), 2u);  // all-reduce over 2, send/recv
   const CommFit& ar = (*fits)[0];

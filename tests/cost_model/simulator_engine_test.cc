@@ -193,17 +193,29 @@ TEST(SimulatorEngine, ACollectiveWaitsForItsStragglers) {
   EXPECT_NEAR(r->timeline[a1].end, 1.25, 1e-9);
 }
 
-TEST(SimulatorEngine, RanksTakingTurnsOnTheCoresWaitForNoStraggler) {
+TEST(SimulatorEngine, RanksTakingTurnsOnTheCoresWaitForTheirMeasuredShareOfTheStraggle) {
   // Two ranks on one core take turns: the member that reaches the all-reduce first waits
   // on its compute stream, leaving the core to the late one, which the even sharing of the
-  // core already stands for; the straggle is not added again. On a communication stream the
-  // rank's compute goes on beside the wait, and the collective waits for the straggler.
+  // core stands for; of the straggle it waits the device's turn_straggle share (none
+  // unless profiled). On a communication stream the rank's compute goes on beside the
+  // wait, and the collective waits for the straggler.
   const CommModel comm = StragglingAllReduce();
   GraphBuilder on_compute(2);
   const int a = on_compute.Collective({0, 1}, 1.0)[1];
   auto turns = Simulate(on_compute.graph(), Cores(1), {}, &comm);
   ASSERT_TRUE(turns.ok()) << turns.status().message();
   EXPECT_NEAR(turns->timeline[a].end, 1.0, 1e-9);
+  DeviceSpec measured = Cores(1);
+  measured.set_turn_straggle(0.4);
+  auto shared = Simulate(on_compute.graph(), measured, {}, &comm);
+  ASSERT_TRUE(shared.ok()) << shared.status().message();
+  EXPECT_NEAR(shared->timeline[a].end, 1.0 + 0.4 * 0.25, 1e-9);
+  // Where the cores are enough for the ranks, no turns: the whole straggle, whatever the
+  // share.
+  measured.set_cores_per_node(2);
+  auto apart = Simulate(on_compute.graph(), measured, {}, &comm);
+  ASSERT_TRUE(apart.ok()) << apart.status().message();
+  EXPECT_NEAR(apart->timeline[a].end, 1.25, 1e-9);
   // Each member's mp_comm thread waits 1 s for its compute stream and is woken for it.
   GraphBuilder on_comm_stream(2);
   const int c = CommStreamCollectiveAfterCompute(on_comm_stream, 1.0).second;

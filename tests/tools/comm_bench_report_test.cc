@@ -44,6 +44,17 @@ TEST(CommBenchReport, EveryStepsTransferCountsThoughItsTagComesAgain) {
   for (const cost::MeasuredComm& m : run->ops) EXPECT_EQ(m.bytes, 8192);
 }
 
+TEST(CommBenchReport, AStepTakesItsSlowestRanksTime) {
+  const std::vector<std::vector<std::string>> lines = {
+      {"s 1 7 64 1.000", "t 0.010", "t 0.012", "c 0.1 2"},
+      {"r 0 7 64 1.000 1.002", "t 0.011", "t 0.009", "c 0.1 2"}};
+  StatusOr<cost::CommRunResult> run = PairCommReports(PipelineOfTwo(), lines);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->step_seconds.size(), 2u);
+  EXPECT_DOUBLE_EQ(run->step_seconds[0], 0.011);
+  EXPECT_DOUBLE_EQ(run->step_seconds[1], 0.012);
+}
+
 TEST(CommBenchReport, TransfersPairFromTheLastStepBack) {
   // The sender began measuring a step before its peer: its first send has no receive.
   const std::vector<std::vector<std::string>> lines = {
