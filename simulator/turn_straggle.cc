@@ -1,5 +1,6 @@
 #include "simulator/turn_straggle.h"
 
+#include <cmath>
 #include <memory>
 
 #include "cost_model/estimator.h"
@@ -54,29 +55,45 @@ StatusOr<TurnStraggleFit> FitTurnStraggle(const std::vector<MeasuredStep>& runs,
   fit.plans = static_cast<int>(telling.size());
   if (telling.empty()) return fit;
   fit.fitted = true;
-  auto total = [&](double share) -> StatusOr<double> {
+  // The squared relative errors of the steps at a share, and their sum: a plan whose step
+  // the share hardly moves pulls the fit little, however far off it is otherwise.
+  double with_share = 0;
+  auto error = [&](double share) -> StatusOr<double> {
     PW_ASSIGN_OR_RETURN(std::vector<double> s,
                         SimulatedSteps(telling, table, registry, steps, share));
-    double sum = 0;
-    for (double x : s) sum += x;
-    return sum;
+    double squares = 0;
+    with_share = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const double e = (s[i] - telling[i].seconds) / telling[i].seconds;
+      squares += e * e;
+      with_share += s[i];
+    }
+    return squares;
   };
-  if (fit.without >= fit.measured) {
-    fit.share = 0, fit.with_share = fit.without;
-    return fit;
-  }
-  if (fit.with_all <= fit.measured) {
-    fit.share = 1, fit.with_share = fit.with_all;
-    return fit;
-  }
+  // Golden-section search (a step grows about linearly with the share), then the ends.
+  const double g = (std::sqrt(5.0) - 1) / 2;
   double low = 0, high = 1;
-  for (int i = 0; i < 30; ++i) {
-    const double mid = (low + high) / 2;
-    PW_ASSIGN_OR_RETURN(double at, total(mid));
-    (at < fit.measured ? low : high) = mid;
+  double a = high - g * (high - low), b = low + g * (high - low);
+  PW_ASSIGN_OR_RETURN(double fa, error(a));
+  PW_ASSIGN_OR_RETURN(double fb, error(b));
+  for (int i = 0; i < 40; ++i) {
+    if (fa <= fb) {
+      high = b, b = a, fb = fa, a = high - g * (high - low);
+      PW_ASSIGN_OR_RETURN(fa, error(a));
+    } else {
+      low = a, a = b, fa = fb, b = low + g * (high - low);
+      PW_ASSIGN_OR_RETURN(fb, error(b));
+    }
   }
-  fit.share = (low + high) / 2;
-  PW_ASSIGN_OR_RETURN(fit.with_share, total(fit.share));
+  double best = (low + high) / 2;
+  PW_ASSIGN_OR_RETURN(double at_best, error(best));
+  for (double end : {0.0, 1.0}) {
+    PW_ASSIGN_OR_RETURN(double at_end, error(end));
+    if (at_end <= at_best) best = end, at_best = at_end;
+  }
+  fit.share = best;
+  PW_RETURN_IF_ERROR(error(best).status());
+  fit.with_share = with_share;
   return fit;
 }
 

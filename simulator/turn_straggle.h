@@ -36,9 +36,9 @@ struct TurnStraggleFit {
   int plans = 0;
 };
 
-// The share in [0, 1] with which the plans' simulated steady steps (`steps` back to back,
-// priced with `table`) add up to their measured ones, found by bisection (a step grows
-// with the share): 0 where they take as long without it, 1 where all of it is not enough.
+// The share in [0, 1] whose simulated steady steps (`steps` back to back, priced with
+// `table`) come nearest the measured ones: least squares of their relative errors over the
+// plans whose step it moves (one plan: its step as measured, or the nearer end).
 StatusOr<TurnStraggleFit> FitTurnStraggle(const std::vector<MeasuredStep>& runs,
                                           const OpCostTable& table, const OpRegistry& registry,
                                           int steps = 3);

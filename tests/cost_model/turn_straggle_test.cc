@@ -1,5 +1,5 @@
-// DeviceSpec.turn_straggle fitted from measured steps: the share of the straggle with which
-// the simulated steps add up to the measured ones, between none and all of it.
+// DeviceSpec.turn_straggle fitted from measured steps: the share of the straggle whose
+// simulated steps come nearest the measured ones, between none and all of it.
 
 #include "simulator/turn_straggle.h"
 
@@ -61,12 +61,15 @@ TEST(TurnStraggle, TheShareMakesTheSimulatedStepsTheMeasuredOnes) {
   StatusOr<TurnStraggleFit> faster = FitTurnStraggle({{&m, 4e-3}}, table, ops::Registry());
   ASSERT_TRUE(faster.ok());
   EXPECT_DOUBLE_EQ(faster->share, 0);  // even sharing is already as slow as the run
-  // Two runs: their steps summed (5 + 6 ms at the extremes, 11.2 ms measured).
+  // Two runs measured 5.2 and 6 ms: the least squares of the relative errors of 5 + s ms,
+  // (s - 0.2) / 5.2^2 + (s - 1) / 6^2 = 0.
   StatusOr<TurnStraggleFit> two =
       FitTurnStraggle({{&m, 5.2e-3}, {&m, 6e-3}}, table, ops::Registry());
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(two->plans, 2);
-  EXPECT_NEAR(two->share, 0.6, 1e-6);
+  const double w1 = 1 / (5.2 * 5.2), w2 = 1 / 36.0;
+  EXPECT_NEAR(two->share, (0.2 * w1 + w2) / (w1 + w2), 1e-6);
+  EXPECT_NEAR(two->measured, 11.2e-3, 1e-12);
 }
 
 TEST(TurnStraggle, NothingToFitWhereTheRanksHaveTheirCores) {
