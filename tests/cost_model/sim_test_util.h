@@ -66,6 +66,16 @@ inline Job MakeJob(JobKind kind, int stage, int mb, const std::string& program, 
   return j;
 }
 
+// Plans `m` as two stages on ranks 0 and 1, each running one forward job of its program
+// ("s0", "s1"), one micro-batch.
+inline void PlanTwoStagesOneForwardEach(Module& m) {
+  m.plan.num_micro_batches = 1;
+  m.plan.num_stages = 2;
+  m.plan.stage_to_rank = {0, 1};
+  m.plan.ranks = {RankPlan{0, {MakeJob(JobKind::kForward, 0, 0, "s0")}},
+                  RankPlan{1, {MakeJob(JobKind::kForward, 1, 0, "s1")}}};
+}
+
 // A one-stage plan: every program of `programs`, `jobs` on pipeline rank 0.
 inline Module OneRank(std::vector<Program> programs, std::vector<Job> jobs, int micro_batches = 1) {
   Module m;

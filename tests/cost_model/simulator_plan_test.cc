@@ -163,11 +163,7 @@ TEST(SimulatorPlan, AllReduceWaitsForTheLateMember) {
                            {Scale("a", "b"), AllReduce("r", "pp")}));
   m.AddProgram(MakeProgram("s1", "forward", 1, {F32("c", 1), F32("d", 1), F32("r", 5)},
                            {Scale("c", "d"), AllReduce("r", "pp")}));
-  m.plan.num_micro_batches = 1;
-  m.plan.num_stages = 2;
-  m.plan.stage_to_rank = {0, 1};
-  m.plan.ranks = {RankPlan{0, {MakeJob(JobKind::kForward, 0, 0, "s0")}},
-                  RankPlan{1, {MakeJob(JobKind::kForward, 1, 0, "s1")}}};
+  PlanTwoStagesOneForwardEach(m);
   SimGraph g;
   auto r = SimulateModule(m, &g);
   ASSERT_TRUE(r.ok()) << r.status().message();

@@ -21,11 +21,7 @@ Module TwoRanksAllReducing() {
     m.AddProgram(MakeProgram("s" + std::to_string(rank), "forward", rank,
                              {F32("a", 2), F32("b", 2), F32("r", 5)},
                              {Scale("a", "b"), AllReduce("r", "pp")}));
-  m.plan.num_micro_batches = 1;
-  m.plan.num_stages = 2;
-  m.plan.stage_to_rank = {0, 1};
-  m.plan.ranks = {RankPlan{0, {MakeJob(JobKind::kForward, 0, 0, "s0")}},
-                  RankPlan{1, {MakeJob(JobKind::kForward, 1, 0, "s1")}}};
+  PlanTwoStagesOneForwardEach(m);
   return m;
 }
 
