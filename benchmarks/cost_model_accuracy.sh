@@ -99,7 +99,7 @@ for model in ${PW_MODELS:-small large}; do
   # Every plan's module, built once.
   for c in "${configs[@]}"; do
     name=$(field "$c" 1) passes=$(field "$c" 3)
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086,SC2046  # the mesh flags are words
     "$pw" build-model gpt ${shape[$model]} $common $(field "$c" 2) -o "$out/${model}_$name.pbtxt" \
       >/dev/null
     pipeline=$train
@@ -111,7 +111,7 @@ for model in ${PW_MODELS:-small large}; do
     for f in $(tr '+' ' ' <<<"$(field "$c" 5)"); do from+=("$out/${model}_$f.pb"); done
     [[ $name =~ $only ]] || continue
     unplanned=()  # a module without a plan takes its micro-batches from the command line
-    [[ $(field "$c" 3) == none ]] && unplanned=(--micro-batches $mb)
+    [[ $(field "$c" 3) == none ]] && unplanned=(--micro-batches "$mb")
     preds=() meas=()
     for ((r = 0; r < rounds; r++)); do
       costs=$out/${model}_${name}_costs.pbtxt
