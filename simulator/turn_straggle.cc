@@ -44,10 +44,13 @@ StatusOr<TurnStraggleFit> FitTurnStraggle(const std::vector<MeasuredStep>& runs,
   PW_ASSIGN_OR_RETURN(std::vector<double> all, SimulatedSteps(measured, table, registry, steps, 1));
   // Only the plans whose step the share moves tell it.
   std::vector<MeasuredStep> telling;
+  std::vector<double> telling_none, telling_all;
   TurnStraggleFit fit;
   for (size_t i = 0; i < measured.size(); ++i) {
     if (all[i] - none[i] <= 1e-9 * none[i]) continue;
     telling.push_back(measured[i]);
+    telling_none.push_back(none[i]);
+    telling_all.push_back(all[i]);
     fit.measured += measured[i].seconds;
     fit.without += none[i];
     fit.with_all += all[i];
@@ -55,22 +58,23 @@ StatusOr<TurnStraggleFit> FitTurnStraggle(const std::vector<MeasuredStep>& runs,
   fit.plans = static_cast<int>(telling.size());
   if (telling.empty()) return fit;
   fit.fitted = true;
-  // The squared relative errors of the steps at a share, and their sum: a plan whose step
-  // the share hardly moves pulls the fit little, however far off it is otherwise.
-  double with_share = 0;
-  auto error = [&](double share) -> StatusOr<double> {
-    PW_ASSIGN_OR_RETURN(std::vector<double> s,
-                        SimulatedSteps(telling, table, registry, steps, share));
-    double squares = 0;
-    with_share = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      const double e = (s[i] - telling[i].seconds) / telling[i].seconds;
-      squares += e * e;
-      with_share += s[i];
+  // The sum of the steps' squared relative errors: a plan whose step the share hardly moves
+  // pulls the fit little, however far off it is otherwise.
+  auto squares = [&](const std::vector<double>& simulated) {
+    double sum = 0;
+    for (size_t i = 0; i < simulated.size(); ++i) {
+      const double e = (simulated[i] - telling[i].seconds) / telling[i].seconds;
+      sum += e * e;
     }
-    return squares;
+    return sum;
   };
-  // Golden-section search (a step grows about linearly with the share), then the ends.
+  auto error = [&](double share) -> StatusOr<double> {
+    PW_ASSIGN_OR_RETURN(std::vector<double> simulated,
+                        SimulatedSteps(telling, table, registry, steps, share));
+    return squares(simulated);
+  };
+  // Golden-section search (a step grows about linearly with the share), then the ends,
+  // whose steps are simulated already.
   const double g = (std::sqrt(5.0) - 1) / 2;
   double low = 0, high = 1;
   double a = high - g * (high - low), b = low + g * (high - low);
@@ -85,15 +89,17 @@ StatusOr<TurnStraggleFit> FitTurnStraggle(const std::vector<MeasuredStep>& runs,
       PW_ASSIGN_OR_RETURN(fb, error(b));
     }
   }
-  double best = (low + high) / 2;
-  PW_ASSIGN_OR_RETURN(double at_best, error(best));
-  for (double end : {0.0, 1.0}) {
-    PW_ASSIGN_OR_RETURN(double at_end, error(end));
-    if (at_end <= at_best) best = end, at_best = at_end;
+  fit.share = (low + high) / 2;
+  PW_ASSIGN_OR_RETURN(std::vector<double> at_share,
+                      SimulatedSteps(telling, table, registry, steps, fit.share));
+  double best = squares(at_share);
+  for (const auto& [end, simulated] : {std::pair{0.0, &telling_none}, {1.0, &telling_all}}) {
+    if (squares(*simulated) > best) continue;
+    best = squares(*simulated);
+    fit.share = end;
+    at_share = *simulated;
   }
-  fit.share = best;
-  PW_RETURN_IF_ERROR(error(best).status());
-  fit.with_share = with_share;
+  for (double x : at_share) fit.with_share += x;
   return fit;
 }
 
