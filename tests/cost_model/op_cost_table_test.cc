@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cost_model/comm_model.h"
+#include "cost_model/device_spec.h"
 
 namespace pw::cost {
 namespace {
@@ -213,6 +214,18 @@ TEST(OpCostTable, RejectsNegativeAndMissingCostsNamingTheEntry) {
   proto = SampleTable().proto();
   proto.set_stale_capacity(-1);
   EXPECT_FALSE(OpCostTable::FromProto(proto).ok());
+
+  // The share of the straggle ranks taking turns wait is a fraction.
+  proto = SampleTable().proto();
+  *proto.mutable_device_spec() = *BuiltinDeviceSpec("cpu");
+  ASSERT_TRUE(OpCostTable::FromProto(proto).ok());
+  proto.mutable_device_spec()->set_turn_straggle(2);
+  StatusOr<OpCostTable> turns = OpCostTable::FromProto(proto);
+  ASSERT_FALSE(turns.ok());
+  EXPECT_NE(turns.status().message().find(
+                "the cost table's device_spec: device spec 'cpu': turn_straggle must be in [0, 1]"),
+            std::string::npos)
+      << turns.status().message();
 
   // The halves of an all-reduce are measured kinds of their own; other names are refused.
   for (const char* kind : {"all_gather", "reduce_scatter"}) {
