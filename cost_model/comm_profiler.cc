@@ -23,10 +23,10 @@ std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfile
     if (m.kind == CommKind::kAllReduce) straggles[key][m.on_comm_stream].push_back(m.straggle);
     ops_per_rank += m.group_size;
   }
-  const double cpu_per_op =
-      ops_per_rank > 0
-          ? std::max(0.0, run.process_cpu - o.compute_seconds * run.measured_steps) / ops_per_rank
-          : 0;
+  // The waits caught spinning are priced apart (DeviceSpec.caught_wait_cpu).
+  const double beyond =
+      run.process_cpu - run.caught_wait_cpu - o.compute_seconds * run.measured_steps;
+  const double cpu_per_op = ops_per_rank > 0 ? std::max(0.0, beyond) / ops_per_rank : 0;
   std::vector<CommFit> fits;
   for (const auto& [key, by_size] : times) {
     std::vector<CommSampleValue> samples;
@@ -65,6 +65,9 @@ StatusOr<CommProfile> ProfileComm(CommBenchmark& bench, const Module& plan,
   CommProfile profile;
   profile.fits = FitMeasuredComm(run, o);
   if (!run.step_seconds.empty()) profile.step_seconds = Summarize(run.step_seconds).median;
+  profile.caught_waits = run.caught_waits;
+  profile.caught_wait_cpu = run.caught_wait_cpu;
+  profile.caught_wait_seconds = run.caught_wait_seconds;
   return profile;
 }
 

@@ -45,6 +45,11 @@ struct CommRunResult {
   double process_cpu = 0;
   // Each measured step's time, the slowest rank's (as `pipeweave run` reports a step).
   std::vector<double> step_seconds;
+  // Waits for another stream's event that the ranks' threads ended spinning, over the
+  // measured steps: the CPU seconds they took and their seconds (all ranks).
+  int64_t caught_waits = 0;
+  double caught_wait_cpu = 0;
+  double caught_wait_seconds = 0;
 };
 
 class CommBenchmark {
@@ -68,13 +73,18 @@ struct CommProfile {
   std::vector<CommFit> fits;  // one per (kind, group size)
   // The run's step: the median of its measured steps (0 where the run reported none).
   double step_seconds = 0;
+  // The waits its threads caught spinning, their CPU seconds and seconds (CommRunResult).
+  int64_t caught_waits = 0;
+  double caught_wait_cpu = 0;
+  double caught_wait_seconds = 0;
 };
 
 // Runs `plan` and fits what it measured.
 StatusOr<CommProfile> ProfileComm(CommBenchmark& bench, const Module& plan,
                                   const CommProfileOptions& options);
 // The fitting alone: samples at every size the run moved (their mean time), the mean
-// straggle, and the CPU per operation.
+// straggle, and the CPU per operation (what the processes spent beyond the compute and the
+// waits caught spinning).
 std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfileOptions& options);
 
 }  // namespace pw::cost

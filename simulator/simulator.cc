@@ -458,6 +458,8 @@ std::optional<double> Engine::HandOff(const SimInstr& from, int to) {
     if (woken) {
       Wake(next.rank, WakeCpu(next));
       woken_[to] = true;
+    } else {
+      ChargeCpu(next.rank, dev_.spin_cpu_share() * std::min(waited, SpinBudget(key)));
     }
     resumes_.push_back({to, waited, woken});
     return std::nullopt;

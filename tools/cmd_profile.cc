@@ -133,6 +133,35 @@ StatusOr<cost::CommProfile> MeasureComm(const Module& module, const cost::OpCost
   return cost::ProfileComm(*bench, module, options);
 }
 
+// DeviceSpec.spin_cpu_share from the measuring runs: their waits caught spinning pooled.
+struct CaughtWaits {
+  int64_t waits = 0;
+  double cpu = 0, seconds = 0, steps = 0;
+  void Add(const cost::CommProfile& run, int64_t measured_steps) {
+    waits += run.caught_waits;
+    cpu += run.caught_wait_cpu;
+    seconds += run.caught_wait_seconds;
+    steps += static_cast<double>(measured_steps);
+  }
+  // Into `spec`, with a line saying what it rests on; runs that caught none leave it as is.
+  void Record(cost::DeviceSpec& spec) const {
+    if (waits == 0 || seconds <= 0) {
+      std::fprintf(stderr,
+                   "a thread spinning for an event on busy cores: no wait caught spinning in the "
+                   "measuring run (%.3f of a core, as the spec had it)\n",
+                   spec.spin_cpu_share());
+      return;
+    }
+    spec.set_spin_cpu_share(std::clamp(cpu / seconds, 0.0, 1.0));
+    const double n = static_cast<double>(waits);
+    std::fprintf(stderr,
+                 "a thread spinning for an event on busy cores: %.3f of a core (%.0f waits a "
+                 "measured step caught their event spinning, %.1f us of spin and %.1f us of CPU "
+                 "each)\n",
+                 spec.spin_cpu_share(), n / steps, seconds / n * 1e6, cpu / n * 1e6);
+  }
+};
+
 // DeviceSpec.turn_straggle from the measuring runs' steps (simulator/turn_straggle.h), with
 // the table as measured so far; one line saying what it is and what it rests on.
 Status FitTurns(const std::vector<cost::MeasuredStep>& runs, cost::OpCostTable& table) {
@@ -402,6 +431,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");
     std::vector<cost::MeasuredStep> measured_steps;
+    CaughtWaits caught;
     for (size_t m = 0; m < communicating.size(); ++m) {
       const Module& module = communicating[m];
       comm_bar.Update(m, communicating.size(),
@@ -411,6 +441,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
           MeasureComm(module, result.table, static_cast<int>(comm_steps), placement);
       if (!comm.ok()) return comm.status().WithContext(module.name);
       measured_steps.push_back({&module, comm->step_seconds});
+      caught.Add(*comm, comm_steps - 1);
       for (const cost::CommFit& f : comm->fits) {
         result.table.MergeComm(f);  // several plans' runs: their measurements pooled
         std::fprintf(stderr,
@@ -449,7 +480,10 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                      100 * transfer->lowest_share, 100 * transfer->worst_drift);
       }
     }
-    if (spec.cores_per_node() > 0) PW_RETURN_IF_ERROR(FitTurns(measured_steps, result.table));
+    if (spec.cores_per_node() > 0) {
+      caught.Record(spec);
+      PW_RETURN_IF_ERROR(FitTurns(measured_steps, result.table));
+    }
   }
 
   if (merge) {

@@ -153,8 +153,8 @@ std::shared_ptr<StreamLog> CommRecorder::NewLog(StreamType stream) {
   return logs_.emplace_back(std::make_shared<StreamLog>(stream));
 }
 
-std::string CommRecorder::Report(double process_cpu,
-                                 const std::vector<double>& step_seconds) const {
+std::string CommRecorder::Report(double process_cpu, const std::vector<double>& step_seconds,
+                                 const cpu::CaughtSpins& caught) const {
   std::string out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& log : logs_)
@@ -170,6 +170,8 @@ std::string CommRecorder::Report(double process_cpu,
                       " ", Fmt(r.done), "\n");
     }
   for (double seconds : step_seconds) out += StrCat("t ", Fmt(seconds), "\n");
+  out +=
+      StrCat("w ", caught.waits, " ", Fmt(caught.cpu_seconds), " ", Fmt(caught.wall_seconds), "\n");
   return out + StrCat("c ", Fmt(process_cpu), " ", step_seconds.size(), "\n");
 }
 

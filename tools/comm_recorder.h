@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "executor/comm/stream_comm.h"
+#include "executor/cpu/caught_spins.h"
 
 namespace pw::tools {
 
@@ -26,8 +27,10 @@ class CommRecorder {
   // A log for the communicator of one stream, written by that stream's thread alone.
   std::shared_ptr<StreamLog> NewLog(StreamType stream);
   // The report: one line per recorded operation, each stream's in its order, a line per
-  // measured step with its time, then "c PROCESS_CPU STEPS" (tools/comm_bench_report.h).
-  std::string Report(double process_cpu, const std::vector<double>& step_seconds) const;
+  // measured step with its time, the waits its stream threads caught spinning, then
+  // "c PROCESS_CPU STEPS" (tools/comm_bench_report.h).
+  std::string Report(double process_cpu, const std::vector<double>& step_seconds,
+                     const cpu::CaughtSpins& caught = {}) const;
 
  private:
   std::atomic<bool> measuring_{false};

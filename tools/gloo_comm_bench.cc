@@ -11,6 +11,7 @@
 
 #include "executor/comm/gloo_comm.h"
 #include "executor/comm/kv_store.h"
+#include "executor/cpu/caught_spins.h"
 #include "executor/launcher.h"
 #include "executor/process_resources.h"
 #include "executor/rank_runner.h"
@@ -36,7 +37,8 @@ double ProcessCpu() {
 // ---- One rank process ----
 
 // Trains the plan for --steps steps; reports the operations of every step after the first,
-// those steps' times, then "c CPU_SECONDS STEPS" (the process's CPU time over them).
+// those steps' times, the waits its threads caught spinning in them, then "c CPU_SECONDS
+// STEPS" (the process's CPU time over them).
 StatusOr<int> RunCommBench(const std::vector<std::string>& args) {
   Flags flags;
   for (const char* name : {"steps", "rank", "world-size", "store", "report-fd"}) flags.Value(name);
@@ -75,13 +77,14 @@ StatusOr<int> RunCommBench(const std::vector<std::string>& args) {
     if (r.step == 0) {
       cpu0 = ProcessCpu();
       recorder.Start();
+      cpu::CountCaughtSpins(true);
     } else {
       step_seconds.push_back(r.step_ms * 1e-3);
     }
     cpu1 = ProcessCpu();
   };
   PW_RETURN_IF_ERROR(RunRank(module, &timed, run));
-  const std::string out = recorder.Report(cpu1 - cpu0, step_seconds);
+  const std::string out = recorder.Report(cpu1 - cpu0, step_seconds, cpu::CaughtSpinsSoFar());
   for (size_t done = 0; done < out.size();) {
     ssize_t n = write(static_cast<int>(fd), out.data() + done, out.size() - done);
     if (n <= 0) return Internal("cannot write the report");

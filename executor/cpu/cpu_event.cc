@@ -19,14 +19,15 @@ void CpuEvent::Wait(SpinPolicy policy) {
                                           : std::chrono::nanoseconds(kSpinBudget));
 }
 
-void CpuEvent::Wait(std::chrono::nanoseconds spin) {
-  if (SpinUntil([this] { return recorded(); }, spin)) return;
+bool CpuEvent::Wait(std::chrono::nanoseconds spin) {
+  if (SpinUntil([this] { return recorded(); }, spin)) return true;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return done_.load(std::memory_order_seq_cst); });
   }
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  return false;
 }
 
 }  // namespace pw::cpu

@@ -18,8 +18,8 @@ class CpuEvent final : public Event {
  public:
   void Record(bool poisoned = false);
   void Wait(SpinPolicy policy = SpinPolicy::kSpinFirst);
-  // Spins for up to `spin`, then sleeps.
-  void Wait(std::chrono::nanoseconds spin);
+  // Spins for up to `spin`, then sleeps; whether the spin saw it recorded (no sleep).
+  bool Wait(std::chrono::nanoseconds spin);
   bool recorded() const { return done_.load(std::memory_order_acquire); }
   bool poisoned() const { return poisoned_.load(std::memory_order_relaxed); }  // after Wait
   void Reset() override {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "executor/cpu/caught_spins.h"
 #include "executor/cpu/cpu_event.h"
 #include "executor/instr.h"
 #include "ir/thread_cpu_clock.h"
@@ -65,9 +66,16 @@ void CpuStream::Run(const Instr* instr) {
   for (Event* e : instr->waits) {
     auto* event = static_cast<CpuEvent*>(e);
     if (!event->recorded()) {
+      const bool count = CountingCaughtSpins();
+      const int64_t cpu_before = count ? ThreadCpuNanos() : 0;
       const auto start = std::chrono::steady_clock::now();
-      event->Wait(wait_spin_.budget());
-      wait_spin_.Observe(std::chrono::steady_clock::now() - start);
+      const bool caught = event->Wait(wait_spin_.budget());
+      const auto waited = std::chrono::steady_clock::now() - start;
+      wait_spin_.Observe(waited);
+      if (count && caught)
+        AddCaughtSpin(
+            std::max<int64_t>(0, ThreadCpuNanos() - cpu_before - ThreadCpuClockCostNanos()),
+            std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count());
     }
     ok = ok && !event->poisoned();  // work this depends on failed: skip, report nothing
   }

@@ -114,6 +114,13 @@ if ((cores < 4)); then
   share=$(sed -n 's/^  turn_straggle: //p' "$work/calibrated.pbtxt")
   awk -v s="${share:-0}" 'BEGIN {exit !(s >= 0 && s <= 1)}' || fail "turn_straggle '$share'"
 fi
+# What a thread spinning for an event takes of the busy cores, from the waits the
+# measuring run's threads caught spinning.
+grep -Eq "^a thread spinning for an event on busy cores: ([01]\.[0-9]+ of a core \([0-9]+ waits a measured step|no wait caught spinning)" \
+  <<<"$out" || fail "no spin CPU line: $out"
+spin_share=$(sed -n 's/^  spin_cpu_share: //p' "$work/calibrated.pbtxt")
+awk -v s="$spin_share" 'BEGIN {exit !(s > 0 && s <= 1)}' ||
+  fail "spin_cpu_share '$spin_share' is not a share of a core"
 grep -q "CPU per wait for another stream's event on busy cores" <<<"$out" ||
   fail "no wait CPU line: $out"
 wait_cpu=$(sed -n 's/^  wait_cpu: //p' "$work/calibrated.pbtxt")

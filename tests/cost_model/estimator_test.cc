@@ -290,12 +290,18 @@ TEST(DeviceSpec, ValidationNamesTheBadField) {
   d = SimpleDevice();
   d.set_transfer_cpu(-1e-6);
   EXPECT_TRUE(refused(d, "transfer_cpu"));
+
   for (double share : {-0.1, 1.5, std::nan("")}) {
     d = SimpleDevice();
     d.set_turn_straggle(share);
-    const Status st = ValidateDeviceSpec(d);
+    Status st = ValidateDeviceSpec(d);
     EXPECT_FALSE(st.ok()) << share;
     EXPECT_NE(st.message().find("turn_straggle must be in [0, 1]"), std::string::npos);
+    d = SimpleDevice();
+    d.set_spin_cpu_share(share);
+    st = ValidateDeviceSpec(d);
+    EXPECT_FALSE(st.ok()) << share;
+    EXPECT_NE(st.message().find("spin_cpu_share must be in [0, 1]"), std::string::npos);
   }
   d = SimpleDevice();
   d.clear_peak_flops();

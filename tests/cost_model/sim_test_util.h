@@ -98,6 +98,7 @@ inline DeviceSpec TestDevice() {
   d.set_op_overhead(0);
   d.set_busy_wake_latency(0);
   d.set_wait_cpu(0);
+  d.set_spin_cpu_share(0);
   d.set_event_latency(0);
   d.set_min_kernel_time(0);
   d.set_cores_per_node(0);

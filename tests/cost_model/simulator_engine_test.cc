@@ -435,6 +435,44 @@ TEST(SimulatorEngine, ASpinningThreadSeesItsEventOnItsTurnAmongTheRunnableThread
   }
 }
 
+TEST(SimulatorEngine, AWaitCaughtSpinningCostsTheNodeItsShareOfTheSpin) {
+  // One core. Rank 0's mp_comm op (1 ms) waits for its compute op (0.1 s), its thread
+  // spinning all along and seeing the event at once; rank 1 runs a 1 s op beside. The core
+  // does 1.101 s of work; the spinner took spin_cpu_share (0.25) of the 0.2 s it spun
+  // (the compute op shared the core), 0.05 s, so rank 1's op ends that much later. A wait
+  // that blocks costs wait_cpu instead, and streams waiting on a device nothing.
+  GraphBuilder b(2);
+  const int op = b.Compute(0, 0.1);
+  const int waiter = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 1e-3, {op});
+  const int beside = b.Compute(1, 1.0);
+  DeviceSpec d = Cores(1);
+  d.set_spin_budget(1.0);
+  d.set_long_spin_budget(1.0);
+  d.set_spin_latency(0);
+  auto uncharged = Simulate(b.graph(), d);
+  ASSERT_TRUE(uncharged.ok()) << uncharged.status().message();
+  EXPECT_NEAR(uncharged->timeline[waiter].start, 0.2, 1e-9);
+  EXPECT_NEAR(uncharged->timeline[beside].end, 1.101, 1e-9);
+  EXPECT_EQ(uncharged->stream_waits, 0);
+  d.set_spin_cpu_share(0.25);
+  auto charged = Simulate(b.graph(), d);
+  ASSERT_TRUE(charged.ok()) << charged.status().message();
+  EXPECT_NEAR(charged->timeline[beside].end, 1.151, 1e-9);
+  EXPECT_EQ(charged->stream_waits, 0);
+  d.set_spin_budget(0);  // every wait blocks: woken, not caught
+  d.set_long_spin_budget(0);
+  auto blocked = Simulate(b.graph(), d);
+  ASSERT_TRUE(blocked.ok()) << blocked.status().message();
+  EXPECT_NEAR(blocked->timeline[beside].end, 1.101, 1e-9);
+  EXPECT_EQ(blocked->stream_waits, 1);
+  d.set_spin_budget(1.0);
+  d.set_long_spin_budget(1.0);
+  d.set_cores_per_node(0);  // streams waiting on a device: no CPU taken
+  auto gpu = Simulate(b.graph(), d);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  EXPECT_NEAR(gpu->timeline[beside].end, 1.0, 1e-9);
+}
+
 TEST(SimulatorEngine, AThreadResumingOnACoreThatComputeHoldsWaitsForIt) {
   // One core. Rank 0's compute stream runs A (0.1 s), B (0.3 s), C (0.2 s); its mp_comm op
   // waits for A from the step's start. When A ends B starts at once and holds the core: the

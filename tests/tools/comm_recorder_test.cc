@@ -65,7 +65,10 @@ std::string RankReport(int rank, int steps) {
     EXPECT_TRUE(compute->AllReduceSum("pp", grad, 8).ok());
     transfers.join();
   }
-  return recorder.Report(0.25, std::vector<double>(steps - 1, 2e-3 * (rank + 1)));
+  return recorder.Report(0.25, std::vector<double>(steps - 1, 2e-3 * (rank + 1)),
+                         {.waits = 10 * (rank + 1),
+                          .cpu_seconds = 1e-4 * (rank + 1),
+                          .wall_seconds = 1e-3 * (rank + 1)});
 }
 
 TEST(CommRecorder, ItsReportPairsUpAcrossRanks) {
@@ -73,9 +76,11 @@ TEST(CommRecorder, ItsReportPairsUpAcrossRanks) {
   mesh.pp = 2;
   const std::vector<std::vector<std::string>> lines = {Lines(RankReport(0, 4)),
                                                        Lines(RankReport(1, 4))};
-  // Three measured steps: an all-reduce and a transfer each, their times, then the CPU line.
-  ASSERT_EQ(lines[0].size(), 10u);
+  // Three measured steps: an all-reduce and a transfer each, their times, the waits caught
+  // spinning, then the CPU line.
+  ASSERT_EQ(lines[0].size(), 11u);
   EXPECT_EQ(lines[0][6], "t 0.002000000");
+  EXPECT_EQ(lines[0][9], "w 10 0.000100000 0.001000000");
   EXPECT_EQ(lines[0].back(), "c 0.250000000 3");
   StatusOr<cost::CommRunResult> run = PairCommReports(mesh, lines);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
@@ -96,6 +101,9 @@ TEST(CommRecorder, ItsReportPairsUpAcrossRanks) {
   EXPECT_DOUBLE_EQ(run->process_cpu, 0.5);
   EXPECT_EQ(run->measured_steps, 3);
   EXPECT_EQ(run->step_seconds, std::vector<double>(3, 4e-3));  // rank 1's, the slower
+  EXPECT_EQ(run->caught_waits, 30);                            // both ranks'
+  EXPECT_NEAR(run->caught_wait_cpu, 3e-4, 1e-12);
+  EXPECT_NEAR(run->caught_wait_seconds, 3e-3, 1e-12);
 }
 
 TEST(CommRecorder, CountsCollectivesPerKindAndGroupFromTheFirstStep) {
@@ -110,7 +118,7 @@ TEST(CommRecorder, CountsCollectivesPerKindAndGroupFromTheFirstStep) {
   ASSERT_TRUE(comm->AllGather("mp", data, 16).ok());
   ASSERT_TRUE(comm->AllReduceSum("dp", data, 2).ok());
   const std::vector<std::string> lines = Lines(recorder.Report(0, {}));
-  ASSERT_EQ(lines.size(), 4u);  // three operations and the CPU line
+  ASSERT_EQ(lines.size(), 5u);  // three operations, the waits caught spinning, the CPU line
   EXPECT_EQ(lines[0].rfind("a mp_comm mp 1 16 ", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1].rfind("g mp_comm mp 0 16 ", 0), 0u) << lines[1];
   EXPECT_EQ(lines[2].rfind("a mp_comm dp 0 8 ", 0), 0u) << lines[2];
