@@ -23,9 +23,9 @@ std::vector<CommFit> FitMeasuredComm(const CommRunResult& run, const CommProfile
     if (m.kind == CommKind::kAllReduce) straggles[key][m.on_comm_stream].push_back(m.straggle);
     ops_per_rank += m.group_size;
   }
-  // The waits caught spinning are priced apart (DeviceSpec.caught_wait_cpu).
+  // The waits caught spinning are priced apart (DeviceSpec.spin_cpu_share).
   const double beyond =
-      run.process_cpu - run.caught_wait_cpu - o.compute_seconds * run.measured_steps;
+      run.process_cpu - run.caught.cpu_seconds - o.compute_seconds * run.measured_steps;
   const double cpu_per_op = ops_per_rank > 0 ? std::max(0.0, beyond) / ops_per_rank : 0;
   std::vector<CommFit> fits;
   for (const auto& [key, by_size] : times) {
@@ -65,9 +65,7 @@ StatusOr<CommProfile> ProfileComm(CommBenchmark& bench, const Module& plan,
   CommProfile profile;
   profile.fits = FitMeasuredComm(run, o);
   if (!run.step_seconds.empty()) profile.step_seconds = Summarize(run.step_seconds).median;
-  profile.caught_waits = run.caught_waits;
-  profile.caught_wait_cpu = run.caught_wait_cpu;
-  profile.caught_wait_seconds = run.caught_wait_seconds;
+  profile.caught = run.caught;
   return profile;
 }
 

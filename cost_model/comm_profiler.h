@@ -22,6 +22,7 @@
 
 #include "cost_model/comm_model.h"
 #include "ir/module.h"
+#include "ir/stream_spin.h"
 
 namespace pw::cost {
 
@@ -46,10 +47,8 @@ struct CommRunResult {
   // Each measured step's time, the slowest rank's (as `pipeweave run` reports a step).
   std::vector<double> step_seconds;
   // Waits for another stream's event that the ranks' threads ended spinning, over the
-  // measured steps: the CPU seconds they took and their seconds (all ranks).
-  int64_t caught_waits = 0;
-  double caught_wait_cpu = 0;
-  double caught_wait_seconds = 0;
+  // measured steps (all ranks).
+  CaughtSpins caught;
 };
 
 class CommBenchmark {
@@ -73,10 +72,8 @@ struct CommProfile {
   std::vector<CommFit> fits;  // one per (kind, group size)
   // The run's step: the median of its measured steps (0 where the run reported none).
   double step_seconds = 0;
-  // The waits its threads caught spinning, their CPU seconds and seconds (CommRunResult).
-  int64_t caught_waits = 0;
-  double caught_wait_cpu = 0;
-  double caught_wait_seconds = 0;
+  // The waits its threads caught spinning (CommRunResult).
+  CaughtSpins caught;
 };
 
 // Runs `plan` and fits what it measured.

@@ -48,8 +48,8 @@ DeviceSpec CpuSpec() {
   s.set_reference_op_overhead(2e-6);
   s.set_busy_wake_latency(1e-3);
   s.set_wait_cpu(14e-6);  // measured on this project's 2-core VMs: 13-16 us
-  // Measured there in the small GPT's plans on 4 processes: 0.055-0.1.
-  s.set_spin_cpu_share(0.08);
+  // Measured there in the small GPT's plans on 4 processes: 0.045-0.075.
+  s.set_spin_cpu_share(0.06);
   // The executor's spin (ir/stream_spin.h); profile measures the latency of a hand-off
   // caught spinning. PW_STREAM_SPIN=short spins briefly only; block never spins.
   using Seconds = std::chrono::duration<double>;

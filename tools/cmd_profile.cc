@@ -135,30 +135,32 @@ StatusOr<cost::CommProfile> MeasureComm(const Module& module, const cost::OpCost
 
 // DeviceSpec.spin_cpu_share from the measuring runs: their waits caught spinning pooled.
 struct CaughtWaits {
-  int64_t waits = 0;
-  double cpu = 0, seconds = 0, steps = 0;
+  CaughtSpins spins;
+  double steps = 0;
   void Add(const cost::CommProfile& run, int64_t measured_steps) {
-    waits += run.caught_waits;
-    cpu += run.caught_wait_cpu;
-    seconds += run.caught_wait_seconds;
+    spins.Add(run.caught);
     steps += static_cast<double>(measured_steps);
   }
   // Into `spec`, with a line saying what it rests on; runs that caught none leave it as is.
   void Record(cost::DeviceSpec& spec) const {
-    if (waits == 0 || seconds <= 0) {
+    if (spins.shared_waits == 0 || spins.shared_seconds <= 0) {
       std::fprintf(stderr,
-                   "a thread spinning for an event on busy cores: no wait caught spinning in the "
-                   "measuring run (%.3f of a core, as the spec had it)\n",
+                   "a thread spinning for an event on busy cores: no wait caught spinning on a "
+                   "shared core in the measuring run (%.3f of a core, as the spec had it)\n",
                    spec.spin_cpu_share());
       return;
     }
-    spec.set_spin_cpu_share(std::clamp(cpu / seconds, 0.0, 1.0));
-    const double n = static_cast<double>(waits);
+    spec.set_spin_cpu_share(std::clamp(spins.CoreShare(), 0.0, 1.0));
+    const double n = static_cast<double>(spins.shared_waits);
     std::fprintf(stderr,
                  "a thread spinning for an event on busy cores: %.3f of a core (%.0f waits a "
-                 "measured step caught their event spinning, %.1f us of spin and %.1f us of CPU "
-                 "each)\n",
-                 spec.spin_cpu_share(), n / steps, seconds / n * 1e6, cpu / n * 1e6);
+                 "measured step caught their event spinning on a shared core, %.1f us of spin "
+                 "and %.1f us of CPU each; %.0f %% of the caught waits kept a core to "
+                 "themselves)\n",
+                 spec.spin_cpu_share(), n / steps, spins.shared_seconds / n * 1e6,
+                 spins.shared_cpu_seconds / n * 1e6,
+                 100.0 * static_cast<double>(spins.waits - spins.shared_waits) /
+                     static_cast<double>(spins.waits));
   }
 };
 

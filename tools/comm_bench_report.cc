@@ -72,13 +72,10 @@ StatusOr<cost::CommRunResult> PairCommReports(const Mesh& mesh,
         double& step = out.step_seconds[step_of_rank[r]++];
         step = std::max(step, seconds);
       } else if (what == "w") {
-        int64_t waits = 0;
-        double cpu = 0, wall = 0;
-        if (in >> waits >> cpu >> wall) {
-          out.caught_waits += waits;
-          out.caught_wait_cpu += cpu;
-          out.caught_wait_seconds += wall;
-        }
+        CaughtSpins c;
+        if (in >> c.waits >> c.cpu_seconds >> c.shared_waits >> c.shared_cpu_seconds >>
+            c.shared_seconds)
+          out.caught.Add(c);
       } else if (what == "c") {
         double cpu = 0;
         int measured = 0;

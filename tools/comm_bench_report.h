@@ -9,9 +9,10 @@
 //   s PEER TAG BYTES POSTED                 a send
 //   r PEER TAG BYTES POSTED DONE            a recv
 // then "t SECONDS" for each measured step, in order (its time on that rank), "w WAITS
-// CPU_SECONDS SECONDS": the waits for another stream's event its threads ended spinning in
-// those steps, their CPU time and their time (executor/cpu/caught_spins.h), and last
-// "c CPU_SECONDS STEPS":
+// CPU_SECONDS SHARED_WAITS SHARED_CPU_SECONDS SHARED_SECONDS": the waits for another
+// stream's event its threads ended spinning in those steps and their CPU time, and of those
+// whose thread shared its core, their count, CPU time and time (executor/cpu/caught_spins.h),
+// and last "c CPU_SECONDS STEPS":
 // its process's CPU time over the STEPS measured steps.
 // Times are seconds on one clock for the whole machine.
 

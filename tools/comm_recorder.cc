@@ -170,8 +170,8 @@ std::string CommRecorder::Report(double process_cpu, const std::vector<double>& 
                       " ", Fmt(r.done), "\n");
     }
   for (double seconds : step_seconds) out += StrCat("t ", Fmt(seconds), "\n");
-  out +=
-      StrCat("w ", caught.waits, " ", Fmt(caught.cpu_seconds), " ", Fmt(caught.wall_seconds), "\n");
+  out += StrCat("w ", caught.waits, " ", Fmt(caught.cpu_seconds), " ", caught.shared_waits, " ",
+                Fmt(caught.shared_cpu_seconds), " ", Fmt(caught.shared_seconds), "\n");
   return out + StrCat("c ", Fmt(process_cpu), " ", step_seconds.size(), "\n");
 }
 

@@ -10,13 +10,11 @@
 
 #include <cstdint>
 
+#include "ir/stream_spin.h"
+
 namespace pw::cpu {
 
-struct CaughtSpins {
-  int64_t waits = 0;
-  double cpu_seconds = 0;   // the waiting threads' CPU time in those waits
-  double wall_seconds = 0;  // and the waits' time
-};
+using pw::CaughtSpins;
 
 // Counting starts (true) or stops; the tally is kept.
 void CountCaughtSpins(bool on);

@@ -116,7 +116,7 @@ if ((cores < 4)); then
 fi
 # What a thread spinning for an event takes of the busy cores, from the waits the
 # measuring run's threads caught spinning.
-grep -Eq "^a thread spinning for an event on busy cores: ([01]\.[0-9]+ of a core \([0-9]+ waits a measured step|no wait caught spinning)" \
+grep -Eq "^a thread spinning for an event on busy cores: ([01]\.[0-9]+ of a core \([0-9]+ waits a measured step|no wait caught spinning on a shared core)" \
   <<<"$out" || fail "no spin CPU line: $out"
 spin_share=$(sed -n 's/^  spin_cpu_share: //p' "$work/calibrated.pbtxt")
 awk -v s="$spin_share" 'BEGIN {exit !(s > 0 && s <= 1)}' ||

@@ -133,15 +133,12 @@ class FakeBench final : public CommBenchmark {
              {CommKind::kSendRecv, 2, 8192, 0.5e-3, 0}};
     r.process_cpu = 10e-3;
     r.step_seconds = {9e-3, 7e-3, 8e-3};
-    r.caught_waits = caught_waits;
-    r.caught_wait_cpu = caught_wait_cpu;
-    r.caught_wait_seconds = 10 * caught_wait_cpu;
+    r.caught = caught;
     return r;
   }
   int runs = 0;
   int last_steps = 0;
-  int64_t caught_waits = 0;
-  double caught_wait_cpu = 0;
+  CaughtSpins caught;
 };
 
 TEST(CommProfiler, FitsWhatTheRunMeasured) {
@@ -177,11 +174,10 @@ TEST(CommProfiler, FitsWhatTheRunMeasured) {
 
 TEST(CommProfiler, WaitsCaughtSpinningAreNotChargedToCommunication) {
   // The run's threads caught 40 waits spinning, 3 ms of its CPU: priced apart
-  // (DeviceSpec.caught_wait_cpu), so communication keeps 10 - 3 - 2 x 2 ms over 6
+  // (DeviceSpec.spin_cpu_share), so communication keeps 10 - 3 - 2 x 2 ms over 6
   // rank-operations.
   FakeBench bench;
-  bench.caught_waits = 40;
-  bench.caught_wait_cpu = 3e-3;
+  bench.caught = {.waits = 40, .cpu_seconds = 3e-3};
   CommProfileOptions o;
   o.steps = 3;
   o.compute_seconds = 2e-3;
@@ -189,9 +185,8 @@ TEST(CommProfiler, WaitsCaughtSpinningAreNotChargedToCommunication) {
   plan.name = "plan";
   auto profile = ProfileComm(bench, plan, o);
   ASSERT_TRUE(profile.ok()) << profile.status().message();
-  EXPECT_EQ(profile->caught_waits, 40);
-  EXPECT_DOUBLE_EQ(profile->caught_wait_cpu, 3e-3);
-  EXPECT_DOUBLE_EQ(profile->caught_wait_seconds, 30e-3);
+  EXPECT_EQ(profile->caught.waits, 40);
+  EXPECT_DOUBLE_EQ(profile->caught.cpu_seconds, 3e-3);
   ASSERT_FALSE(profile->fits.empty());
   EXPECT_NEAR(profile->fits[0].cpu_per_op(), 0.5e-3, 1e-12);
 }

@@ -57,13 +57,14 @@ TEST(CommBenchReport, AStepTakesItsSlowestRanksTime) {
 
 TEST(CommBenchReport, WaitsCaughtSpinningSumOverRanks) {
   const std::vector<std::vector<std::string>> lines = {
-      {"s 1 7 64 1.000", "w 12 0.000100 0.001", "c 0.1 2"},
-      {"r 0 7 64 1.000 1.002", "w 30 0.000250 0.002", "c 0.1 2"}};
+      {"s 1 7 64 1.000", "w 12 0.000100 10 0.00005 0.001", "c 0.1 2"},
+      {"r 0 7 64 1.000 1.002", "w 30 0.000250 29 0.00015 0.003", "c 0.1 2"}};
   StatusOr<cost::CommRunResult> run = PairCommReports(PipelineOfTwo(), lines);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  EXPECT_EQ(run->caught_waits, 42);
-  EXPECT_NEAR(run->caught_wait_cpu, 3.5e-4, 1e-12);
-  EXPECT_NEAR(run->caught_wait_seconds, 3e-3, 1e-12);
+  EXPECT_EQ(run->caught.waits, 42);
+  EXPECT_NEAR(run->caught.cpu_seconds, 3.5e-4, 1e-12);
+  EXPECT_EQ(run->caught.shared_waits, 39);
+  EXPECT_NEAR(run->caught.CoreShare(), 0.05, 1e-12);
 }
 
 TEST(CommBenchReport, TransfersPairFromTheLastStepBack) {

@@ -68,7 +68,9 @@ std::string RankReport(int rank, int steps) {
   return recorder.Report(0.25, std::vector<double>(steps - 1, 2e-3 * (rank + 1)),
                          {.waits = 10 * (rank + 1),
                           .cpu_seconds = 1e-4 * (rank + 1),
-                          .wall_seconds = 1e-3 * (rank + 1)});
+                          .shared_waits = 8 * (rank + 1),
+                          .shared_cpu_seconds = 5e-5 * (rank + 1),
+                          .shared_seconds = 1e-3 * (rank + 1)});
 }
 
 TEST(CommRecorder, ItsReportPairsUpAcrossRanks) {
@@ -80,7 +82,7 @@ TEST(CommRecorder, ItsReportPairsUpAcrossRanks) {
   // spinning, then the CPU line.
   ASSERT_EQ(lines[0].size(), 11u);
   EXPECT_EQ(lines[0][6], "t 0.002000000");
-  EXPECT_EQ(lines[0][9], "w 10 0.000100000 0.001000000");
+  EXPECT_EQ(lines[0][9], "w 10 0.000100000 8 0.000050000 0.001000000");
   EXPECT_EQ(lines[0].back(), "c 0.250000000 3");
   StatusOr<cost::CommRunResult> run = PairCommReports(mesh, lines);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
@@ -101,9 +103,12 @@ TEST(CommRecorder, ItsReportPairsUpAcrossRanks) {
   EXPECT_DOUBLE_EQ(run->process_cpu, 0.5);
   EXPECT_EQ(run->measured_steps, 3);
   EXPECT_EQ(run->step_seconds, std::vector<double>(3, 4e-3));  // rank 1's, the slower
-  EXPECT_EQ(run->caught_waits, 30);                            // both ranks'
-  EXPECT_NEAR(run->caught_wait_cpu, 3e-4, 1e-12);
-  EXPECT_NEAR(run->caught_wait_seconds, 3e-3, 1e-12);
+  EXPECT_EQ(run->caught.waits, 30);                            // both ranks'
+  EXPECT_NEAR(run->caught.cpu_seconds, 3e-4, 1e-12);
+  EXPECT_EQ(run->caught.shared_waits, 24);
+  EXPECT_NEAR(run->caught.shared_cpu_seconds, 1.5e-4, 1e-12);
+  EXPECT_NEAR(run->caught.shared_seconds, 3e-3, 1e-12);
+  EXPECT_NEAR(run->caught.CoreShare(), 0.05, 1e-12);
 }
 
 TEST(CommRecorder, CountsCollectivesPerKindAndGroupFromTheFirstStep) {
