@@ -62,7 +62,7 @@ struct CaughtSpins {
   double cpu_seconds = 0;  // the waiting threads' CPU time in those waits
   // Those whose thread shared its core (its CPU time at most half the wait's): what a
   // spinner takes from busy cores. A spin that kept its core all along ran where no other
-  // thread wanted one (3-6 % of the waits in the small GPT's runs, at 0.55-0.9 of a core).
+  // thread wanted one (3-16 % of the waits in the small GPT's runs, at 0.55-0.9 of a core).
   int64_t shared_waits = 0;
   double shared_cpu_seconds = 0;
   double shared_seconds = 0;

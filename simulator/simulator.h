@@ -46,21 +46,21 @@
 // waits ended within it, as its AdaptiveSpin learns): an event of another stream of the
 // rank that comes while its waiter still spins is seen spin_latency after it (times the
 // node's runnable threads, spinners included, over its cores: the spinner sees it on its
-// turn), with no wake-up and no wait_cpu; its node loses spin_cpu_share of the time it
-// spun (the turns the spinner took from the others: the small GPT's plain overlap plan on 4
-// processes sharing 2 cores catches ~600 events a step, 70-100 us of spin and 7-9 us of CPU
-// each, a tenth of the cores; priced without it, the plan came out 8-21 % fast); one that
-// comes later costs event_latency and a wake-up. Such a resume is priced once the instructions of its instant have started:
-// where they then hold every core of the node (a rank's compute runs on past the event, as
-// the overlap passes' plans do), the thread shares a core with one that keeps computing
-// and runs when the first computing thread of the node waits (its op ends and its stream's
-// next one waits for another stream), after held_wake_factor times the CPU it used since it
-// last slept (the scheduler owes the core sooner to a thread that ran less), or after
-// held_spin_latency (the turn of one that spins all along), whichever comes first; the
-// three profiled (~1.0 and ~2 ms on a 2-core VM). Without that the overlap-1f1b plan's
-// hand-offs to its communication streams came out 3x faster than measured on 4 processes
-// sharing 2 cores, and on a 1 Gbit link (woken threads: median 38 us, mean 405-482 us, a
-// tenth above 1.5 ms) its B/A 0.73 against 0.82.
+// turn), with no wake-up and no wait_cpu; its node loses spin_cpu_share of the time it spun
+// (the turns the spinner took from the others: the small GPT's plain overlap plan on 4
+// processes sharing 2 cores catches ~600 events a step, 85 us of spin and ~5 us of CPU each
+// where the spinner shared its core; priced without it, the plan came out 8-21 % fast); one
+// that comes later costs event_latency and a wake-up. Such a resume is priced once the
+// instructions of its instant have started: where they then hold every core of the node (a
+// rank's compute runs on past the event, as the overlap passes' plans do), the thread
+// shares a core with one that keeps computing and runs when the first computing thread of
+// the node waits (its op ends and its stream's next one waits for another stream), after
+// held_wake_factor times the CPU it used since it last slept (the scheduler owes the core
+// sooner to a thread that ran less), or after held_spin_latency (the turn of one that spins
+// all along), whichever comes first; the three profiled (~1.0 and ~2 ms on a 2-core VM).
+// Without that the overlap-1f1b plan's hand-offs to its communication streams came out 3x
+// faster than measured on 4 processes sharing 2 cores, and on a 1 Gbit link (woken threads:
+// median 38 us, mean 405-482 us, a tenth above 1.5 ms) its B/A 0.73 against 0.82.
 //
 // A graph of several steps (RepeatSteps) runs them back to back: a rank's host issues its
 // next step once its own streams have finished the last, as the executor does, so ranks
