@@ -214,6 +214,11 @@ TEST(OpCostTable, RejectsNegativeAndMissingCostsNamingTheEntry) {
   proto.mutable_device_spec()->set_turn_straggle(2);
   EXPECT_TRUE(RefusedNaming(
       proto, "the cost table's device_spec: device spec 'cpu': turn_straggle must be in [0, 1]"));
+  // So is a spinning thread's share of a core.
+  proto.mutable_device_spec()->set_turn_straggle(0.5);
+  proto.mutable_device_spec()->set_spin_cpu_share(-0.1);
+  EXPECT_TRUE(RefusedNaming(
+      proto, "the cost table's device_spec: device spec 'cpu': spin_cpu_share must be in [0, 1]"));
 
   // The halves of an all-reduce are measured kinds of their own; other names are refused.
   for (const char* kind : {"all_gather", "reduce_scatter"}) {
