@@ -141,11 +141,12 @@ TEST(SimulatorEngine, PricesACollectiveUnderTheLoadOfItsNode) {
 }
 
 TEST(SimulatorEngine, CommunicationKeepsWhatItMeasuredOfTheCores) {
-  // Ranks 0 and 1 all-reduce for 1 s, spending 0.5 s of CPU each (the transport's threads);
-  // rank 2 computes 1 s meanwhile on the node's only core. Demand 1 + 0.5 + 0.5: the
-  // compute runs at half speed while the collective lasts, then alone.
+  // Ranks 0 and 1 all-reduce for 1 s, spending 0.25 s of CPU each (the transport's threads);
+  // rank 2 computes 1 s meanwhile on the node's only core. The collective keeps half the
+  // core: the compute runs on the other half while it lasts (not at 1 / (1 + 0.25 + 0.25),
+  // which would have the node's threads use 1.17 cores), then alone.
   CommFit fit = FitCommSamples("all_reduce", 2, {{1e3, 1.0, 0}, {1e6, 1.0, 0}});
-  fit.set_cpu_per_op(0.5);
+  fit.set_cpu_per_op(0.25);
   CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
   GraphBuilder b(3);
   SimGraph& g = b.graph();
@@ -353,12 +354,12 @@ TEST(SimulatorEngine, APipelineTransferCostsABusyNodeItsMeasuredCpu) {
 }
 
 TEST(SimulatorEngine, AChargedTransferKeepsNoCoreWhileItRuns) {
-  // A transfer measured at 1 s with 0.5 s of CPU per member (a residual of a whole run)
-  // beside 1 s of compute on rank 2, one core: with transfer_cpu, the transfer's CPU is
+  // A transfer measured at 1 s with 0.25 s of CPU per member (a residual of a whole run)
+  // beside 1.5 s of compute on rank 2, one core: with transfer_cpu, the transfer's CPU is
   // charged where its threads run (here 0.1 s, half at each end, while rank 2 computes),
   // not spread over its time.
   CommFit fit = FitCommSamples("send_recv", 2, {{1e3, 1.0, 0}, {1e6, 1.0, 0}});
-  fit.set_cpu_per_op(0.5);
+  fit.set_cpu_per_op(0.25);
   CommModel comm(*BuiltinDeviceSpec("cpu"), {fit});
   GraphBuilder b(3);
   const int send = b.Transfer(0, 1, 1.0).first;
@@ -367,7 +368,7 @@ TEST(SimulatorEngine, AChargedTransferKeepsNoCoreWhileItRuns) {
   const int work = b.Compute(2, 1.5);
   auto spread = Simulate(b.graph(), Cores(1), {}, &comm);
   ASSERT_TRUE(spread.ok()) << spread.status().message();
-  EXPECT_NEAR(spread->timeline[work].end, 2.0, 1e-9);  // half speed for the transfer's 1 s
+  EXPECT_NEAR(spread->timeline[work].end, 2.0, 1e-9);  // half the core for the transfer's 1 s
   DeviceSpec d = Cores(1);
   d.set_transfer_cpu(0.1);
   auto charged = Simulate(b.graph(), d, {}, &comm);
