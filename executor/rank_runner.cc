@@ -7,6 +7,7 @@
 #include "executor/interpreter.h"
 #include "executor/tensor_file.h"
 #include "ir/post_validation.h"
+#include "ir/thread_cpu_clock.h"
 
 namespace pw {
 namespace {
@@ -87,7 +88,9 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     interp->set_tracing(!traced                  ? Tracing::kOff
                         : options.trace_cpu_time ? Tracing::kTimesAndCpu
                                                  : Tracing::kTimes);
+    const double cpu_before = options.process_cpu ? ProcessCpuSeconds() : 0;
     PW_ASSIGN_OR_RETURN(StepStats stats, interp->RunStep(feed->fn()));
+    const double cpu_ms = options.process_cpu ? (ProcessCpuSeconds() - cpu_before) * 1e3 : -1;
     if (traced) PW_RETURN_IF_ERROR(options.on_traced_step(*interp));
     RankStepReport report;
     report.rank = options.rank;
@@ -95,6 +98,7 @@ Status RunRank(const Module& module, CommFactory* comm, const RankRunOptions& op
     report.step_ms = stats.step_ms;
     report.peak_bytes = stats.peak_bytes;
     report.redone = stats.redone;
+    report.cpu_ms = cpu_ms;
     if (step == start) {
       report.resume_ms = resume_ms;
       report.warmup_ms = warmup_ms;

@@ -32,6 +32,9 @@ struct RankStepReport {
   double checkpoint_ms = 0;      // the time it took to write
   double resume_ms = 0;  // first step of a resumed run: the time its checkpoint took to load
   double warmup_ms = 0;  // first step: the time the warm-up steps before it took
+  // The CPU time of the rank's process while it ran the step, all its threads (stream
+  // threads spinning and communicating included); < 0: not measured (RankRunOptions).
+  double cpu_ms = -1;
   // Post-validated loss scaling ran the step twice: the step before overflowed on some rank.
   bool redone = false;
 };
@@ -45,6 +48,8 @@ struct RankRunOptions {
   int warmup_steps = 0;
   TrainingFeedOptions data;
   bool strict_events = false;
+  // The rank has a process of its own: each step reports its process's CPU time (cpu_ms).
+  bool process_cpu = false;
   BackendKind backend = BackendKind::kCpu;
   int device = -1;          // cuda: -1 takes rank % visible devices
   std::string save_params;  // file for this rank's persistable vars after the last step

@@ -12,6 +12,7 @@
 #include "executor/process_resources.h"
 #include "executor/scope.h"
 #include "ir/alias_ops.h"
+#include "ir/thread_cpu_clock.h"
 #include "ir/verifier.h"
 #include "ops/dropout_mask.h"
 #include "ops/kernel.h"
@@ -397,11 +398,13 @@ StatusOr<ReferenceResult> ReferenceRunner::Run() {
   }
   for (int64_t step = result.first_step; step < options_.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
+    const double cpu_before = ProcessCpuSeconds();
     PW_ASSIGN_OR_RETURN(const double loss, RunStep(step));
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     result.losses.push_back(loss);
     result.step_time_ms.push_back(ms);
+    result.step_cpu_ms.push_back((ProcessCpuSeconds() - cpu_before) * 1e3);
     for (size_t i = 0; i < options_.track.size(); ++i)
       result.tracked[i].push_back(root_.Find(options_.track[i])->f32()[0]);
     if (options_.on_step) options_.on_step(step, loss, ms);

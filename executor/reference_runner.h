@@ -49,6 +49,7 @@ struct ReferenceResult {
   int64_t first_step = 0;                    // 0-based; after the checkpoint resumed
   std::vector<double> losses;                // per step run
   std::vector<double> step_time_ms;          // per step, wall time
+  std::vector<double> step_cpu_ms;           // per step, the process's CPU time
   double warmup_ms = 0;                      // the warm-up steps before the first
   std::vector<std::vector<double>> tracked;  // [i][step]: options.track[i] after the step
 };

@@ -13,7 +13,7 @@ std::string StepReportLine(const RankStepReport& r) {
   std::snprintf(loss, sizeof(loss), "%.17g", r.loss_sum);
   return StrCat("step ", r.step, " ", r.loss_count, " ", r.step_ms, " ", r.peak_bytes, " ", loss,
                 " ", r.checkpoint_bytes, " ", r.checkpoint_ms, " ", r.resume_ms, " ", r.warmup_ms,
-                " ", r.redone ? 1 : 0, "\n");
+                " ", r.redone ? 1 : 0, " ", r.cpu_ms, "\n");
 }
 
 bool ParseStepReport(const std::string& line, RankStepReport* r) {
@@ -24,7 +24,7 @@ bool ParseStepReport(const std::string& line, RankStepReport* r) {
   int redone = 0;
   if (!(in >> word >> parsed.step >> parsed.loss_count >> parsed.step_ms >> parsed.peak_bytes >>
         parsed.loss_sum >> parsed.checkpoint_bytes >> parsed.checkpoint_ms >> parsed.resume_ms >>
-        parsed.warmup_ms >> redone) ||
+        parsed.warmup_ms >> redone >> parsed.cpu_ms) ||
       word != "step")
     return false;
   parsed.redone = redone != 0;

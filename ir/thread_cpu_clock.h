@@ -17,6 +17,13 @@ inline int64_t ThreadCpuNanos() {
 
 inline double ThreadCpuSeconds() { return static_cast<double>(ThreadCpuNanos()) * 1e-9; }
 
+// The CPU time all threads of the process have spent.
+inline double ProcessCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 // What the clock costs itself: the interval between two readings holds about one reading
 // (a system call where the vDSO does not serve this clock, as on the VMs here: ~0.35 us),
 // which a kernel of a microsecond or two must not be charged. The least difference of

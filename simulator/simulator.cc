@@ -39,8 +39,9 @@ struct Activity {
   // that start at its launch have started).
   bool straggles = true;
   bool unpriced = false;
-  bool done = false;  // completed; removed from the running set after the sweep
-  double cpu = 0;     // CPU seconds its thread has used (each member's, for communication)
+  bool done = false;      // completed; removed from the running set after the sweep
+  double cpu = 0;         // CPU seconds its thread has used (each member's, for communication)
+  double core_share = 0;  // compute: the share of a core each of its threads holds
 };
 
 class Engine {
@@ -98,6 +99,9 @@ class Engine {
     return in.stream == StreamType::kCompute && dev_.cores_per_node() > 0 &&
            node_ranks_[Node(in.rank)] * compute_threads_ > dev_.cores_per_node();
   }
+  // RankResult::cpu is known where each op's thread holds its share of a core: an op on
+  // several kernel threads keeps them busy only as far as it is parallel.
+  bool CountsCpu() const { return dev_.cores_per_node() > 0 && compute_threads_ == 1; }
   bool NodeBusy(int rank) const {
     return dev_.cores_per_node() > 0 && NodeComputeDemand(rank) >= dev_.cores_per_node();
   }
@@ -192,6 +196,7 @@ class Engine {
   std::vector<int> stream_prev_;  // the one before, or -1
   std::vector<double> cpu_used_;  // per instruction: the CPU its thread used in it
   std::vector<int> waits_;        // per rank: such waits, each woken by another stream or rank
+  std::vector<double> rank_cpu_;  // per rank: RankResult::cpu
   std::vector<int> slot_uses_;
   std::vector<int> unfinished_in_step_;  // per rank and step (StepIndex)
   std::vector<double> issue_offset_;     // host launches before it, from its step's issue
@@ -221,6 +226,7 @@ void Engine::Prepare() {
   spin_history_.assign(static_cast<size_t>(g_.world_size) * kNumStreamTypes, SpinHistory());
   waiting_on_.assign(spin_history_.size(), -1);
   waits_.assign(g_.world_size, 0);
+  rank_cpu_.assign(g_.world_size, 0.0);
   joined_.assign(g_.collectives.size(), 0);
   comm_active_.assign(g_.world_size, 0);
   ops_computing_.assign(g_.world_size, 0);
@@ -636,7 +642,8 @@ void Engine::ComputeRates() {
   for (Activity& a : active_) {
     if (!a.compute) continue;
     int r = a.ranks[0];
-    a.rate = share(r) / (1 + (comm_active_[r] > 0 ? dev_.overlap_slowdown() : 0));
+    a.core_share = share(r);
+    a.rate = a.core_share / (1 + (comm_active_[r] > 0 ? dev_.overlap_slowdown() : 0));
   }
 }
 
@@ -736,16 +743,19 @@ Status Engine::Report(SimResult& out) const {
       rr.rank = r;
       idle += rr.bubble;
       out.stream_waits += rr.stream_waits;
+      out.cpu += rr.cpu;
       continue;
     }
     rr.rank = r;
     rr.stream_waits = waits_[r];
+    rr.cpu = rank_cpu_[r];
     rr.compute_busy = compute[r].Length();
     rr.comm_busy = comm[r].Length();
     rr.exposed_comm = rr.comm_busy - comm[r].OverlapWith(compute[r]);
     rr.bubble = out.step_time - rr.compute_busy;
     idle += rr.bubble;
     out.stream_waits += rr.stream_waits;
+    out.cpu += rr.cpu;
     out.exposed_comm = std::max(out.exposed_comm, rr.exposed_comm);
     for (int c = 1; c < kNumCommClasses; ++c) {
       const IntervalSet& set = by_class[r][c];
@@ -836,6 +846,12 @@ Status Engine::AdvanceToNextEvent() {
   for (Activity& a : active_) {
     a.cpu += (a.compute ? std::min(1.0, a.rate) : a.comm_threads) * dt;
     a.work = a.ends <= next ? 0.0 : std::max(0.0, a.work - a.rate * dt);
+    if (!CountsCpu()) continue;
+    if (a.compute) {
+      rank_cpu_[a.ranks[0]] += a.core_share * dt;
+    } else {
+      for (int r : a.ranks) rank_cpu_[r] += a.comm_threads * dt;
+    }
   }
   now_ = next;
   return OkStatus();
@@ -904,6 +920,7 @@ StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) co
     PW_ASSIGN_OR_RETURN(SimResult steps, RunSteady(module));
     result.steady_step_time = steps.steady_step_time;
     result.steady_steps = steps.steady_steps;
+    result.steady_cpu = steps.cpu / static_cast<double>(steps.step_ends.size());
   }
   if (graph_out) *graph_out = std::move(graph);
   return result;

@@ -116,6 +116,10 @@ struct RankResult {
   double bubble = 0;     // step time minus compute_busy
   double end = 0;        // when its last instruction finished
   int stream_waits = 0;  // times a stream's thread waited for another stream's or rank's event
+  // On a CPU device (cores_per_node > 0) whose ops run on one kernel thread, the core time
+  // the rank's threads used over the simulated steps: its ops, its waits' and spins' CPU,
+  // its share of communication; else 0.
+  double cpu = 0;
   int64_t peak_bytes = 0;
   int64_t persistent_bytes = 0;
 };
@@ -136,6 +140,13 @@ struct SimResult {
   double bubble_rate = 0;
   double exposed_comm = 0;  // the largest of the ranks'
   int stream_waits = 0;     // over all ranks (RankResult::stream_waits)
+  double cpu = 0;           // over all ranks (RankResult::cpu)
+  double steady_cpu = 0;    // the steady steps' core time over their number, where simulated
+  // A step's core time over all ranks, as a run's step_cpu_ms sums its rank processes'.
+  double CpuInRun() const {
+    if (steady_steps > 1) return steady_cpu;
+    return step_ends.empty() ? 0 : cpu / static_cast<double>(step_ends.size());
+  }
   // The largest of the ranks', key by key (each key may come from another rank).
   std::array<double, kNumStreamTypes> busy_by_stream{};
   std::array<double, kNumCommClasses> exposed_by_class{};

@@ -29,7 +29,8 @@ constexpr const char* kUsage =
     "           [--resume PATH] [--warmup-steps W (1)]\n"
     "Trains an unsplit mp=1, pp=1 module sequentially (gradient accumulation over M\n"
     "micro-batches, then the optimizer) and prints 'step S loss L' per step, or with\n"
-    "--report json one object {\"losses\": [...], \"step_time_ms\": [...], ...}.\n"
+    "--report json one object {\"losses\": [...], \"step_time_ms\": [...], \"step_cpu_ms\":\n"
+    "[the process's CPU time in each step], ...}.\n"
     "A module without backward ops gets 'append-backward' with its defaults first; for\n"
     "another optimizer run 'pipeweave opt FILE -p append-backward{optimizer=adam,lr=0.01}'.\n"
     "--global-batch G runs G / micro-batch size micro-batches per step (the batch a dp plan's\n"
@@ -137,6 +138,8 @@ StatusOr<int> RunReferenceMode(Module module, const Flags& flags) {
     PrintJsonArray("losses", result.losses, "%.17g");
     std::printf(", ");
     PrintJsonArray("step_time_ms", result.step_time_ms, "%.3f");
+    std::printf(", ");
+    PrintJsonArray("step_cpu_ms", result.step_cpu_ms, "%.3f");
     std::printf(", \"warmup_steps\": %d, \"warmup_ms\": %.3f", options.warmup_steps,
                 result.warmup_ms);
     if (!checkpoints.empty()) {

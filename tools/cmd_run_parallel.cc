@@ -55,7 +55,8 @@ constexpr const char* kUsage =
     "Trains a module whose plan gives every rank its jobs (or an unplanned single-stage one,\n"
     "M micro-batches per step) on N rank processes of this machine, and prints 'step S loss L'\n"
     "per step from the last stage; --report json prints {\"losses\": [...], \"step_time_ms\":\n"
-    "[...], \"peak_bytes\": [per rank]}. --pipeline runs passes first (e.g.\n"
+    "[...], \"step_cpu_ms\": [the rank processes' CPU time in each step, summed], \"peak_bytes\":\n"
+    "[per rank]}. --pipeline runs passes first (e.g.\n"
     "\"append-backward,split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p\").\n"
     "--global-batch G (samples per step) is M = G / (dp x micro-batch size) micro-batches per\n"
     "replica, each replica its own slice of the step's data; G must be such a multiple and\n"
@@ -90,7 +91,8 @@ struct StepRow {
   double loss_sum = 0;
   int loss_count = 0;
   double max_ms = 0;
-  bool redone = false;                    // post-validation ran it twice (every rank does)
+  double cpu_ms = 0;    // the ranks' processes', summed; NaN once a rank did not measure it
+  bool redone = false;  // post-validation ran it twice (every rank does)
   std::vector<int64_t> checkpoint_bytes;  // per rank; empty: no checkpoint after the step
   std::vector<double> checkpoint_ms;
 };
@@ -180,6 +182,7 @@ StatusOr<int> RunOneRank(const Flags& flags, const RankPlacement& placement) {
                            " does not match the module's mesh (dp=", module.mesh.dp,
                            " pp=", module.mesh.pp, " mp=", module.mesh.mp, ")");
   options.run.rank = static_cast<int>(rank);
+  options.run.process_cpu = true;
   // Ranks on one machine share its cores; Slurm may say how many are this rank's.
   PW_ASSIGN_OR_RETURN(options.threads,
                       ReadThreadsFlag(flags, std::max(1, placement.local_world_size)));
@@ -271,7 +274,7 @@ void PrintJsonArray(const char* key, const std::vector<double>& values, const ch
 // loss (mp rank 0 of the last stage), null elsewhere.
 std::string RankReportJson(const Module& module, int64_t rank, int64_t world,
                            const std::vector<RankStepReport>& reports) {
-  std::string losses, times;
+  std::string losses, times, cpu;
   int64_t peak = 0;
   double warmup_ms = 0;
   for (const RankStepReport& r : reports) {
@@ -280,11 +283,14 @@ std::string RankReportJson(const Module& module, int64_t rank, int64_t world,
     losses += r.loss_count > 0 ? StrCat(sep, FormatJsonNumber(r.loss_sum / r.loss_count, "%.17g"))
                                : StrCat(sep, "null");
     times += StrCat(times.empty() ? "" : ", ", FormatJsonNumber(r.step_ms, "%.3f"));
+    cpu +=
+        StrCat(cpu.empty() ? "" : ", ", FormatJsonNumber(r.cpu_ms >= 0 ? r.cpu_ms : NAN, "%.3f"));
     peak = std::max<int64_t>(peak, r.peak_bytes);
   }
   return StrCat("{\"mode\": \"rank\", \"rank\": ", rank, ", \"world_size\": ", world,
                 ", \"schedule\": \"", ScheduleOf(module), "\", ", "\"losses\": [", losses,
-                "], \"step_time_ms\": [", times, "], \"peak_bytes\": ", peak,
+                "], \"step_time_ms\": [", times, "], \"step_cpu_ms\": [", cpu,
+                "], \"peak_bytes\": ", peak,
                 ", \"warmup_ms\": ", FormatJsonNumber(warmup_ms, "%.3f"), "}\n");
 }
 
@@ -384,6 +390,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     row.loss_sum += r.loss_sum;
     row.loss_count += r.loss_count;
     row.max_ms = std::max(row.max_ms, r.step_ms);
+    row.cpu_ms += r.cpu_ms >= 0 ? r.cpu_ms : NAN;
     row.redone = row.redone || r.redone;
     if (r.checkpoint_bytes > 0) {
       row.checkpoint_bytes.resize(nproc, 0);
@@ -437,12 +444,13 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     return 1;
   }
   if (json) {
-    std::vector<double> losses, times;
+    std::vector<double> losses, times, cpu;
     std::string checkpoints;  // JSON objects: per rank, bytes and milliseconds
     std::string redone;       // steps post-validation ran twice
     for (const auto& [step, r] : rows) {
       losses.push_back(r.loss_count ? r.loss_sum / r.loss_count : NAN);
       times.push_back(r.max_ms);
+      cpu.push_back(r.cpu_ms);
       if (r.redone) redone += StrCat(redone.empty() ? "" : ", ", step + 1);
       if (r.checkpoint_bytes.empty()) continue;
       std::string bytes, ms;
@@ -459,6 +467,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     PrintJsonArray("losses", losses, "%.17g");
     std::printf(", ");
     PrintJsonArray("step_time_ms", times, "%.3f");
+    std::printf(", ");
+    PrintJsonArray("step_cpu_ms", cpu, "%.3f");
     std::printf(", ");
     PrintJsonArray("peak_bytes", peak, "%.0f");
     std::printf(", \"warmup_steps\": %d, \"warmup_ms\": %s", run.warmup_steps,

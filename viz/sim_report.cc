@@ -109,6 +109,7 @@ std::string SimResultToJson(const SimResult& r, const SimGraph& g, const MemoryF
   Field(out, "bubble_rate", r.bubble_rate);
   ExposedCommJson(out, r.exposed_by_class, r.exposed_comm);
   BusyByStreamJson(out, r.busy_by_stream);
+  if (r.cpu > 0) Field(out, "cpu_ms_per_step", Ms(r.CpuInRun()));
   Field(out, "world_size", g.world_size);
   Field(out, "micro_batches", g.num_micro_batches);
   out += ", \"coverage\": {";
@@ -164,6 +165,9 @@ std::string SimResultToTable(const SimResult& r, const SimGraph& g, const Memory
            std::to_string(r.steady_steps) + " steps back to back, no barrier between them)\n";
   if (fit) out += fit->Summary() + "\n";
   out += "bubble rate   " + Format("%.1f", 100 * r.bubble_rate) + " %\n";
+  if (r.cpu > 0)
+    out += "CPU           " + Format("%.3f", Ms(r.CpuInRun())) +
+           " ms a step (the ranks' threads on their cores: ops, waits, spins, communication)\n";
   out += "exposed comm  " + Format("%.3f", Ms(r.exposed_comm)) + " ms (worst rank)\n";
   out += "  by kind     ";
   for (int c = 1; c < kNumCommClasses; ++c)

@@ -10,6 +10,7 @@
 namespace pw::cost {
 
 // {"step_time_ms", "bubble_rate", "exposed_comm_ms": EXPOSED, "busy_ms_by_stream": BUSY,
+//  ["cpu_ms_per_step": on CPU devices, the core time a step's threads use over all ranks],
 //  "world_size", "micro_batches", "coverage": {"table": share, ...},
 //  "ranks": [{"rank", "peak_bytes", "persistent_bytes", "compute_busy_ms",
 //             "exposed_comm_ms": EXPOSED, "bubble_ms", "busy_ms": {"compute": ..., ...},

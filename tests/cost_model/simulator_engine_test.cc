@@ -156,12 +156,23 @@ TEST(SimulatorEngine, CommunicationKeepsWhatItMeasuredOfTheCores) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NEAR(r->timeline[a0].end, 1.0, 1e-9);    // priced as measured
   EXPECT_NEAR(r->timeline[work].end, 1.5, 1e-9);  // 0.5 s of work done by 1 s, then alone
+  // The core time the step used: the collective's 2 x 0.25 s and the compute's 1 s, the
+  // node's one core all along.
+  EXPECT_NEAR(r->cpu, 1.5, 1e-9);
+  EXPECT_NEAR(r->CpuInRun(), 1.5, 1e-9);
+  EXPECT_NEAR(r->ranks[0].cpu, 0.25, 1e-9);
+  EXPECT_NEAR(r->ranks[2].cpu, 1.0, 1e-9);
+  // A device without cores to share (a GPU's) counts none.
+  auto gpu = Simulate(g, testing::TestDevice(), {}, &comm);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  EXPECT_EQ(gpu->cpu, 0);
   // Without a measured CPU cost, communication sleeps (the CPU spec's comm_threads is 0).
   fit.set_cpu_per_op(0);
   CommModel sleeping(*BuiltinDeviceSpec("cpu"), {fit});
   auto s = Simulate(g, Cores(1), {}, &sleeping);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_NEAR(s->timeline[work].end, 1.0, 1e-9);
+  EXPECT_NEAR(s->cpu, 1.0, 1e-9);
 }
 
 // An all-reduce of two members measured at 1 s whatever its size, its last member 0.25 s

@@ -116,15 +116,18 @@ pid_t PidOf(const fs::path& file) {
   return static_cast<pid_t>(std::stol(value.substr(value.rfind(' ') + 1)));
 }
 
-std::vector<double> JsonLosses(const std::string& json) {
+// The numbers of the array `key` of a one-line JSON report.
+std::vector<double> JsonArray(const std::string& json, const std::string& key) {
   std::smatch m;
   std::vector<double> out;
-  if (!std::regex_search(json, m, std::regex("\"losses\": \\[([^\\]]*)\\]"))) return out;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": \\[([^\\]]*)\\]"))) return out;
   std::stringstream s(m[1].str());
   std::string item;
   while (std::getline(s, item, ',')) out.push_back(std::stod(item));
   return out;
 }
+
+std::vector<double> JsonLosses(const std::string& json) { return JsonArray(json, "losses"); }
 
 std::string BuildGpt(const fs::path& dir, const std::string& name, int mp, int pp = 1, int vpp = 1,
                      const std::string& placement = "loop") {
@@ -193,6 +196,20 @@ TEST_F(LauncherTest, TensorParallelOverGlooMatchesTheReference) {
   ASSERT_EQ(got.size(), 3u) << par.out;
   for (int s = 0; s < 3; ++s) EXPECT_NEAR(got[s], want[s], 1e-5 * want[s]) << "step " << s;
   EXPECT_THAT(par.out, HasSubstr("\"peak_bytes\": ["));
+  // Each step's CPU time: the reference's process, the two rank processes' summed. Both
+  // did the whole model's work, so the ranks' CPU is not far below the reference's.
+  const std::vector<double> ref_cpu = JsonArray(ref.out, "step_cpu_ms"),
+                            par_cpu = JsonArray(par.out, "step_cpu_ms"),
+                            par_ms = JsonArray(par.out, "step_time_ms");
+  ASSERT_EQ(ref_cpu.size(), 3u) << ref.out;
+  ASSERT_EQ(par_cpu.size(), 3u) << par.out;
+  ASSERT_EQ(par_ms.size(), 3u) << par.out;
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_GT(ref_cpu[s], 0) << "step " << s;
+    EXPECT_GT(par_cpu[s], 0.5 * ref_cpu[s]) << "step " << s;
+    // Two processes of at most a few busy threads each, over the slowest rank's step.
+    EXPECT_LT(par_cpu[s], 16 * par_ms[s]) << "step " << s;
+  }
 }
 
 // GPT mp=2 x pp=2 planned with each schedule kind, four rank processes over Gloo, next to
