@@ -87,6 +87,7 @@ void SimJson(std::string& out, const SimFigures& f, const SimFigures* ratio_of) 
     peaks.push_back(value(f.peak_bytes[k], k < a.peak_bytes.size() ? a.peak_bytes[k] : 0));
   Array(out, peaks);
   Number(out, "max_peak_bytes", value(f.max_peak_bytes, a.max_peak_bytes));
+  if (f.cpu_ms > 0) Number(out, "cpu_ms_per_step", value(f.cpu_ms, a.cpu_ms));
   if (!ratio_of) {
     Bool(out, "fits", f.fits);
     // Per rank, in rank order: exposed_comm_ms by class and busy_ms_by_stream.
@@ -119,6 +120,8 @@ void RunPlanJson(std::string& out, const MeasuredPlan& p) {
   out += "{";
   Number(out, "median_step_ms", p.median_step_ms);
   PerRound(out, "step_ms", p, &MeasuredRound::step_ms);
+  Number(out, "median_step_cpu_ms", p.median_step_cpu_ms);
+  PerRound(out, "step_cpu_ms", p, &MeasuredRound::step_cpu_ms);
   PerRound(out, "losses", p, &MeasuredRound::losses);
   Key(out, "peak_bytes");
   Array(out, p.peak_bytes);
@@ -142,6 +145,9 @@ void RunJson(std::string& out, const AbReport::Run& run) {
   Number(out, "median_step_ms", m.step_ratio.ratio);
   Key(out, "ci95");
   Array(out, std::vector<double>{m.step_ratio.low, m.step_ratio.high});
+  Number(out, "median_step_cpu_ms", m.cpu_ratio.ratio);
+  Key(out, "cpu_ci95");
+  Array(out, std::vector<double>{m.cpu_ratio.low, m.cpu_ratio.high});
   Number(out, "max_peak_bytes",
          Ratio(static_cast<double>(m.a.max_peak_bytes), static_cast<double>(m.b.max_peak_bytes)));
   String(out, "verdict", Verdict(m.step_ratio));
@@ -194,6 +200,8 @@ std::string SimTable(const AbReport::Sim& sim) {
   const SimFigures &a = sim.a, &b = sim.b;
   std::string out = Row("simulated on " + sim.device, "A", "B", "B/A");
   out += NumberRow("step time ms", "%.3f", a.step_ms, b.step_ms);
+  if (a.cpu_ms > 0 && b.cpu_ms > 0)
+    out += NumberRow("CPU ms a step (all ranks)", "%.3f", a.cpu_ms, b.cpu_ms);
   out += NumberRow("bubble rate %", "%.1f", 100 * a.bubble_rate, 100 * b.bubble_rate);
   out += NumberRow("exposed comm ms (worst)", "%.3f", a.exposed_comm_ms, b.exposed_comm_ms);
   for (cost::CommClass c : kClasses)
@@ -248,6 +256,10 @@ std::string RunTable(const AbReport::Run& run) {
   out +=
       Row("median step ms", Format("%.3f", m.a.median_step_ms), Format("%.3f", m.b.median_step_ms),
           Format("%.3f", m.step_ratio.ratio), Interval(m.step_ratio));
+  if (std::isfinite(m.cpu_ratio.ratio))
+    out += Row("median CPU ms a step", Format("%.3f", m.a.median_step_cpu_ms),
+               Format("%.3f", m.b.median_step_cpu_ms), Format("%.3f", m.cpu_ratio.ratio),
+               Interval(m.cpu_ratio));
   out += NumberRow("peak MiB (largest rank)", "%.2f", MiB(m.a.max_peak_bytes),
                    MiB(m.b.max_peak_bytes));
   out += "verdict: " + Verdict(m.step_ratio) + "\n";
@@ -266,6 +278,12 @@ std::string SideBySide(const AbReport::Sim& sim, const AbReport::Run& run) {
                 Format("%.3f", Ratio(sim.a.step_ms, sim.b.step_ms)).c_str(),
                 Format("%.3f", m.step_ratio.ratio).c_str(), Interval(m.step_ratio).c_str());
   out += buf;
+  if (sim.a.cpu_ms > 0 && sim.b.cpu_ms > 0 && std::isfinite(m.cpu_ratio.ratio)) {
+    std::snprintf(buf, sizeof(buf), "%-28s %12s %12s   %s\n", "CPU a step (all ranks)",
+                  Format("%.3f", Ratio(sim.a.cpu_ms, sim.b.cpu_ms)).c_str(),
+                  Format("%.3f", m.cpu_ratio.ratio).c_str(), Interval(m.cpu_ratio).c_str());
+    out += buf;
+  }
   std::snprintf(buf, sizeof(buf), "%-28s %12s %12s\n", "peak memory (largest rank)",
                 Format("%.3f", Ratio(sim.a.max_peak_bytes, sim.b.max_peak_bytes)).c_str(),
                 Format("%.3f", Ratio(m.a.max_peak_bytes, m.b.max_peak_bytes)).c_str());

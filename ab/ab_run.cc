@@ -32,6 +32,7 @@ struct RankStep {
   int loss_count = 0;
   double loss_sum = 0;
   double ms = 0;
+  double cpu_ms = 0;
 };
 
 // What the ranks of one round have reported: written on the launcher's thread, read by the
@@ -49,6 +50,7 @@ class RoundState {
     RankStep s;
     s.loss_count = report.loss_count;
     s.ms = report.step_ms;
+    s.cpu_ms = report.cpu_ms;
     s.loss_sum = report.loss_sum;
     std::lock_guard<std::mutex> lock(mu_);
     if (step < 0 || step >= static_cast<int64_t>(steps_[rank].size())) return false;
@@ -78,17 +80,19 @@ class RoundState {
     round.peak_bytes = peak_;
     const size_t steps = steps_[0].size();
     for (size_t step = 0; step < steps; ++step) {
-      double ms = 0, loss_sum = 0;
+      double ms = 0, cpu_ms = 0, loss_sum = 0;
       int loss_count = 0;
       // Summed in rank order, so that equal reports give equal bits.
       for (size_t rank = 0; rank < steps_.size(); ++rank) {
         const RankStep& s = steps_[rank][step];
         if (!s.reported) return Internal("rank ", rank, " ended without reporting step ", step + 1);
         ms = std::max(ms, s.ms);
+        cpu_ms += s.cpu_ms >= 0 ? s.cpu_ms : NAN;  // a rank that did not measure it
         loss_sum += s.loss_sum;
         loss_count += s.loss_count;
       }
       round.step_ms.push_back(ms);
+      round.step_cpu_ms.push_back(cpu_ms);
       round.losses.push_back(loss_count ? loss_sum / loss_count : NAN);
     }
     return round;
@@ -276,11 +280,18 @@ StatusOr<ParamComparison> CompareRoundParams(const fs::path& a, const fs::path& 
 void Summarize(MeasuredPlan& plan) {
   for (const MeasuredRound& r : plan.rounds) {
     plan.timed_steps_ms.insert(plan.timed_steps_ms.end(), r.step_ms.begin() + 1, r.step_ms.end());
+    plan.timed_steps_cpu_ms.insert(plan.timed_steps_cpu_ms.end(), r.step_cpu_ms.begin() + 1,
+                                   r.step_cpu_ms.end());
     if (plan.peak_bytes.size() < r.peak_bytes.size()) plan.peak_bytes.resize(r.peak_bytes.size());
     for (size_t k = 0; k < r.peak_bytes.size(); ++k)
       plan.peak_bytes[k] = std::max(plan.peak_bytes[k], r.peak_bytes[k]);
   }
   plan.median_step_ms = Median(plan.timed_steps_ms);
+  const std::vector<double>& cpu = plan.timed_steps_cpu_ms;
+  plan.median_step_cpu_ms =
+      std::all_of(cpu.begin(), cpu.end(), [](double x) { return std::isfinite(x); }) && !cpu.empty()
+          ? Median(cpu)
+          : NAN;
   for (int64_t b : plan.peak_bytes) plan.max_peak_bytes = std::max(plan.max_peak_bytes, b);
 }
 
@@ -338,6 +349,13 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
   Summarize(out.a);
   Summarize(out.b);
   out.step_ratio = BootstrapMedianRatio(out.a.timed_steps_ms, out.b.timed_steps_ms);
+  auto measured = [](const std::vector<double>& v) {
+    return !v.empty() && std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  if (measured(out.a.timed_steps_cpu_ms) && measured(out.b.timed_steps_cpu_ms))
+    out.cpu_ratio = BootstrapMedianRatio(out.a.timed_steps_cpu_ms, out.b.timed_steps_cpu_ms);
+  else
+    out.cpu_ratio.ratio = out.cpu_ratio.low = out.cpu_ratio.high = NAN;
   return out;
 }
 

@@ -47,6 +47,7 @@ struct AbRunSettings {
 
 struct MeasuredRound {
   std::vector<double> step_ms;      // per step, the slowest rank's time
+  std::vector<double> step_cpu_ms;  // per step, the rank processes' CPU time summed
   std::vector<double> losses;       // per step, the mean loss over the micro-batches
   std::vector<int64_t> peak_bytes;  // per rank, the largest of its steps
 };
@@ -55,6 +56,8 @@ struct MeasuredPlan {
   std::vector<MeasuredRound> rounds;
   std::vector<double> timed_steps_ms;  // every round's steps but the first
   double median_step_ms = 0;
+  std::vector<double> timed_steps_cpu_ms;  // the same steps' CPU time
+  double median_step_cpu_ms = 0;
   std::vector<int64_t> peak_bytes;  // per rank, the largest of all rounds
   int64_t max_peak_bytes = 0;
 };
@@ -62,6 +65,7 @@ struct MeasuredPlan {
 struct MeasuredAB {
   MeasuredPlan a, b;
   RatioInterval step_ratio;  // median B / median A
+  RatioInterval cpu_ratio;   // the same of the steps' CPU time
   LossComparison losses;
   ParamComparison params;
 };

@@ -11,6 +11,7 @@ namespace pw::ab {
 SimFigures FiguresOf(const cost::SimResult& result) {
   SimFigures f;
   f.step_ms = result.StepTimeInRun() * 1e3;
+  f.cpu_ms = result.CpuInRun() * 1e3;
   f.bubble_rate = result.bubble_rate;
   f.exposed_comm_ms = result.exposed_comm * 1e3;
   for (int c = 0; c < cost::kNumCommClasses; ++c)

@@ -24,6 +24,7 @@ inline constexpr int kSimulatedSteps = 3;
 // Milliseconds; the worst rank key by key (SimResult's aggregation).
 struct SimFigures {
   double step_ms = 0;  // the steady step of kSimulatedSteps back to back
+  double cpu_ms = 0;   // its core time over all ranks (SimResult::CpuInRun; 0: not known)
   double bubble_rate = 0;
   double exposed_comm_ms = 0;
   std::array<double, cost::kNumCommClasses> exposed_ms_by_class{};  // [kNone] stays 0

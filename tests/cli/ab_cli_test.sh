@@ -28,7 +28,7 @@ if [[ $mode == sim ]]; then
     has "$f" "$key"
   done
   has "$f" '"ratio": {"step_time_ms": 1, "bubble_rate": 1, "exposed_comm_ms": {"total": 1, '
-  has "$f" '"peak_bytes": [1, 1, 1, 1], "max_peak_bytes": 1}'
+  has "$f" '"peak_bytes": [1, 1, 1, 1], "max_peak_bytes": 1, "cpu_ms_per_step": 1}'
   # Each plan's figures per rank: four ranks, each with its exposed and busy times.
   python3 - "$f" <<'PY' || fail "per-rank figures missing or malformed in $f"
 import json, sys
@@ -50,7 +50,7 @@ PY
     >"$work/table.txt" || fail "ab --sim (table) exited $?"
   has "$work/table.json" '"sim": {"device": "cpu", "a": {"step_time_ms": '
   for row in 'simulated on cpu' 'step time ms' 'bubble rate %' 'exposed comm ms (worst)' \
-    '  mp_backward' 'busy compute ms (worst)' 'peak MiB rank 3'; do
+    '  mp_backward' 'busy compute ms (worst)' 'peak MiB rank 3' 'CPU ms a step (all ranks)'; do
     has "$work/table.txt" "$row"
   done
   echo "ok: ab --sim"
@@ -63,7 +63,8 @@ rm -f "$work/run.json" "$work/run.txt"
 f=$work/run.json
 for key in '"run": {"nproc": 4, "rounds": 2, "steps_per_round": 2, "warmup_steps_per_round": 1' \
   '"a": {"median_step_ms": ' '"b": {"median_step_ms": ' '"step_ms": [[' '"losses": [[' \
-  '"ratio": {"median_step_ms": ' '"ci95": [' '"verdict": ' \
+  '"ratio": {"median_step_ms": ' '"ci95": [' '"verdict": ' '"median_step_cpu_ms": ' \
+  '"step_cpu_ms": [[' '"cpu_ci95": [' \
   '"losses": {"bit_identical": true, "max_rel_diff": 0, "tolerance": 1e-06, "compared": 4}' \
   '"params": {"bit_identical": true, "max_rel_diff": 0, "tensors": ' '"sim": {"device": '; do
   has "$f" "$key"
@@ -79,4 +80,9 @@ for row in 'measured on 4 rank processes (cpu), 2 rounds x 2 steps per plan' \
 done
 grep -qE '^step time +[0-9.]+ +[0-9.]+   \[[0-9.]+, [0-9.]+\]$' "$work/run.txt" ||
   fail "no side-by-side step time row: $(cat "$work/run.txt")"
+# Each plan's steps burn CPU in the rank processes; simulated beside measured.
+grep -qE '^median CPU ms a step +[0-9.]+ +[0-9.]+ +[0-9.]+   \[[0-9.]+, [0-9.]+\]$' \
+  "$work/run.txt" || fail "no measured CPU row: $(cat "$work/run.txt")"
+grep -qE '^CPU a step \(all ranks\) +[0-9.]+ +[0-9.]+   \[[0-9.]+, [0-9.]+\]$' "$work/run.txt" ||
+  fail "no side-by-side CPU row: $(cat "$work/run.txt")"
 echo "ok: ab --run"
