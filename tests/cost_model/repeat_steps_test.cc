@@ -129,6 +129,16 @@ TEST(RepeatSteps, SimulatorReportsTheSteadyStep) {
   // One rank, one 4 ms op: each step takes what the first did.
   EXPECT_NEAR(r->steady_step_time, r->step_time, 1e-12);
   EXPECT_NEAR(r->step_time, 4e-3, 1e-9);
+  EXPECT_EQ(r->CpuInRun(), 0);  // a device without cores to share counts no CPU
+  // On one core, the op's 4 ms of core time a step, over the steady steps too.
+  DeviceSpec core = TestDevice();
+  core.set_cores_per_node(1);
+  Simulator on_core(ScaleCostEstimator(m, core), ops::Registry(), options);
+  auto c = on_core.Run(m);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_NEAR(c->cpu, 4e-3, 1e-9);
+  EXPECT_NEAR(c->steady_cpu, 4e-3, 1e-9);
+  EXPECT_NEAR(c->CpuInRun(), 4e-3, 1e-9);
 }
 
 }  // namespace
