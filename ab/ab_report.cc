@@ -274,16 +274,16 @@ std::string SideBySide(const AbReport::Sim& sim, const AbReport::Run& run) {
   std::string out;
   std::snprintf(buf, sizeof(buf), "%-28s %12s %12s\n", "B/A", "simulated", "measured");
   out += buf;
-  std::snprintf(buf, sizeof(buf), "%-28s %12s %12s   %s\n", "step time",
-                Format("%.3f", Ratio(sim.a.step_ms, sim.b.step_ms)).c_str(),
-                Format("%.3f", m.step_ratio.ratio).c_str(), Interval(m.step_ratio).c_str());
-  out += buf;
-  if (sim.a.cpu_ms > 0 && sim.b.cpu_ms > 0 && std::isfinite(m.cpu_ratio.ratio)) {
-    std::snprintf(buf, sizeof(buf), "%-28s %12s %12s   %s\n", "CPU a step (all ranks)",
-                  Format("%.3f", Ratio(sim.a.cpu_ms, sim.b.cpu_ms)).c_str(),
-                  Format("%.3f", m.cpu_ratio.ratio).c_str(), Interval(m.cpu_ratio).c_str());
+  // "label   simulated B/A   measured B/A   [interval]"
+  auto ratio_row = [&](const char* label, double sim_a, double sim_b, const RatioInterval& r) {
+    std::snprintf(buf, sizeof(buf), "%-28s %12s %12s   %s\n", label,
+                  Format("%.3f", Ratio(sim_a, sim_b)).c_str(), Format("%.3f", r.ratio).c_str(),
+                  Interval(r).c_str());
     out += buf;
-  }
+  };
+  ratio_row("step time", sim.a.step_ms, sim.b.step_ms, m.step_ratio);
+  if (sim.a.cpu_ms > 0 && sim.b.cpu_ms > 0 && std::isfinite(m.cpu_ratio.ratio))
+    ratio_row("CPU a step (all ranks)", sim.a.cpu_ms, sim.b.cpu_ms, m.cpu_ratio);
   std::snprintf(buf, sizeof(buf), "%-28s %12s %12s\n", "peak memory (largest rank)",
                 Format("%.3f", Ratio(sim.a.max_peak_bytes, sim.b.max_peak_bytes)).c_str(),
                 Format("%.3f", Ratio(m.a.max_peak_bytes, m.b.max_peak_bytes)).c_str());

@@ -32,7 +32,7 @@ struct RankStep {
   int loss_count = 0;
   double loss_sum = 0;
   double ms = 0;
-  double cpu_ms = 0;
+  double cpu_ms = 0;  // NaN: not measured
 };
 
 // What the ranks of one round have reported: written on the launcher's thread, read by the
@@ -50,7 +50,7 @@ class RoundState {
     RankStep s;
     s.loss_count = report.loss_count;
     s.ms = report.step_ms;
-    s.cpu_ms = report.cpu_ms;
+    s.cpu_ms = report.MeasuredCpuMs();
     s.loss_sum = report.loss_sum;
     std::lock_guard<std::mutex> lock(mu_);
     if (step < 0 || step >= static_cast<int64_t>(steps_[rank].size())) return false;
@@ -87,7 +87,7 @@ class RoundState {
         const RankStep& s = steps_[rank][step];
         if (!s.reported) return Internal("rank ", rank, " ended without reporting step ", step + 1);
         ms = std::max(ms, s.ms);
-        cpu_ms += s.cpu_ms >= 0 ? s.cpu_ms : NAN;  // a rank that did not measure it
+        cpu_ms += s.cpu_ms;
         loss_sum += s.loss_sum;
         loss_count += s.loss_count;
       }
@@ -287,9 +287,10 @@ void Summarize(MeasuredPlan& plan) {
       plan.peak_bytes[k] = std::max(plan.peak_bytes[k], r.peak_bytes[k]);
   }
   plan.median_step_ms = Median(plan.timed_steps_ms);
+  // NaN unless every rank measured every step's CPU.
   const std::vector<double>& cpu = plan.timed_steps_cpu_ms;
   plan.median_step_cpu_ms =
-      std::all_of(cpu.begin(), cpu.end(), [](double x) { return std::isfinite(x); }) && !cpu.empty()
+      !cpu.empty() && std::all_of(cpu.begin(), cpu.end(), [](double x) { return std::isfinite(x); })
           ? Median(cpu)
           : NAN;
   for (int64_t b : plan.peak_bytes) plan.max_peak_bytes = std::max(plan.max_peak_bytes, b);
@@ -349,10 +350,7 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
   Summarize(out.a);
   Summarize(out.b);
   out.step_ratio = BootstrapMedianRatio(out.a.timed_steps_ms, out.b.timed_steps_ms);
-  auto measured = [](const std::vector<double>& v) {
-    return !v.empty() && std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
-  };
-  if (measured(out.a.timed_steps_cpu_ms) && measured(out.b.timed_steps_cpu_ms))
+  if (std::isfinite(out.a.median_step_cpu_ms) && std::isfinite(out.b.median_step_cpu_ms))
     out.cpu_ratio = BootstrapMedianRatio(out.a.timed_steps_cpu_ms, out.b.timed_steps_cpu_ms);
   else
     out.cpu_ratio.ratio = out.cpu_ratio.low = out.cpu_ratio.high = NAN;

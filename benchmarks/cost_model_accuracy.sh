@@ -126,20 +126,18 @@ for model in ${PW_MODELS:-small large}; do
           "${steps_of[$model]}" --in-run >/dev/null 2>&1
       fi
       if [[ $procs == ref ]]; then
-        read -r m c < <("$pw" run "$out/${model}_$name.pb" --reference --steps \
-          "${steps_of[$model]}" --micro-batches $mb --report json | steady_ms)
-        meas+=("$m") meas_cpu+=("$c")
-        read -r m c < <("$pw" sim "$out/${model}_$name.pb" --costs "$costs" --micro-batches $mb \
-          --runtime reference --format json | sim_ms)
-        preds+=("$m") pred_cpu+=("$c")
+        run_args=(--reference --micro-batches "$mb")
+        sim_args=(--micro-batches "$mb" --runtime reference)
       else
-        read -r m c < <("$pw" run "$out/${model}_$name.pb" --nproc "$procs" --steps \
-          "${steps_of[$model]}" "${unplanned[@]}" --report json | steady_ms)
-        meas+=("$m") meas_cpu+=("$c")
-        read -r m c < <("$pw" sim "$out/${model}_$name.pb" --costs "$costs" "${unplanned[@]}" \
-          --steps 3 --format json --trace "$out/${model}_$name.trace.json" | sim_ms)
-        preds+=("$m") pred_cpu+=("$c")
+        run_args=(--nproc "$procs" "${unplanned[@]}")
+        sim_args=("${unplanned[@]}" --steps 3 --trace "$out/${model}_$name.trace.json")
       fi
+      read -r m c < <("$pw" run "$out/${model}_$name.pb" "${run_args[@]}" \
+        --steps "${steps_of[$model]}" --report json | steady_ms)
+      meas+=("$m") meas_cpu+=("$c")
+      read -r m c < <("$pw" sim "$out/${model}_$name.pb" --costs "$costs" "${sim_args[@]}" \
+        --format json | sim_ms)
+      preds+=("$m") pred_cpu+=("$c")
     done
     cpu="$(median "${pred_cpu[@]}") $(median "${meas_cpu[@]}")"
     rows+=("$model $name $(median "${preds[@]}") $(median "${meas[@]}") $cpu")

@@ -4,6 +4,7 @@
 // default). Used by rank processes (with Gloo, or NCCL for CUDA) and by tests that run
 // ranks as threads (in-process transport).
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -35,6 +36,8 @@ struct RankStepReport {
   // The CPU time of the rank's process while it ran the step, all its threads (stream
   // threads spinning and communicating included); < 0: not measured (RankRunOptions).
   double cpu_ms = -1;
+  // cpu_ms, NaN where not measured (so that a sum over ranks says so).
+  double MeasuredCpuMs() const { return cpu_ms >= 0 ? cpu_ms : NAN; }
   // Post-validated loss scaling ran the step twice: the step before overflowed on some rank.
   bool redone = false;
 };

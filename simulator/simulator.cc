@@ -920,7 +920,7 @@ StatusOr<SimResult> Simulator::Run(const Module& module, SimGraph* graph_out) co
     PW_ASSIGN_OR_RETURN(SimResult steps, RunSteady(module));
     result.steady_step_time = steps.steady_step_time;
     result.steady_steps = steps.steady_steps;
-    result.steady_cpu = steps.cpu / static_cast<double>(steps.step_ends.size());
+    result.steady_cpu = steps.CpuPerStep();
   }
   if (graph_out) *graph_out = std::move(graph);
   return result;

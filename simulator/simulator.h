@@ -142,11 +142,12 @@ struct SimResult {
   int stream_waits = 0;     // over all ranks (RankResult::stream_waits)
   double cpu = 0;           // over all ranks (RankResult::cpu)
   double steady_cpu = 0;    // the steady steps' core time over their number, where simulated
-  // A step's core time over all ranks, as a run's step_cpu_ms sums its rank processes'.
-  double CpuInRun() const {
-    if (steady_steps > 1) return steady_cpu;
+  // The simulated steps' core time over their number.
+  double CpuPerStep() const {
     return step_ends.empty() ? 0 : cpu / static_cast<double>(step_ends.size());
   }
+  // A step's core time over all ranks, as a run's step_cpu_ms sums its rank processes'.
+  double CpuInRun() const { return steady_steps > 1 ? steady_cpu : CpuPerStep(); }
   // The largest of the ranks', key by key (each key may come from another rank).
   std::array<double, kNumStreamTypes> busy_by_stream{};
   std::array<double, kNumCommClasses> exposed_by_class{};

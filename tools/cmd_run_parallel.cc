@@ -283,8 +283,7 @@ std::string RankReportJson(const Module& module, int64_t rank, int64_t world,
     losses += r.loss_count > 0 ? StrCat(sep, FormatJsonNumber(r.loss_sum / r.loss_count, "%.17g"))
                                : StrCat(sep, "null");
     times += StrCat(times.empty() ? "" : ", ", FormatJsonNumber(r.step_ms, "%.3f"));
-    cpu +=
-        StrCat(cpu.empty() ? "" : ", ", FormatJsonNumber(r.cpu_ms >= 0 ? r.cpu_ms : NAN, "%.3f"));
+    cpu += StrCat(cpu.empty() ? "" : ", ", FormatJsonNumber(r.MeasuredCpuMs(), "%.3f"));
     peak = std::max<int64_t>(peak, r.peak_bytes);
   }
   return StrCat("{\"mode\": \"rank\", \"rank\": ", rank, ", \"world_size\": ", world,
@@ -390,7 +389,7 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     row.loss_sum += r.loss_sum;
     row.loss_count += r.loss_count;
     row.max_ms = std::max(row.max_ms, r.step_ms);
-    row.cpu_ms += r.cpu_ms >= 0 ? r.cpu_ms : NAN;
+    row.cpu_ms += r.MeasuredCpuMs();
     row.redone = row.redone || r.redone;
     if (r.checkpoint_bytes > 0) {
       row.checkpoint_bytes.resize(nproc, 0);
