@@ -19,7 +19,7 @@
 # PW_KEEP=1 keeps the directory with every row's `sim --format json` output. PW_A100 and
 # PW_H100 name device spec files priced in place of the built-in a100 and h100 (a refit's
 # trial: every row of that GPU, one spec).
-# About 8 minutes of CPU in all (4-5 minutes on 2 cores): the 1T row (512 micro-batches on
+# About 20 minutes of CPU in all (11 minutes on 2 cores): the 1T row (512 micro-batches on
 # 64 stages) and the 175B rows of 1024 and 512 micro-batches take most of it; the 36 qi24 rows
 # take 40 s (PW_ROWS='^q24').
 #
@@ -57,8 +57,9 @@
 # gradients, its fp16 overflow check runs on the rows); `sp` (nemo-launcher 175B) plans
 # sequence-parallel, whose norm and bias gradients pipeweave computes exactly (all-gathers in
 # the backward that Megatron's partial sums do without); `tp-bwd-overlap` (korthikanti22,
-# Section 6.2: the tensor-parallel communication of the backward overlapped with the weight
-# gradients' computation) plans overlap-column-parallel-backward; `sg-p2p` (narayanan21
+# Section 6.2, and nemo-launcher 175B, whose sequence-parallel layers did the same: the
+# tensor-parallel communication of the backward overlapped with the weight gradients'
+# computation) plans overlap-column-parallel-backward; `sg-p2p` (narayanan21
 # section 4.1, Megatron's scatter_gather_tensors_in_pipeline, on by default in the
 # Megatron-LM of narayanan21 and korthikanti22) plans scatter-gather-p2p: each tp rank sends
 # its 1/tp slice of a value crossing stages, the receivers all-gather it over NVLink;
@@ -105,8 +106,12 @@
 #   - Collectives are priced as NCCL's own ring and tree (sim --collectives nccl), which
 #     these runs used, not pipeweave's member-order ones: across nodes NCCL's ring crosses
 #     on every NIC of a node at once.
-#   - No overlap passes for tensor-parallel collectives: none of these runs overlapped them
-#     (rows with grad-overlap put collectives on their streams, ordered by insert-events).
+#   - Tensor-parallel collectives overlap nothing unless the row says tp-bwd-overlap: the
+#     rows whose dp reduction or parameter gather has its own stream (grad-overlap, zero1)
+#     keep the tp collectives on the compute stream (assign-streams{mp=compute}), as the
+#     Megatron-LM of narayanan21 and smith22's Megatron-DeepSpeed ran them (on mp_comm the
+#     backward's all-reduces would run beside the weight gradients: narayanan21's 18.4B row
+#     +9.2 % -> -0.1 %, smith22's -27 % -> -24 %).
 #   - Send/recv are simulated as NCCL's (--p2p rendezvous), placed as Megatron-LM's
 #     schedules issue them (insert-p2p{order=megatron}: one exchange between two steps, an
 #     interleaved rank's forward and the backward after it being one step; smith22's
@@ -205,7 +210,11 @@ while IFS=, read -r id source model layers hidden heads ffn seq vocab gpu gpu_me
     fi
   fi
   [[ ";$features;" == *";zero1;"* ]] && streams+=",overlap-param-gather{at=update}"
-  [[ -n "$streams" ]] && passes+=",assign-streams$streams,insert-events"
+  # assign-streams would put the tensor-parallel collectives on mp_comm too, where the
+  # backward's run beside its weight gradients: only the rows that overlapped them keep it.
+  tp_stream=""
+  [[ ";$features;" == *";tp-bwd-overlap;"* ]] || tp_stream="{mp=compute}"
+  [[ -n "$streams" ]] && passes+=",assign-streams$tp_stream$streams,insert-events"
   F[$id,passes]=$passes
   F[$id,stage_layers]=""
   if [[ ";$features;" == *";thin-ends;"* ]]; then  # one layer fewer on the first and last
