@@ -13,7 +13,8 @@
 #
 #   benchmarks/cost_model_accuracy.sh [STEPS (8)] [ROUNDS (3)]
 # PW_CONFIGS (a regular expression) keeps the plans whose names match it; PW_MODELS (a
-# list, default "small large") the models.
+# list, default "small large") the models; PW_SVG names an SVG to draw the errors in (step
+# time and CPU a step, plan by plan, against the 10 % target: scripts/error_chart.py).
 #
 # STEPS is for the large GPT; the small one, whose 4-process steps vary with how its ranks
 # take turns on the shared cores (see cost_model/comm_profiler.h), runs three times as
@@ -148,16 +149,19 @@ done
 
 echo "load average at the end: $(load)"
 echo "traces of the simulated 4-process runs: $out/*.trace.json"
-printf '%s\n' "${rows[@]}" | python3 -c '
-import sys, statistics
+printf '%s\n' "${rows[@]}" | PW_CHART="$root/scripts/error_chart.py" python3 -c '
+import os, subprocess, sys, statistics
 rows = [l.split() for l in sys.stdin if l.strip()]
 print("%-7s %-21s %13s %12s %8s   %s" % ("model", "configuration", "predicted ms", "measured ms",
       "error", "CPU ms a step: predicted measured error"))
-errors = []
+errors, chart = [], []
 for model, config, pred, meas, pred_cpu, meas_cpu in rows:
     p, m, pc, mc = float(pred), float(meas), float(pred_cpu), float(meas_cpu)
     e = (p - m) / m * 100
     errors.append(abs(e))
+    chart.append(f"step time\t{model} GPT\t{config}\t{e}\t10")
+    if pc == pc:
+        chart.append(f"CPU a step\t{model} GPT\t{config}\t{(pc - mc) / mc * 100}\t10")
     cpu = "%14s %8.2f" % ("-", mc) if pc != pc else \
         f"{pc:14.2f} {mc:8.2f} {(pc - mc) / mc * 100:+6.1f}%"
     print(f"{model:<7} {config:<21} {p:13.2f} {m:12.2f} {e:+7.1f}%   {cpu}")
@@ -165,5 +169,11 @@ med, worst = statistics.median(errors), max(errors)
 met = med <= 10 and worst <= 20
 print(f"median |error| {med:.1f} % (target <= 10), largest {worst:.1f} % (target <= 20): "
       + ("met" if met else "NOT met"))
+if os.environ.get("PW_SVG"):
+    svg = os.environ["PW_SVG"]
+    subprocess.run([os.environ["PW_CHART"], "-o", svg, "--title", "The cost model on this "
+                    "CPU: predicted against measured (error %)"], check=True,
+                   input="".join(line + "\n" for line in chart), text=True)
+    print(f"chart: {svg}")
 sys.exit(0 if met else 1)
 '

@@ -18,7 +18,8 @@
 # about 3 GB each). Work files go to out/published_runs.PID and are removed at exit;
 # PW_KEEP=1 keeps the directory with every row's `sim --format json` output. PW_A100 and
 # PW_H100 name device spec files priced in place of the built-in a100 and h100 (a refit's
-# trial: every row of that GPU, one spec).
+# trial: every row of that GPU, one spec). PW_SVG names an SVG to draw the errors in, row by
+# row and ratio by ratio against their targets (scripts/error_chart.py).
 # About 20 minutes of CPU in all (11 minutes on 2 cores): the 1T row (512 micro-batches on
 # 64 stages) and the 175B rows of 1024 and 512 micro-batches take most of it; the 36 qi24 rows
 # take 40 s (PW_ROWS='^q24').
@@ -282,6 +283,7 @@ wait
 
 declare -A pub pred
 ids=()
+chart=""  # scripts/error_chart.py's lines: section, group, label, error, target
 failed=0
 printf "%-14s %-12s %-52s %18s %10s %7s %5s %s\n" row model setup published predicted "err %" \
   mem source
@@ -310,6 +312,7 @@ for id in "${rows[@]}"; do
   err=$(awk -v p="$predicted" -v q="$published" 'BEGIN {printf "%+.1f", (p - q) / q * 100}')
   printf "%-14s %-12s %-52s %18s %10.4g %7s %5s %s\n" "$id" "${F[$id,model]}" "${F[$id,setup]}" \
     "$published ${F[$id,unit]}" "$predicted" "$err" "$fits" "${F[$id,source]}"
+  chart+="published figures"$'\t'"${F[$id,source]}"$'\t'"$id"$'\t'"$err"$'\t10\n'
   pub[$id]=$published
   pred[$id]=$predicted
   ids+=("$id")
@@ -333,6 +336,7 @@ for id in "${ids[@]}"; do
       printf "%.4f %.4f %+.1f %d\n", pr, qr, dev, (dev <= 3 && dev >= -3)
     }')
   printf "%-14s %-14s %-12s %10s %10s %8s\n" "$id" "$base" "${F[$id,model]}" "$pr" "$qr" "$dev"
+  chart+="ratios of runs of one model"$'\t'"${F[$id,source]}"$'\t'"$id / $base"$'\t'"$dev"$'\t3\n'
   ratios=$((ratios + 1))
   ratios_ok=$((ratios_ok + ok))
 done
@@ -361,6 +365,10 @@ fi
 echo "ratios within 3 %: $ratios_ok of $ratios"
 echo "time: $((SECONDS - start)) s"
 [[ -z "$keep" ]] || echo "sim outputs kept in $work"
+if [[ -n "${PW_SVG:-}" && -n "$chart" ]]; then
+  printf '%s' "$chart" | "$root/scripts/error_chart.py" -o "$PW_SVG" \
+    --title "Published GPU runs: predicted against published (error %)" && echo "chart: $PW_SVG"
+fi
 if ((rows_ok < count || failed > 0 || ratios_ok < ratios)); then
   echo "targets missed (issue 22: every row within 10 %, every ratio within 3 %)"
   exit 1
