@@ -18,7 +18,7 @@ import tempfile
 from xml.sax.saxutils import escape
 
 ROW_H = 16  # px per bar
-LABEL_W = 230  # px for the row labels
+CHAR_W = 6.3  # px a character of the 11 px labels takes, about
 PLOT_W = 520  # px for the axis
 MARGIN = 16
 GOOD, BAD, BAND = "#2e7d32", "#c62828", "#e3f2e5"
@@ -63,7 +63,8 @@ def nice_limit(value):
 
 
 def draw(rows, title):
-    x0 = MARGIN + LABEL_W + PLOT_W / 2  # the axis' zero
+    label_w = max(120, CHAR_W * max(len(r[2]) for r in rows) + 12)  # the longest label fits
+    x0 = MARGIN + label_w + PLOT_W / 2  # the axis' zero
     limit = 1.0  # each section's own scale, so that a narrow target still shows
 
     def x(percent):
@@ -96,7 +97,7 @@ def draw(rows, title):
                            f'width="{max(right - left, 1):.1f}" height="{ROW_H - 6}" '
                            f'fill="{color}"><title>{escape(label)}: {error:+.1f} % (target '
                            f'±{target:g} %)</title></rect>')
-                out.append(f'<text x="{MARGIN + LABEL_W - 6}" y="{y + ROW_H - 4}" '
+                out.append(f'<text x="{MARGIN + label_w - 6:.1f}" y="{y + ROW_H - 4}" '
                            f'class="label">{escape(label)}</text>')
                 side = right + 4 if error >= 0 else left - 4
                 anchor = "start" if error >= 0 else "end"
@@ -110,7 +111,7 @@ def draw(rows, title):
             out.append(f'<text x="{x(tick):.1f}" y="{y + 12}" text-anchor="middle" '
                        f'class="tick">{tick:+g} %</text>')
         y += 16
-    width = MARGIN * 2 + LABEL_W + PLOT_W + 40
+    width = MARGIN * 2 + label_w + PLOT_W + 40
     height = y + MARGIN
     style = ("text{font-family:sans-serif;font-size:11px}.title{font-size:14px;font-weight:bold}"
              ".section{font-size:12px;font-weight:bold}.group{fill:#555;font-style:italic}"
@@ -135,6 +136,9 @@ def main():
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".svg.tmp")
     with os.fdopen(fd, "w") as f:
         f.write(svg)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
     os.replace(tmp, args.output)
 
 
