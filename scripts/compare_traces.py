@@ -23,7 +23,8 @@ wrong.
 Ranks that ran on one host (their traces name the host and where the step began on its
 steady clock) are put on one time line: then each rank's step start relative to the first
 rank's, and the pipeline transfers from the sender's send to the receiver's data (paired as
-the simulated trace pairs them), measured beside simulated. Then each rank's jobs (a
+the simulated trace pairs them), measured beside simulated; and each stream's collectives
+split into the members' straggle and the time from the last arrival to the end. Then each rank's jobs (a
 micro-batch's forward F, backward B or W, the optimizer OPT...): the median over its
 micro-batches of a job's time at work (its instructions) and its span (first start to last
 end), measured beside simulated. --merge OUT.json writes that
@@ -391,6 +392,7 @@ def main():
         return
     print_starts(offsets, measured_evs, sim_evs)
     print_transfers(offsets, measured_evs, sim_evs, median, mean)
+    print_collective_split(offsets, measured_evs, sim_evs, mean)
     if args.merge:
         write_merged(args.merge, offsets, measured_evs, sim_evs)
         print(f"\nwrote {args.merge}: measured ranks (pid R) on one time line, simulated ranks "
@@ -398,6 +400,63 @@ def main():
 
 
 SIM_PID = 1000  # the simulated ranks' processes in a merged trace
+
+
+def collectives_by_stream(evs, names, ops):
+    """(stream, op) -> a rank's collectives of that op type on that stream, in order."""
+    out = collections.defaultdict(list)
+    for e in sorted((e for e in evs if e.get("ph") == "X" and e.get("name") in ops),
+                    key=lambda e: e["ts"]):
+        out[(names.get((e["pid"], e["tid"]), str(e["tid"])), e["name"])].append(e)
+    return out
+
+
+def print_collective_split(offsets, measured_evs, sim_evs, mean):
+    """Each collective split in two, by stream: its members' straggle (the last one's arrival
+    after their mean arrival, as profile --comm counts it) and its time from the last arrival
+    to the end (the transfer and the waking of the members that waited), measured; beside it
+    the simulated time from the last arrival to the end, which holds the straggle the
+    simulator prices (its slices begin when the last member is there). A simulated group is
+    the ranks whose collective ends at one instant; the measured members are the same ranks'
+    same collectives in their program order."""
+    sim_by_rank = by_rank(sim_evs)
+    ops = {e["name"] for e in sim_evs if e.get("ph") == "X" and e.get("cat") == "collective"}
+    sim_names, measured_names = thread_names(sim_evs), {}
+    for evs in measured_evs.values():
+        measured_names.update(thread_names(evs))
+    sim_lists = {r: collectives_by_stream(evs, sim_names, ops) for r, evs in sim_by_rank.items()}
+    measured_lists = {r: collectives_by_stream(evs, measured_names, ops)
+                      for r, evs in measured_evs.items()}
+    groups = collections.defaultdict(list)  # (stream, op, end) -> [(rank, index)]
+    for rank, lists in sim_lists.items():
+        for key, evs in lists.items():
+            for k, e in enumerate(evs):
+                groups[key + (round(e["ts"] + e["dur"], 3),)].append((rank, k))
+    rows = collections.defaultdict(lambda: ([], [], []))  # stream -> straggles, last -> end
+    for (stream, op, _), members in groups.items():
+        if len(members) < 2:
+            continue
+        row = rows[stream]
+        sim = [sim_lists[r][(stream, op)][k] for r, k in members]
+        row[2].append(statistics.mean(e["ts"] + e["dur"] for e in sim) - max(e["ts"] for e in sim))
+        measured = []
+        for r, k in members:
+            evs = measured_lists.get(r, {}).get((stream, op), [])
+            if k < len(evs):
+                measured.append((offsets[r] + evs[k]["ts"], evs[k]["dur"]))
+        if len(measured) == len(members):
+            last = max(t for t, _ in measured)
+            row[0].append(last - statistics.mean(t for t, _ in measured))
+            row[1].append(statistics.mean(t + d for t, d in measured) - last)
+    if not rows:
+        return
+    print("\ncollectives split, by stream (us, means: the straggle, the last member's arrival after\n"
+          " the members' mean; from the last arrival to the end, simulated with its priced straggle)")
+    print(f"  {'stream':<12} {'measured: straggle':>18} {'last -> end':>11} {'count':>6}"
+          f"   {'simulated: last -> end':>22} {'count':>6}")
+    for stream, (straggles, ends, sim_ends) in sorted(rows.items()):
+        print(f"  {stream:<12} {mean(straggles):>18} {mean(ends):>11} {len(ends):6d}"
+              f"   {mean(sim_ends):>22} {len(sim_ends):6d}")
 
 
 def first_ops(evs_by_rank, offsets):

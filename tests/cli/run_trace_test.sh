@@ -169,6 +169,27 @@ compare_hand_made "$work/aligned"
 grep -Eq '^ +1 +160 +45$' <<<"$table" || fail "rank 1's first op not at 160 / 45 us: $table"
 grep -Eq '^  0 -> 1 +F +140\.0 +140\.0 +1 +35\.0 +35\.0 +1$' <<<"$table" ||
   fail "no 140 / 35 us transfer row: $table"
+# A collective split in two: rank 0's mp_comm thread arrives at 10 us, rank 1's at 30 (its
+# step began 20 us later, the op at 10 of its own), both end at 60: 10 us of straggle (30 after
+# the mean of 20), 30 us from the last arrival to the end; simulated, 25 us from the last
+# arrival (its slices begin there).
+mkdir -p "$work/split"
+python3 - "$work/split" <<'PY'
+import json, sys
+meta = lambda r: [{"ph": "M", "name": "thread_name", "pid": r, "tid": 1, "args": {"name": "mp_comm"}}]
+def allreduce(r, ts, dur, cat):
+    return {"ph": "X", "name": "c_allreduce_sum", "pid": r, "tid": 1, "cat": cat, "ts": ts,
+            "dur": dur, "args": {"job": f"{r}F0", "where": "op 3"}}
+for r, began, ts, dur in ((0, 500.0, 10, 50), (1, 520.0, 10, 30)):
+    json.dump({"traceEvents": meta(r) + [allreduce(r, ts, dur, "compute")],
+               "otherData": {"clock": "steady", "step_began_us": began, "host": "h"}},
+              open(f"{sys.argv[1]}/rank{r}.trace.json", "w"))
+sim = meta(0) + meta(1) + [allreduce(r, 40, 25, "collective") for r in (0, 1)]
+json.dump({"traceEvents": sim}, open(sys.argv[1] + "/sim.json", "w"))
+PY
+compare_hand_made "$work/split"
+grep -Eq '^  mp_comm +10\.0 +30\.0 +1 +25\.0 +1$' <<<"$table" ||
+  fail "no 10 / 30 / 25 us collective split row: $table"
 # Jobs a transfer's data reached while they ran, against the rest: rank 0's forward of
 # micro-batch 0 (100 us) has a recv end inside it, that of micro-batch 1 (60 us) none.
 mkdir -p "$work/arrivals"
