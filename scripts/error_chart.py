@@ -133,13 +133,19 @@ def main():
         sys.exit(f"error_chart.py: {e}")
     # Written beside the target and renamed: a failed run leaves no half-written chart.
     folder = os.path.dirname(os.path.abspath(args.output))
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".svg.tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(svg)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
-    os.replace(tmp, args.output)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".svg.tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(svg)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
+        os.replace(tmp, args.output)
+    except OSError as e:
+        if tmp and os.path.exists(tmp):
+            os.remove(tmp)
+        sys.exit(f"error_chart.py: cannot write {args.output}: {e.strerror or e}")
 
 
 if __name__ == "__main__":

@@ -46,5 +46,9 @@ msg=$(printf 'rows\ta\tr1\n' | "$chart" -o "$work/new.svg" 2>&1) && fail "3 fiel
 msg=$("$chart" -o "$work/new.svg" </dev/null 2>&1) && fail "no rows were accepted"
 [[ $msg == *"no rows"* ]] || fail "message: $msg"
 [[ ! -e $work/new.svg ]] || fail "a chart was written from bad input"
+msg=$("$chart" -o "$work/no/such/folder/c.svg" <"$work/errors.tsv" 2>&1) &&
+  fail "a chart into a missing folder was accepted"
+[[ $msg == "error_chart.py: cannot write $work/no/such/folder/c.svg: No such file or directory" ]] ||
+  fail "message: $msg"
 ls "$work"/*.tmp 2>/dev/null && fail "a temporary file was left"
 echo "error_chart: ok"
