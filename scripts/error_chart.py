@@ -65,10 +65,6 @@ def nice_limit(value):
 def draw(rows, title):
     label_w = max(120, CHAR_W * max(len(r[2]) for r in rows) + 12)  # the longest label fits
     x0 = MARGIN + label_w + PLOT_W / 2  # the axis' zero
-    limit = 1.0  # each section's own scale, so that a narrow target still shows
-
-    def x(percent):
-        return x0 + percent / limit * (PLOT_W / 2)
 
     out, y = [], MARGIN + 20
     out.append(f'<text x="{MARGIN}" y="{y}" class="title">{escape(title)}</text>')
@@ -76,7 +72,12 @@ def draw(rows, title):
     sections = list(dict.fromkeys(r[0] for r in rows))
     for section in sections:
         mine = [r for r in rows if r[0] == section]
+        # Each section's own scale, so that a narrow target still shows.
         limit = nice_limit(max(max(abs(r[3]) for r in mine), max(r[4] for r in mine)) * 1.08)
+
+        def x(percent, limit=limit):
+            return x0 + percent / limit * (PLOT_W / 2)
+
         ok = sum(abs(r[3]) <= r[4] for r in mine)
         targets = sorted({r[4] for r in mine})
         within = "/".join(f"{t:g}" for t in targets)
