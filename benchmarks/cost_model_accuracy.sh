@@ -6,12 +6,21 @@
 # in the plans of `configs` below: the single-process reference runner, the executor on 1
 # process, pp=2 on 2 processes (1f1b, fthenb) and mp=2 pp=2 on 4 (1f1b, fthenb, zb-h1, 1f1b
 # with assign-streams and overlap-column-parallel-backward, interleaved-1f1b over 2 chunks a
-# rank). Prints the error table (predicted and measured median step time, error; beside it the
-# CPU a step uses, the simulated cores' time against the run's processes') and exits
-# non-zero when the target is missed: median |error| <= 10 %, none above 20 % (issue 22 asks
-# for every plan within 10 %; the table says how far each is).
+# rank). Prints the error table (predicted and measured median step time, error and its 95 %
+# interval over the rounds; beside it the CPU a step uses, the simulated cores' time against
+# the run's processes') and exits non-zero when the target is missed: median |error| <= 10 %,
+# none above 20 % (issue 22 asks for every plan within 10 %; the table says how far each is).
 #
 #   benchmarks/cost_model_accuracy.sh [STEPS (8)] [ROUNDS (3)]
+#
+# ROUNDS is the least number of rounds a plan gets. A machine whose speed moves by a fifth
+# from one second to the next (single-threaded work timed second by second on a shared VM)
+# moves a plan's measured and predicted medians of three rounds by as much as the target:
+# a plan runs more rounds, up to PW_MAX_ROUNDS (default 3 x ROUNDS), while the 95 % interval
+# of its error (benchmarks/median_error.py: the rounds resampled) straddles +-10 %, so that
+# each verdict, in or out, is one the rounds support. At the start and the end the machine's
+# steadiness is measured (benchmarks/machine_steadiness.py: the slowest second of a piece of
+# single-threaded work against the fastest).
 # PW_CONFIGS (a regular expression) keeps the plans whose names match it; PW_MODELS (a
 # list, default "small large") the models; PW_SVG names an SVG to draw the errors in (step
 # time and CPU a step, plan by plan, against the 10 % target: scripts/error_chart.py).
@@ -40,6 +49,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 pw=${PW_TOOL:-$root/build/tools/pipeweave}
 steps=${1:-8}
 rounds=${2:-3}
+max_rounds=${PW_MAX_ROUNDS:-$((3 * rounds))}
 out=${PW_OUT:-$root/out/cost_model_accuracy}
 mkdir -p "$out"
 
@@ -59,6 +69,7 @@ mb=8
 declare -A steps_of=([small]=$((3 * steps)) [large]=$steps)
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "load average at the start: $(load)" >&2
+"$root/benchmarks/machine_steadiness.py" >&2
 
 # The medians of step_time_ms and of step_cpu_ms (the processes' CPU time) after the first
 # step, from a --report json line on stdin: "MS CPU_MS".
@@ -76,7 +87,8 @@ sim_ms() {
   python3 -c 'import json, sys; d = json.load(sys.stdin)
 print(d.get("steady_step_time_ms", d["step_time_ms"]), d.get("cpu_ms_per_step", "nan"))'
 }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# The median (of an even count, the mean of the middle two, as median_error.py takes it).
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (a[int((NR+1)/2)] + a[int(NR/2)+1]) / 2}'; }
 
 # The plans: NAME  MESH (build-model flags)  PASSES after split-program (none: unplanned)
 # PROCESSES (ref: the sequential reference runner)  PROFILED FROM (the plans, joined by '+',
@@ -117,7 +129,7 @@ for model in ${PW_MODELS:-small large}; do
     unplanned=()  # a module without a plan takes its micro-batches from the command line
     [[ $(field "$c" 3) == none ]] && unplanned=(--micro-batches "$mb")
     preds=() meas=() pred_cpu=() meas_cpu=()
-    for ((r = 0; r < rounds; r++)); do
+    for ((r = 0; r < max_rounds; r++)); do
       costs=$out/${model}_${name}_costs.pbtxt
       if [[ $procs == ref || $procs == 1 ]]; then
         "$pw" profile "${from[@]}" -o "$costs" --in-run --micro-batches $mb \
@@ -139,36 +151,44 @@ for model in ${PW_MODELS:-small large}; do
       read -r m c < <("$pw" sim "$out/${model}_$name.pb" --costs "$costs" "${sim_args[@]}" \
         --format json | sim_ms)
       preds+=("$m") pred_cpu+=("$c")
+      ((r + 1 >= rounds)) &&
+        "$root/benchmarks/median_error.py" "${preds[*]}" "${meas[*]}" 10 >/dev/null && break
     done
     cpu="$(median "${pred_cpu[@]}") $(median "${meas_cpu[@]}")"
-    rows+=("$model $name $(median "${preds[@]}") $(median "${meas[@]}") $cpu")
+    read -r _ lo hi < <("$root/benchmarks/median_error.py" "${preds[*]}" "${meas[*]}")
+    rows+=("$model $name $(median "${preds[@]}") $(median "${meas[@]}") $cpu $lo $hi ${#meas[@]}")
     echo "${rows[-1]}   (rounds: predicted ${preds[*]}; measured ${meas[*]}; CPU a step predicted \
 ${pred_cpu[*]}, measured ${meas_cpu[*]}; load $(load))" >&2
   done
 done
 
 echo "load average at the end: $(load)"
+"$root/benchmarks/machine_steadiness.py"
 echo "traces of the simulated 4-process runs: $out/*.trace.json"
 printf '%s\n' "${rows[@]}" | PW_CHART="$root/scripts/error_chart.py" python3 -c '
 import os, subprocess, sys, statistics
 rows = [l.split() for l in sys.stdin if l.strip()]
-print("%-7s %-21s %13s %12s %8s   %s" % ("model", "configuration", "predicted ms", "measured ms",
-      "error", "CPU ms a step: predicted measured error"))
-errors, chart = [], []
-for model, config, pred, meas, pred_cpu, meas_cpu in rows:
-    p, m, pc, mc = float(pred), float(meas), float(pred_cpu), float(meas_cpu)
+print("%-7s %-21s %13s %12s %8s %16s %6s   %s" % ("model", "configuration", "predicted ms",
+      "measured ms", "error", "95 % interval", "rounds", "CPU ms a step: predicted measured error"))
+errors, chart, within, sure = [], [], 0, 0
+for model, config, pred, meas, pred_cpu, meas_cpu, lo, hi, n in rows:
+    p, m, pc, mc, lo, hi = map(float, (pred, meas, pred_cpu, meas_cpu, lo, hi))
     e = (p - m) / m * 100
     errors.append(abs(e))
-    chart.append(f"step time\t{model} GPT\t{config}\t{e}\t10")
+    within += abs(e) <= 10
+    sure += -10 <= lo and hi <= 10
+    chart.append(f"step time\t{model} GPT\t{config}\t{e}\t10\t{lo}\t{hi}")
     if pc == pc:
         chart.append(f"CPU a step\t{model} GPT\t{config}\t{(pc - mc) / mc * 100}\t10")
     cpu = "%14s %8.2f" % ("-", mc) if pc != pc else \
         f"{pc:14.2f} {mc:8.2f} {(pc - mc) / mc * 100:+6.1f}%"
-    print(f"{model:<7} {config:<21} {p:13.2f} {m:12.2f} {e:+7.1f}%   {cpu}")
+    span = f"[{lo:+.1f}, {hi:+.1f}]"
+    print(f"{model:<7} {config:<21} {p:13.2f} {m:12.2f} {e:+7.1f}% {span:>16} {n:>6}   {cpu}")
 med, worst = statistics.median(errors), max(errors)
 met = med <= 10 and worst <= 20
-print(f"median |error| {med:.1f} % (target <= 10), largest {worst:.1f} % (target <= 20): "
-      + ("met" if met else "NOT met"))
+print(f"{within} of {len(rows)} plans within 10 % ({sure} with their whole 95 % interval "
+      "inside); median |error| " f"{med:.1f} % (target <= 10), largest {worst:.1f} % (target "
+      "<= 20): " + ("met" if met else "NOT met"))
 if os.environ.get("PW_SVG"):
     svg = os.environ["PW_SVG"]
     subprocess.run([os.environ["PW_CHART"], "-o", svg, "--title", "The cost model on this "

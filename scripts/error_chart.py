@@ -6,6 +6,8 @@ target's band, so that the rows off target stand out before anyone reads the tab
 
 Each input line is tab-separated: SECTION, GROUP, LABEL, ERROR (%), TARGET (%), e.g.
     rows<TAB>narayanan21<TAB>n21-1.7b<TAB>-4.9<TAB>10
+and optionally LOW and HIGH (%): the error's interval (e.g. 95 % over repeated rounds), drawn
+as a whisker across the bar.
 Sections (e.g. rows and ratios) and the groups in them keep the order they first appear in.
 benchmarks/published_runs.sh and benchmarks/cost_model_accuracy.sh write one with PW_SVG.
 """
@@ -29,25 +31,33 @@ class InputError(Exception):
 
 
 def read_rows(lines):
-    """[(section, group, label, error, target)] from the tab-separated lines."""
+    """[(section, group, label, error, target, interval)] from the tab-separated lines;
+    interval: (low, high) or None."""
     rows = []
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\n")
         if not line.strip():
             continue
         fields = line.split("\t")
-        if len(fields) != 5:
-            raise InputError(f"line {number}: {len(fields)} fields, want 5 "
-                             "(section, group, label, error %, target %) separated by tabs")
-        section, group, label, error, target = fields
+        if len(fields) not in (5, 7):
+            raise InputError(f"line {number}: {len(fields)} fields, want 5 (section, group, "
+                             "label, error %, target %) or 7 (and the error's low and high %) "
+                             "separated by tabs")
+        section, group, label = fields[:3]
         try:
-            error, target = float(error), float(target)
+            numbers = [float(f) for f in fields[3:]]
         except ValueError:
-            raise InputError(f"line {number}: error '{fields[3]}' and target '{fields[4]}' must "
-                             "be numbers (percent)")
-        if not (math.isfinite(error) and math.isfinite(target) and target > 0):
-            raise InputError(f"line {number}: error must be finite and target above 0")
-        rows.append((section, group, label, error, target))
+            raise InputError(f"line {number}: error '{fields[3]}', target '{fields[4]}' and "
+                             "the interval must be numbers (percent)")
+        error, target = numbers[:2]
+        if not (all(map(math.isfinite, numbers)) and target > 0):
+            raise InputError(f"line {number}: error and interval must be finite and target "
+                             "above 0")
+        interval = tuple(numbers[2:]) or None
+        if interval and interval[0] > interval[1]:
+            raise InputError(f"line {number}: the interval's low {interval[0]:g} is above its "
+                             f"high {interval[1]:g}")
+        rows.append((section, group, label, error, target, interval))
     if not rows:
         raise InputError("no rows on the input")
     return rows
@@ -73,7 +83,8 @@ def draw(rows, title):
     for section in sections:
         mine = [r for r in rows if r[0] == section]
         # Each section's own scale, so that a narrow target still shows.
-        limit = nice_limit(max(max(abs(r[3]) for r in mine), max(r[4] for r in mine)) * 1.08)
+        reach = [abs(v) for r in mine for v in (r[3], r[4]) + (r[5] or ())]
+        limit = nice_limit(max(reach) * 1.08)
 
         def x(percent, limit=limit):
             return x0 + percent / limit * (PLOT_W / 2)
@@ -89,7 +100,7 @@ def draw(rows, title):
         for group in dict.fromkeys(r[1] for r in mine):
             y += ROW_H
             out.append(f'<text x="{MARGIN}" y="{y - 4}" class="group">{escape(group)}</text>')
-            for _, _, label, error, target in (r for r in mine if r[1] == group):
+            for _, _, label, error, target, interval in (r for r in mine if r[1] == group):
                 out.append(f'<rect x="{x(-target):.1f}" y="{y}" width="{x(target) - x(-target):.1f}"'
                            f' height="{ROW_H}" fill="{BAND}"/>')
                 left, right = sorted((x(0), x(error)))
@@ -98,9 +109,16 @@ def draw(rows, title):
                            f'width="{max(right - left, 1):.1f}" height="{ROW_H - 6}" '
                            f'fill="{color}"><title>{escape(label)}: {error:+.1f} % (target '
                            f'±{target:g} %)</title></rect>')
+                if interval:
+                    mid, lo, hi = y + ROW_H / 2, x(interval[0]), x(interval[1])
+                    out.append(f'<path class="interval" d="M{lo:.1f} {mid - 3}v6M{lo:.1f} {mid}'
+                               f'H{hi:.1f}M{hi:.1f} {mid - 3}v6"><title>{escape(label)}: '
+                               f'{interval[0]:+.1f} to {interval[1]:+.1f} %</title></path>')
                 out.append(f'<text x="{MARGIN + label_w - 6:.1f}" y="{y + ROW_H - 4}" '
                            f'class="label">{escape(label)}</text>')
-                side = right + 4 if error >= 0 else left - 4
+                # The value past the bar and its whisker.
+                ends = (x(interval[0]), x(interval[1])) if interval else (left, right)
+                side = max(right, ends[1]) + 4 if error >= 0 else min(left, ends[0]) - 4
                 anchor = "start" if error >= 0 else "end"
                 out.append(f'<text x="{side:.1f}" y="{y + ROW_H - 4}" text-anchor="{anchor}" '
                            f'class="value" fill="{color}">{error:+.1f}</text>')
@@ -117,7 +135,8 @@ def draw(rows, title):
     style = ("text{font-family:sans-serif;font-size:11px}.title{font-size:14px;font-weight:bold}"
              ".section{font-size:12px;font-weight:bold}.group{fill:#555;font-style:italic}"
              ".label{text-anchor:end}.tick{fill:#555;font-size:10px}"
-             ".grid{stroke:#ccc;stroke-width:0.5}.zero{stroke:#333;stroke-width:1}")
+             ".grid{stroke:#ccc;stroke-width:0.5}.zero{stroke:#333;stroke-width:1}"
+             ".interval{stroke:#222;stroke-width:1;fill:none}")
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
             f'viewBox="0 0 {width:.0f} {height}"><style>{style}</style>'
             f'<rect width="100%" height="100%" fill="white"/>' + "".join(out) + "</svg>\n")
