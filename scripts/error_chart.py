@@ -93,8 +93,9 @@ def draw(rows, title):
         targets = sorted({r[4] for r in mine})
         within = "/".join(f"{t:g}" for t in targets)
         y += 22
+        whiskers = " (whiskers: each error's interval)" if any(r[5] for r in mine) else ""
         out.append(f'<text x="{MARGIN}" y="{y}" class="section">{escape(section)}: {ok} of '
-                   f'{len(mine)} within ±{within} %</text>')
+                   f'{len(mine)} within ±{within} %{whiskers}</text>')
         y += 8
         top = y
         for group in dict.fromkeys(r[1] for r in mine):

@@ -29,7 +29,8 @@ good, bad = tips["r1"], tips["r2"]
 assert good != bad, tips
 # Within the target: r1 (-4.9 of 10) and r2 / r1 (2.9 of 3); off it: r2, r3, r3 / r1.
 assert tips["r2 / r1"] == good and tips["r3"] == bad and tips["r3 / r1"] == bad, tips
-assert "rows: 1 of 3 within ±10 %" in texts and "ratios: 1 of 2 within ±3 %" in texts, texts
+assert "rows: 1 of 3 within ±10 % (whiskers: each error's interval)" in texts, texts
+assert "ratios: 1 of 2 within ±3 %" in texts, texts  # no interval there: no legend
 assert "source a" in texts and "source b" in texts, texts
 # A bar grows from zero to its error: a negative one ends at the axis' zero.
 zero = [l for l in root.iter(ns + "line") if l.get("class") == "zero"][0]
