@@ -25,6 +25,7 @@
 #include "tools/flags.h"
 #include "tools/gloo_comm_bench.h"
 #include "tools/in_run_costs.h"
+#include "tools/in_run_rounds.h"
 #include "tools/module_validation.h"
 #include "tools/output_files.h"
 #include "tools/profiled_threads.h"
@@ -284,6 +285,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   std::vector<std::pair<std::string, int>> process_counts;  // per module
   std::vector<Module> communicating;  // modules with more than one rank, for --comm
   std::vector<Module> to_run;         // --in-run
+  std::vector<std::string> to_run_paths;
   // What the ops timed in the runs find beyond each cache from a core's L2 to the L3 there.
   cost::StaleCounts stale(cost::StaleCounts::Candidates(cache_sizes.l2, cache_sizes.l3));
   for (const std::string& path : flags.positional()) {
@@ -299,6 +301,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
       Status counted = CountInRunStaleBytes(module, static_cast<int>(micro_batches), stale);
       if (!counted.ok()) return counted.WithContext(path);
       to_run.push_back(module);
+      to_run_paths.push_back(path);
     }
     if (!flags.Has("comm") || module.mesh.world_size() == 1) continue;
     if (module.plan.empty()) {
@@ -349,6 +352,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   const int in_run_rounds =
       in_run ? static_cast<int>(std::min<int64_t>(most_rounds, in_run_steps)) : 0;
   int in_run_round = 0;
+  std::vector<std::vector<double>> round_times(to_run.size());  // each plan's rounds' op times
   auto measure_in_run = [&]() -> Status {
     if (in_run_round == in_run_rounds) return OkStatus();
     InRunOptions run;
@@ -358,13 +362,15 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     run.micro_batches = static_cast<int>(micro_batches);
     run.kernel_threads = options.blas_threads;
     ++in_run_round;
-    for (const Module& module : to_run) {
+    for (size_t i = 0; i < to_run.size(); ++i) {
+      const Module& module = to_run[i];
       bar.Update(0, ops.size(),
                  StrCat("a ", run.steps, "-step run of ", module.name, " (", in_run_round, " of ",
                         in_run_rounds, ")"));
       StatusOr<std::map<std::string, std::vector<double>>> measured = MeasureOpsInRun(module, run);
       if (!measured.ok()) return measured.status().WithContext(StrCat("--in-run of ", module.name));
       auto& own = schedule_seconds[ScheduleOf(module)];
+      round_times[i].push_back(RoundOpTime(*measured));
       for (auto& [key, seconds] : *measured) {
         run_seconds[key].insert(run_seconds[key].end(), seconds.begin(), seconds.end());
         own[key].insert(own[key].end(), seconds.begin(), seconds.end());
@@ -400,6 +406,9 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                  spec.held_spin_latency() * 1e3, spec.held_wake_factor());
   while (in_run_round < in_run_rounds) PW_RETURN_IF_ERROR(measure_in_run());
   bar.Finish();
+  for (size_t i = 0; i < to_run.size(); ++i)
+    if (std::string note = UnsteadyRoundsNote(to_run_paths[i], round_times[i]); !note.empty())
+      std::fprintf(stderr, "%s\n", note.c_str());
   auto entry_of = [&](const cost::CostedOp& c, const std::vector<double>& seconds) {
     return cost::EntryFromSamples(c.sig, seconds,
                                   options.blas_threads == 1 ? seconds : std::vector<double>{});

@@ -1,0 +1,31 @@
+#include "tools/in_run_rounds.h"
+
+#include <algorithm>
+
+#include "cost_model/profiler.h"
+#include "ir/status.h"
+
+namespace pw::tools {
+
+double RoundOpTime(const std::map<std::string, std::vector<double>>& seconds) {
+  double total = 0;
+  for (const auto& [key, times] : seconds)
+    if (!times.empty()) total += cost::Summarize(times).median;
+  return total;
+}
+
+std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double>& round_times) {
+  if (round_times.size() < 2) return "";
+  const auto [fastest, slowest] = std::minmax_element(round_times.begin(), round_times.end());
+  if (*fastest <= 0 || *slowest <= kUnsteadyRounds * *fastest) return "";
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2fx", *slowest / *fastest);
+  return StrCat("the machine's speed moved while ", plan, "'s ops were timed: its in-run rounds' ",
+                "op times (each signature's median, summed) ran from ",
+                static_cast<int>(*fastest * 1e6 + 0.5), " to ",
+                static_cast<int>(*slowest * 1e6 + 0.5), " us, ", ratio,
+                ", and the table prices its ops at that mix of speeds; profile again when the ",
+                "machine is steadier (benchmarks/machine_steadiness.py measures it)");
+}
+
+}  // namespace pw::tools
