@@ -20,7 +20,9 @@
 # of its error (benchmarks/median_error.py: the rounds resampled) straddles +-10 %, so that
 # each verdict, in or out, is one the rounds support. At the start and the end the machine's
 # steadiness is measured (benchmarks/machine_steadiness.py: the slowest second of a piece of
-# single-threaded work against the fastest).
+# single-threaded work against the fastest), and each plan's line on stderr counts the rounds
+# whose profile saw it move (profile --in-run says so when its timed runs of a plan disagree;
+# the last round's profile output is kept as *_profile.log beside the tables).
 # PW_CONFIGS (a regular expression) keeps the plans whose names match it; PW_MODELS (a
 # list, default "small large") the models; PW_SVG names an SVG to draw the errors in (step
 # time and CPU a step, plan by plan, against the 10 % target: scripts/error_chart.py).
@@ -129,15 +131,17 @@ for model in ${PW_MODELS:-small large}; do
     unplanned=()  # a module without a plan takes its micro-batches from the command line
     [[ $(field "$c" 3) == none ]] && unplanned=(--micro-batches "$mb")
     preds=() meas=() pred_cpu=() meas_cpu=()
+    unsteady=0  # profiles whose timed runs of a plan disagreed (the machine's speed moved)
     for ((r = 0; r < max_rounds; r++)); do
       costs=$out/${model}_${name}_costs.pbtxt
+      profiled=$out/${model}_${name}_profile.log
       if [[ $procs == ref || $procs == 1 ]]; then
-        "$pw" profile "${from[@]}" -o "$costs" --in-run --micro-batches $mb \
-          >/dev/null 2>&1
+        "$pw" profile "${from[@]}" -o "$costs" --in-run --micro-batches $mb >"$profiled" 2>&1
       else
         "$pw" profile "${from[@]}" -o "$costs" --comm --comm-steps \
-          "${steps_of[$model]}" --in-run >/dev/null 2>&1
+          "${steps_of[$model]}" --in-run >"$profiled" 2>&1
       fi
+      grep -q "the machine's speed moved" "$profiled" && unsteady=$((unsteady + 1))
       if [[ $procs == ref ]]; then
         run_args=(--reference --micro-batches "$mb")
         sim_args=(--micro-batches "$mb" --runtime reference)
@@ -158,7 +162,8 @@ for model in ${PW_MODELS:-small large}; do
     read -r _ lo hi < <("$root/benchmarks/median_error.py" "${preds[*]}" "${meas[*]}")
     rows+=("$model $name $(median "${preds[@]}") $(median "${meas[@]}") $cpu $lo $hi ${#meas[@]}")
     echo "${rows[-1]}   (rounds: predicted ${preds[*]}; measured ${meas[*]}; CPU a step predicted \
-${pred_cpu[*]}, measured ${meas_cpu[*]}; load $(load))" >&2
+${pred_cpu[*]}, measured ${meas_cpu[*]}; profiles whose timed runs disagreed by over 1.15x: \
+$unsteady of ${#meas[@]}; load $(load))" >&2
   done
 done
 
