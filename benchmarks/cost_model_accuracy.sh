@@ -155,11 +155,12 @@ for model in ${PW_MODELS:-small large}; do
       read -r m c < <("$pw" sim "$out/${model}_$name.pb" --costs "$costs" "${sim_args[@]}" \
         --format json | sim_ms)
       preds+=("$m") pred_cpu+=("$c")
-      ((r + 1 >= rounds)) &&
-        "$root/benchmarks/median_error.py" "${preds[*]}" "${meas[*]}" 10 >/dev/null && break
+      # "ERROR LO HI" of the rounds so far; its status: whether the verdict is settled.
+      interval=$("$root/benchmarks/median_error.py" "${preds[*]}" "${meas[*]}" 10) &&
+        ((r + 1 >= rounds)) && break
     done
     cpu="$(median "${pred_cpu[@]}") $(median "${meas_cpu[@]}")"
-    read -r _ lo hi < <("$root/benchmarks/median_error.py" "${preds[*]}" "${meas[*]}")
+    read -r _ lo hi <<<"$interval"
     rows+=("$model $name $(median "${preds[@]}") $(median "${meas[@]}") $cpu $lo $hi ${#meas[@]}")
     echo "${rows[-1]}   (rounds: predicted ${preds[*]}; measured ${meas[*]}; CPU a step predicted \
 ${pred_cpu[*]}, measured ${meas_cpu[*]}; profiles whose timed runs disagreed by over 1.15x: \

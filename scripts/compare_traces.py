@@ -432,7 +432,8 @@ def print_collective_split(offsets, measured_evs, sim_evs, mean):
         for key, evs in lists.items():
             for k, e in enumerate(evs):
                 groups[key + (round(e["ts"] + e["dur"], 3),)].append((rank, k))
-    rows = collections.defaultdict(lambda: ([], [], []))  # stream -> straggles, last -> end
+    # stream -> measured straggles, measured last -> end, simulated last -> end
+    rows = collections.defaultdict(lambda: ([], [], []))
     for (stream, op, _), members in groups.items():
         if len(members) < 2:
             continue

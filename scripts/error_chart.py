@@ -110,15 +110,16 @@ def draw(rows, title):
                            f'width="{max(right - left, 1):.1f}" height="{ROW_H - 6}" '
                            f'fill="{color}"><title>{escape(label)}: {error:+.1f} % (target '
                            f'±{target:g} %)</title></rect>')
+                # Where the bar, or its whisker where it has one, reaches on either side.
+                ends = (x(interval[0]), x(interval[1])) if interval else (left, right)
                 if interval:
-                    mid, lo, hi = y + ROW_H / 2, x(interval[0]), x(interval[1])
+                    mid, lo, hi = y + ROW_H / 2, ends[0], ends[1]
                     out.append(f'<path class="interval" d="M{lo:.1f} {mid - 3}v6M{lo:.1f} {mid}'
                                f'H{hi:.1f}M{hi:.1f} {mid - 3}v6"><title>{escape(label)}: '
                                f'{interval[0]:+.1f} to {interval[1]:+.1f} %</title></path>')
                 out.append(f'<text x="{MARGIN + label_w - 6:.1f}" y="{y + ROW_H - 4}" '
                            f'class="label">{escape(label)}</text>')
                 # The value past the bar and its whisker.
-                ends = (x(interval[0]), x(interval[1])) if interval else (left, right)
                 side = max(right, ends[1]) + 4 if error >= 0 else min(left, ends[0]) - 4
                 anchor = "start" if error >= 0 else "end"
                 out.append(f'<text x="{side:.1f}" y="{y + ROW_H - 4}" text-anchor="{anchor}" '

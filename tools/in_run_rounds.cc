@@ -1,6 +1,7 @@
 #include "tools/in_run_rounds.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "cost_model/profiler.h"
 #include "ir/status.h"
