@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "ops/kernels/cpu/causal_blocks.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
 #include "tests/ops/op_runner.h"
@@ -63,6 +64,22 @@ TEST_F(KernelThreads, LoopsFromTwoThreadsAtOnce) {
     ASSERT_EQ(a[i], 50.f) << i;
     ASSERT_EQ(b[i], 51.f) << i;
   }
+}
+
+// A range of attention heads holds at least kMinRangeMacs: a causal head of 70 rows and
+// 64 columns does 2 x 64 x (32·32 + 32·64 + 6·70) multiply-adds forward, so three make a
+// range (its backward, twice as many, two); the small GPT's heads (16 rows of 16) are never
+// worth waking a thread for.
+TEST(MacGrain, AttentionHeadsPerRange) {
+  const ops::cpu::Blocks causal{ops::cpu::kCausalBlock, true};
+  const int64_t head = ops::cpu::HeadMacs(70, 64, causal);
+  EXPECT_EQ(head, 2 * 64 * (32 * 32 + 32 * 64 + 6 * 70));
+  EXPECT_EQ(ops::cpu::MacGrain(head), 3);
+  EXPECT_EQ(ops::cpu::MacGrain(2 * head), 2);
+  EXPECT_EQ(ops::cpu::HeadMacs(70, 64, ops::cpu::Blocks{70, false}), 2 * 70 * 70 * 64);
+  EXPECT_GT(ops::cpu::MacGrain(ops::cpu::HeadMacs(16, 16, causal)), 2 * 4 * 3);
+  EXPECT_EQ(ops::cpu::MacGrain(ops::cpu::kMinRangeMacs), 1);
+  EXPECT_EQ(ops::cpu::MacGrain(0), 1);
 }
 
 struct Case {
@@ -131,7 +148,7 @@ std::vector<Case> Cases() {
                     {"dloss", RandomTensor({301}, 16)}},
                    {"loss", "p", "dx"}});
   // Heads run on the pool: 2 x 5 = 10 heads, not a multiple of 3; 70 rows, past two
-  // causal blocks of 32.
+  // causal blocks of 32; heads of 64, so that 3 heads are worth a range (MacGrain).
   Op attention = MakeOp("attention", {{"QKV", {"qkv"}}}, {{"Out", {"o"}}, {"Probs", {"p"}}});
   attention.SetAttr("num_heads", int64_t{5});
   Op attention_grad =
@@ -140,11 +157,11 @@ std::vector<Case> Cases() {
   attention_grad.SetAttr("num_heads", int64_t{5});
   cases.push_back({"causal attention and its grad",
                    {attention, attention_grad},
-                   {{"qkv", RandomTensor({2, 70, 3 * 5 * 16}, 25, -2, 2)},
-                    {"g", RandomTensor({2, 70, 5 * 16}, 26)}},
+                   {{"qkv", RandomTensor({2, 70, 3 * 5 * 64}, 25, -2, 2)},
+                    {"g", RandomTensor({2, 70, 5 * 64}, 26)}},
                    {"o", "p", "dqkv"}});
   // Grouped-query attention: forward by query head, backward by kv head (3 groups of 2,
-  // times 2 batches: 6 tasks), past two causal blocks.
+  // times 2 batches: 6 tasks), past two causal blocks, heads of 64 as above.
   Op gqa = MakeOp("gqa_attention", {{"Q", {"q"}}, {"K", {"k"}}, {"V", {"v"}}},
                   {{"Out", {"o"}}, {"Probs", {"p"}}});
   Op gqa_grad =
@@ -155,10 +172,10 @@ std::vector<Case> Cases() {
     op->SetAttr("num_heads", int64_t{6}).SetAttr("kv_heads", int64_t{3});
   cases.push_back({"grouped-query attention and its grad",
                    {gqa, gqa_grad},
-                   {{"q", RandomTensor({2, 70, 6 * 16}, 27, -2, 2)},
-                    {"k", RandomTensor({2, 70, 3 * 16}, 28, -2, 2)},
-                    {"v", RandomTensor({2, 70, 3 * 16}, 29)},
-                    {"g", RandomTensor({2, 70, 6 * 16}, 30)}},
+                   {{"q", RandomTensor({2, 70, 6 * 64}, 27, -2, 2)},
+                    {"k", RandomTensor({2, 70, 3 * 64}, 28, -2, 2)},
+                    {"v", RandomTensor({2, 70, 3 * 64}, 29)},
+                    {"g", RandomTensor({2, 70, 6 * 64}, 30)}},
                    {"o", "p", "dq", "dk", "dv"}});
   Op rope = MakeOp("rotary_embedding", {{"X", {"x"}}}, {{"Out", {"y"}}});
   rope.SetAttr("head_dim", int64_t{11 * 2});

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/defs/defaults.h"
+#include "ops/kernels/cpu/causal_blocks.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
 #include "ops/kernels/cpu/vector_math.h"
@@ -27,41 +27,25 @@ Layout GetLayout(const KernelContext& ctx) {
   return Layout{qkv.dim(0), qkv.dim(1), h, qkv.dim(2) / (3 * h)};
 }
 
-// Causal heads work in blocks of query rows: rows [r0, r1) see keys [0, r1) only, so their
-// scores, P·V and the gradients need those columns alone (about 5/8 of the products at
-// seq 128). Skipped entries of P are exactly 0 and would only have added zeros.
-constexpr int64_t kCausalBlock = 32;
-
-struct Blocks {
-  int64_t size;
-  bool causal;
-  int64_t keys(int64_t r1, int64_t s) const { return causal ? r1 : s; }  // seen by rows < r1
-  int64_t first_query(int64_t c0) const { return causal ? c0 : 0; }      // that sees key c0
-};
-
-Blocks GetBlocks(const KernelContext& ctx, const Layout& l) {
-  const bool causal = ctx.attrs().GetBool("causal", kAttentionCausal);
-  return Blocks{causal ? kCausalBlock : std::max<int64_t>(l.s, 1), causal};
-}
-
 // Heads are independent: they run on the kernel threads, each head on one thread, so the
-// result does not depend on the thread count.
+// result does not depend on the thread count; a range holds enough heads to pay for waking
+// a thread (the backward's four products a head count twice its forward's two).
 template <typename Body>
-void ForEachHead(const Layout& l, Body&& body) {
-  ParallelFor(l.b * l.h, 1, [&](int64_t begin, int64_t end) {
+void ForEachHead(const Layout& l, int64_t macs_per_head, Body&& body) {
+  ParallelFor(l.b * l.h, MacGrain(macs_per_head), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) body(i / l.h, i % l.h);
   });
 }
 
 Status Attention(KernelContext& ctx) {
   const Layout l = GetLayout(ctx);
-  const Blocks blocks = GetBlocks(ctx, l);
+  const Blocks blocks = GetBlocks(ctx, l.s);
   const float* qkv = ctx.In("QKV")->f32();
   float* out = ctx.Out("Out")->f32();
   float* probs = ctx.Out("Probs")->f32();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(l.d)));
   const int64_t ldo = l.h * l.d;
-  ForEachHead(l, [&](int64_t b, int64_t h) {
+  ForEachHead(l, HeadMacs(l.s, l.d, blocks), [&](int64_t b, int64_t h) {
     const float* q = qkv + l.qkv_offset(b, h);
     const float* k = q + l.d;
     const float* v = q + 2 * l.d;
@@ -83,14 +67,14 @@ Status Attention(KernelContext& ctx) {
 // Masked entries have P = 0, hence dS = 0: the blocks skip them.
 Status AttentionGrad(KernelContext& ctx) {
   const Layout l = GetLayout(ctx);
-  const Blocks blocks = GetBlocks(ctx, l);
+  const Blocks blocks = GetBlocks(ctx, l.s);
   const float* qkv = ctx.In("QKV")->f32();
   const float* probs = ctx.In("Probs")->f32();
   const float* dout = ctx.In(GradVarName("Out"))->f32();
   float* dqkv = ctx.Out(GradVarName("QKV"))->f32();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(l.d)));
   const int64_t ldo = l.h * l.d;
-  ForEachHead(l, [&](int64_t b, int64_t h) {
+  ForEachHead(l, 2 * HeadMacs(l.s, l.d, blocks), [&](int64_t b, int64_t h) {
     std::vector<float> ds(l.s * l.s);
     const float* q = qkv + l.qkv_offset(b, h);
     const float* k = q + l.d;

@@ -25,8 +25,8 @@ void OneThreadGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   CpuMath().sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Below this many multiply-adds a GEMM does not pay for waking a thread (~40 us).
-constexpr int64_t kMinSplitMacs = int64_t{1} << 21;
+// Below this many multiply-adds a GEMM is not cut: two ranges of kMinRangeMacs (~40 us).
+constexpr int64_t kMinSplitMacs = 2 * kMinRangeMacs;
 // Pieces of C are cut at multiples of this many rows or columns (one 64-byte line of
 // floats) and are at least kMinPiece wide: narrower ones take oneDNN's small-matrix paths.
 constexpr int64_t kCutUnit = 16;

@@ -1,5 +1,5 @@
 // Grouped-query attention on strided per-head views of Q, K and V (head h in columns
-// [h·d, (h+1)·d)), with the causal row blocks of the attention kernel (attention.cc): rows
+// [h·d, (h+1)·d)), with the causal row blocks of the attention kernels (causal_blocks.h): rows
 // [r0, r1) see keys [0, r1) only. Forward, query heads are independent and run on the
 // kernel threads; backward, a kv head's gradients sum over its query heads, so each kv head
 // is one task that adds its query heads in head order: the same bits at any thread count.
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/defs/defaults.h"
+#include "ops/kernels/cpu/causal_blocks.h"
 #include "ops/kernels/cpu/cpu_kernels.h"
 #include "ops/kernels/cpu/parallel_for.h"
 #include "ops/kernels/cpu/vector_math.h"
@@ -32,34 +32,20 @@ Layout GetLayout(const KernelContext& ctx) {
   return Layout{q.dim(0), q.dim(1), h, g, q.dim(2) / h};
 }
 
-constexpr int64_t kCausalBlock = 32;  // as attention.cc's
-
-struct Blocks {
-  int64_t size;
-  bool causal;
-  int64_t keys(int64_t r1, int64_t s) const { return causal ? r1 : s; }  // seen by rows < r1
-  int64_t first_query(int64_t c0) const { return causal ? c0 : 0; }      // that sees key c0
-};
-
-Blocks GetBlocks(const KernelContext& ctx, const Layout& l) {
-  const bool causal = ctx.attrs().GetBool("causal", kAttentionCausal);
-  return Blocks{causal ? kCausalBlock : std::max<int64_t>(l.s, 1), causal};
-}
-
 float Scale(const Layout& l) {
   return static_cast<float>(1.0 / std::sqrt(static_cast<double>(l.d)));
 }
 
 Status GqaAttention(KernelContext& ctx) {
   const Layout l = GetLayout(ctx);
-  const Blocks blocks = GetBlocks(ctx, l);
+  const Blocks blocks = GetBlocks(ctx, l.s);
   const float* qs = ctx.In("Q")->f32();
   const float* ks = ctx.In("K")->f32();
   const float* vs = ctx.In("V")->f32();
   float* out = ctx.Out("Out")->f32();
   float* probs = ctx.Out("Probs")->f32();
   const float scale = Scale(l);
-  ParallelFor(l.b * l.h, 1, [&](int64_t begin, int64_t end) {
+  ParallelFor(l.b * l.h, MacGrain(HeadMacs(l.s, l.d, blocks)), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / l.h, head = task % l.h, kv = head / l.group_size();
       const float* q = qs + l.q_offset(b, head);
@@ -86,7 +72,7 @@ Status GqaAttention(KernelContext& ctx) {
 // to them (beta 1). Masked entries have P = 0, hence dS = 0: the blocks skip them.
 Status GqaAttentionGrad(KernelContext& ctx) {
   const Layout l = GetLayout(ctx);
-  const Blocks blocks = GetBlocks(ctx, l);
+  const Blocks blocks = GetBlocks(ctx, l.s);
   const float* qs = ctx.In("Q")->f32();
   const float* ks = ctx.In("K")->f32();
   const float* vs = ctx.In("V")->f32();
@@ -101,7 +87,8 @@ Status GqaAttentionGrad(KernelContext& ctx) {
     for (int64_t c0 = 0; c0 < l.s; c0 += blocks.size)
       body(c0, std::min(l.s, c0 + blocks.size), blocks.first_query(c0));
   };
-  ParallelFor(l.b * l.g, 1, [&](int64_t begin, int64_t end) {
+  const int64_t macs_per_task = 2 * l.group_size() * HeadMacs(l.s, l.d, blocks);
+  ParallelFor(l.b * l.g, MacGrain(macs_per_task), [&](int64_t begin, int64_t end) {
     std::vector<float> ds(l.s * l.s);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / l.g, kv = task % l.g;

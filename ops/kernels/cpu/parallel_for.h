@@ -46,6 +46,18 @@ void ParallelFor(int64_t n, int64_t grain, Body&& body) {
 inline constexpr int64_t kCheapGrain = 1 << 15;
 inline constexpr int64_t kCostlyGrain = 1 << 13;
 
+// Multiply-adds below which a range of GEMM-like work (products of small matrices, an
+// attention head) does not pay for waking a thread (~20 us on one core).
+inline constexpr int64_t kMinRangeMacs = int64_t{1} << 20;
+
+// Items per range for work of `macs_per_item` multiply-adds an item, so that a range holds
+// at least kMinRangeMacs.
+inline int64_t MacGrain(int64_t macs_per_item) {
+  return macs_per_item > 0
+             ? std::max<int64_t>(1, (kMinRangeMacs + macs_per_item - 1) / macs_per_item)
+             : 1;
+}
+
 // Rows of `width` elements per range for a row-wise op, so that a range holds about `grain`
 // elements.
 inline int64_t RowGrain(int64_t width, int64_t grain = kCheapGrain) {
