@@ -9,6 +9,7 @@
 
 #include "ops/dropout_mask.h"
 #include "ops/kernel.h"
+#include "ops/kernels/cpu/parallel_for.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/op_runner.h"
 
@@ -71,10 +72,13 @@ TEST(Dropout, MaskIsAFunctionOfSeedSaltAndIndex) {
   EXPECT_TRUE(SameBits(a, RunDropout(DropoutOp(0.3), x, 7)));
   EXPECT_FALSE(SameBits(a, RunDropout(DropoutOp(0.3), x, 8)));     // another micro-batch
   EXPECT_FALSE(SameBits(a, RunDropout(DropoutOp(0.3, 1), x, 7)));  // another site
-  // The same bits on several kernel threads (the draw depends on the index only).
+  // The same bits on several kernel threads (the draw depends on the index only), cut
+  // whether or not the pool sleeps.
   ops::SetKernelThreads(3);
+  ops::cpu::SetWakeAwareCuts(false);
   Tensor big_x = RandomTensor({4, 8192}, 3);
   Tensor threaded = RunDropout(DropoutOp(0.3), big_x, 7);
+  ops::cpu::SetWakeAwareCuts(true);
   ops::SetKernelThreads(1);
   EXPECT_TRUE(SameBits(threaded, RunDropout(DropoutOp(0.3), big_x, 7)));
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -20,9 +21,14 @@ namespace {
 
 using ops::cpu::ParallelFor;
 
+// Every cut a grain allows, whether or not the pool's threads sleep at that moment.
 class KernelThreads : public ::testing::Test {
  protected:
-  void TearDown() override { ops::SetKernelThreads(1); }
+  void SetUp() override { ops::cpu::SetWakeAwareCuts(false); }
+  void TearDown() override {
+    ops::cpu::SetWakeAwareCuts(true);
+    ops::SetKernelThreads(1);
+  }
 };
 
 TEST_F(KernelThreads, EveryElementRunsOnce) {
@@ -44,6 +50,26 @@ TEST_F(KernelThreads, EveryElementRunsOnce) {
       }
     }
   }
+}
+
+// While the pool's thread sleeps, a loop is cut only where each range holds
+// kAsleepGrainFactor x its grain; without the rule, by the grain alone.
+TEST(WakeAwareCuts, ASleepingPoolAsksLongerRanges) {
+  ops::SetKernelThreads(2);
+  const int64_t grain = 1000, factor = ops::cpu::kAsleepGrainFactor;
+  ParallelFor(4 * grain, grain, [](int64_t, int64_t) {});  // starts the pool thread
+  // It sleeps once its spin (microseconds) is over: wait until a cut says so.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ops::cpu::RangesFor(2 * grain, grain) != 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ops::cpu::RangesFor(2 * grain, grain), 1);
+  EXPECT_EQ(ops::cpu::RangesFor(2 * factor * grain - 1, grain), 1);
+  EXPECT_EQ(ops::cpu::RangesFor(2 * factor * grain, grain), 2);
+  ops::cpu::SetWakeAwareCuts(false);
+  EXPECT_EQ(ops::cpu::RangesFor(2 * grain, grain), 2);
+  ops::cpu::SetWakeAwareCuts(true);
+  ops::SetKernelThreads(1);
+  EXPECT_EQ(ops::cpu::RangesFor(2 * factor * grain, grain), 1);
 }
 
 // A second stream's loop finds the pool busy and runs alone; both are complete.

@@ -25,8 +25,6 @@ void OneThreadGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   CpuMath().sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Below this many multiply-adds a GEMM is not cut: two ranges of kMinRangeMacs (~40 us).
-constexpr int64_t kMinSplitMacs = 2 * kMinRangeMacs;
 // Pieces of C are cut at multiples of this many rows or columns (one 64-byte line of
 // floats) and are at least kMinPiece wide: narrower ones take oneDNN's small-matrix paths.
 constexpr int64_t kCutUnit = 16;
@@ -43,15 +41,14 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
     return;
   }
-  const bool big = m * n * k >= kMinSplitMacs && KernelThreads() > 1;
+  // Cut C's columns, or its rows where it is narrow, into pieces of at least kMinPiece
+  // that each hold kMinRangeMacs multiply-adds (ParallelFor asks more of them while the
+  // pool's threads sleep); one piece is the whole product on this thread.
   const bool by_columns = n >= 2 * kMinPiece;
-  if (!big || (!by_columns && m < 2 * kMinPiece)) {
-    OneThreadGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return;
-  }
-  const int64_t extent = by_columns ? n : m;
+  const int64_t extent = by_columns ? n : m, across = by_columns ? m : n;
   const int64_t units = (extent + kCutUnit - 1) / kCutUnit;
-  ParallelFor(units, kMinPiece / kCutUnit, [&](int64_t first, int64_t last) {
+  const int64_t grain = std::max(kMinPiece / kCutUnit, MacGrain(across * k * kCutUnit));
+  ParallelFor(units, grain, [&](int64_t first, int64_t last) {
     const int64_t begin = first * kCutUnit, end = std::min(extent, last * kCutUnit);
     if (by_columns) {
       const float* b_piece = trans_b ? b + begin * ldb : b + begin;

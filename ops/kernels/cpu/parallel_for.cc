@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -36,6 +37,8 @@ class Pool {
     threads_.store(std::max(1, threads), std::memory_order_relaxed);
   }
   int threads() const { return threads_.load(std::memory_order_relaxed); }
+  // Whether a started pool thread sleeps (past its spin): the next loop must wake it.
+  bool asleep() const { return sleeping_.load(std::memory_order_relaxed) > 0; }
 
   void Run(int64_t n, int parts, RangeFn fn, void* body) {
     std::unique_lock<std::mutex> run(run_mu_, std::try_to_lock);
@@ -113,7 +116,11 @@ class Pool {
       Job job;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return generation_ != seen; });
+        if (generation_ == seen) {
+          sleeping_.fetch_add(1, std::memory_order_relaxed);
+          cv_.wait(lock, [&] { return generation_ != seen; });
+          sleeping_.fetch_sub(1, std::memory_order_relaxed);
+        }
         seen = generation_;
         job = job_;
       }
@@ -130,8 +137,11 @@ class Pool {
   uint32_t generation_ = 0;
   std::atomic<uint64_t> state_{0};
   std::atomic<int> remaining_{0};     // ranges of the current loop not yet finished
+  std::atomic<int> sleeping_{0};      // pool threads waiting on cv_
   std::vector<std::thread> workers_;  // never stopped: the pool lives as long as the process
 };
+
+std::atomic<bool> wake_aware_cuts{true};  // SetWakeAwareCuts
 
 Pool& ThePool() {
   static Pool* pool = new Pool;  // never destroyed: its threads may outlive static destructors
@@ -143,6 +153,17 @@ Pool& ThePool() {
 void RunRanges(int64_t n, int parts, RangeFn fn, void* body) { ThePool().Run(n, parts, fn, body); }
 
 int KernelThreads() { return ThePool().threads(); }
+
+void SetWakeAwareCuts(bool on) { wake_aware_cuts.store(on, std::memory_order_relaxed); }
+
+int RangesFor(int64_t n, int64_t grain) {
+  const Pool& pool = ThePool();
+  const int threads = pool.threads();
+  if (threads == 1) return 1;
+  grain = std::max<int64_t>(grain, 1);
+  if (pool.asleep() && wake_aware_cuts.load(std::memory_order_relaxed)) grain *= kAsleepGrainFactor;
+  return static_cast<int>(std::clamp<int64_t>(n / grain, 1, threads));
+}
 
 void SetPoolThreads(int threads) { ThePool().SetThreads(threads); }
 
