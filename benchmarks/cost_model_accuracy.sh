@@ -14,15 +14,16 @@
 #   benchmarks/cost_model_accuracy.sh [STEPS (8)] [ROUNDS (3)]
 #
 # ROUNDS is the least number of rounds a plan gets. A machine whose speed moves by a fifth
-# from one second to the next (single-threaded work timed second by second on a shared VM)
-# moves a plan's measured and predicted medians of three rounds by as much as the target:
-# a plan runs more rounds, up to PW_MAX_ROUNDS (default 3 x ROUNDS), while the 95 % interval
-# of its error (benchmarks/median_error.py: the rounds resampled) straddles +-10 %, so that
-# each verdict, in or out, is one the rounds support. At the start and the end the machine's
-# steadiness is measured (benchmarks/machine_steadiness.py: the slowest second of a piece of
-# single-threaded work against the fastest), and each plan's line on stderr counts the rounds
-# whose profile saw it move (profile --in-run says so when its timed runs of a plan disagree;
-# the last round's profile output is kept as *_profile.log beside the tables).
+# or more from one second to the next (the small GPT's step on a shared VM: 1.4-1.5x in
+# spells of about a second) moves a plan's measured and predicted medians of three rounds by
+# as much as the target: a plan runs more rounds, up to PW_MAX_ROUNDS (default 3 x ROUNDS),
+# while the 95 % interval of its error (benchmarks/median_error.py: the rounds resampled)
+# straddles +-10 %, so that each verdict, in or out, is one the rounds support. At the start
+# and the end the machine's steadiness is measured (benchmarks/machine_steadiness.py: the
+# slowest quarter-second of the small GPT's step on one thread against the fastest), and
+# each plan's line on stderr counts the rounds whose profile saw it move (profile --in-run
+# says so when its timed runs of a plan disagree; the last round's profile output is kept as
+# *_profile.log beside the tables).
 # PW_CONFIGS (a regular expression) keeps the plans whose names match it; PW_MODELS (a
 # list, default "small large") the models; PW_SVG names an SVG to draw the errors in (step
 # time and CPU a step, plan by plan, against the 10 % target: scripts/error_chart.py).
@@ -71,7 +72,7 @@ mb=8
 declare -A steps_of=([small]=$((3 * steps)) [large]=$steps)
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "load average at the start: $(load)" >&2
-"$root/benchmarks/machine_steadiness.py" >&2
+"$root/benchmarks/machine_steadiness.py" --tool "$pw" >&2
 
 # The medians of step_time_ms and of step_cpu_ms (the processes' CPU time) after the first
 # step, from a --report json line on stdin: "MS CPU_MS".
@@ -169,7 +170,7 @@ $unsteady of ${#meas[@]}; load $(load))" >&2
 done
 
 echo "load average at the end: $(load)"
-"$root/benchmarks/machine_steadiness.py"
+"$root/benchmarks/machine_steadiness.py" --tool "$pw"
 echo "traces of the simulated 4-process runs: $out/*.trace.json"
 printf '%s\n' "${rows[@]}" | PW_CHART="$root/scripts/error_chart.py" python3 -c '
 import os, subprocess, sys, statistics
