@@ -9,7 +9,7 @@
 // A pool thread spins for a moment after a loop, then sleeps. Handing a range to a spinning
 // thread costs about a microsecond; waking a sleeping one costs the caller a system call and
 // the range a late start (together ~40 us on a VM whose idle vCPUs halt: an add over 128K
-// floats took 78 us cut in two against 66 on one thread, benchmarks/kernel_pool_bench). So
+// floats took 78-92 us cut in two against 66 on one thread, benchmarks/kernel_pool_bench). So
 // while the pool sleeps a range must hold kAsleepGrainFactor x `grain`. Kernels cut only
 // where no element's result depends on the cut (element-wise maps, the rows of a row-wise
 // op, the columns of a column sum, whose rows are still added in order), so every thread
