@@ -179,6 +179,8 @@ Status FitTurns(const std::vector<cost::MeasuredStep>& runs, cost::OpCostTable& 
                fit.share, fit.plans > 1 ? "s'" : "'s", fit.plans > 1 ? "s summed" : "",
                fit.measured * 1e3, fit.without * 1e3, fit.with_all * 1e3, fit.with_share * 1e3,
                fit.share);
+  if (std::string note = SlowMeasuringRunNote(fit.measured, fit.with_all); !note.empty())
+    std::fprintf(stderr, "%s\n", note.c_str());
   return OkStatus();
 }
 

@@ -29,4 +29,17 @@ std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double
                 "machine is steadier (benchmarks/machine_steadiness.py measures it)");
 }
 
+std::string SlowMeasuringRunNote(double measured, double with_all) {
+  if (with_all <= 0 || measured <= kBeyondReach * with_all) return "";
+  char figures[128];
+  std::snprintf(figures, sizeof figures, "%.3f ms, %.2fx the %.3f ms", measured * 1e3,
+                measured / with_all, with_all * 1e3);
+  return StrCat("the measuring run stepped ", figures,
+                " the simulation reaches with all of its measured straggle: the machine was ",
+                "slower during it than while the ops were timed (a spell: profile again when the ",
+                "machine is steadier, benchmarks/machine_steadiness.py measures it), or the plan ",
+                "spends time the model does not see (compare its traces: run --trace, sim ",
+                "--trace, scripts/compare_traces.py)");
+}
+
 }  // namespace pw::tools

@@ -1,10 +1,12 @@
 #pragma once
 // Whether the machine held still while `profile --in-run` timed a plan. Its ops are timed in
 // a few short rounds spread over the profile (a round is a couple of steps); a shared VM's
-// speed moves in spells of seconds (the slowest second of single-threaded work 1.3-1.5x the
-// fastest on one of this project's VMs), and a round taken in a slow spell prices every op
-// of the plan slower together. The table pools the rounds, so it prices ops at whatever mix
-// of speeds they met: the profile says so when its rounds disagree.
+// speed moves in spells of about a second (the small GPT's step 1.4-1.5x slower in them on
+// one of this project's VMs), and a round taken in a slow spell prices every op of the plan
+// slower together. The table pools the rounds, so it prices ops at whatever mix of speeds
+// they met: the profile says so when its rounds disagree. Likewise `profile --comm`'s
+// measuring run, whose step the ranks' turns on the cores are fitted to: taken in a slow
+// spell, it asks more than the model can give.
 
 #include <map>
 #include <string>
@@ -21,5 +23,15 @@ inline constexpr double kUnsteadyRounds = 1.15;
 // One line saying how far the op time of `plan`'s rounds moved and what it means, when the
 // slowest is more than kUnsteadyRounds over the fastest; "" otherwise (and for one round).
 std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double>& round_times);
+
+// A measuring run slower than this over the simulation with all of its measured straggle is
+// reported.
+inline constexpr double kBeyondReach = 1.10;
+
+// One line when the measuring run's step (`measured`, seconds; of several plans, summed)
+// is more than kBeyondReach over the longest step the fit can simulate (`with_all`): the
+// machine was slower during the run than while the ops were timed, or the plan spends time
+// the model does not see; "" otherwise.
+std::string SlowMeasuringRunNote(double measured, double with_all);
 
 }  // namespace pw::tools

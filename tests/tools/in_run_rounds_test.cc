@@ -30,5 +30,21 @@ TEST(UnsteadyRoundsNote, SaysHowFarTheRoundsMovedAndWhatToDo) {
   EXPECT_EQ(note.find('\n'), std::string::npos) << "one line";
 }
 
+TEST(SlowMeasuringRunNote, SilentWithinReach) {
+  EXPECT_EQ(SlowMeasuringRunNote(14.292e-3, 14.399e-3), "");  // the fit reaches it
+  EXPECT_EQ(SlowMeasuringRunNote(15.8e-3, 14.4e-3), "");      // 1.097x
+  EXPECT_EQ(SlowMeasuringRunNote(15e-3, 0), "");              // nothing to fit
+}
+
+TEST(SlowMeasuringRunNote, SaysTheRunWasBeyondTheModelsReach) {
+  // A demo's measuring run in a slow spell: 17.882 ms against 15.354 with all the straggle,
+  // while the runs after it stepped 10.3-12.6 ms.
+  const std::string note = SlowMeasuringRunNote(17.882e-3, 15.354e-3);
+  EXPECT_NE(note.find("stepped 17.882 ms, 1.16x the 15.354 ms"), std::string::npos) << note;
+  EXPECT_NE(note.find("profile again"), std::string::npos) << note;
+  EXPECT_NE(note.find("compare_traces.py"), std::string::npos) << note;
+  EXPECT_EQ(note.find('\n'), std::string::npos) << "one line";
+}
+
 }  // namespace
 }  // namespace pw::tools
