@@ -102,14 +102,14 @@ def main(argv):
     if not 1 <= seconds <= 600:
         fail(f"SECONDS must be between 1 and 600, got {seconds:g}")
     if os.access(tool, os.X_OK):
-        what, unit, note = "the small GPT's step on one thread", 1e3, ""
-        medians = quarter_medians(step_times(tool, seconds))
-        fmt = "%.2f-%.2f ms"
+        what, fmt, unit, note = "the small GPT's step on one thread", "%.2f-%.2f ms", 1e3, ""
+        times = step_times(tool, seconds)
     else:
-        what, unit, fmt = "single-threaded Python work", 1e6, "%.0f-%.0f us a piece"
+        what, fmt, unit = "single-threaded Python work", "%.0f-%.0f us a piece", 1e6
         note = (" (no pipeweave binary: Python work misses spells that slow the executor's "
                 "step; give --tool)")
-        medians = quarter_medians(python_work_times(seconds))
+        times = python_work_times(seconds)
+    medians = quarter_medians(times)
     if not medians:
         fail("too few timings to summarise; give more SECONDS")
     fast, slow = min(medians) * unit, max(medians) * unit

@@ -7,6 +7,13 @@
 #include "ir/status.h"
 
 namespace pw::tools {
+namespace {
+
+// What both notes advise where the machine moved under a measurement.
+constexpr char kProfileAgain[] =
+    "profile again when the machine is steadier (benchmarks/machine_steadiness.py measures it)";
+
+}  // namespace
 
 double RoundOpTime(const std::map<std::string, std::vector<double>>& seconds) {
   double total = 0;
@@ -25,8 +32,7 @@ std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double
                 "op times (each signature's median, summed) ran from ",
                 static_cast<int>(*fastest * 1e6 + 0.5), " to ",
                 static_cast<int>(*slowest * 1e6 + 0.5), " us, ", ratio,
-                ", and the table prices its ops at that mix of speeds; profile again when the ",
-                "machine is steadier (benchmarks/machine_steadiness.py measures it)");
+                ", and the table prices its ops at that mix of speeds; ", kProfileAgain);
 }
 
 std::string SlowMeasuringRunNote(double measured, double with_all) {
@@ -36,10 +42,9 @@ std::string SlowMeasuringRunNote(double measured, double with_all) {
                 measured / with_all, with_all * 1e3);
   return StrCat("the measuring run stepped ", figures,
                 " the simulation reaches with all of its measured straggle: the machine was ",
-                "slower during it than while the ops were timed (a spell: profile again when the ",
-                "machine is steadier, benchmarks/machine_steadiness.py measures it), or the plan ",
-                "spends time the model does not see (compare its traces: run --trace, sim ",
-                "--trace, scripts/compare_traces.py)");
+                "slower during it than while the ops were timed (a spell: ", kProfileAgain,
+                "), or the plan spends time the model does not see (compare its traces: run ",
+                "--trace, sim --trace, scripts/compare_traces.py)");
 }
 
 }  // namespace pw::tools
