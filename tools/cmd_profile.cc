@@ -52,7 +52,8 @@ std::string StragglesText(const cost::CommFit& f) {
 constexpr const char* kUsage =
     "pipeweave profile FILE [FILE...] -o COSTS [--repeat N (20)] [--warmup N (3)]\n"
     "           [--threads N] [--pipeline PASSES] [--merge] [--comm]\n"
-    "           [--comm-steps N (6)] [--store redis://HOST:PORT --rank-prefix 'CMD {host}']\n"
+    "           [--comm-steps N (6)] [--comm-runs N (2)] [--store redis://HOST:PORT --rank-prefix "
+    "'CMD {host}']\n"
     "           [--cache auto|hot|l3|dram] [--no-calibrate] [--backend cpu|cuda] [--gpu N (0)]\n"
     "           [--in-run [--in-run-steps N (6)] [--micro-batches M (4)]]\n"
     "Runs every distinct (op type, input shapes, dtype, attributes) of the modules on the\n"
@@ -73,7 +74,11 @@ constexpr const char* kUsage =
     "results into an existing COSTS (repeat-weighted).\n"
     "--comm also measures the communication of every module that has more than one rank:\n"
     "its plan trains for --comm-steps steps (6) on as many rank processes (CPU streams over\n"
-    "TCP, as pipeweave run starts them) with a clock around every all-reduce, send and recv;\n"
+    "TCP, as pipeweave run starts them) with a clock around every all-reduce, send and recv,\n"
+    "--comm-runs times (2; up to 2 more until another run comes within 1.1x of the fastest\n"
+    "and the fastest within 1.1x of the longest step the simulation reaches), keeping the\n"
+    "median of the runs within 1.1x of the fastest (a slow spell of the machine only slows\n"
+    "a run);\n"
     "the table gets per kind and group size the samples at the sizes it moved (printed: the\n"
     "median and mean at each size), an alpha-beta fit and its residual, the CPU each\n"
     "operation cost its rank and how far the last member of a group arrived behind the\n"
@@ -142,16 +147,21 @@ struct CaughtWaits {
     spins.Add(run.caught);
     steps += static_cast<double>(measured_steps);
   }
-  // Into `spec`, with a line saying what it rests on; runs that caught none leave it as is.
+  // Into `spec`; runs that caught none leave it as is (false).
+  bool Apply(cost::DeviceSpec& spec) const {
+    if (spins.shared_waits == 0 || spins.shared_seconds <= 0) return false;
+    spec.set_spin_cpu_share(std::clamp(spins.CoreShare(), 0.0, 1.0));
+    return true;
+  }
+  // The same, with a line saying what it rests on.
   void Record(cost::DeviceSpec& spec) const {
-    if (spins.shared_waits == 0 || spins.shared_seconds <= 0) {
+    if (!Apply(spec)) {
       std::fprintf(stderr,
                    "a thread spinning for an event on busy cores: no wait caught spinning on a "
                    "shared core in the measuring run (%.3f of a core, as the spec had it)\n",
                    spec.spin_cpu_share());
       return;
     }
-    spec.set_spin_cpu_share(std::clamp(spins.CoreShare(), 0.0, 1.0));
     const double n = static_cast<double>(spins.shared_waits);
     std::fprintf(stderr,
                  "a thread spinning for an event on busy cores: %.3f of a core (%.0f waits a "
@@ -184,6 +194,21 @@ Status FitTurns(const std::vector<cost::MeasuredStep>& runs, cost::OpCostTable& 
   return OkStatus();
 }
 
+// How far the measuring `run` of `module` stepped beyond the longest step the turn fit can
+// simulate for it (FitTurnStraggle with all of the straggle), priced with `table` and the
+// waits `caught` so far, each with the run's own added: over kBeyondReach, the run met a
+// slower machine than the ops were timed on, or the plan spends time the model does not see.
+// 0 where the plan's step does not depend on the turns.
+StatusOr<double> BeyondFit(const Module& module, const cost::CommProfile& run,
+                           cost::OpCostTable table, CaughtWaits caught, int64_t measured_steps) {
+  for (const cost::CommFit& f : run.fits) table.MergeComm(f);
+  caught.Add(run, measured_steps);
+  caught.Apply(*table.mutable_proto().mutable_device_spec());
+  PW_ASSIGN_OR_RETURN(cost::TurnStraggleFit fit,
+                      cost::FitTurnStraggle({{&module, run.step_seconds}}, table, ops::Registry()));
+  return fit.fitted && fit.with_all > 0 ? fit.measured / fit.with_all : 0.0;
+}
+
 // Records beside each in-run entry what its runs found beyond the cache the fit chooses (a
 // core's L2 when there is one schedule), and the price of a byte there where the runs of
 // several schedules tell it.
@@ -207,7 +232,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   flags.Value("output").Alias("o", "output");
   for (const char* name :
        {"repeat", "warmup", "threads", "pipeline", "cache", "comm-steps", "backend", "gpu", "store",
-        "rank-prefix", "in-run-steps", "micro-batches"})
+        "rank-prefix", "in-run-steps", "micro-batches", "comm-runs"})
     flags.Value(name);
   flags.Alias("blas-threads", "threads");
   flags.Switch("merge").Switch("comm").Switch("no-calibrate").Switch("in-run");
@@ -221,6 +246,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   PW_ASSIGN_OR_RETURN(int64_t warmup, flags.GetInt("warmup", 3, 0, kMaxRuns));
   PW_ASSIGN_OR_RETURN(int64_t requested_threads, flags.GetInt("threads", 0, 1, 4096));
   PW_ASSIGN_OR_RETURN(int64_t comm_steps, flags.GetInt("comm-steps", 6, 2, kMaxRuns));
+  PW_ASSIGN_OR_RETURN(int64_t comm_runs, flags.GetInt("comm-runs", 2, 1, 100));
   PW_ASSIGN_OR_RETURN(int64_t in_run_steps, flags.GetInt("in-run-steps", 6, 1, kMaxRuns));
   PW_ASSIGN_OR_RETURN(int64_t micro_batches, flags.GetInt("micro-batches", 4, 1, kMaxRuns));
   const bool in_run = flags.Has("in-run");
@@ -243,6 +269,8 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   placement.store = flags.Get("store");
   std::istringstream prefix(flags.Get("rank-prefix"));  // words split at spaces
   for (std::string word; prefix >> word;) placement.rank_prefix.push_back(word);
+  if (flags.Has("comm-runs") && !flags.Has("comm"))
+    return InvalidArgument("--comm-runs counts the measuring runs of --comm: add --comm");
   if ((!placement.store.empty() || !placement.rank_prefix.empty()) && !flags.Has("comm"))
     return InvalidArgument("--store and --rank-prefix place the ranks of --comm's run: add --comm");
   if (!placement.store.empty() && placement.store.rfind("redis://", 0) != 0)
@@ -341,49 +369,49 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
   // --in-run: the signatures the runs execute are timed there, the rest alone. The steps
   // are split over runs spread through the profile (before the ops timed alone, after them,
   // after the calibration, the rest at the end): this machine's speed moves over seconds,
-  // and one run of a few steps meets one moment of it.
-  std::map<std::string, std::vector<double>> run_seconds;
-  // The same per schedule of the runs' plans (ScheduleOf): each schedule's entries are kept
-  // apart where the runs' plans have more than one.
-  std::map<std::string, std::map<std::string, std::vector<double>>> schedule_seconds;
-  // Plans of several schedules take turns in runs of ~3 steps, so that what sets their
-  // schedules' costs apart is their order and not the moment each ran at.
+  // and one run of a few steps meets one moment of it. Plans of several schedules take
+  // turns in runs of ~3 steps, so that what sets their schedules' costs apart is their order
+  // and not the moment each ran at.
   std::set<std::string> schedules;
   for (const Module& module : to_run) schedules.insert(ScheduleOf(module));
   const int64_t most_rounds = schedules.size() > 1 ? std::max<int64_t>(3, in_run_steps / 3) : 3;
   const int in_run_rounds =
       in_run ? static_cast<int>(std::min<int64_t>(most_rounds, in_run_steps)) : 0;
   int in_run_round = 0;
-  std::vector<std::vector<double>> round_times(to_run.size());  // each plan's rounds' op times
-  auto measure_in_run = [&]() -> Status {
-    if (in_run_round == in_run_rounds) return OkStatus();
+  // Each plan's rounds: what each timed, by signature, and its op time (RoundOpTime).
+  std::vector<std::vector<std::map<std::string, std::vector<double>>>> rounds(to_run.size());
+  std::vector<std::vector<double>> round_times(to_run.size());
+  auto run_round = [&](int steps, const std::string& which) -> Status {
     InRunOptions run;
-    // The steps left, over the rounds left.
-    const int64_t done = in_run_steps * in_run_round / in_run_rounds;
-    run.steps = static_cast<int>(in_run_steps * (in_run_round + 1) / in_run_rounds - done);
+    run.steps = steps;
     run.micro_batches = static_cast<int>(micro_batches);
     run.kernel_threads = options.blas_threads;
-    ++in_run_round;
     for (size_t i = 0; i < to_run.size(); ++i) {
       const Module& module = to_run[i];
       bar.Update(0, ops.size(),
-                 StrCat("a ", run.steps, "-step run of ", module.name, " (", in_run_round, " of ",
-                        in_run_rounds, ")"));
+                 StrCat("a ", run.steps, "-step run of ", module.name, " (", which, ")"));
       StatusOr<std::map<std::string, std::vector<double>>> measured = MeasureOpsInRun(module, run);
       if (!measured.ok()) return measured.status().WithContext(StrCat("--in-run of ", module.name));
-      auto& own = schedule_seconds[ScheduleOf(module)];
       round_times[i].push_back(RoundOpTime(*measured));
-      for (auto& [key, seconds] : *measured) {
-        run_seconds[key].insert(run_seconds[key].end(), seconds.begin(), seconds.end());
-        own[key].insert(own[key].end(), seconds.begin(), seconds.end());
-      }
+      rounds[i].push_back(std::move(measured).value());
     }
     return OkStatus();
   };
+  auto measure_in_run = [&]() -> Status {
+    if (in_run_round == in_run_rounds) return OkStatus();
+    // The steps left, over the rounds left.
+    const int64_t done = in_run_steps * in_run_round / in_run_rounds;
+    const int steps = static_cast<int>(in_run_steps * (in_run_round + 1) / in_run_rounds - done);
+    ++in_run_round;
+    return run_round(steps, StrCat(in_run_round, " of ", in_run_rounds));
+  };
   PW_RETURN_IF_ERROR(measure_in_run());
+  std::set<std::string> in_run_keys;  // every round of a plan times the same signatures
+  for (const auto& plan_rounds : rounds)
+    for (const auto& [key, seconds] : plan_rounds.front()) in_run_keys.insert(key);
   std::vector<cost::CostedOp> alone;
   for (const cost::CostedOp& c : ops)
-    if (!run_seconds.count(c.sig.key)) alone.push_back(c);
+    if (!in_run_keys.count(c.sig.key)) alone.push_back(c);
   PW_ASSIGN_OR_RETURN(cost::ProfileResult result, cost::ProfileOps(alone, options));
   PW_RETURN_IF_ERROR(measure_in_run());
   bar.Finish();
@@ -407,10 +435,35 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                  "the CPU it used since it slept once woken\n",
                  spec.held_spin_latency() * 1e3, spec.held_wake_factor());
   while (in_run_round < in_run_rounds) PW_RETURN_IF_ERROR(measure_in_run());
+  // Rounds that met a slow spell are taken again, up to as many more as were planned, of
+  // every plan (so that schedules still take turns), until each plan has as many steady.
+  const size_t wanted = static_cast<size_t>(in_run_rounds);
+  const int retake_steps =
+      static_cast<int>((in_run_steps + in_run_rounds - 1) / std::max(in_run_rounds, 1));
+  for (int again = 1; again <= in_run_rounds; ++again) {
+    if (std::none_of(round_times.begin(), round_times.end(),
+                     [&](const std::vector<double>& t) { return WantsAnotherRound(t, wanted); }))
+      break;
+    PW_RETURN_IF_ERROR(run_round(retake_steps, StrCat("again, ", again, " of up to ", in_run_rounds,
+                                                      ": a round met a slower machine")));
+  }
   bar.Finish();
-  for (size_t i = 0; i < to_run.size(); ++i)
-    if (std::string note = UnsteadyRoundsNote(to_run_paths[i], round_times[i]); !note.empty())
+  // The table prices from each plan's steady rounds.
+  std::map<std::string, std::vector<double>> run_seconds;
+  // The same per schedule of the runs' plans (ScheduleOf): each schedule's entries are kept
+  // apart where the runs' plans have more than one.
+  std::map<std::string, std::map<std::string, std::vector<double>>> schedule_seconds;
+  for (size_t i = 0; i < to_run.size(); ++i) {
+    if (std::string note = UnsteadyRoundsNote(to_run_paths[i], round_times[i], wanted);
+        !note.empty())
       std::fprintf(stderr, "%s\n", note.c_str());
+    auto& own = schedule_seconds[ScheduleOf(to_run[i])];
+    for (size_t r : SteadyRounds(round_times[i]))
+      for (const auto& [key, seconds] : rounds[i][r]) {
+        run_seconds[key].insert(run_seconds[key].end(), seconds.begin(), seconds.end());
+        own[key].insert(own[key].end(), seconds.begin(), seconds.end());
+      }
+  }
   auto entry_of = [&](const cost::CostedOp& c, const std::vector<double>& seconds) {
     return cost::EntryFromSamples(c.sig, seconds,
                                   options.blas_threads == 1 ? seconds : std::vector<double>{});
@@ -435,11 +488,7 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                  "ops timed in runs of %s plans: each schedule's costs kept apart (sim prices a "
                  "plan with its schedule's own)\n",
                  result.table.InRunSchedulesText().c_str());
-  if (in_run) {
-    std::set<std::string> in_run_keys;
-    for (const auto& [key, seconds] : run_seconds) in_run_keys.insert(key);
-    RecordStaleBytes(stale, in_run_keys, result.table);
-  }
+  if (in_run) RecordStaleBytes(stale, in_run_keys, result.table);
 
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");
@@ -447,12 +496,51 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
     CaughtWaits caught;
     for (size_t m = 0; m < communicating.size(); ++m) {
       const Module& module = communicating[m];
-      comm_bar.Update(m, communicating.size(),
-                      StrCat("a ", comm_steps, "-step run of ", module.name, " on ",
-                             module.mesh.world_size(), " ranks"));
-      StatusOr<cost::CommProfile> comm =
-          MeasureComm(module, result.table, static_cast<int>(comm_steps), placement);
-      if (!comm.ok()) return comm.status().WithContext(module.name);
+      // --comm-runs measuring runs, and up to kMeasuringRetakes more while the fastest is
+      // unconfirmed or beyond the fit's reach; the fit rests on the median of those near the
+      // fastest (KeptRun). A slow spell of the machine only ever slows a run, and the runs to
+      // predict step outside them (their median step does).
+      std::vector<cost::CommProfile> runs;
+      std::vector<double> run_steps;
+      for (int run = 1;; ++run) {
+        if (run > comm_runs) {
+          if (run > comm_runs + kMeasuringRetakes) break;
+          double beyond = 0;
+          if (spec.cores_per_node() > 0) {
+            const cost::CommProfile& fastest =
+                runs[std::min_element(run_steps.begin(), run_steps.end()) - run_steps.begin()];
+            PW_ASSIGN_OR_RETURN(beyond,
+                                BeyondFit(module, fastest, result.table, caught, comm_steps - 1));
+          }
+          if (FastestConfirmed(run_steps) && beyond <= kBeyondReach) break;
+        }
+        comm_bar.Update(m, communicating.size(),
+                        StrCat("a ", comm_steps, "-step run of ", module.name, " on ",
+                               module.mesh.world_size(), " ranks (", run, ")"));
+        StatusOr<cost::CommProfile> measured =
+            MeasureComm(module, result.table, static_cast<int>(comm_steps), placement);
+        if (!measured.ok()) return measured.status().WithContext(module.name);
+        run_steps.push_back(measured->step_seconds);
+        runs.push_back(std::move(measured).value());
+      }
+      const cost::CommProfile* comm = &runs[KeptRun(run_steps)];
+      if (run_steps.size() > 1) {
+        std::string listed;
+        for (double seconds : run_steps) {
+          char ms[32];
+          std::snprintf(ms, sizeof ms, "%s%.2f", listed.empty() ? "" : ", ", seconds * 1e3);
+          listed += ms;
+        }
+        std::fprintf(stderr,
+                     "the measuring runs of %s stepped %s ms%s: the fit rests on the %.2f ms "
+                     "one (the median of those within %.2fx of the fastest)\n",
+                     module.name.c_str(), listed.c_str(),
+                     static_cast<int64_t>(run_steps.size()) > comm_runs
+                         ? " (the last beyond --comm-runs: the fastest was unconfirmed or beyond "
+                           "the simulation's reach)"
+                         : "",
+                     comm->step_seconds * 1e3, kBeyondReach);
+      }
       measured_steps.push_back({&module, comm->step_seconds});
       caught.Add(*comm, comm_steps - 1);
       for (const cost::CommFit& f : comm->fits) {

@@ -22,21 +22,58 @@ double RoundOpTime(const std::map<std::string, std::vector<double>>& seconds) {
   return total;
 }
 
-std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double>& round_times) {
+std::vector<size_t> SteadyRounds(const std::vector<double>& round_times) {
+  std::vector<size_t> steady;
+  if (round_times.empty()) return steady;
+  const double fastest = *std::min_element(round_times.begin(), round_times.end());
+  for (size_t r = 0; r < round_times.size(); ++r)
+    if (round_times[r] <= kUnsteadyRounds * fastest) steady.push_back(r);
+  return steady;
+}
+
+bool WantsAnotherRound(const std::vector<double>& round_times, size_t wanted) {
+  return SteadyRounds(round_times).size() < wanted;
+}
+
+std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double>& round_times,
+                               size_t wanted) {
   if (round_times.size() < 2) return "";
   const auto [fastest, slowest] = std::minmax_element(round_times.begin(), round_times.end());
   if (*fastest <= 0 || *slowest <= kUnsteadyRounds * *fastest) return "";
+  const size_t steady = SteadyRounds(round_times).size();
   char ratio[32];
   std::snprintf(ratio, sizeof ratio, "%.2fx", *slowest / *fastest);
   return StrCat("the machine's speed moved while ", plan, "'s ops were timed: its in-run rounds' ",
                 "op times (each signature's median, summed) ran from ",
                 static_cast<int>(*fastest * 1e6 + 0.5), " to ",
-                static_cast<int>(*slowest * 1e6 + 0.5), " us, ", ratio,
-                ", and the table prices its ops at that mix of speeds; ", kProfileAgain);
+                static_cast<int>(*slowest * 1e6 + 0.5), " us, ", ratio, "; the table prices its ",
+                "ops from the ", steady, " of ", round_times.size(), " rounds within ",
+                kUnsteadyRounds, "x of the fastest",
+                steady < wanted ? StrCat(" (", wanted, " wanted: ", kProfileAgain, ")") : "");
+}
+
+bool BeyondReach(double measured, double with_all) {
+  return with_all > 0 && measured > kBeyondReach * with_all;
+}
+
+bool FastestConfirmed(std::vector<double> steps) {
+  if (steps.size() < 2) return true;
+  std::partial_sort(steps.begin(), steps.begin() + 2, steps.end());
+  return steps[1] <= kBeyondReach * steps[0];
+}
+
+size_t KeptRun(const std::vector<double>& steps) {
+  if (steps.empty()) return 0;
+  const double fastest = *std::min_element(steps.begin(), steps.end());
+  std::vector<size_t> near;
+  for (size_t r = 0; r < steps.size(); ++r)
+    if (steps[r] <= kBeyondReach * fastest) near.push_back(r);
+  std::sort(near.begin(), near.end(), [&](size_t a, size_t b) { return steps[a] < steps[b]; });
+  return near[near.size() / 2];
 }
 
 std::string SlowMeasuringRunNote(double measured, double with_all) {
-  if (with_all <= 0 || measured <= kBeyondReach * with_all) return "";
+  if (!BeyondReach(measured, with_all)) return "";
   char figures[128];
   std::snprintf(figures, sizeof figures, "%.3f ms, %.2fx the %.3f ms", measured * 1e3,
                 measured / with_all, with_all * 1e3);

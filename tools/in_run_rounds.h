@@ -20,13 +20,39 @@ double RoundOpTime(const std::map<std::string, std::vector<double>>& seconds);
 // Rounds whose slowest op time is more than this over their fastest are reported.
 inline constexpr double kUnsteadyRounds = 1.15;
 
-// One line saying how far the op time of `plan`'s rounds moved and what it means, when the
-// slowest is more than kUnsteadyRounds over the fastest; "" otherwise (and for one round).
-std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double>& round_times);
+// The rounds to price a plan's ops from: those whose op time is within kUnsteadyRounds of
+// the fastest, in their order (all of one round or none).
+std::vector<size_t> SteadyRounds(const std::vector<double>& round_times);
+
+// Whether a plan with these rounds wants another: fewer than `wanted` of them are steady.
+bool WantsAnotherRound(const std::vector<double>& round_times, size_t wanted);
+
+// One line, when the slowest of `plan`'s rounds is more than kUnsteadyRounds over the
+// fastest, saying how far they moved, how many the table prices from, and, when fewer than
+// `wanted` are steady, what to do; "" otherwise (and for one round).
+std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double>& round_times,
+                               size_t wanted);
+
+// `profile --comm` takes a plan's measuring run a few times and keeps the fastest; it takes
+// up to this many more while the fastest is unconfirmed (below) or beyond reach.
+inline constexpr int kMeasuringRetakes = 2;
+
+// Whether the fastest of a plan's measuring runs (their steps) is confirmed: another came
+// within kBeyondReach of it, or there is only one. Two runs far apart met different
+// speeds of the machine.
+bool FastestConfirmed(std::vector<double> steps);
+
+// Which of a plan's measuring runs (their steps) the fit rests on: of those within
+// kBeyondReach of the fastest, the median (of an even count, the slower middle one). The
+// fastest alone would lean fast: runs outside the spells still spread by a few percent.
+size_t KeptRun(const std::vector<double>& steps);
 
 // A measuring run slower than this over the simulation with all of its measured straggle is
 // reported.
 inline constexpr double kBeyondReach = 1.10;
+
+// Whether a measuring run stepped `measured` beyond the reach of the fit (`with_all`).
+bool BeyondReach(double measured, double with_all);
 
 // One line when the measuring run's step (`measured`, seconds; of several plans, summed)
 // is more than kBeyondReach over the longest step the fit can simulate (`with_all`): the
