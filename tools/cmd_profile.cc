@@ -69,8 +69,10 @@ constexpr const char* kUsage =
     "activations just written, its weights in L3 when a rank's parameters fit in it, else in\n"
     "memory (--cache auto; or force one).\n"
     "It also calibrates the per-op overhead of the executor and of the reference runner on\n"
-    "a tiny GPT, and the CPU a stream's thread costs per wait for another stream's event on\n"
-    "busy cores (--no-calibrate skips these, and the transfer probe below). --merge folds the\n"
+    "a tiny GPT (with --in-run, the reference's on the first unplanned module itself: its\n"
+    "steps against the executor's, since what it adds grows with the ops), and the CPU a\n"
+    "stream's thread costs per wait for another stream's event on busy cores\n"
+    "(--no-calibrate skips these, and the transfer probe below). --merge folds the\n"
     "results into an existing COSTS (repeat-weighted).\n"
     "--comm also measures the communication of every module that has more than one rank:\n"
     "its plan trains for --comm-steps steps (6) on as many rank processes (CPU streams over\n"
@@ -489,6 +491,24 @@ StatusOr<int> RunProfile(const std::vector<std::string>& args) {
                  "plan with its schedule's own)\n",
                  result.table.InRunSchedulesText().c_str());
   if (in_run) RecordStaleBytes(stale, in_run_keys, result.table);
+  // The reference runner runs an unplanned module: its overhead per op measured on the
+  // first one itself, its ops as large as they are there.
+  const auto unplanned = std::find_if(to_run.begin(), to_run.end(),
+                                      [](const Module& module) { return module.plan.empty(); });
+  if (!on_gpu && !flags.Has("no-calibrate") && unplanned != to_run.end()) {
+    PW_ASSIGN_OR_RETURN(
+        ReferenceCalibration reference,
+        CalibrateReferenceOn(*unplanned, static_cast<int>(micro_batches), options.blas_threads,
+                             result.table, spec.op_overhead()));
+    spec.set_reference_op_overhead(reference.reference);
+    std::fprintf(stderr,
+                 "reference runner's overhead per op on %s: %.2f us (its steps %.3fx the "
+                 "executor's, the median of %d alternated rounds: %.3f against %.3f ms over %d "
+                 "steps each; %.0f ops)\n",
+                 to_run_paths[unplanned - to_run.begin()].c_str(), reference.reference * 1e6,
+                 reference.ratio, reference.rounds, reference.reference_ms, reference.executor_ms,
+                 reference.steps, reference.ops);
+  }
 
   if (flags.Has("comm")) {
     ProgressBar comm_bar("communication");

@@ -22,9 +22,11 @@ namespace {
 constexpr int kMicroBatches = 4;
 // Steps of a run, and runs of each runtime, alternated: a step takes well under a
 // millisecond, and one run of 9 steps put the reference's overhead anywhere in 0.43-0.64 us
-// an op from one profile to the next.
+// an op from one profile to the next. Each runtime's fastest round is taken: on a 2-vCPU VM
+// the executor's median over 3 rounds came out 0.47-0.79 ms a step from one profile to the
+// next (an overhead of 0-0.52 us an op) while its kernels summed 0.52 ms.
 constexpr int kSteps = 21;
-constexpr int kRounds = 3;
+constexpr int kRounds = 6;
 
 // The steps after each run's first (which warms caches and allocators up).
 void AddSteadySteps(std::vector<double> run_ms, std::vector<double>& steady_ms) {
@@ -32,9 +34,80 @@ void AddSteadySteps(std::vector<double> run_ms, std::vector<double>& steady_ms) 
   steady_ms.insert(steady_ms.end(), run_ms.begin(), run_ms.end());
 }
 
-double MedianSeconds(std::vector<double> ms) {
-  std::sort(ms.begin(), ms.end());
-  return ms.empty() ? 0 : ms[ms.size() / 2] * 1e-3;
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+// The simulated step of `planned`'s kernels alone (no runtime overhead), as the executor
+// runs them and as the reference runner does (each micro-batch's gradients added by
+// itself), and their op counts.
+struct KernelSteps {
+  double executor_seconds = 0, reference_seconds = 0;
+  double executor_ops = 0, reference_ops = 0;
+};
+StatusOr<KernelSteps> SimulateKernels(const Module& planned,
+                                      std::shared_ptr<const cost::Estimator> estimator) {
+  cost::SimOptions options;
+  options.op_overhead = 0;
+  options.record_timeline = false;
+  KernelSteps out;
+  for (bool reference : {false, true}) {
+    options.fuse_grad_accumulation = !reference;
+    cost::Simulator simulator(estimator, ops::Registry(), options);
+    cost::SimGraph graph;
+    PW_ASSIGN_OR_RETURN(cost::SimResult step, simulator.Run(planned, &graph));
+    (reference ? out.reference_seconds : out.executor_seconds) = step.step_time;
+    (reference ? out.reference_ops : out.executor_ops) = static_cast<double>(graph.instrs.size());
+  }
+  return out;
+}
+
+// The median steady step (ms) of the reference runner and of the executor on `module`'s
+// sequential plan, runs of `steps` alternated `rounds` times, and the median over the rounds
+// of the one's round over the other's (a slow spell of the machine meets both runs of a
+// round alike). threads > 0: both on that many kernel threads; 0: the reference's default,
+// and the executor on what it leaves.
+struct RuntimeSteps {
+  double reference_ms = 0, executor_ms = 0;
+  double ratio = 0;  // reference over executor
+  // The fastest round's median step of each.
+  double fastest_reference_ms = 0, fastest_executor_ms = 0;
+};
+StatusOr<RuntimeSteps> TimeRuntimes(const Module& module, int micro_batches, int steps, int rounds,
+                                    int threads) {
+  std::vector<double> reference_steps_ms, executor_steps_ms, ratios;
+  RuntimeSteps out;
+  auto faster = [](double& fastest, double ms) {
+    if (ms > 0 && (fastest == 0 || ms < fastest)) fastest = ms;
+  };
+  for (int round = 0; round < rounds; ++round) {
+    ReferenceOptions reference;
+    reference.steps = steps;
+    reference.micro_batches = micro_batches;
+    if (threads > 0) reference.threads = threads;
+    PW_ASSIGN_OR_RETURN(ReferenceResult ref, RunReference(module, reference));
+    std::vector<double> ref_ms;
+    AddSteadySteps(ref.step_time_ms, ref_ms);
+
+    if (threads > 0) ops::SetKernelThreads(threads);
+    std::vector<double> exec_ms;
+    RankRunOptions run;
+    run.steps = steps;
+    run.micro_batches = micro_batches;
+    run.on_step = [&](const RankStepReport& r) { exec_ms.push_back(r.step_ms); };
+    PW_RETURN_IF_ERROR(RunRank(module, nullptr, run));
+    exec_ms.erase(exec_ms.begin());
+    if (const double exec = Median(exec_ms); exec > 0) ratios.push_back(Median(ref_ms) / exec);
+    faster(out.fastest_reference_ms, Median(ref_ms));
+    faster(out.fastest_executor_ms, Median(exec_ms));
+    reference_steps_ms.insert(reference_steps_ms.end(), ref_ms.begin(), ref_ms.end());
+    executor_steps_ms.insert(executor_steps_ms.end(), exec_ms.begin(), exec_ms.end());
+  }
+  out.reference_ms = Median(reference_steps_ms);
+  out.executor_ms = Median(executor_steps_ms);
+  out.ratio = Median(ratios);
+  return out;
 }
 
 }  // namespace
@@ -63,56 +136,57 @@ StatusOr<RuntimeOverheads> CalibrateRuntimes(const cost::ProfileOptions& options
   PW_ASSIGN_OR_RETURN(cost::DeviceSpec device, cost::BuiltinDeviceSpec("cpu"));
   PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
                       cost::Estimator::Create(device, std::move(profiled.table)));
-  cost::SimOptions sim_options;
-  sim_options.op_overhead = 0;
-  sim_options.record_timeline = false;
-  cost::Simulator simulator(estimator, ops::Registry(), sim_options);
-  cost::SimGraph graph;
-  PW_ASSIGN_OR_RETURN(cost::SimResult kernels, simulator.Run(planned, &graph));
-  const double num_ops = static_cast<double>(graph.instrs.size());
-  // The reference runner adds each micro-batch's gradients itself (as sim --runtime
-  // reference prices it): those kernels and ops beside the executor's.
-  cost::SimOptions reference_options = sim_options;
-  reference_options.fuse_grad_accumulation = false;
-  cost::Simulator reference_simulator(estimator, ops::Registry(), reference_options);
-  cost::SimGraph reference_graph;
-  PW_ASSIGN_OR_RETURN(cost::SimResult reference_kernels,
-                      reference_simulator.Run(planned, &reference_graph));
-  const double reference_ops = static_cast<double>(reference_graph.instrs.size());
-
-  std::vector<double> reference_steps_ms, executor_steps_ms;
-  for (int round = 0; round < kRounds; ++round) {
-    ReferenceOptions reference;
-    reference.steps = kSteps;
-    reference.micro_batches = kMicroBatches;
-    PW_ASSIGN_OR_RETURN(ReferenceResult ref, RunReference(module, reference));
-    AddSteadySteps(ref.step_time_ms, reference_steps_ms);
-
-    std::vector<double> exec_ms;
-    RankRunOptions run;
-    run.steps = kSteps;
-    run.micro_batches = kMicroBatches;
-    run.on_step = [&](const RankStepReport& r) { exec_ms.push_back(r.step_ms); };
-    PW_RETURN_IF_ERROR(RunRank(module, nullptr, run));
-    AddSteadySteps(exec_ms, executor_steps_ms);
-  }
+  PW_ASSIGN_OR_RETURN(KernelSteps kernels, SimulateKernels(planned, estimator));
+  PW_ASSIGN_OR_RETURN(RuntimeSteps runs,
+                      TimeRuntimes(module, kMicroBatches, kSteps, kRounds, /*threads=*/0));
 
   RuntimeOverheads out;
-  out.ops = num_ops;
-  out.kernels_ms = kernels.step_time * 1e3;
-  out.reference_ms = MedianSeconds(reference_steps_ms) * 1e3;
-  out.executor_ms = MedianSeconds(executor_steps_ms) * 1e3;
+  out.ops = kernels.executor_ops;
+  out.kernels_ms = kernels.executor_seconds * 1e3;
+  out.reference_ms = runs.fastest_reference_ms;
+  out.executor_ms = runs.fastest_executor_ms;
   // A runtime can come out below the profiled kernels (noise, or kernels warmer than the
   // profiler leaves them: on this tiny GPT the executor often runs faster than their sum):
   // no negative overheads.
-  out.executor = std::max(0.0, (out.executor_ms - out.kernels_ms) * 1e-3 / num_ops);
-  // The reference runner's against the executor's, both running the same kernels the same
-  // way: what the reference takes beyond the executor, less the gradient additions it runs
-  // on top, is its extra per op. Measured against the profiled kernels instead, it took their
+  out.executor = std::max(0.0, (out.executor_ms - out.kernels_ms) * 1e-3 / out.ops);
+  // The reference runner's: the executor's, plus what the reference takes beyond the
+  // executor, less the gradient additions it runs on top, over its ops. Both run the same
+  // kernels the same way; measured against the profiled kernels instead, it took their
   // error in too (0.24 us an op where the two runtimes' difference says 0.5-0.7).
-  const double extra_ms =
-      out.reference_ms - out.executor_ms - (reference_kernels.step_time - kernels.step_time) * 1e3;
-  out.reference = std::max(0.0, (out.executor * num_ops + extra_ms * 1e-3) / reference_ops);
+  const double extra_ms = out.reference_ms - out.executor_ms -
+                          (kernels.reference_seconds - kernels.executor_seconds) * 1e3;
+  out.reference = std::max(
+      0.0, (out.executor * kernels.executor_ops + extra_ms * 1e-3) / kernels.reference_ops);
+  return out;
+}
+
+StatusOr<ReferenceCalibration> CalibrateReferenceOn(const Module& module, int micro_batches,
+                                                    int threads, const cost::OpCostTable& table,
+                                                    double executor_overhead) {
+  PW_ASSIGN_OR_RETURN(Module planned, WithSequentialPlan(module, micro_batches));
+  PW_ASSIGN_OR_RETURN(std::shared_ptr<cost::Estimator> estimator,
+                      cost::Estimator::Create(table.proto().device_spec(), table));
+  PW_ASSIGN_OR_RETURN(KernelSteps kernels, SimulateKernels(planned, estimator));
+  // Runs of about a fifth of a second each (a large model's: the least that leaves two
+  // steady steps), alternated five times, or three where that takes over two seconds: the
+  // machine's speed moves over seconds.
+  const double step_seconds = std::max(kernels.executor_seconds, 1e-6);
+  const int steps = static_cast<int>(std::clamp(0.2 / step_seconds + 1.0, 3.0, double{kSteps}));
+  const int rounds = 2.0 / (2 * steps * step_seconds) >= 5 ? 5 : 3;
+  PW_ASSIGN_OR_RETURN(RuntimeSteps runs,
+                      TimeRuntimes(module, micro_batches, steps, rounds, threads));
+  // The reference priced at its measured ratio to the executor times what sim prices the
+  // executor: a spell slows both runs of a round, and their difference with them.
+  const double executor_step = kernels.executor_seconds + executor_overhead * kernels.executor_ops;
+  ReferenceCalibration out;
+  out.reference = std::max(
+      0.0, (runs.ratio * executor_step - kernels.reference_seconds) / kernels.reference_ops);
+  out.ratio = runs.ratio;
+  out.rounds = rounds;
+  out.ops = kernels.reference_ops;
+  out.executor_ms = runs.executor_ms;
+  out.reference_ms = runs.reference_ms;
+  out.steps = rounds * (steps - 1);
   return out;
 }
 

@@ -92,6 +92,19 @@ grep -q "^memory beyond a $((capacity / 1024)) KiB cache a step (the cost table'
 grep -Eq "^    the price moves its compute by [-+][0-9.]+ ms a step" <<<"$coverage" ||
   fail "coverage without what the price moved: $coverage"
 
+# Calibrated, an unplanned module: the reference runner's overhead per op is measured on it
+# (its steps against the executor's), and the table carries that figure.
+out=$("$pw" profile "$work/ref.pb" -o "$work/ref_calibrated.pbtxt" --repeat 1 --in-run \
+  --in-run-steps 2 --micro-batches 4 2>&1) || fail "profile ref with calibration: $out"
+line=$(grep "^reference runner's overhead per op on $work/ref.pb: " <<<"$out") ||
+  fail "no reference calibration line: $out"
+grep -Eq "its steps [0-9.]+x the executor's, the median of [35] alternated rounds" <<<"$line" ||
+  fail "reference calibration line: $line"
+us=$(sed -n 's/.*ref.pb: \([0-9.]*\) us .*/\1/p' <<<"$line")
+overhead=$(sed -n 's/^  reference_op_overhead: //p' "$work/ref_calibrated.pbtxt")
+awk -v us="$us" -v s="${overhead:-0}" 'BEGIN {exit !(s > 0 && (s * 1e6 - us) ^ 2 < 1e-4)}' ||
+  fail "reference_op_overhead '$overhead' s is not the line's $us us"
+
 # Calibrated (no --no-calibrate): the table's device carries the CPU a stream's wait costs,
 # measured on this machine's busy cores (microseconds: a futex sleep and wake-up, a spin),
 # and with --comm on a pipelined plan the compute a transfer takes from busy cores (tens of
