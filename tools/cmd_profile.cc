@@ -52,8 +52,8 @@ std::string StragglesText(const cost::CommFit& f) {
 constexpr const char* kUsage =
     "pipeweave profile FILE [FILE...] -o COSTS [--repeat N (20)] [--warmup N (3)]\n"
     "           [--threads N] [--pipeline PASSES] [--merge] [--comm]\n"
-    "           [--comm-steps N (6)] [--comm-runs N (2)] [--store redis://HOST:PORT --rank-prefix "
-    "'CMD {host}']\n"
+    "           [--comm-steps N (6)] [--comm-runs N (2)]\n"
+    "           [--store redis://HOST:PORT --rank-prefix 'CMD {host}']\n"
     "           [--cache auto|hot|l3|dram] [--no-calibrate] [--backend cpu|cuda] [--gpu N (0)]\n"
     "           [--in-run [--in-run-steps N (6)] [--micro-batches M (4)]]\n"
     "Runs every distinct (op type, input shapes, dtype, attributes) of the modules on the\n"
