@@ -158,9 +158,13 @@ for kind in 1f1b fthenb; do
       k, p, m, r, (p - m) / m * 100 }'
 done
 echo "simulated steps as Chrome traces: $out/gpt_1f1b.sim.trace.json, $out/gpt_fthenb.sim.trace.json"
+# How steady the machine was just after: a shared VM's slow spells (1.3-1.5x, a second or
+# more) can take a profile's runs or all of the runs above.
+"$root/benchmarks/machine_steadiness.py" 3 --tool "$pw"
 echo "(each run's figure is the median of its 39 steps after the first; on a machine shared with"
-echo " other work both move with its load; benchmarks/cost_model_accuracy.sh profiles before every"
-echo " round, with a larger GPT too)"
+echo " other work both move with its load, and the line above says how much it moved: 1.00x is"
+echo " steady; benchmarks/cost_model_accuracy.sh profiles before every round, with a larger GPT"
+echo " too)"
 
 step "The overlap passes measured: 1f1b (A) against streams + overlap passes (B) on 4 rank processes, simulated beside"
 plan4='append-backward{optimizer=adam,lr=0.01},split-program,schedule{kind=1f1b,micro-batches=8},insert-p2p'
