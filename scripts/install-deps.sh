@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev libhiredis-dev libdnnl-dev libopenblas-dev libhwy-dev
   clang-14 libclang-rt-14-dev llvm-14-tools clang-format
-  redis-server iproute2 time bc
+  redis-server iproute2 time bc python3
 )
 
 missing=()
