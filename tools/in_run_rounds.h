@@ -3,10 +3,11 @@
 // a few short rounds spread over the profile (a round is a couple of steps); a shared VM's
 // speed moves in spells of about a second (the small GPT's step 1.4-1.5x slower in them on
 // one of this project's VMs), and a round taken in a slow spell prices every op of the plan
-// slower together. The table pools the rounds, so it prices ops at whatever mix of speeds
-// they met: the profile says so when its rounds disagree. Likewise `profile --comm`'s
-// measuring run, whose step the ranks' turns on the cores are fitted to: taken in a slow
-// spell, it asks more than the model can give.
+// slower together. A spell only ever slows the machine, and a run's median step falls
+// outside its spells: the table prices ops from the rounds near the fastest, and a round
+// that met a spell is taken again. Likewise `profile --comm`'s measuring run, whose step the
+// ranks' turns on the cores are fitted to: taken in a slow spell, it asks more than the
+// model can give, so it is taken at least twice and the fit rests on a run near the fastest.
 
 #include <map>
 #include <string>
@@ -33,8 +34,8 @@ bool WantsAnotherRound(const std::vector<double>& round_times, size_t wanted);
 std::string UnsteadyRoundsNote(const std::string& plan, const std::vector<double>& round_times,
                                size_t wanted);
 
-// `profile --comm` takes a plan's measuring run a few times and keeps the fastest; it takes
-// up to this many more while the fastest is unconfirmed (below) or beyond reach.
+// `profile --comm` takes a plan's measuring run --comm-runs times, and up to this many more
+// while the fastest is unconfirmed or beyond reach (below).
 inline constexpr int kMeasuringRetakes = 2;
 
 // Whether the fastest of a plan's measuring runs (their steps) is confirmed: another came
@@ -48,7 +49,7 @@ bool FastestConfirmed(std::vector<double> steps);
 size_t KeptRun(const std::vector<double>& steps);
 
 // A measuring run slower than this over the simulation with all of its measured straggle is
-// reported.
+// beyond reach (taken again, then reported); measuring runs this close agree.
 inline constexpr double kBeyondReach = 1.10;
 
 // Whether a measuring run stepped `measured` beyond the reach of the fit (`with_all`).
