@@ -13,6 +13,16 @@ namespace {
 constexpr char kProfileAgain[] =
     "profile again when the machine is steadier (benchmarks/machine_steadiness.py measures it)";
 
+// The indices of `values` within `factor` of the smallest, in their order.
+std::vector<size_t> NearFastest(const std::vector<double>& values, double factor) {
+  std::vector<size_t> near;
+  if (values.empty()) return near;
+  const double fastest = *std::min_element(values.begin(), values.end());
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i] <= factor * fastest) near.push_back(i);
+  return near;
+}
+
 }  // namespace
 
 double RoundOpTime(const std::map<std::string, std::vector<double>>& seconds) {
@@ -23,12 +33,7 @@ double RoundOpTime(const std::map<std::string, std::vector<double>>& seconds) {
 }
 
 std::vector<size_t> SteadyRounds(const std::vector<double>& round_times) {
-  std::vector<size_t> steady;
-  if (round_times.empty()) return steady;
-  const double fastest = *std::min_element(round_times.begin(), round_times.end());
-  for (size_t r = 0; r < round_times.size(); ++r)
-    if (round_times[r] <= kUnsteadyRounds * fastest) steady.push_back(r);
-  return steady;
+  return NearFastest(round_times, kUnsteadyRounds);
 }
 
 bool WantsAnotherRound(const std::vector<double>& round_times, size_t wanted) {
@@ -56,18 +61,13 @@ bool BeyondReach(double measured, double with_all) {
   return with_all > 0 && measured > kBeyondReach * with_all;
 }
 
-bool FastestConfirmed(std::vector<double> steps) {
-  if (steps.size() < 2) return true;
-  std::partial_sort(steps.begin(), steps.begin() + 2, steps.end());
-  return steps[1] <= kBeyondReach * steps[0];
+bool FastestConfirmed(const std::vector<double>& steps) {
+  return steps.size() < 2 || NearFastest(steps, kBeyondReach).size() >= 2;
 }
 
 size_t KeptRun(const std::vector<double>& steps) {
   if (steps.empty()) return 0;
-  const double fastest = *std::min_element(steps.begin(), steps.end());
-  std::vector<size_t> near;
-  for (size_t r = 0; r < steps.size(); ++r)
-    if (steps[r] <= kBeyondReach * fastest) near.push_back(r);
+  std::vector<size_t> near = NearFastest(steps, kBeyondReach);
   std::sort(near.begin(), near.end(), [&](size_t a, size_t b) { return steps[a] < steps[b]; });
   return near[near.size() / 2];
 }

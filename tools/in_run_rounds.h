@@ -41,7 +41,7 @@ inline constexpr int kMeasuringRetakes = 2;
 // Whether the fastest of a plan's measuring runs (their steps) is confirmed: another came
 // within kBeyondReach of it, or there is only one. Two runs far apart met different
 // speeds of the machine.
-bool FastestConfirmed(std::vector<double> steps);
+bool FastestConfirmed(const std::vector<double>& steps);
 
 // Which of a plan's measuring runs (their steps) the fit rests on: of those within
 // kBeyondReach of the fastest, the median (of an even count, the slower middle one). The
