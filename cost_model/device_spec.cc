@@ -42,8 +42,9 @@ DeviceSpec CpuSpec() {
   s.set_inter_node_latency(50e-6);
   s.set_ranks_per_node(64);
   s.set_cores_per_node(2);
-  s.set_overlap_slowdown(0);  // the core-sharing model covers it
-  s.set_comm_threads(0);      // the measured CPU per operation replaces it (CommFit)
+  s.set_cores_in_turns(true);  // the executor's ranks run their ops whole (core_turns.h)
+  s.set_overlap_slowdown(0);   // the core-sharing model covers it
+  s.set_comm_threads(0);       // the measured CPU per operation replaces it (CommFit)
   s.set_op_overhead(1e-6);
   s.set_reference_op_overhead(2e-6);
   s.set_busy_wake_latency(1e-3);

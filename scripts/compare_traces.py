@@ -391,6 +391,7 @@ def main():
             sys.exit("--merge needs the ranks' traces of one `pipeweave run --trace` on one host")
         return
     print_starts(offsets, measured_evs, sim_evs)
+    print_computing_at_once(offsets, measured_evs, sim_evs)
     print_transfers(offsets, measured_evs, sim_evs, median, mean)
     print_collective_split(offsets, measured_evs, sim_evs, mean)
     if args.merge:
@@ -458,6 +459,50 @@ def print_collective_split(offsets, measured_evs, sim_evs, mean):
     for stream, (straggles, ends, sim_ends) in sorted(rows.items()):
         print(f"  {stream:<12} {mean(straggles):>18} {mean(ends):>11} {len(ends):6d}"
               f"   {mean(sim_ends):>22} {len(sim_ends):6d}")
+
+
+def computing_at_once(evs_by_rank, offsets, collective_ops):
+    """k -> the share of the step during which k ranks were inside a compute op on their
+    compute stream (collectives and waits not counted), the ranks on one time line."""
+    edges, lo, hi = [], float("inf"), float("-inf")
+    for rank, evs in evs_by_rank.items():
+        names = thread_names(evs)
+        for e in evs:
+            if e.get("ph") != "X":
+                continue
+            start = e["ts"] + offsets.get(rank, 0.0)
+            lo, hi = min(lo, start), max(hi, start + e["dur"])
+            if (names.get((e["pid"], e["tid"])) == "compute" and e["name"] != "wait" and
+                    e["name"] not in collective_ops and e.get("cat") != "collective"):
+                edges += [(start, 1), (start + e["dur"], -1)]
+    shares = collections.Counter()
+    if hi <= lo:
+        return shares
+    inside, last = 0, lo
+    for t, step in sorted(edges):
+        shares[inside] += t - last
+        inside, last = inside + step, t
+    shares[inside] += hi - last
+    return {k: v / (hi - lo) for k, v in shares.items()}
+
+
+def print_computing_at_once(offsets, measured_evs, sim_evs):
+    """How many ranks computed at once, measured beside simulated: on shared cores the ranks
+    that wait (collectives, receives) leave their cores to the others, and a simulation whose
+    ranks fall into step (all computing, then all waiting) idles cores that runs use."""
+    collective_ops = {e["name"] for e in sim_evs if e.get("ph") == "X" and
+                      e.get("cat") == "collective"}
+    measured = computing_at_once(measured_evs, offsets, collective_ops)
+    simulated = computing_at_once(by_rank(sim_evs), {}, collective_ops)
+    if not measured or not simulated:
+        return
+    ranks = len(measured_evs)
+    print("\nranks inside a compute op at once (% of the step; collectives and waits not counted)")
+    print(f"  {'ranks':>5} {'measured':>9} {'simulated':>9}")
+    for k in range(ranks + 1):
+        print(f"  {k:>5} {100 * measured.get(k, 0):8.1f}% {100 * simulated.get(k, 0):8.1f}%")
+    mean = lambda shares: sum(k * v for k, v in shares.items())
+    print(f"  {'mean':>5} {mean(measured):9.2f} {mean(simulated):9.2f}")
 
 
 def first_ops(evs_by_rank, offsets):

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "ir/stream_spin.h"
+#include "simulator/core_turns.h"
 #include "simulator/interval_set.h"
 #include "simulator/memory_fit.h"
 #include "simulator/repeat_steps.h"
@@ -42,6 +43,7 @@ struct Activity {
   bool done = false;      // completed; removed from the running set after the sweep
   double cpu = 0;         // CPU seconds its thread has used (each member's, for communication)
   double core_share = 0;  // compute: the share of a core each of its threads holds
+  bool got_core = false;  // compute in turns (core_turns.h): its thread has had a core
 };
 
 class Engine {
@@ -167,6 +169,8 @@ class Engine {
     double threads() const { return compute + comm; }
   };
   std::vector<NodeLoad> NodeDemand() const;
+  // ComputeRates' compute where the node's cores are taken in turns (core_turns.h).
+  void TakeTurns(const std::vector<NodeLoad>& demand);
   // The rate of each compute thread of a node under `load`.
   double ComputeRate(const NodeLoad& load) const;
   // Stream threads of `rank`'s node that wait for an event and are still spinning.
@@ -204,6 +208,7 @@ class Engine {
   std::vector<Activity> active_;
   std::vector<Activity> to_launch_;           // waits' CPU, launched after the current sweep
   std::vector<int> comm_active_;              // per rank: running transfers and collectives
+  std::optional<CoreTurns> turns_;            // DeviceSpec.cores_in_turns
   std::vector<int> ops_computing_;            // per rank: running compute instructions
   std::vector<double> node_compute_threads_;  // per node: threads running compute
   std::vector<int> node_ranks_;               // per node: its ranks
@@ -212,6 +217,8 @@ class Engine {
 };
 
 void Engine::Prepare() {
+  if (dev_.cores_in_turns() && dev_.cores_per_node() > 0)
+    turns_.emplace(g_.world_size, dev_.cores_per_node());
   pending_.assign(n_, 0);
   succ_.assign(n_, {});
   earliest_.assign(n_, 0);
@@ -638,12 +645,49 @@ void Engine::ComputeRates() {
   }
   ShareLinks();
   const std::vector<NodeLoad> demand = NodeDemand();
+  if (turns_) {
+    TakeTurns(demand);
+    return;
+  }
   auto share = [&](int rank) { return ComputeRate(demand[Node(rank)]); };
   for (Activity& a : active_) {
     if (!a.compute) continue;
     int r = a.ranks[0];
     a.core_share = share(r);
     a.rate = a.core_share / (1 + (comm_active_[r] > 0 ? dev_.overlap_slowdown() : 0));
+  }
+}
+
+void Engine::TakeTurns(const std::vector<NodeLoad>& demand) {
+  // The cores communication leaves (it keeps the CPU it measured, as with even sharing),
+  // and the speed of a thread that holds one (a shared machine's measured thread_rate).
+  std::vector<double> free(demand.size());
+  std::vector<double> speed(demand.size());
+  for (size_t n = 0; n < demand.size(); ++n) {
+    const double threads = demand[n].threads();
+    const double cpu = ThreadRate(dev_, threads) * threads;
+    free[n] = std::max(0.0, cpu - demand[n].comm);
+    speed[n] = dev_.thread_rate().empty()
+                   ? 1.0
+                   : ThreadRate(dev_, std::min<double>(threads, dev_.cores_per_node()));
+  }
+  std::vector<CoreTurns::Claim> claims;
+  std::vector<Activity*> claimed;
+  for (Activity& a : active_) {
+    if (!a.compute || a.done) continue;
+    claims.push_back({a.ranks[0], Node(a.ranks[0]), a.threads, a.began});
+    claimed.push_back(&a);
+  }
+  const std::vector<double> granted = turns_->Grant(now_, free, claims);
+  for (size_t i = 0; i < claimed.size(); ++i) {
+    Activity& a = *claimed[i];
+    const int r = a.ranks[0];
+    // An op that waited for a core began its work when it got one.
+    if (granted[i] > 0 && !a.got_core && !a.finish.empty()) t_[a.finish[0]].active = now_;
+    a.got_core = a.got_core || granted[i] > 0;
+    a.core_share = granted[i] / a.threads;
+    a.rate =
+        a.core_share * speed[Node(r)] / (1 + (comm_active_[r] > 0 ? dev_.overlap_slowdown() : 0));
   }
 }
 
@@ -836,6 +880,7 @@ bool Engine::CompleteFinishedActivities() {
 Status Engine::AdvanceToNextEvent() {
   ComputeRates();
   double next = heap_.empty() ? kInf : heap_.top().first;
+  if (turns_) next = std::min(next, turns_->NextTurnEnd());
   for (Activity& a : active_) {
     a.ends = now_ + a.work / a.rate;
     next = std::min(next, a.ends);

@@ -102,6 +102,7 @@ inline DeviceSpec TestDevice() {
   d.set_event_latency(0);
   d.set_min_kernel_time(0);
   d.set_cores_per_node(0);
+  d.set_cores_in_turns(false);  // where a test gives it cores, they are shared evenly
   d.set_overlap_slowdown(0);
   d.set_intra_node_latency(0.5e-3);
   d.set_intra_node_bandwidth(1e30);
