@@ -22,7 +22,8 @@ wrong.
 
 Ranks that ran on one host (their traces name the host and where the step began on its
 steady clock) are put on one time line: then each rank's step start relative to the first
-rank's, and the pipeline transfers from the sender's send to the receiver's data (paired as
+rank's, how many ranks were inside a compute op at once (collectives and waits not counted),
+and the pipeline transfers from the sender's send to the receiver's data (paired as
 the simulated trace pairs them), measured beside simulated; and each stream's collectives
 split into the members' straggle and the time from the last arrival to the end. Then each rank's jobs (a
 micro-batch's forward F, backward B or W, the optimizer OPT...): the median over its

@@ -16,7 +16,11 @@
 // collective what it keeps of a core on each member: its measured CPU per operation over
 // its time, else the device's comm_threads), compute runs at the rate the device measured
 // for D busy threads (thread_rate, which holds other users' share of the machine; else
-// min(1, C/D)). Communication takes the time measured for it inside a short run of a plan
+// min(1, C/D)). With cores_in_turns (the built-in cpu spec, so every profile's table) the
+// cores communication leaves are not shared evenly but taken in turns (core_turns.h): a
+// thread that holds a core runs its ops at full speed until its stream blocks or its slice
+// ends while another waits, and the others queue for one, as the executor's rank
+// processes take them. Communication takes the time measured for it inside a short run of a plan
 // (pipeweave profile --comm), which holds the wake-ups and the spinning of the transport
 // on busy cores; a collective also waits for its measured straggle (ranks on shared
 // cores reach it apart, which equal simulated ranks never do), except on a compute stream

@@ -78,6 +78,18 @@ grep -Eq '^ +0 +OPT +[0-9.]+ +[0-9.]+ +1 +[0-9.]+ +[0-9.]+ +1$' <<<"$table" ||
 for rank in 0 1; do
   grep -Eq "^ +$rank +[0-9]+ +[0-9]+$" <<<"$table" || fail "no first-op row for rank $rank: $table"
 done
+# How many of the 2 ranks computed at once, measured and simulated: shares of the step that
+# add up to the whole on each side, and their means.
+python3 - <<PY || fail "no ranks-at-once table adding up: $table"
+import re
+table = """$table"""
+rows = re.findall(r"^ +([0-2]) +([0-9.]+)% +([0-9.]+)%$", table.split("ranks inside a compute op at once")[1], re.M)
+assert [r[0] for r in rows] == ["0", "1", "2"], rows
+for side in (1, 2):
+    assert abs(sum(float(r[side]) for r in rows) - 100) < 0.5, rows
+mean = re.search(r"^ +mean +([0-9.]+) +([0-9.]+)$", table, re.M)
+assert mean and all(0 < float(m) <= 2 for m in mean.groups()), mean
+PY
 grep -Eq '^  0 -> 1 +F +[0-9.]+ +[0-9.]+ +4 +[0-9.]+ +[0-9.]+ +4$' <<<"$table" ||
   fail "no activation transfer row: $table"
 grep -Eq '^  1 -> 0 +B +[0-9.]+ +[0-9.]+ +4 +[0-9.]+ +[0-9.]+ +4$' <<<"$table" ||
