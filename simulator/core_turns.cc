@@ -12,35 +12,35 @@ double TurnSlice(int cores) {
   return kBaseSlice * (1 + std::floor(std::log2(static_cast<double>(scaled))));
 }
 
-CoreTurns::CoreTurns(int ranks, int cores)
-    : slice_(TurnSlice(cores)), held_since_(ranks, kNone), queued_since_(ranks, kNone) {}
+CoreTurns::CoreTurns(int threads, int cores)
+    : slice_(TurnSlice(cores)), held_since_(threads, kNone), queued_since_(threads, kNone) {}
 
 std::vector<double> CoreTurns::Grant(double now, const std::vector<double>& free,
                                      const std::vector<Claim>& claims) {
   std::vector<bool> claiming(held_since_.size(), false);
   std::vector<double> wanted(free.size(), 0);  // per node: the threads its claims keep busy
   for (const Claim& c : claims) {
-    claiming[c.rank] = true;
+    claiming[c.thread] = true;
     wanted[c.node] += c.threads;
-    if (held_since_[c.rank] == kNone && queued_since_[c.rank] == kNone)
-      queued_since_[c.rank] = c.ready;
+    if (held_since_[c.thread] == kNone && queued_since_[c.thread] == kNone)
+      queued_since_[c.thread] = c.ready;
   }
   for (size_t r = 0; r < claiming.size(); ++r)
     if (!claiming[r]) held_since_[r] = queued_since_[r] = kNone;
   auto short_of_cores = [&](int node) { return wanted[node] > free[node] * (1 + 1e-9); };
   // A turn that outlasted its slice while another waits ends: the thread queues again.
   for (const Claim& c : claims) {
-    const double since = held_since_[c.rank];
+    const double since = held_since_[c.thread];
     if (since != kNone && short_of_cores(c.node) && now >= since + slice_ * (1 - 1e-9)) {
-      held_since_[c.rank] = kNone;
-      queued_since_[c.rank] = now;
+      held_since_[c.thread] = kNone;
+      queued_since_[c.thread] = now;
     }
   }
   // Turns held first (in the order they began), then the queue in its order.
   std::vector<size_t> order(claims.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto key = [&](size_t i) {
-    const int r = claims[i].rank;
+    const int r = claims[i].thread;
     const bool holds = held_since_[r] != kNone;
     return std::make_tuple(!holds, holds ? held_since_[r] : queued_since_[r], r);
   };
@@ -52,7 +52,7 @@ std::vector<double> CoreTurns::Grant(double now, const std::vector<double>& free
     double& cores = left[c.node];
     granted[i] = std::max(0.0, std::min(c.threads, cores));
     cores -= granted[i];
-    const int r = c.rank;
+    const int r = c.thread;
     if (granted[i] > 0 && held_since_[r] == kNone) {
       held_since_[r] = now;
       queued_since_[r] = kNone;
@@ -64,8 +64,8 @@ std::vector<double> CoreTurns::Grant(double now, const std::vector<double>& free
   }
   next_turn_end_ = std::numeric_limits<double>::infinity();
   for (const Claim& c : claims)
-    if (held_since_[c.rank] != kNone && short_of_cores(c.node))
-      next_turn_end_ = std::min(next_turn_end_, held_since_[c.rank] + slice_);
+    if (held_since_[c.thread] != kNone && short_of_cores(c.node))
+      next_turn_end_ = std::min(next_turn_end_, held_since_[c.thread] + slice_);
   return granted;
 }
 

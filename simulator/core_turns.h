@@ -22,18 +22,19 @@ double TurnSlice(int cores);
 
 class CoreTurns {
  public:
-  // A rank's compute that wants cores now.
+  // Compute that wants cores now, by the thread that runs it: a rank's ops one thread, the
+  // CPU its other threads are charged (wake-ups, transfers) another.
   struct Claim {
-    int rank = 0;
+    int thread = 0;
     int node = 0;
     double threads = 1;  // the threads its op keeps busy
     double ready = 0;    // when its op was started (became runnable)
   };
 
-  CoreTurns(int ranks, int cores);
+  CoreTurns(int threads, int cores);
 
   // The cores (fractions at the margin) each claim gets, in `claims`' order, with `free[n]`
-  // cores of node n left by what else runs there. Ranks without a claim lose their turn.
+  // cores of node n left by what else runs there. Threads without a claim lose their turn.
   std::vector<double> Grant(double now, const std::vector<double>& free,
                             const std::vector<Claim>& claims);
   // When the earliest turn that another thread waits behind ends (its slice), or infinity.
@@ -42,8 +43,8 @@ class CoreTurns {
  private:
   static constexpr double kNone = -1;
   double slice_;
-  std::vector<double> held_since_;    // per rank: when its turn began, or kNone
-  std::vector<double> queued_since_;  // per rank: since when it waits for a core, or kNone
+  std::vector<double> held_since_;    // per thread: when its turn began, or kNone
+  std::vector<double> queued_since_;  // per thread: since when it waits for a core, or kNone
   double next_turn_end_ = std::numeric_limits<double>::infinity();
 };
 

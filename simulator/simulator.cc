@@ -218,7 +218,7 @@ class Engine {
 
 void Engine::Prepare() {
   if (dev_.cores_in_turns() && dev_.cores_per_node() > 0)
-    turns_.emplace(g_.world_size, dev_.cores_per_node());
+    turns_.emplace(2 * g_.world_size, dev_.cores_per_node());  // see TakeTurns' threads
   pending_.assign(n_, 0);
   succ_.assign(n_, {});
   earliest_.assign(n_, 0);
@@ -675,7 +675,10 @@ void Engine::TakeTurns(const std::vector<NodeLoad>& demand) {
   std::vector<Activity*> claimed;
   for (Activity& a : active_) {
     if (!a.compute || a.done) continue;
-    claims.push_back({a.ranks[0], Node(a.ranks[0]), a.threads, a.began});
+    // A rank's ops take turns on its compute thread; the CPU charged to its other threads
+    // (ChargeCpu: wake-ups, transfers) on another, which holds no turn of the ops'.
+    const int thread = a.finish.empty() ? g_.world_size + a.ranks[0] : a.ranks[0];
+    claims.push_back({thread, Node(a.ranks[0]), a.threads, a.began});
     claimed.push_back(&a);
   }
   const std::vector<double> granted = turns_->Grant(now_, free, claims);
