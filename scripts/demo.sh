@@ -142,10 +142,17 @@ median_ms() {
 # (benchmarks/kept_run.py: a slow spell only ever slows a run, and the profile keeps its
 # measuring runs by the same rule).
 declare -A runs=()
+run_once() {
+  runs[$1]+=" $("$pw" run "$out/gpt_mp2pp2_$1.pb" --nproc 4 --steps 40 --report json | median_ms)"
+}
 for _ in 1 2 3; do
-  for kind in 1f1b fthenb; do
-    runs[$kind]+=" $("$pw" run "$out/gpt_mp2pp2_$kind.pb" --nproc 4 --steps 40 --report json |
-      median_ms)"
+  for kind in 1f1b fthenb; do run_once "$kind"; done
+done
+# Up to two more of a schedule while no second run came within 1.10x of its fastest.
+for kind in 1f1b fthenb; do
+  for _ in 1 2; do
+    "$root/benchmarks/kept_run.py" "${runs[$kind]}" >/dev/null && break
+    run_once "$kind"
   done
 done
 for kind in 1f1b fthenb; do
@@ -158,7 +165,7 @@ for kind in 1f1b fthenb; do
     --format json 2>/dev/null | sed -n 's/.*"steady_step_time_ms": \([0-9.e+-]*\).*/\1/p')
   measured=$("$root/benchmarks/kept_run.py" "${runs[$kind]}" | cut -d' ' -f2) || true
   awk -v k="$kind" -v p="$predicted" -v m="$measured" -v r="${runs[$kind]}" 'BEGIN {
-    printf "%-7s predicted %8.1f ms   measured %8.1f ms (3 runs:%s)   error %+5.1f %%\n",
+    printf "%-7s predicted %8.1f ms   measured %8.1f ms (runs:%s)   error %+5.1f %%\n",
       k, p, m, r, (p - m) / m * 100 }'
 done
 echo "simulated steps as Chrome traces: $out/gpt_1f1b.sim.trace.json, $out/gpt_fthenb.sim.trace.json"
