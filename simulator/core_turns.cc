@@ -13,20 +13,26 @@ double TurnSlice(int cores) {
 }
 
 CoreTurns::CoreTurns(int threads, int cores)
-    : slice_(TurnSlice(cores)), held_since_(threads, kNone), queued_since_(threads, kNone) {}
+    : slice_(TurnSlice(cores)),
+      held_since_(threads, kNone),
+      queued_since_(threads, kNone),
+      claimed_in_(threads, 0) {}
 
 std::vector<double> CoreTurns::Grant(double now, const std::vector<double>& free,
                                      const std::vector<Claim>& claims) {
-  std::vector<bool> claiming(held_since_.size(), false);
+  ++grants_;
   std::vector<double> wanted(free.size(), 0);  // per node: the threads its claims keep busy
   for (const Claim& c : claims) {
-    claiming[c.thread] = true;
+    claimed_in_[c.thread] = grants_;
     wanted[c.node] += c.threads;
     if (held_since_[c.thread] == kNone && queued_since_[c.thread] == kNone)
       queued_since_[c.thread] = c.ready;
   }
-  for (size_t r = 0; r < claiming.size(); ++r)
-    if (!claiming[r]) held_since_[r] = queued_since_[r] = kNone;
+  // Only threads that claimed last time hold a turn or a place to lose (not every thread).
+  for (int t : last_claims_)
+    if (claimed_in_[t] != grants_) held_since_[t] = queued_since_[t] = kNone;
+  last_claims_.clear();
+  for (const Claim& c : claims) last_claims_.push_back(c.thread);
   auto short_of_cores = [&](int node) { return wanted[node] > free[node] * (1 + 1e-9); };
   // A turn that outlasted its slice while another waits ends: the thread queues again.
   for (const Claim& c : claims) {

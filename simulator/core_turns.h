@@ -11,6 +11,7 @@
 // threads) kept the ranks of both stages in step instead: all computing at half speed,
 // then all in their collectives with the cores idle.
 
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -45,6 +46,9 @@ class CoreTurns {
   double slice_;
   std::vector<double> held_since_;    // per thread: when its turn began, or kNone
   std::vector<double> queued_since_;  // per thread: since when it waits for a core, or kNone
+  std::vector<int64_t> claimed_in_;   // per thread: the last Grant it claimed in
+  std::vector<int> last_claims_;      // the threads that claimed in the last Grant
+  int64_t grants_ = 0;
   double next_turn_end_ = std::numeric_limits<double>::infinity();
 };
 

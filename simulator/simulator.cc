@@ -173,6 +173,8 @@ class Engine {
   void TakeTurns(const std::vector<NodeLoad>& demand);
   // The rate of each compute thread of a node under `load`.
   double ComputeRate(const NodeLoad& load) const;
+  // The cores the node's threads get under `load`, less what its communication keeps.
+  double ComputeCores(const NodeLoad& load) const;
   // Stream threads of `rank`'s node that wait for an event and are still spinning.
   int SpinningThreads(int rank) const;
   // The delay from an event of `from` to the instruction `to` of another stream starting,
@@ -454,8 +456,11 @@ double Engine::ComputeRate(const NodeLoad& load) const {
   // threads use more than the cores while communication streams ran beside compute: the
   // small GPT's overlap-1f1b plan on 4 processes and 2 cores came out as fast as its 1f1b
   // plan (0.94-1.0 x), where runs measure 1.15-1.27 x, both burning the cores to the full.
-  const double left = std::max(0.0, rate * load.threads() - load.comm);
-  return std::min(ThreadRate(dev_, load.compute), left / load.compute);
+  return std::min(ThreadRate(dev_, load.compute), ComputeCores(load) / load.compute);
+}
+
+double Engine::ComputeCores(const NodeLoad& load) const {
+  return std::max(0.0, ThreadRate(dev_, load.threads()) * load.threads() - load.comm);
 }
 
 int Engine::SpinningThreads(int rank) const {
@@ -664,12 +669,8 @@ void Engine::TakeTurns(const std::vector<NodeLoad>& demand) {
   std::vector<double> free(demand.size());
   std::vector<double> speed(demand.size());
   for (size_t n = 0; n < demand.size(); ++n) {
-    const double threads = demand[n].threads();
-    const double cpu = ThreadRate(dev_, threads) * threads;
-    free[n] = std::max(0.0, cpu - demand[n].comm);
-    speed[n] = dev_.thread_rate().empty()
-                   ? 1.0
-                   : ThreadRate(dev_, std::min<double>(threads, dev_.cores_per_node()));
+    free[n] = ComputeCores(demand[n]);
+    speed[n] = ThreadRate(dev_, std::min<double>(demand[n].threads(), dev_.cores_per_node()));
   }
   std::vector<CoreTurns::Claim> claims;
   std::vector<Activity*> claimed;
