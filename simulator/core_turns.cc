@@ -42,13 +42,14 @@ std::vector<double> CoreTurns::Grant(double now, const std::vector<double>& free
       queued_since_[c.thread] = now;
     }
   }
-  // Turns held first (in the order they began), then the queue in its order.
+  // Passing CPU first, then turns held (in the order they began), then the queue in its order.
   std::vector<size_t> order(claims.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto key = [&](size_t i) {
     const int r = claims[i].thread;
     const bool holds = held_since_[r] != kNone;
-    return std::make_tuple(!holds, holds ? held_since_[r] : queued_since_[r], r);
+    return std::make_tuple(!claims[i].passing, !holds, holds ? held_since_[r] : queued_since_[r],
+                           r);
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   std::vector<double> left = free;

@@ -30,6 +30,10 @@ class CoreTurns {
     int node = 0;
     double threads = 1;  // the threads its op keeps busy
     double ready = 0;    // when its op was started (became runnable)
+    // A moment's CPU of a thread woken for it (a wake-up's, a transfer's: tens of us): the
+    // scheduler runs a thread that ran so little before the turns. Queued behind them it
+    // waited for turns of milliseconds, and such charges piled up by the hundred.
+    bool passing = false;
   };
 
   CoreTurns(int threads, int cores);

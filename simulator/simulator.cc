@@ -679,7 +679,7 @@ void Engine::TakeTurns(const std::vector<NodeLoad>& demand) {
     // A rank's ops take turns on its compute thread; the CPU charged to its other threads
     // (ChargeCpu: wake-ups, transfers) on another, which holds no turn of the ops'.
     const int thread = a.finish.empty() ? g_.world_size + a.ranks[0] : a.ranks[0];
-    claims.push_back({thread, Node(a.ranks[0]), a.threads, a.began});
+    claims.push_back({thread, Node(a.ranks[0]), a.threads, a.began, a.finish.empty()});
     claimed.push_back(&a);
   }
   const std::vector<double> granted = turns_->Grant(now_, free, claims);

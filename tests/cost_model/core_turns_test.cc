@@ -58,6 +58,18 @@ TEST(CoreTurns, ATurnEndsWithItsSliceWhileAnotherWaits) {
   EXPECT_EQ(alone.NextTurnEnd(), std::numeric_limits<double>::infinity());
 }
 
+TEST(CoreTurns, AWakeUpsCpuRunsBeforeTheTurns) {
+  CoreTurns turns(3, 1);
+  turns.Grant(0.0, {1.0}, {{0, 0, 1, 0.0}});
+  // Thread 2's moment of CPU (passing) takes the core from the turn thread 0 holds; thread 1
+  // waits behind both. Once it is done, thread 0 is first again.
+  EXPECT_EQ(
+      turns.Grant(0.1e-3, {1.0}, {{0, 0, 1, 0.0}, {1, 0, 1, 0.05e-3}, {2, 0, 1, 0.1e-3, true}}),
+      (std::vector<double>{0, 0, 1}));
+  EXPECT_EQ(turns.Grant(0.2e-3, {1.0}, {{0, 0, 1, 0.0}, {1, 0, 1, 0.05e-3}}),
+            (std::vector<double>{1, 0}));
+}
+
 TEST(CoreTurns, CommunicationLeavesAFractionAtTheMargin) {
   CoreTurns turns(3, 2);
   // 1.5 cores left: the first claim a whole one, the second half, the third none.
