@@ -40,4 +40,10 @@ StatusOr<std::string> MakeRunDir(const std::string& prefix) {
   return tmpl;
 }
 
+RemovedAtExit::~RemovedAtExit() {
+  if (path.empty()) return;
+  std::error_code ignored;  // a folder left behind costs disk, not the answer
+  std::filesystem::remove_all(path, ignored);
+}
+
 }  // namespace pw

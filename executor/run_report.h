@@ -18,4 +18,13 @@ bool ParseStepReport(const std::string& line, RankStepReport* report);
 // A new directory for a run's store and files: <temp dir>/<prefix>-XXXXXX.
 StatusOr<std::string> MakeRunDir(const std::string& prefix);
 
+// Removes `path` and all it holds when the scope ends, on every way out (nothing while empty).
+struct RemovedAtExit {
+  std::string path;
+  RemovedAtExit() = default;
+  RemovedAtExit(const RemovedAtExit&) = delete;
+  RemovedAtExit& operator=(const RemovedAtExit&) = delete;
+  ~RemovedAtExit();
+};
+
 }  // namespace pw

@@ -318,8 +318,10 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
 
   namespace fs = std::filesystem;
   std::string run_dir = flags.Get("run-dir");
+  RemovedAtExit made_run_dir;  // declared before the claim: removed after the claim lets go
   if (run_dir.empty()) {
     PW_ASSIGN_OR_RETURN(run_dir, MakeRunDir("pipeweave-run"));
+    made_run_dir.path = run_dir;
   }
   // Held until the ranks are done: a second run on this directory is refused at once.
   PW_ASSIGN_OR_RETURN(RunDirClaim claim, RunDirClaim::Claim(run_dir));
@@ -432,8 +434,8 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
   };
   PW_ASSIGN_OR_RETURN(LaunchResult result, LaunchRanks(options));
   if (!result.ok) {
-    std::fprintf(stderr, "pipeweave run: %s; the run was stopped (run directory %s)\n",
-                 result.failure.c_str(), run_dir.c_str());
+    std::fprintf(stderr, "pipeweave run: %s; the run was stopped%s\n", result.failure.c_str(),
+                 made_run_dir.path.empty() ? StrCat(" (run directory ", run_dir, ")").c_str() : "");
     for (size_t r = 0; r < result.exit_codes.size(); ++r) {
       int code = result.exit_codes[r];
       if (code != 0 && code != kExitPeerFailed && result.failure.find(StrCat("rank ", r, " ")) != 0)
@@ -484,7 +486,6 @@ StatusOr<int> Launch(const Flags& flags, const std::vector<std::string>& args) {
     }
     std::printf("}\n");
   }
-  if (flags.Get("run-dir").empty()) fs::remove_all(run_dir);
   return 0;
 }
 
