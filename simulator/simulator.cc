@@ -546,7 +546,11 @@ void Engine::PriceResumes() {
     const int key = StreamKey(next.rank, next.stream);
     double seconds = r.woken ? dev_.event_latency() : CaughtSpinLatency(next.rank);
     const int node = Node(next.rank);
-    if (dev_.held_spin_latency() > 0 && NodeOpThreads(node) >= dev_.cores_per_node()) {
+    // Where the node's cores are taken in turns, an op the thread resumes to queues for its
+    // core there (TakeTurns): a held-core wait as well would count that wait twice.
+    const bool queues_in_turns = turns_ && next.kind == InstrKind::kCompute;
+    if (dev_.held_spin_latency() > 0 && !queues_in_turns &&
+        NodeOpThreads(node) >= dev_.cores_per_node()) {
       // The CPU its thread used since it last slept: its last instruction and the spin.
       const int last = stream_prev_[r.instr];
       const double ran = (last >= 0 ? cpu_used_[last] : 0) + std::min(r.waited, SpinBudget(key));

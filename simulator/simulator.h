@@ -62,6 +62,9 @@
 // held_wake_factor times the CPU it used since it last slept (the scheduler owes the core
 // sooner to a thread that ran less), or after held_spin_latency (the turn of one that spins
 // all along), whichever comes first; the three profiled (~1.0 and ~2 ms on a 2-core VM).
+// Where the node's cores are taken in turns, a compute op the thread resumes to queues for
+// its core there instead (priced both ways, the small GPT's overlap-1f1b plan came out
+// 1.22-1.31x its 1f1b plan's step against 1.10-1.25x measured; 1.18-1.21x queued once).
 // Without that the overlap-1f1b plan's hand-offs to its communication streams came out 3x
 // faster than measured on 4 processes sharing 2 cores, and on a 1 Gbit link (woken threads:
 // median 38 us, mean 405-482 us, a tenth above 1.5 ms) its B/A 0.73 against 0.82.

@@ -128,5 +128,30 @@ TEST(CoreTurnsEngine, LongOpsTakeTheCoresInSlicesAsEvenSharingDoes) {
   EXPECT_NEAR(r->step_time, 45e-3, 1.5e-3);  // within a slice
 }
 
+TEST(CoreTurnsEngine, AnOpResumedOnAHeldCoreQueuesForItOnce) {
+  // One core, two ranks. Rank 0 computes A (100 us), and its mp_comm stream runs M (10 us of
+  // compute) after A, seen by its spinning thread a few us later; rank 1 computes L (5 ms)
+  // from the start and takes the core when A ends. M, resumed while L holds the core, queues
+  // for it in the turns and gets it when L's turn ends with its slice (0.75 ms after it
+  // began), at 850 us. A held-core wait as well (held_spin_latency, 2 ms here) would start
+  // its queueing late: M would run at 2.1 ms.
+  testing::GraphBuilder b(2);
+  const int a = b.Compute(0, 100e-6);
+  b.Compute(1, 5e-3);
+  const int m = b.Add(0, StreamType::kMpComm, InstrKind::kCompute, 10e-6, {a});
+  DeviceSpec d = testing::TestDevice();
+  d.set_cores_per_node(1);
+  d.set_cores_in_turns(true);
+  d.set_spin_budget(1);  // M's thread is caught spinning: no wake-up
+  d.set_long_spin_budget(1);
+  d.set_spin_latency(5e-6);
+  d.set_held_spin_latency(2e-3);
+  d.set_held_wake_factor(100);
+  StatusOr<SimResult> r = Simulate(b.graph(), d, SimOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->timeline[m].active, 850e-6, 1e-9);
+  EXPECT_NEAR(r->timeline[m].end, 860e-6, 1e-9);
+}
+
 }  // namespace
 }  // namespace pw::cost
