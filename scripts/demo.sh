@@ -155,19 +155,36 @@ for kind in 1f1b fthenb; do
     run_once "$kind"
   done
 done
+# predicted KIND: the steady step of 3 simulated back to back (the runs' figures are steps
+# after the first, which follow each other without a barrier).
+predicted() {
+  "$pw" sim "$out/gpt_mp2pp2_$1.pb" --costs "$out/costs.pbtxt" --steps 3 --format json \
+    2>/dev/null | sed -n 's/.*"steady_step_time_ms": \([0-9.e+-]*\).*/\1/p'
+}
+# 1f1b's prediction is the table's fit to the profile's own runs of 1f1b (their straggle
+# share): where it is over 10 % off the runs above, the machine ran at another speed then
+# (a VM's spells last seconds to minutes), and fthenb's prediction would be that speed's.
+# Profiled again, up to twice, so that the table and the runs see one machine.
+measured_1f1b=$("$root/benchmarks/kept_run.py" "${runs[1f1b]}" | cut -d' ' -f2) || true
+for _ in 1 2; do
+  fitted=$(predicted 1f1b)
+  awk -v p="$fitted" -v m="$measured_1f1b" 'BEGIN { exit !(p > 1.1 * m || p < m / 1.1) }' || break
+  printf '1f1b predicted %.2f ms (fitted to the profile'"'"'s runs of it), the runs above %s ms: %s\n' \
+    "$fitted" "$measured_1f1b" "the machine's speed moved between them; profiling again"
+  "$pw" profile "$out/gpt_mp2pp2_1f1b.pb" -o "$out/costs.pbtxt" --comm --comm-steps 24 \
+    --repeat 5 --in-run 2>&1 | grep -E '^(the measuring runs|ranks taking turns)'
+done
 for kind in 1f1b fthenb; do
-  # The runs' figures are steps after the first, which follow each other without a
-  # barrier: the prediction is the steady step of 3 simulated back to back.
   "$pw" sim "$out/gpt_mp2pp2_$kind.pb" --costs "$out/costs.pbtxt" --steps 3 \
     --trace "$out/gpt_$kind.sim.trace.json" | sed -n '1,5p'
   # (its note on stderr, if any, the call above has printed)
-  predicted=$("$pw" sim "$out/gpt_mp2pp2_$kind.pb" --costs "$out/costs.pbtxt" --steps 3 \
-    --format json 2>/dev/null | sed -n 's/.*"steady_step_time_ms": \([0-9.e+-]*\).*/\1/p')
   measured=$("$root/benchmarks/kept_run.py" "${runs[$kind]}" | cut -d' ' -f2) || true
-  awk -v k="$kind" -v p="$predicted" -v m="$measured" -v r="${runs[$kind]}" 'BEGIN {
+  awk -v k="$kind" -v p="$(predicted "$kind")" -v m="$measured" -v r="${runs[$kind]}" 'BEGIN {
     printf "%-7s predicted %8.1f ms   measured %8.1f ms (runs:%s)   error %+5.1f %%\n",
       k, p, m, r, (p - m) / m * 100 }'
 done
+echo "(1f1b's predicted step is the table's fit to the profile's runs of 1f1b, as near as its"
+echo " straggle share reaches; fthenb's is a prediction: the table never ran fthenb)"
 echo "simulated steps as Chrome traces: $out/gpt_1f1b.sim.trace.json, $out/gpt_fthenb.sim.trace.json"
 # How steady the machine was just after: a shared VM's slow spells (1.3-1.5x, a second or
 # more) can take a profile's runs or all of the runs above.
@@ -186,10 +203,22 @@ overlap4="$plan4,assign-streams,overlap-column-parallel-backward,overlap-1f1b,in
 # first table, then both plans profiled into one).
 "$pw" opt "$out/gpt_mp2pp2.pbtxt" -p "$overlap4" --costs "$out/costs.pbtxt" \
   -o "$out/gpt_mp2pp2_overlap.pb" >/dev/null
-"$pw" profile "$out/gpt_mp2pp2_1f1b.pb" "$out/gpt_mp2pp2_overlap.pb" -o "$out/costs_ab.pbtxt" \
-  --comm --comm-steps 24 --repeat 5 --in-run 2>&1 | grep -E '^(ranks taking turns|profiled)'
-"$pw" ab "$out/gpt_mp2pp2.pbtxt" -a "$plan4" -b "$overlap4" \
-  --sim --costs "$out/costs_ab.pbtxt" --run --nproc 4 --steps 6 --rounds 3 | sed -n '/^measured/,$p'
+# As above, the table and the runs must see one machine: where the simulated A is over 10 %
+# off the measured A, the profile and the A/B are taken again (up to twice).
+for try in 1 2 3; do
+  "$pw" profile "$out/gpt_mp2pp2_1f1b.pb" "$out/gpt_mp2pp2_overlap.pb" -o "$out/costs_ab.pbtxt" \
+    --comm --comm-steps 24 --repeat 5 --in-run 2>&1 | grep -E '^(ranks taking turns|profiled)'
+  "$pw" ab "$out/gpt_mp2pp2.pbtxt" -a "$plan4" -b "$overlap4" --sim --costs "$out/costs_ab.pbtxt" \
+    --run --nproc 4 --steps 6 --rounds 3 -o "$out/overlap_ab.txt" --json "$out/overlap_ab.json"
+  a_ms=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+print("%.2f %.2f" % (r["sim"]["a"]["step_time_ms"], r["run"]["a"]["median_step_ms"]))' \
+    "$out/overlap_ab.json")
+  awk -v s="${a_ms% *}" -v m="${a_ms#* }" 'BEGIN { exit !(s > 1.1 * m || s < m / 1.1) }' ||
+    break
+  ((try < 3)) && echo "A simulated ${a_ms% *} ms, measured ${a_ms#* } ms: the machine's speed" \
+    "moved between the profile and the runs; profiling again"
+done
+sed -n '/^measured/,$p' "$out/overlap_ab.txt"
 
 echo
 echo "Outputs are in $out"
