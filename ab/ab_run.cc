@@ -277,6 +277,14 @@ StatusOr<ParamComparison> CompareRoundParams(const fs::path& a, const fs::path& 
   return all;
 }
 
+// Each round's timed steps (all but its first) of one figure.
+RoundSteps TimedRounds(const MeasuredPlan& plan, std::vector<double> MeasuredRound::*figure) {
+  RoundSteps rounds;
+  for (const MeasuredRound& r : plan.rounds)
+    if ((r.*figure).size() > 1) rounds.emplace_back((r.*figure).begin() + 1, (r.*figure).end());
+  return rounds;
+}
+
 void Summarize(MeasuredPlan& plan) {
   for (const MeasuredRound& r : plan.rounds) {
     plan.timed_steps_ms.insert(plan.timed_steps_ms.end(), r.step_ms.begin() + 1, r.step_ms.end());
@@ -349,9 +357,11 @@ StatusOr<MeasuredAB> RunAB(const AbRunSettings& s) {
   }
   Summarize(out.a);
   Summarize(out.b);
-  out.step_ratio = BootstrapMedianRatio(out.a.timed_steps_ms, out.b.timed_steps_ms);
+  out.step_ratio = BootstrapMedianRatio(TimedRounds(out.a, &MeasuredRound::step_ms),
+                                        TimedRounds(out.b, &MeasuredRound::step_ms));
   if (std::isfinite(out.a.median_step_cpu_ms) && std::isfinite(out.b.median_step_cpu_ms))
-    out.cpu_ratio = BootstrapMedianRatio(out.a.timed_steps_cpu_ms, out.b.timed_steps_cpu_ms);
+    out.cpu_ratio = BootstrapMedianRatio(TimedRounds(out.a, &MeasuredRound::step_cpu_ms),
+                                         TimedRounds(out.b, &MeasuredRound::step_cpu_ms));
   else
     out.cpu_ratio.ratio = out.cpu_ratio.low = out.cpu_ratio.high = NAN;
   return out;

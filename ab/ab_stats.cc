@@ -30,11 +30,20 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-double ResampledMedian(const std::vector<double>& values, SplitMix64& rng,
-                       std::vector<double>& scratch) {
-  scratch.resize(values.size());
-  for (double& v : scratch) v = values[rng.Below(values.size())];
-  return Median(scratch);
+// Draws `rounds` (given as indices) and then each one's steps, with replacement, into `out`.
+void DrawSteps(const RoundSteps& steps, const std::vector<size_t>& rounds, SplitMix64& rng,
+               std::vector<double>& out) {
+  out.clear();
+  for (size_t r : rounds) {
+    const std::vector<double>& round = steps[r];
+    for (size_t k = 0; k < round.size(); ++k) out.push_back(round[rng.Below(round.size())]);
+  }
+}
+
+std::vector<double> AllSteps(const RoundSteps& rounds) {
+  std::vector<double> all;
+  for (const std::vector<double>& r : rounds) all.insert(all.end(), r.begin(), r.end());
+  return all;
 }
 
 // The q-quantile of sorted values, interpolating between neighbours.
@@ -63,18 +72,31 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
-RatioInterval BootstrapMedianRatio(const std::vector<double>& a, const std::vector<double>& b,
+RatioInterval BootstrapMedianRatio(const RoundSteps& a, const RoundSteps& b,
                                    const BootstrapOptions& options) {
   RatioInterval out;
-  out.ratio = Median(b) / Median(a);
-  out.samples = std::min(a.size(), b.size());
+  const std::vector<double> all_a = AllSteps(a), all_b = AllSteps(b);
+  out.ratio = Median(all_b) / Median(all_a);
+  out.samples = std::min(all_a.size(), all_b.size());
   SplitMix64 rng(options.seed);
-  std::vector<double> ratios, scratch;
+  const bool paired = a.size() == b.size();
+  // The rounds of one resample: all of them where there is one (nothing to draw).
+  auto draw_rounds = [&](size_t count, std::vector<size_t>& picked) {
+    picked.resize(count);
+    for (size_t i = 0; i < count; ++i) picked[i] = count == 1 ? 0 : rng.Below(count);
+  };
+  std::vector<double> ratios, drawn_a, drawn_b;
+  std::vector<size_t> rounds_a, rounds_b;
   ratios.reserve(options.resamples);
-  for (int i = 0; i < options.resamples; ++i) {
-    double ma = ResampledMedian(a, rng, scratch);
-    double mb = ResampledMedian(b, rng, scratch);
-    ratios.push_back(mb / ma);
+  for (int i = 0; i < options.resamples && !a.empty() && !b.empty(); ++i) {
+    draw_rounds(a.size(), rounds_a);
+    if (paired)
+      rounds_b = rounds_a;
+    else
+      draw_rounds(b.size(), rounds_b);
+    DrawSteps(a, rounds_a, rng, drawn_a);
+    DrawSteps(b, rounds_b, rng, drawn_b);
+    ratios.push_back(Median(drawn_b) / Median(drawn_a));
   }
   if (ratios.empty()) {
     out.low = out.high = out.ratio;

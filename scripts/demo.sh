@@ -209,7 +209,7 @@ for try in 1 2 3; do
   "$pw" profile "$out/gpt_mp2pp2_1f1b.pb" "$out/gpt_mp2pp2_overlap.pb" -o "$out/costs_ab.pbtxt" \
     --comm --comm-steps 24 --repeat 5 --in-run 2>&1 | grep -E '^(ranks taking turns|profiled)'
   "$pw" ab "$out/gpt_mp2pp2.pbtxt" -a "$plan4" -b "$overlap4" --sim --costs "$out/costs_ab.pbtxt" \
-    --run --nproc 4 --steps 6 --rounds 3 -o "$out/overlap_ab.txt" --json "$out/overlap_ab.json"
+    --run --nproc 4 --steps 6 --rounds 5 -o "$out/overlap_ab.txt" --json "$out/overlap_ab.json"
   a_ms=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
 print("%.2f %.2f" % (r["sim"]["a"]["step_time_ms"], r["run"]["a"]["median_step_ms"]))' \
     "$out/overlap_ab.json")
