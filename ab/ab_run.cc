@@ -286,10 +286,11 @@ RoundSteps TimedRounds(const MeasuredPlan& plan, std::vector<double> MeasuredRou
 }
 
 void Summarize(MeasuredPlan& plan) {
+  for (const std::vector<double>& r : TimedRounds(plan, &MeasuredRound::step_ms))
+    plan.timed_steps_ms.insert(plan.timed_steps_ms.end(), r.begin(), r.end());
+  for (const std::vector<double>& r : TimedRounds(plan, &MeasuredRound::step_cpu_ms))
+    plan.timed_steps_cpu_ms.insert(plan.timed_steps_cpu_ms.end(), r.begin(), r.end());
   for (const MeasuredRound& r : plan.rounds) {
-    plan.timed_steps_ms.insert(plan.timed_steps_ms.end(), r.step_ms.begin() + 1, r.step_ms.end());
-    plan.timed_steps_cpu_ms.insert(plan.timed_steps_cpu_ms.end(), r.step_cpu_ms.begin() + 1,
-                                   r.step_cpu_ms.end());
     if (plan.peak_bytes.size() < r.peak_bytes.size()) plan.peak_bytes.resize(r.peak_bytes.size());
     for (size_t k = 0; k < r.peak_bytes.size(); ++k)
       plan.peak_bytes[k] = std::max(plan.peak_bytes[k], r.peak_bytes[k]);

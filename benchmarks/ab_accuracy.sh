@@ -56,16 +56,6 @@ module=$out/gpt_small.pbtxt
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$root/benchmarks/machine_steadiness.py" --tool "$pw" >&2
 
-# "simulated/measured A": exits 1 where they disagree by over 10 % (two machines).
-a_agreement() {
-  python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-ratio = r["sim"]["a"]["step_time_ms"] / r["run"]["a"]["median_step_ms"]
-print("simulated/measured %.3f" % ratio)
-sys.exit(0 if abs(ratio - 1) <= 0.10 else 1)' "$1"
-}
-
 rows=()
 for pair in "${pairs[@]}"; do
   name=${pair%%|*} b=${pair#*|}
@@ -76,11 +66,13 @@ for pair in "${pairs[@]}"; do
       >"$out/${name}_profile.log" 2>&1
     "$pw" ab "$module" -a "$a" -b "$b" --sim --costs "$costs" --run --nproc 4 \
       --rounds "$rounds" --steps "$steps" -o "$out/$name.txt" --json "$out/$name.json"
+    judged=1
+    agreement=$("$root/benchmarks/one_machine.py" --ab "$out/$name.json") || judged=0
     echo "$name, try $try: B/A $(grep '^step time ' "$out/$name.txt" | tail -1 | tr -s ' ' |
-      cut -d' ' -f3-); A $(a_agreement "$out/$name.json"); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-    a_agreement "$out/$name.json" >/dev/null && break
+      cut -d' ' -f3-); A $agreement; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    ((judged)) && break
   done
-  rows+=("$name $out/$name.json $((try > tries ? tries : try))")
+  rows+=("$name $out/$name.json $((try > tries ? tries : try)) $judged")
 done
 
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -90,13 +82,13 @@ import json, sys
 print("%-13s %16s %10s %10s %17s %7s %6s %6s" % ("B (A: 1f1b)", "A ms: sim/meas", "B/A: sim",
       "measured", "95 % interval", "inside", "same", "tries"))
 inside_count, rows = 0, [l.split() for l in sys.stdin if l.strip()]
-for name, path, tries in rows:
+for name, path, tries, judged in rows:
     report = json.load(open(path))
     sim = report["sim"]["ratio"]["step_time_ms"]
     run = report["run"]["ratio"]
     lo, hi = run["ci95"]
     a_sim, a_run = report["sim"]["a"]["step_time_ms"], report["run"]["a"]["median_step_ms"]
-    judged = abs(a_sim / a_run - 1) <= 0.10  # profile and runs saw one machine
+    judged = judged == "1"  # profile and runs saw one machine (one_machine.py)
     inside = judged and lo <= sim <= hi
     inside_count += inside
     # Both call B faster, both slower, or the interval holds 1 (no difference found).

@@ -167,10 +167,9 @@ predicted() {
 # Profiled again, up to twice, so that the table and the runs see one machine.
 measured_1f1b=$("$root/benchmarks/kept_run.py" "${runs[1f1b]}" | cut -d' ' -f2) || true
 for _ in 1 2; do
-  fitted=$(predicted 1f1b)
-  awk -v p="$fitted" -v m="$measured_1f1b" 'BEGIN { exit !(p > 1.1 * m || p < m / 1.1) }' || break
-  printf '1f1b predicted %.2f ms (fitted to the profile'"'"'s runs of it), the runs above %s ms: %s\n' \
-    "$fitted" "$measured_1f1b" "the machine's speed moved between them; profiling again"
+  agreement=$("$root/benchmarks/one_machine.py" "$(predicted 1f1b)" "$measured_1f1b") && break
+  echo "1f1b $agreement (the prediction fitted to the profile's runs of it, the measure the" \
+    "runs above): the machine's speed moved between them; profiling again"
   "$pw" profile "$out/gpt_mp2pp2_1f1b.pb" -o "$out/costs.pbtxt" --comm --comm-steps 24 \
     --repeat 5 --in-run 2>&1 | grep -E '^(the measuring runs|ranks taking turns)'
 done
@@ -210,13 +209,9 @@ for try in 1 2 3; do
     --comm --comm-steps 24 --repeat 5 --in-run 2>&1 | grep -E '^(ranks taking turns|profiled)'
   "$pw" ab "$out/gpt_mp2pp2.pbtxt" -a "$plan4" -b "$overlap4" --sim --costs "$out/costs_ab.pbtxt" \
     --run --nproc 4 --steps 6 --rounds 5 -o "$out/overlap_ab.txt" --json "$out/overlap_ab.json"
-  a_ms=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
-print("%.2f %.2f" % (r["sim"]["a"]["step_time_ms"], r["run"]["a"]["median_step_ms"]))' \
-    "$out/overlap_ab.json")
-  awk -v s="${a_ms% *}" -v m="${a_ms#* }" 'BEGIN { exit !(s > 1.1 * m || s < m / 1.1) }' ||
-    break
-  ((try < 3)) && echo "A simulated ${a_ms% *} ms, measured ${a_ms#* } ms: the machine's speed" \
-    "moved between the profile and the runs; profiling again"
+  agreement=$("$root/benchmarks/one_machine.py" --ab "$out/overlap_ab.json") && break
+  ((try < 3)) && echo "A $agreement: the machine's speed moved between the profile and the" \
+    "runs; profiling again"
 done
 sed -n '/^measured/,$p' "$out/overlap_ab.txt"
 
