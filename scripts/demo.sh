@@ -128,8 +128,11 @@ step "Cost model: profile the mp=2 x pp=2 GPT (its ops timed inside a short 1f1b
 # 0.20-0.38: predictions 3-4 % longer.)
 # --in-run: the ops of a model this small take a fraction inside a step of what they take
 # timed one at a time (caches, allocator and threads as the op before left them).
-"$pw" profile "$out/gpt_mp2pp2_1f1b.pb" -o "$out/costs.pbtxt" --comm --comm-steps 24 --repeat 5 \
-  --in-run
+profile_1f1b() {
+  "$pw" profile "$out/gpt_mp2pp2_1f1b.pb" -o "$out/costs.pbtxt" --comm --comm-steps 24 \
+    --repeat 5 --in-run
+}
+profile_1f1b
 
 step "Simulate both schedules (fthenb with what 1f1b measured) and run them: predicted against measured"
 # The median of a run's step times after the first, from its --report json line.
@@ -170,8 +173,7 @@ for _ in 1 2; do
   agreement=$("$root/benchmarks/one_machine.py" "$(predicted 1f1b)" "$measured_1f1b") && break
   echo "1f1b $agreement (the prediction fitted to the profile's runs of it, the measure the" \
     "runs above): the machine's speed moved between them; profiling again"
-  "$pw" profile "$out/gpt_mp2pp2_1f1b.pb" -o "$out/costs.pbtxt" --comm --comm-steps 24 \
-    --repeat 5 --in-run 2>&1 | grep -E '^(the measuring runs|ranks taking turns)'
+  profile_1f1b 2>&1 | grep -E '^(the measuring runs|ranks taking turns)'
 done
 for kind in 1f1b fthenb; do
   "$pw" sim "$out/gpt_mp2pp2_$kind.pb" --costs "$out/costs.pbtxt" --steps 3 \
